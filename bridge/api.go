@@ -1,0 +1,93 @@
+package bridge
+
+import (
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/gopmi/gopmi/plugin"
+)
+
+// FenceMode chooses how fences behave for a job.
+type FenceMode int
+
+const (
+	// FenceCollect: every fence blocks until all ranks arrived and brings
+	// every rank's data to every node (Slurm-style allgather).
+	FenceCollect FenceMode = iota
+	// FenceLazy: a PMI-2 kvs-fence returns at once and a get of a key not
+	// yet known waits until the fence completed (Hydra-style). PMI-1
+	// barriers still block. Data is collected.
+	FenceLazy
+	// FenceModex: fences are barriers that carry no data back; a get of a
+	// key not held locally asks the backend for the owner's data.
+	FenceModex
+)
+
+// Limits are advertised to clients and enforced. Zero fields take the
+// defaults (256, 64, 1024, 1 MiB).
+type Limits struct {
+	KvsnameMax int
+	KeyMax     int
+	ValMax     int
+	LineMax    int
+}
+
+// Timeouts bound every wait. Zero fields take the defaults.
+type Timeouts struct {
+	Fence    time.Duration // default 120s
+	Get      time.Duration // lazy get and direct modex; default Fence
+	Lookup   time.Duration // name lookup with wait; default 60s
+	NodeAttr time.Duration // info-getnodeattr wait; default Fence
+	Spawn    time.Duration // default 120s
+	Backend  time.Duration // any other backend call; default 30s
+}
+
+// Clock is the time source; tests pass a manual one.
+type Clock interface {
+	Now() time.Time
+	// AfterFunc calls f once after d unless the returned stop is called
+	// first; stop reports whether it prevented the call.
+	AfterFunc(d time.Duration, f func()) (stop func() bool)
+}
+
+// Config describes the job as seen from this node.
+type Config struct {
+	Job    plugin.Job
+	NodeID int32
+	// Preput entries are in the KVS before any task starts.
+	Preput []plugin.Info
+	// Attrs are extra job attributes (served to info-getjobattr and get).
+	Attrs     []plugin.Info
+	Limits    Limits
+	Timeouts  Timeouts
+	FenceMode FenceMode
+	// PMIDebug is served as pmiverbose / debug.
+	PMIDebug bool
+	// Capabilities are the names the backend advertised in GetInfo
+	// (plugin.Cap*); requests needing a missing one are refused by name.
+	Capabilities []string
+	// BackendName names the backend in error messages.
+	BackendName string
+	// Clock is nil for real time.
+	Clock  Clock
+	Logger zerolog.Logger
+}
+
+// Sender writes encoded bytes to one task's connection. Send must not block
+// for long; the shim buffers.
+type Sender interface {
+	Send(b []byte) error
+	// Close closes the connection (after finalize or a fatal error).
+	Close() error
+}
+
+// Result is how the job ended on this node.
+type Result struct {
+	// Aborted is set when a task called abort; Status is its exit code.
+	Aborted bool
+	Status  int
+	// Err is set when the job failed: a task ended before finalize, a
+	// fence could not complete, the backend went away.
+	Err error
+}

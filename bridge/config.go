@@ -1,0 +1,152 @@
+package bridge
+
+import (
+	"fmt"
+	"time"
+
+	"github.com/gopmi/gopmi/plugin"
+)
+
+// Defaults for Limits and Timeouts.
+const (
+	DefaultKvsnameMax = 256
+	DefaultKeyMax     = 64
+	DefaultValMax     = 1024
+	DefaultLineMax    = 1 << 20
+
+	DefaultFenceTimeout   = 120 * time.Second
+	DefaultLookupTimeout  = 60 * time.Second
+	DefaultSpawnTimeout   = 120 * time.Second
+	DefaultBackendTimeout = 30 * time.Second
+)
+
+func (l Limits) withDefaults() Limits {
+	if l.KvsnameMax <= 0 {
+		l.KvsnameMax = DefaultKvsnameMax
+	}
+	if l.KeyMax <= 0 {
+		l.KeyMax = DefaultKeyMax
+	}
+	if l.ValMax <= 0 {
+		l.ValMax = DefaultValMax
+	}
+	if l.LineMax <= 0 {
+		l.LineMax = DefaultLineMax
+	}
+	// A request must be able to carry a full key and value.
+	if min := l.KeyMax + l.ValMax + 1024; l.LineMax < min {
+		l.LineMax = min
+	}
+	return l
+}
+
+func (t Timeouts) withDefaults() Timeouts {
+	if t.Fence <= 0 {
+		t.Fence = DefaultFenceTimeout
+	}
+	if t.Get <= 0 {
+		t.Get = t.Fence
+	}
+	if t.Lookup <= 0 {
+		t.Lookup = DefaultLookupTimeout
+	}
+	if t.NodeAttr <= 0 {
+		t.NodeAttr = t.Fence
+	}
+	if t.Spawn <= 0 {
+		t.Spawn = DefaultSpawnTimeout
+	}
+	if t.Backend <= 0 {
+		t.Backend = DefaultBackendTimeout
+	}
+	return t
+}
+
+// layout is what the engine derives once from the job description.
+type layout struct {
+	rankNode  []int32 // rank -> node index in Job.Nodes
+	local     []int32 // this node's ranks, ascending
+	isLocal   map[int32]bool
+	node      plugin.Node
+	appnum    []int32 // rank -> appnum, nil when there is one app
+	mapping   string  // PMI_process_mapping, "" when it does not fit
+	localSize int
+}
+
+func buildLayout(cfg *Config) (*layout, error) {
+	job := &cfg.Job
+	if job.Nspace == "" {
+		return nil, fmt.Errorf("bridge config: job nspace is empty")
+	}
+	if job.Size <= 0 {
+		return nil, fmt.Errorf("bridge config: job size %d", job.Size)
+	}
+	l := &layout{
+		rankNode: make([]int32, job.Size),
+		isLocal:  make(map[int32]bool),
+	}
+	for i := range l.rankNode {
+		l.rankNode[i] = -1
+	}
+	found := false
+	for ni, n := range job.Nodes {
+		for _, r := range n.Ranks {
+			if r < 0 || r >= job.Size {
+				return nil, fmt.Errorf("bridge config: node %q has rank %d outside 0..%d", n.Name, r, job.Size-1)
+			}
+			if l.rankNode[r] >= 0 {
+				return nil, fmt.Errorf("bridge config: rank %d is on two nodes", r)
+			}
+			l.rankNode[r] = int32(ni)
+		}
+		if n.ID == cfg.NodeID {
+			found = true
+			l.node = n
+			l.local = append([]int32(nil), n.Ranks...)
+		}
+	}
+	if len(job.Nodes) == 0 {
+		return nil, fmt.Errorf("bridge config: job has no nodes")
+	}
+	if !found {
+		return nil, fmt.Errorf("bridge config: node id %d is not in the job", cfg.NodeID)
+	}
+	for r, n := range l.rankNode {
+		if n < 0 {
+			return nil, fmt.Errorf("bridge config: rank %d is on no node", r)
+		}
+	}
+	sortInt32(l.local)
+	for _, r := range l.local {
+		l.isLocal[r] = true
+	}
+	l.localSize = len(l.local)
+	if len(job.Apps) > 1 {
+		l.appnum = make([]int32, job.Size)
+		for i, a := range job.Apps {
+			for r := a.FirstRank; r < a.FirstRank+a.Size && r < job.Size; r++ {
+				if r >= 0 {
+					l.appnum[r] = int32(i)
+				}
+			}
+		}
+	}
+	l.mapping = processMapping(l.rankNode, cfg.Limits.ValMax)
+	return l, nil
+}
+
+func (l *layout) appnumOf(rank int32) int32 {
+	if l.appnum == nil {
+		return 0
+	}
+	return l.appnum[rank]
+}
+
+func sortInt32(s []int32) {
+	// Insertion sort is enough: node rank lists arrive sorted or nearly.
+	for i := 1; i < len(s); i++ {
+		for j := i; j > 0 && s[j] < s[j-1]; j-- {
+			s[j], s[j-1] = s[j-1], s[j]
+		}
+	}
+}

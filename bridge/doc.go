@@ -1,0 +1,28 @@
+// Package bridge is gopmi's PMI engine: the state of one job on one node
+// and the decisions PMI-1 and PMI-2 requests call for. It owns no sockets
+// and no processes. The shim feeds it the bytes each task writes
+// (Session.Feed) and writes out what it sends back (Sender); everything
+// that crosses the node goes to a plugin.Full backend.
+//
+// Data flow for one fence (PMI-1 barrier_in, PMI-2 kvs-fence):
+//
+//	task puts ──► per-task pending records
+//	every local participant arrived ──► one backend Fence for the node,
+//	    carrying the node's records as a kvs blob
+//	merged blob ──► the node's committed kvs.Store ──► every get
+//
+// Fences are matched across nodes by an ID made of the group and its
+// sequence number ("world/3"), so every node issues the same IDs in the
+// same order. FenceCollect blocks each fence until every rank's data is
+// here; FenceLazy answers a PMI-2 kvs-fence at once and makes a get of a
+// missing key wait for the fence (what MPICH's "-NONEXIST-KEY" get relies
+// on under Hydra); FenceModex sends no data back and fetches a missing key
+// from its owner through DirectModex.
+//
+// Every wait has a deadline from Timeouts, measured with the Clock, so a
+// test drives time by hand. Every request gets an answer: unsupported ones
+// and failures get rc!=0 with a message that names what is missing or who
+// did not arrive. A task that closes its connection after init but before
+// finalize fails the job: pending requests are answered with an error, the
+// backend hears of it, and Done closes with Result.Err set.
+package bridge

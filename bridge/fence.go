@@ -1,0 +1,397 @@
+package bridge
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gopmi/gopmi/bridge/kvs"
+	"github.com/gopmi/gopmi/bridge/pmi1"
+	"github.com/gopmi/gopmi/plugin"
+)
+
+const (
+	worldName = "world"
+	nodeName  = "node"
+	ringName  = "ring"
+	// grace lets a backend report its own time-out before our context
+	// deadline cuts the call, so the message that names the missing
+	// ranks reaches the client.
+	grace = 5 * time.Second
+)
+
+// group is the set of ranks a fence waits for.
+type group struct {
+	name     string  // "world", "node", "ring" or "ranks:<list>"
+	ranks    []int32 // explicit members, nil for world, node and ring
+	nodeOnly bool    // completes on this node without the backend
+}
+
+func worldGroup() group { return group{name: worldName} }
+
+// group turns a PMI 1.2 barrier group into the fence group: WORLD with
+// tag 0 is the ordinary world fence; other tags and kinds get their own
+// sequence so concurrent group barriers never mix.
+func (j *Job) group(pg pmi1.Group, self int32) (group, error) {
+	tag := ""
+	if pg.Tag != 0 {
+		tag = ":" + strconv.Itoa(pg.Tag)
+	}
+	switch pg.Kind {
+	case pmi1.GroupWorld:
+		return group{name: worldName + tag}, nil
+	case pmi1.GroupNode:
+		return group{name: nodeName + tag, nodeOnly: true}, nil
+	}
+	ranks := make([]int32, 0, len(pg.Ranks))
+	member := false
+	for _, r := range pg.Ranks {
+		if r >= int(j.cfg.Job.Size) {
+			return group{}, fmt.Errorf("rank %d is not in this job of %d", r, j.cfg.Job.Size)
+		}
+		ranks = append(ranks, int32(r))
+		member = member || int32(r) == self
+	}
+	if !member {
+		return group{}, fmt.Errorf("the group does not include the caller, rank %d", self)
+	}
+	sortInt32(ranks)
+	ids := make([]string, len(ranks))
+	g := group{ranks: ranks, nodeOnly: true}
+	for i, r := range ranks {
+		ids[i] = strconv.Itoa(int(r))
+		if !j.lay.isLocal[r] {
+			g.nodeOnly = false
+		}
+	}
+	g.name = "ranks:" + strings.Join(ids, ",") + tag
+	return g, nil
+}
+
+// localMembers are the group's ranks on this node.
+func (j *Job) localMembers(g group) []int32 {
+	if g.ranks == nil {
+		return j.lay.local
+	}
+	var out []int32
+	for _, r := range g.ranks {
+		if j.lay.isLocal[r] {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+func fenceID(group string, seq int) string {
+	return group + "/" + strconv.Itoa(seq)
+}
+
+// fence is one collective as this node sees it.
+type fence struct {
+	id      string
+	g       group
+	seq     int
+	local   []int32
+	arrived map[int32]bool
+	waiters []*request // answered when the fence completes
+	replyKV []string   // extra reply pairs (PMI 1.2 tag)
+	data    []byte     // the local participants' records
+	ready   bool       // every local participant arrived
+	started bool       // handed to the backend
+	err     error      // set when the fence failed
+	stop    func() bool
+}
+
+func (f *fence) stopTimer() {
+	if f.stop != nil {
+		f.stop()
+		f.stop = nil
+	}
+}
+
+// enterFence registers r's rank at the next fence of group g. With
+// answerNow the request is answered at once (lazy PMI-2 fence) and gets
+// wait for the fence instead.
+func (j *Job) enterFence(r *request, g group, answerNow bool, replyKV []string) {
+	j.enterCollective(r, g, answerNow, replyKV, nil)
+}
+
+// enterCollective is enterFence with an extra record for the caller (the
+// ring's contribution).
+func (j *Job) enterCollective(r *request, g group, answerNow bool, replyKV []string, extra []byte) {
+	j.mu.Lock()
+	if j.ended {
+		err := j.result.Err
+		j.mu.Unlock()
+		r.fail(rcFail, fmt.Errorf("%s: job has ended: %w", r.cmd, err))
+		return
+	}
+	t := j.tasks[r.rank]
+	seq := t.seq[g.name] + 1
+	t.seq[g.name] = seq
+	id := fenceID(g.name, seq)
+	f := j.fences[id]
+	if f == nil {
+		f = &fence{id: id, g: g, seq: seq, local: j.localMembers(g), arrived: make(map[int32]bool), replyKV: replyKV}
+		j.fences[id] = f
+		f.stop = j.afterFunc(j.cfg.Timeouts.Fence, func() { j.fenceTimedOut(f) })
+	}
+	if f.err != nil {
+		err := f.err
+		j.mu.Unlock()
+		r.fail(rcFail, err)
+		return
+	}
+	f.arrived[r.rank] = true
+	f.data = append(f.data, t.pending...)
+	f.data = append(f.data, extra...)
+	t.pending = nil
+	if !answerNow {
+		f.waiters = append(f.waiters, r)
+		r.park()
+	}
+	if len(f.arrived) == len(f.local) {
+		f.ready = true
+		f.stopTimer()
+		j.startNextLocked(g.name)
+	}
+	j.mu.Unlock()
+	if answerNow {
+		r.ok(replyKV...)
+	}
+}
+
+// startNextLocked hands the group's next fence to the backend when it is
+// ready and the one before it finished: fences of a group complete in
+// order so a later fence's data never lands under an earlier one's.
+func (j *Job) startNextLocked(gname string) {
+	f := j.fences[fenceID(gname, j.groupDone[gname]+1)]
+	if f == nil || !f.ready || f.started || f.err != nil {
+		return
+	}
+	f.started = true
+	if f.g.nodeOnly {
+		j.wg.Add(1)
+		go func() {
+			defer j.wg.Done()
+			j.completeFence(f, f.data, nil)
+		}()
+		return
+	}
+	collect := !(f.g.name == worldName && j.cfg.FenceMode == FenceModex)
+	req := &plugin.FenceRequest{
+		ID:         f.id,
+		Procs:      j.groupProcs(f.g),
+		LocalProcs: j.procs(f.local),
+		Node:       j.lay.node.Name,
+		Data:       f.data,
+		Collect:    collect,
+		Timeout:    j.cfg.Timeouts.Fence,
+	}
+	j.goBackend(j.cfg.Timeouts.Fence+grace, func(ctx context.Context) {
+		resp, err := j.be.Fence(ctx, req)
+		var blob []byte
+		switch {
+		case err != nil:
+			err = fmt.Errorf("fence %s: %w", f.id, err)
+		case collect:
+			blob = resp.Data
+		default:
+			// A barrier: only our own node's data is here; the rest
+			// comes by direct modex.
+			blob = f.data
+		}
+		j.completeFence(f, blob, err)
+	})
+}
+
+func (j *Job) groupProcs(g group) []plugin.Proc {
+	if g.ranks == nil {
+		return []plugin.Proc{{Nspace: j.cfg.Job.Nspace, Rank: plugin.RankWildcard}}
+	}
+	return j.procs(g.ranks)
+}
+
+func (j *Job) procs(ranks []int32) []plugin.Proc {
+	out := make([]plugin.Proc, len(ranks))
+	for i, r := range ranks {
+		out[i] = j.proc(r)
+	}
+	return out
+}
+
+// completeFence commits the fence's data and answers its waiters.
+func (j *Job) completeFence(f *fence, blob []byte, err error) {
+	j.mu.Lock()
+	if j.ended {
+		j.mu.Unlock()
+		return
+	}
+	var ring map[int32]ringEntry
+	if err == nil {
+		if f.g.name == ringName {
+			ring, err = decodeRing(blob)
+		} else if _, cerr := j.store.Commit(blob); cerr != nil {
+			err = fmt.Errorf("fence %s: %w", f.id, cerr)
+		}
+	}
+	if err != nil {
+		f.err = err
+		j.groupErr[f.g.name] = err
+		j.log.Error().Err(err).Msg("fence failed")
+	} else {
+		delete(j.fences, f.id)
+	}
+	j.groupDone[f.g.name] = f.seq
+	var answers []func()
+	if f.g.name == worldName {
+		answers = j.wakeLazyLocked(f.seq, err)
+	}
+	for _, r := range f.waiters {
+		r.unpark()
+	}
+	j.startNextLocked(f.g.name)
+	j.mu.Unlock()
+
+	for _, r := range f.waiters {
+		switch {
+		case err != nil:
+			r.fail(rcFail, err)
+		case ring != nil:
+			j.answerRing(r, ring)
+		default:
+			r.ok(f.replyKV...)
+		}
+	}
+	for _, a := range answers {
+		a()
+	}
+}
+
+// fenceTimedOut fails a fence whose local participants did not all
+// arrive, naming the missing ones.
+func (j *Job) fenceTimedOut(f *fence) {
+	j.mu.Lock()
+	if f.ready || f.err != nil || j.ended {
+		j.mu.Unlock()
+		return
+	}
+	var missing []int32
+	for _, r := range f.local {
+		if !f.arrived[r] {
+			missing = append(missing, r)
+		}
+	}
+	err := fmt.Errorf("fence %s of job %s: %s (node %s) did not arrive within %s: %w",
+		f.id, j.cfg.Job.Nspace, rankList(missing), j.lay.node.Name, j.cfg.Timeouts.Fence, plugin.ErrTimeout)
+	f.err = err
+	f.stop = nil
+	j.groupErr[f.g.name] = err
+	var answers []func()
+	if f.g.name == worldName {
+		answers = j.wakeLazyLocked(f.seq, err)
+	}
+	for _, r := range f.waiters {
+		r.unpark()
+	}
+	j.mu.Unlock()
+	j.log.Error().Err(err).Msg("fence timed out")
+	for _, r := range f.waiters {
+		r.fail(rcFail, err)
+	}
+	for _, a := range answers {
+		a()
+	}
+}
+
+// rankList renders ranks as "rank 3" or "ranks 0-3,7".
+func rankList(ranks []int32) string {
+	if len(ranks) == 0 {
+		return "no ranks"
+	}
+	s := append([]int32(nil), ranks...)
+	sort.Slice(s, func(a, b int) bool { return s[a] < s[b] })
+	var b strings.Builder
+	if len(s) == 1 {
+		b.WriteString("rank ")
+	} else {
+		b.WriteString("ranks ")
+	}
+	for i := 0; i < len(s); {
+		k := i
+		for k+1 < len(s) && s[k+1] == s[k]+1 {
+			k++
+		}
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(strconv.Itoa(int(s[i])))
+		if k > i {
+			b.WriteByte('-')
+			b.WriteString(strconv.Itoa(int(s[k])))
+		}
+		i = k + 1
+	}
+	return b.String()
+}
+
+// ringEntry is one rank's PMIX_Ring contribution.
+type ringEntry struct {
+	count       int
+	left, right string
+}
+
+const ringKey = "\x00ring"
+
+// ring is Slurm's PMIX_Ring: a scan over the job in rank order. Each rank
+// gives a count and its left and right values; it gets back the sum of
+// the counts before it, the right value of its left neighbour and the left
+// value of its right neighbour (wrapping).
+func (s *Session) ring(r *request, m interface{ Value(string) string }) {
+	count, err := strconv.Atoi(strings.TrimSpace(m.Value("ring-count")))
+	if err != nil || count < 0 {
+		r.fail(rcInvalid, fmt.Errorf("ring: bad ring-count=%q", m.Value("ring-count")))
+		return
+	}
+	v := strconv.Itoa(count) + "\x00" + m.Value("ring-left") + "\x00" + m.Value("ring-right")
+	rec := kvs.AppendRecord(nil, kvs.Record{Rank: s.rank, Key: ringKey, Value: v})
+	s.j.enterCollective(r, group{name: ringName}, false, nil, rec)
+}
+
+func decodeRing(blob []byte) (map[int32]ringEntry, error) {
+	out := make(map[int32]ringEntry)
+	err := kvs.Decode(blob, func(rec kvs.Record) error {
+		if rec.Key != ringKey {
+			return nil
+		}
+		parts := strings.SplitN(rec.Value, "\x00", 3)
+		if len(parts) != 3 {
+			return fmt.Errorf("ring: bad contribution from rank %d", rec.Rank)
+		}
+		n, err := strconv.Atoi(parts[0])
+		if err != nil {
+			return fmt.Errorf("ring: bad count from rank %d", rec.Rank)
+		}
+		out[rec.Rank] = ringEntry{count: n, left: parts[1], right: parts[2]}
+		return nil
+	})
+	return out, err
+}
+
+func (j *Job) answerRing(r *request, ring map[int32]ringEntry) {
+	size := j.cfg.Job.Size
+	if int32(len(ring)) != size {
+		r.fail(rcFail, fmt.Errorf("ring: %d of %d ranks contributed", len(ring), size))
+		return
+	}
+	before := 0
+	for q := int32(0); q < r.rank; q++ {
+		before += ring[q].count
+	}
+	left := ring[(r.rank-1+size)%size].right
+	right := ring[(r.rank+1)%size].left
+	r.ok("ring-count", strconv.Itoa(before), "ring-left", left, "ring-right", right)
+}

@@ -1,0 +1,572 @@
+package bridge
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/gopmi/gopmi/bridge/pmi1"
+	"github.com/gopmi/gopmi/bridge/pmi2"
+	"github.com/gopmi/gopmi/bridge/wire"
+	"github.com/gopmi/gopmi/plugin"
+)
+
+// waitFor bounds every wait in these tests; nothing here should take more
+// than a few milliseconds.
+const waitFor = 5 * time.Second
+
+// conn is a Sender that records what the bridge writes to one task and
+// decodes it as the task would.
+type conn struct {
+	mu      sync.Mutex
+	buf     []byte
+	closed  bool
+	notify  chan struct{}
+	version int // how to decode: 1 until the test says otherwise
+	s1      pmi1.Splitter
+	s2      pmi2.Splitter
+}
+
+func newConn() *conn { return &conn{notify: make(chan struct{}, 1), version: 1} }
+
+func (c *conn) Send(b []byte) error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return errors.New("closed")
+	}
+	c.buf = append(c.buf, b...)
+	select {
+	case c.notify <- struct{}{}:
+	default:
+	}
+	return nil
+}
+
+func (c *conn) Close() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.closed = true
+	select {
+	case c.notify <- struct{}{}:
+	default:
+	}
+	return nil
+}
+
+func (c *conn) isClosed() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.closed
+}
+
+// next returns the next whole reply, waiting up to d; nil on time-out.
+func (c *conn) next(d time.Duration) *wire.Message {
+	deadline := time.Now().Add(d)
+	for {
+		c.mu.Lock()
+		var (
+			adv int
+			tok []byte
+			err error
+		)
+		if c.version == 2 {
+			adv, tok, err = c.s2.Split(c.buf, false)
+		} else {
+			adv, tok, err = c.s1.Split(c.buf, false)
+		}
+		if err != nil {
+			c.mu.Unlock()
+			panic(fmt.Sprintf("reply does not frame: %v in %q", err, c.buf))
+		}
+		if tok != nil {
+			tok = append([]byte(nil), tok...)
+			c.buf = c.buf[adv:]
+			v := c.version
+			c.mu.Unlock()
+			var m *wire.Message
+			if v == 2 {
+				m, err = pmi2.Parse(tok)
+			} else {
+				m, err = pmi1.Parse(tok)
+			}
+			if err != nil {
+				panic(fmt.Sprintf("reply does not parse: %v in %q", err, tok))
+			}
+			return m
+		}
+		c.mu.Unlock()
+		left := time.Until(deadline)
+		if left <= 0 {
+			return nil
+		}
+		select {
+		case <-c.notify:
+		case <-time.After(left):
+		}
+	}
+}
+
+// pending reports unread bytes.
+func (c *conn) pending() string {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return string(c.buf)
+}
+
+// task is a test's handle on one rank: its session and its conn.
+type tsk struct {
+	t    testing.TB
+	rank int32
+	s    *Session
+	c    *conn
+}
+
+// send writes one PMI-1 line (newline added) or, once the task spoke
+// PMI-2, one PMI-2 command (length prefix added).
+func (k *tsk) send(line string) {
+	k.t.Helper()
+	if k.c.version == 2 {
+		k.s.Feed([]byte(fmt.Sprintf("%-6d%s", len(line), line)))
+		return
+	}
+	k.s.Feed([]byte(line + "\n"))
+}
+
+// raw feeds bytes as they are.
+func (k *tsk) raw(b string) { k.s.Feed([]byte(b)) }
+
+// expect reads the next reply and checks it against want, written as a
+// PMI-1 line or a PMI-2 body: every pair in want must be in the reply with
+// the same value (the reply may carry more); "key=*" only checks presence.
+func (k *tsk) expect(want string) *wire.Message {
+	k.t.Helper()
+	m := k.c.next(waitFor)
+	if m == nil {
+		k.t.Fatalf("rank %d: no reply, want %q (unread %q)", k.rank, want, k.c.pending())
+	}
+	checkMsg(k.t, k.rank, m, want)
+	return m
+}
+
+func checkMsg(t testing.TB, rank int32, m *wire.Message, want string) {
+	t.Helper()
+	var w *wire.Message
+	var err error
+	if strings.Contains(want, ";") {
+		w, err = pmi2.Parse([]byte(want))
+	} else {
+		w, err = pmi1.Parse([]byte(want))
+	}
+	if err != nil {
+		t.Fatalf("bad expectation %q: %v", want, err)
+	}
+	if m.Cmd != w.Cmd {
+		t.Fatalf("rank %d: reply %s, want %s (%+v)", rank, m.Cmd, w.Cmd, m.Args)
+	}
+	for _, a := range w.Args {
+		got, ok := m.Get(a.Key)
+		if !ok {
+			t.Fatalf("rank %d: %s has no %s= (got %+v)", rank, m.Cmd, a.Key, m.Args)
+		}
+		if a.Value != "*" && got != a.Value {
+			t.Fatalf("rank %d: %s %s=%q, want %q (all %+v)", rank, m.Cmd, a.Key, got, a.Value, m.Args)
+		}
+	}
+}
+
+// silent checks that no reply arrives for a short while.
+func (k *tsk) silent() {
+	k.t.Helper()
+	if m := k.c.next(50 * time.Millisecond); m != nil {
+		k.t.Fatalf("rank %d: unexpected reply %s %+v", k.rank, m.Cmd, m.Args)
+	}
+}
+
+// init1 runs the PMI-1 start-up of a task.
+func (k *tsk) init1() {
+	k.t.Helper()
+	k.send("cmd=init pmi_version=1 pmi_subversion=1")
+	k.expect("cmd=response_to_init rc=0 pmi_version=1 pmi_subversion=1")
+}
+
+// init2 runs the PMI-2 start-up of a task through fullinit.
+func (k *tsk) init2() *wire.Message {
+	k.t.Helper()
+	k.send("cmd=init pmi_version=2 pmi_subversion=0")
+	k.expect("cmd=response_to_init rc=0 pmi_version=2 pmi_subversion=0")
+	k.c.mu.Lock()
+	k.c.version = 2
+	k.c.mu.Unlock()
+	k.send(fmt.Sprintf("cmd=fullinit;pmirank=%d;", k.rank))
+	return k.expect(fmt.Sprintf("cmd=fullinit-response;rc=0;rank=%d;", k.rank))
+}
+
+// world is a job under test: one engine per simulated node, all sharing
+// one fake RM.
+type world struct {
+	t     testing.TB
+	rm    *fakeRM
+	jobs  []*Job
+	tasks []*tsk
+	clock *manualClock
+}
+
+type jobOpt func(*Config)
+
+func withMode(m FenceMode) jobOpt { return func(c *Config) { c.FenceMode = m } }
+func withClock(k Clock) jobOpt    { return func(c *Config) { c.Clock = k } }
+func withCaps(c ...string) jobOpt { return func(cfg *Config) { cfg.Capabilities = c } }
+func withValMax(n int) jobOpt     { return func(c *Config) { c.Limits.ValMax = n } }
+func withParent(p string) jobOpt  { return func(c *Config) { c.Job.Parent = p } }
+func withPreput(kv ...string) jobOpt {
+	return func(c *Config) {
+		for i := 0; i+1 < len(kv); i += 2 {
+			c.Preput = append(c.Preput, plugin.Info{Key: kv[i], Value: kv[i+1]})
+		}
+	}
+}
+func withTimeouts(t Timeouts) jobOpt { return func(c *Config) { c.Timeouts = t } }
+
+// newWorld builds a job of size ranks on nodes nodes (block distribution)
+// with every task attached through PMI_FD.
+func newWorld(t testing.TB, size, nodes int, opts ...jobOpt) *world {
+	return newWorldRM(t, newFakeRM(), size, nodes, true, opts...)
+}
+
+func newWorldRM(t testing.TB, rm *fakeRM, size, nodes int, attach bool, opts ...jobOpt) *world {
+	t.Helper()
+	w := &world{t: t, rm: rm}
+	job := plugin.Job{Nspace: "job-1", Size: int32(size)}
+	per := (size + nodes - 1) / nodes
+	for n := 0; n < nodes; n++ {
+		node := plugin.Node{ID: int32(n), Name: fmt.Sprintf("n%d", n)}
+		for r := n * per; r < (n+1)*per && r < size; r++ {
+			node.Ranks = append(node.Ranks, int32(r))
+		}
+		job.Nodes = append(job.Nodes, node)
+	}
+	rm.setJob(job)
+	for n := 0; n < nodes; n++ {
+		cfg := Config{
+			Job:          job,
+			NodeID:       int32(n),
+			Logger:       zerolog.Nop(),
+			Capabilities: []string{plugin.CapPublish, plugin.CapSpawn, plugin.CapConnect, plugin.CapNotify},
+			BackendName:  "fake",
+		}
+		for _, o := range opts {
+			o(&cfg)
+		}
+		if mc, ok := cfg.Clock.(*manualClock); ok {
+			w.clock = mc
+		}
+		j, err := NewJob(context.Background(), cfg, rm)
+		if err != nil {
+			t.Fatal(err)
+		}
+		w.jobs = append(w.jobs, j)
+		t.Cleanup(func() {
+			ctx, cancel := context.WithTimeout(context.Background(), waitFor)
+			defer cancel()
+			if err := j.Shutdown(ctx); err != nil {
+				t.Errorf("shutdown: %v", err)
+			}
+		})
+		for _, r := range job.Nodes[n].Ranks {
+			k := &tsk{t: t, rank: r, c: newConn()}
+			if attach {
+				s, err := j.Attach(r, k.c)
+				if err != nil {
+					t.Fatal(err)
+				}
+				k.s = s
+			}
+			w.tasks = append(w.tasks, k)
+		}
+	}
+	return w
+}
+
+func (w *world) task(r int) *tsk { return w.tasks[r] }
+
+func (w *world) job(node int) *Job { return w.jobs[node] }
+
+// waitDone waits for a job engine to end.
+func (w *world) waitDone(node int) Result {
+	w.t.Helper()
+	select {
+	case <-w.jobs[node].Done():
+		return w.jobs[node].Result()
+	case <-time.After(waitFor):
+		w.t.Fatalf("node %d: job did not end", node)
+		return Result{}
+	}
+}
+
+// fakeRM is an in-memory multi-node backend: fences wait for every node's
+// part, direct modex serves the latest data of a node, the name service is
+// a map, spawn and abort are recorded.
+type fakeRM struct {
+	plugin.Unimplemented
+
+	mu        sync.Mutex
+	job       plugin.Job
+	fences    map[string]*fakeFence
+	data      map[string][]byte // node name -> last contributed data
+	names     map[string]string
+	spawns    []*plugin.SpawnRequest
+	aborts    []*plugin.AbortRequest
+	events    []*plugin.EventRequest
+	connects  []*plugin.ConnectRequest
+	modex     []*plugin.ModexRequest
+	fenceErr  error         // when set, every Fence fails with it
+	holdFence chan struct{} // when set, Fence waits for it
+	foreign   map[string][]byte
+}
+
+type fakeFence struct {
+	nodes map[string]bool
+	data  []byte
+	done  chan struct{}
+}
+
+func newFakeRM() *fakeRM {
+	return &fakeRM{fences: map[string]*fakeFence{}, data: map[string][]byte{}, names: map[string]string{}, foreign: map[string][]byte{}}
+}
+
+func (f *fakeRM) setJob(j plugin.Job) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.job = j
+}
+
+func (f *fakeRM) GetInfo(context.Context) (*plugin.BackendInfo, error) {
+	return &plugin.BackendInfo{Name: "fake", APIVersions: []string{plugin.APIVersion1}}, nil
+}
+
+func (f *fakeRM) Fence(ctx context.Context, req *plugin.FenceRequest) (*plugin.FenceResponse, error) {
+	f.mu.Lock()
+	if f.fenceErr != nil {
+		err := f.fenceErr
+		f.mu.Unlock()
+		return nil, err
+	}
+	hold := f.holdFence
+	ff := f.fences[req.ID]
+	if ff == nil {
+		ff = &fakeFence{nodes: map[string]bool{}, done: make(chan struct{})}
+		f.fences[req.ID] = ff
+	}
+	ff.nodes[req.Node] = true
+	ff.data = append(ff.data, req.Data...)
+	f.data[req.Node] = append([]byte(nil), req.Data...)
+	if len(ff.nodes) == len(f.job.Nodes) {
+		close(ff.done)
+	}
+	f.mu.Unlock()
+	if hold != nil {
+		select {
+		case <-hold:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	select {
+	case <-ff.done:
+	case <-ctx.Done():
+		return nil, fmt.Errorf("fence %s: %w", req.ID, plugin.ErrTimeout)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if !req.Collect {
+		return &plugin.FenceResponse{}, nil
+	}
+	return &plugin.FenceResponse{Data: ff.data}, nil
+}
+
+func (f *fakeRM) DirectModex(ctx context.Context, req *plugin.ModexRequest) (*plugin.ModexResponse, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.modex = append(f.modex, req)
+	if req.Proc.Nspace != f.job.Nspace {
+		d, ok := f.foreign[req.Proc.Nspace]
+		if !ok {
+			return nil, fmt.Errorf("job %s: %w", req.Proc.Nspace, plugin.ErrNotFound)
+		}
+		return &plugin.ModexResponse{Data: d}, nil
+	}
+	var out []byte
+	for _, n := range f.job.Nodes {
+		if req.Proc.Rank == plugin.RankWildcard {
+			out = append(out, f.data[n.Name]...)
+			continue
+		}
+		for _, r := range n.Ranks {
+			if r == req.Proc.Rank {
+				out = append(out, f.data[n.Name]...)
+			}
+		}
+	}
+	return &plugin.ModexResponse{Data: out}, nil
+}
+
+func (f *fakeRM) Abort(ctx context.Context, req *plugin.AbortRequest) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.aborts = append(f.aborts, req)
+	return nil
+}
+
+func (f *fakeRM) NotifyEvent(ctx context.Context, req *plugin.EventRequest) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.events = append(f.events, req)
+	return nil
+}
+
+func (f *fakeRM) Publish(ctx context.Context, req *plugin.PublishRequest) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, d := range req.Data {
+		if _, ok := f.names[d.Key]; ok {
+			return fmt.Errorf("name %s: %w", d.Key, plugin.ErrAlreadyExists)
+		}
+		f.names[d.Key] = d.Value
+	}
+	return nil
+}
+
+func (f *fakeRM) Lookup(ctx context.Context, req *plugin.LookupRequest) (*plugin.LookupResponse, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []plugin.Published
+	for _, k := range req.Keys {
+		if v, ok := f.names[k]; ok {
+			out = append(out, plugin.Published{Key: k, Value: v})
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("%s: %w", strings.Join(req.Keys, ","), plugin.ErrNotFound)
+	}
+	return &plugin.LookupResponse{Data: out}, nil
+}
+
+func (f *fakeRM) Unpublish(ctx context.Context, req *plugin.UnpublishRequest) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, k := range req.Keys {
+		if _, ok := f.names[k]; !ok {
+			return fmt.Errorf("%s: %w", k, plugin.ErrNotFound)
+		}
+		delete(f.names, k)
+	}
+	return nil
+}
+
+func (f *fakeRM) Spawn(ctx context.Context, req *plugin.SpawnRequest) (*plugin.SpawnResponse, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.spawns = append(f.spawns, req)
+	for _, a := range req.Apps {
+		for _, kv := range a.Info {
+			if kv.Key != "path" {
+				return nil, fmt.Errorf("spawn: info key %q: %w", kv.Key, plugin.ErrNotSupported)
+			}
+		}
+	}
+	return &plugin.SpawnResponse{Nspace: "job-2"}, nil
+}
+
+func (f *fakeRM) Connect(ctx context.Context, req *plugin.ConnectRequest) (*plugin.ConnectResponse, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.connects = append(f.connects, req)
+	return &plugin.ConnectResponse{ID: "c1"}, nil
+}
+
+func (f *fakeRM) Disconnect(ctx context.Context, req *plugin.DisconnectRequest) error { return nil }
+
+func (f *fakeRM) snapshot() (aborts []*plugin.AbortRequest, events []*plugin.EventRequest, spawns []*plugin.SpawnRequest) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append(aborts, f.aborts...), append(events, f.events...), append(spawns, f.spawns...)
+}
+
+// waitFor polls cond (a fake RM's record of calls made on the job's own
+// goroutines) until it holds or the deadline passes.
+func eventually(t testing.TB, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(waitFor)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: did not happen within %s", what, waitFor)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// manualClock fires timers only when the test advances it.
+type manualClock struct {
+	mu     sync.Mutex
+	now    time.Time
+	timers []*manualTimer
+}
+
+type manualTimer struct {
+	at      time.Time
+	f       func()
+	stopped bool
+}
+
+func newManualClock() *manualClock { return &manualClock{now: time.Unix(1000, 0)} }
+
+func (c *manualClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *manualClock) AfterFunc(d time.Duration, f func()) func() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	t := &manualTimer{at: c.now.Add(d), f: f}
+	c.timers = append(c.timers, t)
+	return func() bool {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if t.stopped {
+			return false
+		}
+		t.stopped = true
+		return true
+	}
+}
+
+// advance moves time forward and runs the timers that came due, in order.
+func (c *manualClock) advance(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	var due []*manualTimer
+	for _, t := range c.timers {
+		if !t.stopped && !t.at.After(c.now) {
+			t.stopped = true
+			due = append(due, t)
+		}
+	}
+	c.mu.Unlock()
+	sort.Slice(due, func(a, b int) bool { return due[a].at.Before(due[b].at) })
+	for _, t := range due {
+		t.f()
+	}
+}
+
+var _ = bytes.Equal

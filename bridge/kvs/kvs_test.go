@@ -1,0 +1,83 @@
+package kvs
+
+import (
+	"errors"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestBlobRoundTrip(t *testing.T) {
+	recs := []Record{
+		{Rank: 0, Key: "k0", Value: "v0"},
+		{Rank: -1, Key: "PARENT_ROOT_PORT_NAME", Value: "tag#0$port#1$"},
+		{Rank: 1023, Key: "long", Value: string(make([]byte, 70000))},
+		{Rank: 5, Key: "", Value: ""},
+	}
+	var a, b []byte
+	for i, r := range recs {
+		if i < 2 {
+			a = AppendRecord(a, r)
+		} else {
+			b = AppendRecord(b, r)
+		}
+	}
+	// The concatenation of two nodes' blobs is a blob.
+	var got []Record
+	if err := Decode(append(a, b...), func(r Record) error { got = append(got, r); return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if d := cmp.Diff(recs, got); d != "" {
+		t.Fatalf("records differ (-want +got):\n%s", d)
+	}
+}
+
+func TestDecodeCorrupt(t *testing.T) {
+	good := AppendRecord(nil, Record{Rank: 3, Key: "key", Value: "value"})
+	for i := 1; i < len(good); i++ {
+		err := Decode(good[:i], func(Record) error { return nil })
+		if !errors.Is(err, ErrCorrupt) {
+			t.Errorf("truncated at %d: err = %v, want ErrCorrupt", i, err)
+		}
+	}
+}
+
+func TestStoreCommitLastWins(t *testing.T) {
+	s := NewStore()
+	var blob []byte
+	blob = AppendRecord(blob, Record{Rank: 0, Key: "k", Value: "old"})
+	blob = AppendRecord(blob, Record{Rank: 1, Key: "k", Value: "new"})
+	n, err := s.Commit(blob)
+	if err != nil || n != 2 {
+		t.Fatalf("Commit = %d, %v", n, err)
+	}
+	v, r, ok := s.Get("k")
+	if !ok || v != "new" || r != 1 {
+		t.Fatalf("Get = %q, %d, %v", v, r, ok)
+	}
+	if _, _, ok := s.Get("missing"); ok {
+		t.Fatal("missing key found")
+	}
+}
+
+func FuzzDecode(f *testing.F) {
+	f.Add(AppendRecord(nil, Record{Rank: 1, Key: "a", Value: "b"}))
+	f.Add([]byte{0xff, 0xff, 0xff})
+	f.Fuzz(func(t *testing.T, blob []byte) {
+		var recs []Record
+		if err := Decode(blob, func(r Record) error { recs = append(recs, r); return nil }); err != nil {
+			return
+		}
+		var again []byte
+		for _, r := range recs {
+			again = AppendRecord(again, r)
+		}
+		var recs2 []Record
+		if err := Decode(again, func(r Record) error { recs2 = append(recs2, r); return nil }); err != nil {
+			t.Fatalf("re-encoded blob does not decode: %v", err)
+		}
+		if d := cmp.Diff(recs, recs2); d != "" {
+			t.Fatal(d)
+		}
+	})
+}

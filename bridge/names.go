@@ -1,0 +1,229 @@
+package bridge
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/gopmi/gopmi/bridge/wire"
+	"github.com/gopmi/gopmi/plugin"
+)
+
+// needCap refuses a request the backend cannot serve, naming what is
+// missing, and reports whether the request may go on.
+func (s *Session) needCap(r *request, capName, what string) bool {
+	if s.j.caps[capName] {
+		return true
+	}
+	name := s.j.cfg.BackendName
+	if name == "" {
+		name = "this backend"
+	}
+	r.fail(rcFail, fmt.Errorf("%s: %s does not provide %s (capability %q)", r.cmd, name, what, capName))
+	return false
+}
+
+// async parks r, runs call against the backend with a deadline and
+// unparks r afterwards; call answers r.
+func (s *Session) async(r *request, d timeoutKind, call func(ctx context.Context)) {
+	j := s.j
+	j.mu.Lock()
+	if j.ended {
+		err := j.result.Err
+		j.mu.Unlock()
+		r.fail(rcFail, fmt.Errorf("%s: job has ended: %w", r.cmd, err))
+		return
+	}
+	r.park()
+	j.mu.Unlock()
+	j.goBackend(j.timeout(d)+grace, func(ctx context.Context) {
+		call(ctx)
+		j.mu.Lock()
+		r.unpark()
+		j.mu.Unlock()
+	})
+}
+
+type timeoutKind int
+
+const (
+	toBackend timeoutKind = iota
+	toLookup
+	toSpawn
+)
+
+func (j *Job) timeout(k timeoutKind) time.Duration {
+	switch k {
+	case toLookup:
+		return j.cfg.Timeouts.Lookup
+	case toSpawn:
+		return j.cfg.Timeouts.Spawn
+	}
+	return j.cfg.Timeouts.Backend
+}
+
+func toInfo(args []wire.Arg) []plugin.Info {
+	if len(args) == 0 {
+		return nil
+	}
+	out := make([]plugin.Info, len(args))
+	for i, a := range args {
+		out[i] = plugin.Info{Key: a.Key, Value: a.Value}
+	}
+	return out
+}
+
+// rcOf picks the PMI code for a backend error: 1 for "not found" and
+// "already exists", as Hydra answers, -1 otherwise.
+func rcOf(err error) int {
+	if errors.Is(err, plugin.ErrNotFound) || errors.Is(err, plugin.ErrAlreadyExists) {
+		return 1
+	}
+	return rcFail
+}
+
+func (s *Session) publish(r *request, name, port string, hasName, hasPort bool, info []wire.Arg) {
+	if !hasName || name == "" {
+		r.failKV(rcInvalid, fmt.Errorf("%s: missing service name", r.cmd), nsFailKV(r)...)
+		return
+	}
+	if !hasPort {
+		r.failKV(rcInvalid, fmt.Errorf("%s %s: missing port=", r.cmd, name), nsFailKV(r)...)
+		return
+	}
+	if !s.needCap(r, plugin.CapPublish, "a name service") {
+		return
+	}
+	req := &plugin.PublishRequest{Proc: s.j.proc(s.rank), Data: []plugin.Info{{Key: name, Value: port}}, Info: toInfo(info)}
+	s.async(r, toBackend, func(ctx context.Context) {
+		if err := s.j.be.Publish(ctx, req); err != nil {
+			r.failKV(rcOf(err), fmt.Errorf("publish %s: %w", name, err), nsFailKV(r)...)
+			return
+		}
+		r.ok(nsOKKV(r)...)
+	})
+}
+
+func (s *Session) unpublish(r *request, name string, hasName bool, info []wire.Arg) {
+	if !hasName || name == "" {
+		r.failKV(rcInvalid, fmt.Errorf("%s: missing service name", r.cmd), nsFailKV(r)...)
+		return
+	}
+	if !s.needCap(r, plugin.CapPublish, "a name service") {
+		return
+	}
+	req := &plugin.UnpublishRequest{Proc: s.j.proc(s.rank), Keys: []string{name}, Info: toInfo(info)}
+	s.async(r, toBackend, func(ctx context.Context) {
+		if err := s.j.be.Unpublish(ctx, req); err != nil {
+			r.failKV(rcOf(err), fmt.Errorf("unpublish %s: %w", name, err), nsFailKV(r)...)
+			return
+		}
+		r.ok(nsOKKV(r)...)
+	})
+}
+
+func (s *Session) lookup(r *request, name string, hasName bool, info []wire.Arg) {
+	if !hasName || name == "" {
+		r.failKV(rcInvalid, fmt.Errorf("%s: missing service name", r.cmd), lookupFailKV(r)...)
+		return
+	}
+	if !s.needCap(r, plugin.CapPublish, "a name service") {
+		return
+	}
+	req := &plugin.LookupRequest{Proc: s.j.proc(s.rank), Keys: []string{name}, Info: toInfo(info), Timeout: s.j.cfg.Timeouts.Lookup}
+	s.async(r, toLookup, func(ctx context.Context) {
+		resp, err := s.j.be.Lookup(ctx, req)
+		if err == nil && (resp == nil || len(resp.Data) == 0) {
+			err = fmt.Errorf("%w", plugin.ErrNotFound)
+		}
+		if err != nil {
+			r.failKV(rcOf(err), fmt.Errorf("lookup %s: %w", name, err), lookupFailKV(r)...)
+			return
+		}
+		port := resp.Data[0].Value
+		if r.v == 2 {
+			// MPICH reads port=, Slurm's libpmi2 reads value=: send both.
+			r.ok("found", "TRUE", "port", port, "value", port)
+			return
+		}
+		r.ok("info", "ok", "port", port)
+	})
+}
+
+// PMI-1 name-service replies also carry info=ok|fail, which Slurm-era
+// clients read instead of rc.
+func nsOKKV(r *request) []string {
+	if r.v == 1 {
+		return []string{"info", "ok"}
+	}
+	return nil
+}
+
+func nsFailKV(r *request) []string {
+	if r.v == 1 {
+		return []string{"info", "fail"}
+	}
+	return nil
+}
+
+func lookupFailKV(r *request) []string {
+	if r.v == 1 {
+		return []string{"info", "fail"}
+	}
+	return []string{"found", "FALSE"}
+}
+
+// jobConnect maps PMI-2 job-connect to the backend's Connect.
+func (s *Session) jobConnect(r *request, m *wire.Message) {
+	jobid, ok := m.Get("jobid")
+	if !ok || jobid == "" {
+		r.fail(rcInvalid, fmt.Errorf("job-connect: missing jobid="))
+		return
+	}
+	if !s.needCap(r, plugin.CapConnect, "job-connect") {
+		return
+	}
+	j := s.j
+	req := &plugin.ConnectRequest{
+		Procs: []plugin.Proc{
+			{Nspace: j.cfg.Job.Nspace, Rank: plugin.RankWildcard},
+			{Nspace: jobid, Rank: plugin.RankWildcard},
+		},
+		Timeout: j.cfg.Timeouts.Fence,
+	}
+	s.async(r, toBackend, func(ctx context.Context) {
+		if _, err := j.be.Connect(ctx, req); err != nil {
+			r.fail(rcFail, fmt.Errorf("job-connect %s: %w", jobid, err))
+			return
+		}
+		// Foreign gets go through the backend, so no KVS copy is made.
+		r.ok("kvscopy", "FALSE")
+	})
+}
+
+func (s *Session) jobDisconnect(r *request, m *wire.Message) {
+	jobid, ok := m.Get("jobid")
+	if !ok || jobid == "" {
+		r.fail(rcInvalid, fmt.Errorf("job-disconnect: missing jobid="))
+		return
+	}
+	if !s.needCap(r, plugin.CapConnect, "job-disconnect") {
+		return
+	}
+	j := s.j
+	req := &plugin.DisconnectRequest{
+		Procs: []plugin.Proc{
+			{Nspace: j.cfg.Job.Nspace, Rank: plugin.RankWildcard},
+			{Nspace: jobid, Rank: plugin.RankWildcard},
+		},
+		Timeout: j.cfg.Timeouts.Fence,
+	}
+	s.async(r, toBackend, func(ctx context.Context) {
+		if err := j.be.Disconnect(ctx, req); err != nil {
+			r.fail(rcFail, fmt.Errorf("job-disconnect %s: %w", jobid, err))
+			return
+		}
+		r.ok()
+	})
+}

@@ -1,0 +1,300 @@
+package bridge
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/gopmi/gopmi/bridge/pmi1"
+	"github.com/gopmi/gopmi/bridge/pmi2"
+	"github.com/gopmi/gopmi/bridge/wire"
+)
+
+// PMI return codes the bridge answers with (see wire.Rc*).
+const (
+	rcOK      = 0
+	rcFail    = -1
+	rcInvalid = 3 // INVALID_ARG
+	rcKey     = 4 // INVALID_KEY
+	rcKeyLen  = 5 // INVALID_KEY_LENGTH
+	rcVal     = 6 // INVALID_VAL
+	rcValLen  = 7 // INVALID_VAL_LENGTH
+	rcLength  = 8 // INVALID_LENGTH
+	rcArgs    = 10
+	rcOther   = 14
+)
+
+// Session is one task connection. Feed and Close are called from one
+// goroutine (the shim's reader for this connection); replies may be sent
+// from any goroutine.
+type Session struct {
+	j   *Job
+	out Sender
+
+	sendMu sync.Mutex // serializes out.Send
+	dead   atomic.Bool
+
+	// Used only by the Feed goroutine.
+	buf      []byte
+	version  int // 0 before init, then 1 or 2
+	split1   pmi1.Splitter
+	split2   pmi2.Splitter
+	spawn1   []*pmi1.SpawnBlock // PMI-1 mcmd=spawn blocks until the last one
+	spawnErr error              // first bad block of the spawn being collected
+	fatal    bool
+
+	// rank is -1 until a port session is bound; written by the Feed
+	// goroutine under j.mu, read by it without.
+	rank int32
+}
+
+func newSession(j *Job, out Sender) *Session {
+	max := j.cfg.Limits.LineMax
+	return &Session{
+		j:      j,
+		out:    out,
+		split1: pmi1.Splitter{Max: max},
+		split2: pmi2.Splitter{Max: max},
+	}
+}
+
+// Feed hands bytes read from the connection to the engine. It never blocks
+// on the backend; replies go to the session's Sender.
+func (s *Session) Feed(data []byte) {
+	if s.fatal {
+		return
+	}
+	s.buf = append(s.buf, data...)
+	for len(s.buf) > 0 && !s.fatal {
+		var (
+			adv int
+			tok []byte
+			err error
+		)
+		if s.version == 2 {
+			adv, tok, err = s.split2.Split(s.buf, false)
+		} else {
+			adv, tok, err = s.split1.Split(s.buf, false)
+		}
+		if adv == 0 && tok == nil && err == nil {
+			break
+		}
+		if err != nil {
+			s.frameError(s.buf, err)
+		} else if tok != nil {
+			s.handle(tok)
+		}
+		if adv > len(s.buf) {
+			adv = len(s.buf)
+		}
+		s.buf = s.buf[adv:]
+	}
+	if len(s.buf) == 0 {
+		s.buf = nil // let a large buffer go once drained
+	}
+}
+
+// Close reports that the connection ended: err is nil at EOF.
+func (s *Session) Close(err error) {
+	if err == nil && len(bytes.TrimSpace(s.buf)) > 0 && !s.fatal {
+		err = fmt.Errorf("connection closed in the middle of a message (%d bytes: %q)", len(s.buf), preview(s.buf))
+	}
+	s.dead.Store(true)
+	s.j.sessionClosed(s, err)
+}
+
+func preview(b []byte) string {
+	if len(b) > 40 {
+		return string(b[:40]) + "..."
+	}
+	return string(b)
+}
+
+// frameError answers a frame the codec could not cut out of the stream.
+func (s *Session) frameError(frame []byte, err error) {
+	cmd := peekCmd(frame)
+	r := s.newRequest(cmd, "")
+	switch {
+	case errors.Is(err, wire.ErrBadLength):
+		// Without a length the stream cannot be resynchronised: say why
+		// and stop reading this connection.
+		s.fatal = true
+		s.j.log.Error().Int32("rank", s.rank).Err(err).Msg("unrecoverable framing error")
+		r.fail(rcLength, fmt.Errorf("%w; closing the connection", err))
+		s.closeOut()
+	case errors.Is(err, wire.ErrTooLong):
+		r.fail(rcLength, fmt.Errorf("%s request longer than %d bytes: %w", cmdName(cmd), s.j.cfg.Limits.LineMax, err))
+	default:
+		r.fail(rcInvalid, err)
+	}
+}
+
+func cmdName(cmd string) string {
+	if cmd == "" {
+		return "a"
+	}
+	return cmd
+}
+
+// peekCmd finds the command name at the start of a frame that failed to
+// parse, so its error reply carries the name the client waits for.
+func peekCmd(frame []byte) string {
+	s := string(frame[:min(len(frame), 256)])
+	i := strings.Index(s, "cmd=")
+	if i < 0 {
+		return ""
+	}
+	s = s[i+4:]
+	if j := strings.IndexAny(s, " ;\n\x00"); j >= 0 {
+		s = s[:j]
+	}
+	return s
+}
+
+func (s *Session) closeOut() {
+	s.dead.Store(true)
+	s.sendMu.Lock()
+	defer s.sendMu.Unlock()
+	_ = s.out.Close()
+}
+
+func (s *Session) send(b []byte) {
+	if s.dead.Load() {
+		return
+	}
+	s.sendMu.Lock()
+	defer s.sendMu.Unlock()
+	if err := s.out.Send(b); err != nil {
+		s.j.log.Warn().Int32("rank", s.rank).Err(err).Msg("reply lost: connection write failed")
+	}
+}
+
+// handle parses one frame and dispatches it.
+func (s *Session) handle(frame []byte) {
+	v := s.version
+	var (
+		m   *wire.Message
+		err error
+	)
+	if v == 2 {
+		m, err = pmi2.Parse(frame)
+	} else {
+		m, err = pmi1.Parse(frame)
+	}
+	if err != nil {
+		r := s.newRequest(peekCmd(frame), "")
+		r.fail(rcInvalid, fmt.Errorf("cannot parse request: %w", err))
+		return
+	}
+	thrid := ""
+	if v == 2 {
+		thrid = m.Value("thrid")
+	}
+	r := s.newRequest(m.Cmd, thrid)
+	if key, dup := m.Duplicate(); dup && !allowsDuplicates(m) {
+		r.fail(rcInvalid, fmt.Errorf("%s: field %q given twice", m.Cmd, key))
+		return
+	}
+	if v == 2 {
+		s.dispatch2(r, m)
+	} else {
+		s.dispatch1(r, m)
+	}
+}
+
+// allowsDuplicates: a PMI-2 spawn repeats its per-command keys in every
+// subcmd section and a PMI-1 spawn arrives as blocks.
+func allowsDuplicates(m *wire.Message) bool {
+	return m.Cmd == "spawn"
+}
+
+// request is one client request awaiting its single answer.
+type request struct {
+	s        *Session
+	v        int
+	cmd      string
+	thrid    string
+	rank     int32
+	answered atomic.Bool
+}
+
+func (s *Session) newRequest(cmd, thrid string) *request {
+	v := s.version
+	if v == 0 {
+		v = 1
+	}
+	return &request{s: s, v: v, cmd: cmd, thrid: thrid, rank: s.rank}
+}
+
+// park records r as owed an answer, so a job failure answers it. Call
+// with j.mu held.
+func (r *request) park() {
+	r.s.j.pending[r] = struct{}{}
+}
+
+// unpark forgets r. Call with j.mu held.
+func (r *request) unpark() {
+	delete(r.s.j.pending, r)
+}
+
+// ok answers rc=0 with the given key, value pairs (value= last).
+func (r *request) ok(kv ...string) {
+	r.answer(rcOK, nil, kv...)
+}
+
+// fail answers rc with err's text as msg (PMI-1) or errmsg (PMI-2).
+func (r *request) fail(rc int, err error) {
+	r.answer(rc, err)
+}
+
+// failKV answers rc with extra pairs before the message (e.g. found=FALSE).
+func (r *request) failKV(rc int, err error, kv ...string) {
+	r.answer(rc, err, kv...)
+}
+
+func (r *request) answer(rc int, err error, kv ...string) {
+	if !r.answered.CompareAndSwap(false, true) {
+		return
+	}
+	var b []byte
+	if r.v == 2 {
+		m := wire.New(pmi2.ReplyName(r.cmd))
+		m.AddInt("rc", rc)
+		if r.thrid != "" {
+			m.Add("thrid", r.thrid)
+		}
+		if err != nil {
+			m.Add("errmsg", err.Error())
+		}
+		for i := 0; i+1 < len(kv); i += 2 {
+			m.Add(kv[i], kv[i+1])
+		}
+		b = pmi2.Append(nil, m)
+	} else {
+		m := wire.New(pmi1.ReplyName(r.cmd))
+		m.AddInt("rc", rc)
+		for i := 0; i+1 < len(kv); i += 2 {
+			m.Add(kv[i], kv[i+1])
+		}
+		if err != nil {
+			// MPICH's PMI-1 parser splits on spaces, so a message with
+			// spaces would break its reply; Hydra writes key_x_not_found.
+			m.Add("msg", strings.ReplaceAll(err.Error(), " ", "_"))
+		}
+		b = pmi1.Append(nil, m)
+	}
+	if err != nil {
+		r.s.j.log.Debug().Int32("rank", r.rank).Str("cmd", r.cmd).Int("rc", rc).Err(err).Msg("request failed")
+	}
+	r.s.send(b)
+}
+
+// sendRaw writes pre-formatted PMI-1 lines (the initack handshake).
+func (r *request) sendRaw(b []byte) {
+	if r.answered.CompareAndSwap(false, true) {
+		r.s.send(b)
+	}
+}

@@ -1,0 +1,144 @@
+package plugin
+
+import "context"
+
+// Backend is the core every RM backend implements. Every method takes a
+// context that carries the deadline; a backend must return when it ends.
+type Backend interface {
+	// GetInfo names the backend, its contract versions and capabilities.
+	GetInfo(ctx context.Context) (*BackendInfo, error)
+	// Configure registers the caller's job and node; it comes right after
+	// GetInfo.
+	Configure(ctx context.Context, req *ConfigureRequest) (*ConfigureResponse, error)
+	// ClientConnected reports that a task initialized PMI.
+	ClientConnected(ctx context.Context, req *ClientRequest) error
+	// ClientFinalized reports that a task finalized PMI.
+	ClientFinalized(ctx context.Context, req *ClientRequest) error
+	// Abort ends processes with a status.
+	Abort(ctx context.Context, req *AbortRequest) error
+	// Fence exchanges the nodes' data of one collective.
+	Fence(ctx context.Context, req *FenceRequest) (*FenceResponse, error)
+	// DirectModex fetches one remote process's data.
+	DirectModex(ctx context.Context, req *ModexRequest) (*ModexResponse, error)
+}
+
+// Publisher is the name service (MPI_Publish_name and friends).
+type Publisher interface {
+	Publish(ctx context.Context, req *PublishRequest) error
+	Lookup(ctx context.Context, req *LookupRequest) (*LookupResponse, error)
+	Unpublish(ctx context.Context, req *UnpublishRequest) error
+}
+
+// Spawner starts new jobs (MPI_Comm_spawn).
+type Spawner interface {
+	Spawn(ctx context.Context, req *SpawnRequest) (*SpawnResponse, error)
+}
+
+// Connector connects and disconnects jobs (PMI-2 job-connect).
+type Connector interface {
+	Connect(ctx context.Context, req *ConnectRequest) (*ConnectResponse, error)
+	Disconnect(ctx context.Context, req *DisconnectRequest) error
+}
+
+// Querier answers questions about jobs, processes and nodes.
+type Querier interface {
+	Query(ctx context.Context, req *QueryRequest) (*QueryResponse, error)
+}
+
+// Logger logs on a process's behalf (PMIx log).
+type Logger interface {
+	Log(ctx context.Context, req *LogRequest) error
+}
+
+// EventNotifier delivers events beyond the node.
+type EventNotifier interface {
+	NotifyEvent(ctx context.Context, req *EventRequest) error
+}
+
+// Full is a backend with every capability. The host holds one; Complete
+// builds it from any Backend.
+type Full interface {
+	Backend
+	Publisher
+	Spawner
+	Connector
+	Querier
+	Logger
+	EventNotifier
+}
+
+// Complete returns b as a Full: optional methods b lacks answer
+// ErrNotSupported.
+func Complete(b Backend) Full {
+	if f, ok := b.(Full); ok {
+		return f
+	}
+	return &completed{Backend: b}
+}
+
+type completed struct {
+	Backend
+}
+
+func (c *completed) Publish(ctx context.Context, req *PublishRequest) error {
+	if p, ok := c.Backend.(Publisher); ok {
+		return p.Publish(ctx, req)
+	}
+	return unsupported("publish")
+}
+
+func (c *completed) Lookup(ctx context.Context, req *LookupRequest) (*LookupResponse, error) {
+	if p, ok := c.Backend.(Publisher); ok {
+		return p.Lookup(ctx, req)
+	}
+	return nil, unsupported("lookup")
+}
+
+func (c *completed) Unpublish(ctx context.Context, req *UnpublishRequest) error {
+	if p, ok := c.Backend.(Publisher); ok {
+		return p.Unpublish(ctx, req)
+	}
+	return unsupported("unpublish")
+}
+
+func (c *completed) Spawn(ctx context.Context, req *SpawnRequest) (*SpawnResponse, error) {
+	if s, ok := c.Backend.(Spawner); ok {
+		return s.Spawn(ctx, req)
+	}
+	return nil, unsupported("spawn")
+}
+
+func (c *completed) Connect(ctx context.Context, req *ConnectRequest) (*ConnectResponse, error) {
+	if s, ok := c.Backend.(Connector); ok {
+		return s.Connect(ctx, req)
+	}
+	return nil, unsupported("connect")
+}
+
+func (c *completed) Disconnect(ctx context.Context, req *DisconnectRequest) error {
+	if s, ok := c.Backend.(Connector); ok {
+		return s.Disconnect(ctx, req)
+	}
+	return unsupported("disconnect")
+}
+
+func (c *completed) Query(ctx context.Context, req *QueryRequest) (*QueryResponse, error) {
+	if s, ok := c.Backend.(Querier); ok {
+		return s.Query(ctx, req)
+	}
+	return nil, unsupported("query")
+}
+
+func (c *completed) Log(ctx context.Context, req *LogRequest) error {
+	if s, ok := c.Backend.(Logger); ok {
+		return s.Log(ctx, req)
+	}
+	return unsupported("log")
+}
+
+func (c *completed) NotifyEvent(ctx context.Context, req *EventRequest) error {
+	if s, ok := c.Backend.(EventNotifier); ok {
+		return s.NotifyEvent(ctx, req)
+	}
+	return unsupported("notify event")
+}

@@ -1,0 +1,317 @@
+package plugin
+
+import (
+	"strconv"
+	"time"
+)
+
+// APIVersion1 is the version of this contract; GetInfo lists the versions a
+// backend speaks and Configure carries the one the host chose.
+const APIVersion1 = "1.0"
+
+// Capability names a backend lists in BackendInfo.Capabilities, one per
+// optional interface it implements for real.
+const (
+	CapPublish = "publish" // Publisher
+	CapSpawn   = "spawn"   // Spawner
+	CapConnect = "connect" // Connector
+	CapQuery   = "query"   // Querier
+	CapLog     = "log"     // Logger
+	CapNotify  = "notify"  // EventNotifier
+)
+
+// RankWildcard in a Proc means every rank of the namespace.
+const RankWildcard int32 = -1
+
+// Proc names one process: its job (namespace) and its rank in that job.
+type Proc struct {
+	Nspace string
+	Rank   int32
+}
+
+// String formats p as "nspace:rank", or "nspace:*" for the wildcard.
+func (p Proc) String() string {
+	if p.Rank == RankWildcard {
+		return p.Nspace + ":*"
+	}
+	return p.Nspace + ":" + strconv.Itoa(int(p.Rank))
+}
+
+// Info is one key/value datum or directive. PMI keys and values are text.
+type Info struct {
+	Key   string
+	Value string
+}
+
+// Range scopes a published name (PMIx data range).
+type Range int32
+
+const (
+	// RangeDefault lets the backend choose; it means RangeSession.
+	RangeDefault Range = iota
+	// RangeLocal: procs on the same node.
+	RangeLocal
+	// RangeNamespace: procs of the publisher's job.
+	RangeNamespace
+	// RangeSession: the publisher's job and every job it spawned or that
+	// shares its allocation or launcher.
+	RangeSession
+	// RangeGlobal: every job the backend can reach.
+	RangeGlobal
+)
+
+// Persistence says how long a published name lives.
+type Persistence int32
+
+const (
+	// PersistDefault lets the backend choose; it means PersistSession.
+	PersistDefault Persistence = iota
+	// PersistIndefinite: until unpublished.
+	PersistIndefinite
+	// PersistFirstRead: deleted by the first lookup that returns it.
+	PersistFirstRead
+	// PersistProc: until the publishing process exits.
+	PersistProc
+	// PersistApp: until the publishing job ends.
+	PersistApp
+	// PersistSession: until the session (allocation, launcher) ends.
+	PersistSession
+)
+
+// BackendInfo describes a backend to the host.
+type BackendInfo struct {
+	Name         string   // short name, e.g. "local", "slurm"
+	Version      string   // the backend's own version
+	APIVersions  []string // contract versions it speaks, e.g. APIVersion1
+	Capabilities []string // Cap* names of the optional interfaces it implements
+}
+
+// Node is one node of a job and the ranks it hosts.
+type Node struct {
+	ID    int32
+	Name  string
+	Ranks []int32
+}
+
+// App is one executable of a job: its ranks are FirstRank..FirstRank+Size-1
+// and MPI_APPNUM is its index in Job.Apps.
+type App struct {
+	FirstRank int32
+	Size      int32
+	Cmd       string
+}
+
+// Job is the layout of a job as the host knows it.
+type Job struct {
+	Nspace       string
+	Size         int32
+	UniverseSize int32
+	Nodes        []Node
+	Apps         []App
+	// Parent is the namespace of the job that spawned this one, if any.
+	Parent string
+}
+
+// ConfigureRequest registers the calling shim's job and node with the
+// backend. It is the first call after GetInfo.
+type ConfigureRequest struct {
+	APIVersion string
+	Job        Job
+	NodeID     int32  // the caller's entry in Job.Nodes
+	Config     []byte // backend-specific configuration, opaque to gopmi
+}
+
+// ConfigureResponse may add job attributes the backend owns (served to
+// PMI-2 info-getjobattr and PMI-1 get), e.g. PMI_hwloc_xmlfile.
+type ConfigureResponse struct {
+	Attrs []Info
+}
+
+// ClientRequest reports a task's PMI init or finalize.
+type ClientRequest struct {
+	Proc Proc
+	Info []Info
+}
+
+// AbortRequest asks the RM to end processes with an exit status.
+type AbortRequest struct {
+	Proc    Proc   // who asked
+	Status  int32  // the exit status the job should end with
+	Message string // human-readable reason
+	// Targets are the processes to end; empty means Proc's whole job.
+	Targets []Proc
+}
+
+// FenceRequest is one node's part of a collective. The host calls Fence
+// once per node per fence, after every local participant arrived.
+type FenceRequest struct {
+	// ID names the collective; it is the same on every node for the same
+	// fence (e.g. "world/3"), so a backend matches calls by (nspace, ID).
+	ID string
+	// Procs are all participants. {nspace, RankWildcard} means the job.
+	Procs []Proc
+	// LocalProcs are the participants the calling node hosts: the backend
+	// counts arrivals with them and names the missing ones on a time-out.
+	LocalProcs []Proc
+	// Node is the caller's node name, for messages.
+	Node string
+	// Data is the node's contribution: an opaque blob the host can parse
+	// when concatenated with other nodes' blobs.
+	Data []byte
+	// Collect asks for every participant's data in the response. Without
+	// it the backend keeps each node's data for DirectModex and returns
+	// none: a barrier.
+	Collect bool
+	// Timeout bounds the whole collective; on expiry the backend returns
+	// ErrTimeout with a message naming the procs or nodes missing.
+	Timeout time.Duration
+}
+
+// FenceResponse carries the concatenation, in any order, of the Data of
+// every participating node when Collect was set.
+type FenceResponse struct {
+	Data []byte
+}
+
+// ModexRequest fetches the data a remote process contributed (direct modex).
+type ModexRequest struct {
+	Requestor Proc
+	Proc      Proc   // whose data
+	Key       string // optional: wait until this key is present
+	Timeout   time.Duration
+}
+
+// ModexResponse carries the blob the target's node contributed.
+type ModexResponse struct {
+	Data []byte
+}
+
+// PublishRequest publishes names (MPI_Publish_name).
+type PublishRequest struct {
+	Proc        Proc
+	Data        []Info
+	Range       Range
+	Persistence Persistence
+	Info        []Info // other directives; unknown ones are refused by name
+}
+
+// LookupRequest looks names up (MPI_Lookup_name).
+type LookupRequest struct {
+	Proc    Proc
+	Keys    []string
+	Range   Range
+	Wait    bool // wait until every key is published or Timeout passes
+	Timeout time.Duration
+	Info    []Info
+}
+
+// Published is one name found by Lookup.
+type Published struct {
+	Key       string
+	Value     string
+	Publisher Proc
+}
+
+// LookupResponse holds what was found; a key not found is left out, and a
+// lookup that found none of its keys returns ErrNotFound.
+type LookupResponse struct {
+	Data []Published
+}
+
+// UnpublishRequest removes names.
+type UnpublishRequest struct {
+	Proc  Proc
+	Keys  []string // empty: every name Proc published in Range
+	Range Range
+	Info  []Info
+}
+
+// SpawnApp is one executable of a spawn request.
+type SpawnApp struct {
+	Cmd      string
+	Argv     []string // arguments, not including Cmd
+	Env      []string // KEY=VALUE added to the spawned tasks' environment
+	Cwd      string
+	MaxProcs int32
+	// Info holds the remaining PMI info keys of this command. The backend
+	// honours each key or refuses the spawn with ErrNotSupported naming it.
+	Info []Info
+}
+
+// SpawnRequest starts a new job (MPI_Comm_spawn, MPI_Comm_spawn_multiple).
+type SpawnRequest struct {
+	Requestor Proc
+	JobInfo   []Info
+	Apps      []SpawnApp
+	// Preput keys are in the new job's KVS before its tasks start.
+	Preput  []Info
+	Timeout time.Duration
+}
+
+// SpawnResponse names the new job.
+type SpawnResponse struct {
+	Nspace string
+}
+
+// ConnectRequest connects processes of several jobs (RFC0003).
+type ConnectRequest struct {
+	Procs   []Proc
+	Info    []Info
+	Timeout time.Duration
+}
+
+// ConnectResponse identifies the connection.
+type ConnectResponse struct {
+	ID string
+}
+
+// DisconnectRequest undoes a Connect.
+type DisconnectRequest struct {
+	Procs   []Proc
+	Info    []Info
+	Timeout time.Duration
+}
+
+// Query is one question: keys and the qualifiers that scope them.
+type Query struct {
+	Keys       []string
+	Qualifiers []Info
+}
+
+// QueryRequest asks the RM about jobs, processes and nodes.
+type QueryRequest struct {
+	Proc    Proc
+	Queries []Query
+}
+
+// QueryResponse answers with key/values; a key the backend cannot answer
+// is left out, and a query none of whose keys it knows is ErrNotFound.
+type QueryResponse struct {
+	Results []Info
+}
+
+// LogRequest logs on a process's behalf.
+type LogRequest struct {
+	Proc       Proc
+	Data       []Info
+	Directives []Info
+}
+
+// EventCode names an event.
+type EventCode string
+
+// Events the host reports.
+const (
+	// EventProcAborted: a task ended before finalize, or aborted.
+	EventProcAborted EventCode = "proc-aborted"
+	// EventProcTerminated: a task finalized and its connection closed.
+	EventProcTerminated EventCode = "proc-terminated"
+)
+
+// EventRequest reports an event beyond the node.
+type EventRequest struct {
+	Code   EventCode
+	Source Proc
+	Range  Range
+	Info   []Info
+}
