@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/gopmi/gopmi/bridge/pmi2"
 	"github.com/gopmi/gopmi/plugin"
 )
 
@@ -32,6 +33,11 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.LineMax <= 0 {
 		l.LineMax = DefaultLineMax
+	}
+	// A PMI-2 reply carries a value in a body of at most pmi2.MaxBody
+	// bytes; leave room for the other fields.
+	if max := pmi2.MaxBody - 4096; l.ValMax > max {
+		l.ValMax = max
 	}
 	// A request must be able to carry a full key and value.
 	if min := l.KeyMax + l.ValMax + 1024; l.LineMax < min {
