@@ -1,0 +1,110 @@
+package grpcplugin
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"sync"
+
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials/insecure"
+	healthpb "google.golang.org/grpc/health/grpc_health_v1"
+	"google.golang.org/grpc/status"
+
+	"github.com/gopmi/gopmi/plugin"
+	rmv1 "github.com/gopmi/gopmi/proto/gopmi/rm/v1"
+)
+
+// DialOption configures Dial.
+type DialOption func(*dialConfig)
+
+type dialConfig struct {
+	maxMsg int
+}
+
+// WithDialMaxMessageSize bounds one gRPC message in either direction
+// (default DefaultMaxMessageSize).
+func WithDialMaxMessageSize(n int) DialOption {
+	return func(c *dialConfig) {
+		if n > 0 {
+			c.maxMsg = n
+		}
+	}
+}
+
+// Conn is a connection to a backend served by ServeListener.
+type Conn struct {
+	cc      *grpc.ClientConn
+	backend *remote
+	target  string
+
+	closeOnce sync.Once
+	closed    chan struct{}
+	closeErr  error
+}
+
+// Dial connects to a backend served by ServeListener at target:
+// "unix:///path/to/socket", "/path/to/socket" or "host:port" (any gRPC
+// target). It returns once the connection works (a health check answers),
+// bounded by ctx; an unreachable target fails with plugin.ErrUnavailable.
+// The connection has no transport security: use unix sockets whose
+// directory permissions admit only the callers, or a trusted network.
+func Dial(ctx context.Context, target string, opts ...DialOption) (_ *Conn, retErr error) {
+	cfg := dialConfig{maxMsg: DefaultMaxMessageSize}
+	for _, o := range opts {
+		o(&cfg)
+	}
+	if strings.HasPrefix(target, "/") {
+		target = "unix://" + target
+	}
+	cc, err := grpc.NewClient(target,
+		grpc.WithTransportCredentials(insecure.NewCredentials()),
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(cfg.maxMsg), grpc.MaxCallSendMsgSize(cfg.maxMsg)))
+	if err != nil {
+		return nil, fmt.Errorf("dial rm backend %s: %w: %w", target, err, plugin.ErrInvalidArgument)
+	}
+	defer func() {
+		if retErr != nil {
+			_ = cc.Close()
+		}
+	}()
+	// A fail-fast call connects and, if the target is unreachable, fails
+	// with the dial error's text, which a connectivity-state watch would
+	// not give.
+	_, err = healthpb.NewHealthClient(cc).Check(ctx, &healthpb.HealthCheckRequest{})
+	if err != nil && status.Code(err) != codes.Unimplemented {
+		if cerr := ctx.Err(); cerr != nil {
+			return nil, fmt.Errorf("dial rm backend %s: %w: %w", target, cerr, ctxKind(cerr))
+		}
+		return nil, fmt.Errorf("dial rm backend %s: %s: %w", target, status.Convert(err).Message(), plugin.ErrUnavailable)
+	}
+	c := &Conn{cc: cc, target: target, closed: make(chan struct{})}
+	c.backend = &remote{c: rmv1.NewResourceManagerServiceClient(cc), gone: c.gone}
+	return c, nil
+}
+
+// Backend returns the remote backend. Calls fail with an error wrapping
+// plugin.ErrBackendGone once Close was called or the connection broke.
+func (c *Conn) Backend() plugin.Full { return c.backend }
+
+// Close closes the connection; calls in flight fail. It can be called many
+// times.
+func (c *Conn) Close() error {
+	c.closeOnce.Do(func() {
+		close(c.closed)
+		if err := c.cc.Close(); err != nil {
+			c.closeErr = fmt.Errorf("close rm backend connection %s: %w", c.target, err)
+		}
+	})
+	return c.closeErr
+}
+
+func (c *Conn) gone(bool) error {
+	select {
+	case <-c.closed:
+		return fmt.Errorf("connection to %s closed: %w", c.target, plugin.ErrBackendGone)
+	default:
+		return nil
+	}
+}

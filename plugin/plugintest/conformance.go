@@ -1,0 +1,534 @@
+package plugintest
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/gopmi/gopmi/plugin"
+)
+
+// Harness tells RunConformance how to reach the backend under test.
+type Harness struct {
+	// NewNode returns the backend the shim on node nodeID of job would
+	// talk to. The suite calls it once per node of every job it makes,
+	// each job with a fresh namespace; for a backend that lives in a
+	// daemon, return several views (connections) of one daemon. Register
+	// clean-up with t.Cleanup.
+	NewNode func(t *testing.T, job plugin.Job, nodeID int32) plugin.Backend
+	// Timeout is the fence, modex and lookup timeout the suite puts in its
+	// requests, and so how long the cases that wait for a time-out take.
+	// Zero means DefaultTimeout.
+	Timeout time.Duration
+	// Config is passed to every Configure call.
+	Config []byte
+}
+
+// DefaultTimeout is Harness.Timeout's default.
+const DefaultTimeout = 2 * time.Second
+
+// knownCaps are the capability names a backend may advertise.
+var knownCaps = []string{
+	plugin.CapPublish, plugin.CapSpawn, plugin.CapConnect,
+	plugin.CapQuery, plugin.CapLog, plugin.CapNotify,
+}
+
+// jobSeq makes namespaces unique within a process; the time makes them
+// unique across runs against a long-lived daemon.
+var jobSeq atomic.Int64
+
+// RunConformance runs the conformance suite against h: every case twice,
+// once calling the backends directly ("direct") and once through an
+// in-process gRPC pair ("grpc"), so the suite also covers the conversions
+// a real plugin's calls go through. Each case makes its own 2-node,
+// 4-rank job (ranks 0-1 on node n0, 2-3 on node n1) with a fresh
+// namespace.
+func RunConformance(t *testing.T, h Harness) {
+	if h.NewNode == nil {
+		t.Fatal("conformance: Harness.NewNode is nil")
+	}
+	if h.Timeout <= 0 {
+		h.Timeout = DefaultTimeout
+	}
+	cases := []struct {
+		name string
+		run  func(t *testing.T, e *env)
+	}{
+		{"GetInfo", testGetInfo},
+		{"Configure", testConfigure},
+		{"ClientConnectedFinalized", testClients},
+		{"FenceCollect", testFenceCollect},
+		{"FenceTwice", testFenceTwice},
+		{"FenceTimeout", testFenceTimeout},
+		{"FenceCancel", testFenceCancel},
+		{"FenceThenDirectModex", testFenceModex},
+		{"NameService", testNameService},
+		{"Capabilities", testCapabilities},
+		{"Abort", testAbort},
+	}
+	for _, mode := range []string{"direct", "grpc"} {
+		t.Run(mode, func(t *testing.T) {
+			for _, c := range cases {
+				t.Run(c.name, func(t *testing.T) {
+					c.run(t, newEnv(t, h, mode == "grpc"))
+				})
+			}
+		})
+	}
+}
+
+// env is one case's job and its two nodes' backends.
+type env struct {
+	h     Harness
+	job   plugin.Job
+	nodes []plugin.Full
+	info  *plugin.BackendInfo // node 0's GetInfo
+}
+
+func newEnv(t *testing.T, h Harness, overGRPC bool) *env {
+	t.Helper()
+	ns := fmt.Sprintf("conformance-%d-%d", time.Now().UnixNano(), jobSeq.Add(1))
+	job := plugin.Job{
+		Nspace:       ns,
+		Size:         4,
+		UniverseSize: 4,
+		Nodes: []plugin.Node{
+			{ID: 0, Name: "n0", Ranks: []int32{0, 1}},
+			{ID: 1, Name: "n1", Ranks: []int32{2, 3}},
+		},
+		Apps: []plugin.App{{FirstRank: 0, Size: 4, Cmd: "conformance-app"}},
+	}
+	e := &env{h: h, job: job}
+	for _, n := range job.Nodes {
+		b := h.NewNode(t, job, n.ID)
+		if b == nil {
+			t.Fatalf("NewNode(%s, node %d) returned nil", ns, n.ID)
+		}
+		if overGRPC {
+			e.nodes = append(e.nodes, NewPair(t, b))
+		} else {
+			e.nodes = append(e.nodes, plugin.Complete(b))
+		}
+	}
+	// The host's start-up sequence: GetInfo, then Configure, on each node.
+	ctx, cancel := e.ctx()
+	defer cancel()
+	for i, b := range e.nodes {
+		info, err := b.GetInfo(ctx)
+		if err != nil {
+			t.Fatalf("node %d: GetInfo: %v", i, err)
+		}
+		if info == nil {
+			t.Fatalf("node %d: GetInfo returned nil info and no error", i)
+		}
+		if i == 0 {
+			e.info = info
+		}
+		if _, err := b.Configure(ctx, e.configureRequest(int32(i))); err != nil {
+			t.Fatalf("node %d: Configure: %v", i, err)
+		}
+	}
+	return e
+}
+
+func (e *env) configureRequest(node int32) *plugin.ConfigureRequest {
+	return &plugin.ConfigureRequest{APIVersion: plugin.APIVersion1, Job: e.job, NodeID: node, Config: e.h.Config}
+}
+
+// ctx bounds a call that should succeed: generously, so a slow CI machine
+// does not fail the suite, but never unbounded.
+func (e *env) ctx() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.Background(), 4*e.h.Timeout+10*time.Second)
+}
+
+func (e *env) proc(rank int32) plugin.Proc { return plugin.Proc{Nspace: e.job.Nspace, Rank: rank} }
+
+func (e *env) localProcs(node int) []plugin.Proc {
+	var ps []plugin.Proc
+	for _, r := range e.job.Nodes[node].Ranks {
+		ps = append(ps, e.proc(r))
+	}
+	return ps
+}
+
+func (e *env) fenceRequest(id string, node int, data []byte, collect bool) *plugin.FenceRequest {
+	return &plugin.FenceRequest{
+		ID:         id,
+		Procs:      []plugin.Proc{e.proc(plugin.RankWildcard)},
+		LocalProcs: e.localProcs(node),
+		Node:       e.job.Nodes[node].Name,
+		Data:       data,
+		Collect:    collect,
+		Timeout:    e.h.Timeout,
+	}
+}
+
+func (e *env) has(capName string) bool { return slices.Contains(e.info.Capabilities, capName) }
+
+// fenceAll calls Fence from every node at once and returns each node's
+// response, failing t on any error.
+func (e *env) fenceAll(t *testing.T, id string, data [][]byte, collect bool) []*plugin.FenceResponse {
+	t.Helper()
+	ctx, cancel := e.ctx()
+	defer cancel()
+	resps := make([]*plugin.FenceResponse, len(e.nodes))
+	errs := make([]error, len(e.nodes))
+	var wg sync.WaitGroup
+	for i, b := range e.nodes {
+		wg.Go(func() {
+			resps[i], errs[i] = b.Fence(ctx, e.fenceRequest(id, i, data[i], collect))
+		})
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("fence %s: node %d: %v", id, i, err)
+		}
+		if resps[i] == nil {
+			t.Fatalf("fence %s: node %d: nil response and no error", id, i)
+		}
+	}
+	return resps
+}
+
+func testGetInfo(t *testing.T, e *env) {
+	info := e.info
+	if info.Name == "" {
+		t.Error("GetInfo: empty Name")
+	}
+	if !slices.Contains(info.APIVersions, plugin.APIVersion1) {
+		t.Errorf("GetInfo: APIVersions %q do not include %q", info.APIVersions, plugin.APIVersion1)
+	}
+	seen := map[string]bool{}
+	for _, c := range info.Capabilities {
+		if !slices.Contains(knownCaps, c) {
+			t.Errorf("GetInfo: unknown capability %q (known: %q)", c, knownCaps)
+		}
+		if seen[c] {
+			t.Errorf("GetInfo: capability %q listed twice", c)
+		}
+		seen[c] = true
+	}
+	ctx, cancel := e.ctx()
+	defer cancel()
+	other, err := e.nodes[1].GetInfo(ctx)
+	if err != nil {
+		t.Fatalf("node 1: GetInfo: %v", err)
+	}
+	if other.Name != info.Name || !slices.Equal(other.Capabilities, info.Capabilities) {
+		t.Errorf("GetInfo differs between nodes: %+v and %+v", info, other)
+	}
+}
+
+func testConfigure(t *testing.T, e *env) {
+	// newEnv configured both nodes already; a second Configure of the
+	// same node (a restarted shim) must not break the job.
+	ctx, cancel := e.ctx()
+	defer cancel()
+	for i, b := range e.nodes {
+		if _, err := b.Configure(ctx, e.configureRequest(int32(i))); err != nil {
+			t.Errorf("node %d: second Configure: %v", i, err)
+		}
+	}
+	e.fenceAll(t, "after-configure", [][]byte{[]byte("a"), []byte("b")}, true)
+}
+
+func testClients(t *testing.T, e *env) {
+	ctx, cancel := e.ctx()
+	defer cancel()
+	for i, b := range e.nodes {
+		for _, p := range e.localProcs(i) {
+			req := &plugin.ClientRequest{Proc: p, Info: []plugin.Info{{Key: "pmi-version", Value: "2"}}}
+			if err := b.ClientConnected(ctx, req); err != nil {
+				t.Errorf("node %d: ClientConnected(%s): %v", i, p, err)
+			}
+		}
+	}
+	for i, b := range e.nodes {
+		for _, p := range e.localProcs(i) {
+			if err := b.ClientFinalized(ctx, &plugin.ClientRequest{Proc: p}); err != nil {
+				t.Errorf("node %d: ClientFinalized(%s): %v", i, p, err)
+			}
+		}
+	}
+}
+
+// isConcat reports whether got is the concatenation of parts in some
+// order.
+func isConcat(got []byte, parts [][]byte) bool {
+	if len(parts) == 0 {
+		return len(got) == 0
+	}
+	for i, p := range parts {
+		if bytes.HasPrefix(got, p) {
+			rest := slices.Delete(slices.Clone(parts), i, i+1)
+			if isConcat(got[len(p):], rest) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func testFenceCollect(t *testing.T, e *env) {
+	data := [][]byte{[]byte("node0:rank0=a;rank1=b;"), []byte("node1:rank2=c;rank3=d;")}
+	for i, r := range e.fenceAll(t, "world/1", data, true) {
+		if !isConcat(r.Data, data) {
+			t.Errorf("fence world/1: node %d got %q, want the concatenation of %q in any order", i, r.Data, data)
+		}
+	}
+}
+
+func testFenceTwice(t *testing.T, e *env) {
+	first := [][]byte{[]byte("first-0;"), []byte("first-1;")}
+	e.fenceAll(t, "world/1", first, true)
+	second := [][]byte{[]byte("second-0;"), []byte("second-1;")}
+	for i, r := range e.fenceAll(t, "world/2", second, true) {
+		if !isConcat(r.Data, second) {
+			t.Errorf("fence world/2: node %d got %q, want the concatenation of %q in any order", i, r.Data, second)
+		}
+	}
+}
+
+func testFenceTimeout(t *testing.T, e *env) {
+	ctx, cancel := e.ctx()
+	defer cancel()
+	start := time.Now()
+	_, err := e.nodes[0].Fence(ctx, e.fenceRequest("world/1", 0, []byte("lonely"), true))
+	elapsed := time.Since(start)
+	if err == nil {
+		t.Fatal("fence with node n1 missing: no error")
+	}
+	if !errors.Is(err, plugin.ErrTimeout) {
+		t.Errorf("fence with node n1 missing: %v; want an error wrapping plugin.ErrTimeout", err)
+	}
+	if limit := 2*e.h.Timeout + time.Second; elapsed > limit {
+		t.Errorf("fence with node n1 missing took %s; want about its Timeout %s (at most %s)", elapsed, e.h.Timeout, limit)
+	}
+	msg := err.Error()
+	if !strings.Contains(msg, "n1") && !(strings.Contains(msg, "2") && strings.Contains(msg, "3")) {
+		t.Errorf("fence with node n1 missing: message %q names neither node n1 nor ranks 2 and 3", msg)
+	}
+}
+
+func testFenceCancel(t *testing.T, e *env) {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	req := e.fenceRequest("world/1", 0, []byte("waiting"), true)
+	// Long enough that only the cancellation can end the call.
+	req.Timeout = time.Hour
+	var cancelled atomic.Int64
+	// Cancel shortly after the call starts; whether the backend sees it
+	// while waiting or on entry, the call must return promptly.
+	timer := time.AfterFunc(e.h.Timeout/10, func() {
+		cancelled.Store(time.Now().UnixNano())
+		cancel()
+	})
+	defer timer.Stop()
+	done := make(chan error, 1)
+	go func() {
+		_, err := e.nodes[0].Fence(ctx, req)
+		done <- err
+	}()
+	limit := e.h.Timeout + 2*time.Second
+	select {
+	case err := <-done:
+		if err == nil {
+			t.Fatal("cancelled fence: no error")
+		}
+		if !errors.Is(err, context.Canceled) && !errors.Is(err, plugin.ErrAborted) {
+			t.Errorf("cancelled fence: %v; want an error wrapping context.Canceled or plugin.ErrAborted", err)
+		}
+		if at := cancelled.Load(); at != 0 {
+			if lag := time.Since(time.Unix(0, at)); lag > time.Second {
+				t.Errorf("cancelled fence returned %s after the cancellation; want promptly", lag)
+			}
+		}
+	case <-time.After(limit):
+		t.Fatalf("cancelled fence did not return in %s", limit)
+	}
+}
+
+func testFenceModex(t *testing.T, e *env) {
+	data := [][]byte{[]byte("modex-node0;"), []byte("modex-node1;")}
+	for i, r := range e.fenceAll(t, "world/1", data, false) {
+		if len(r.Data) != 0 {
+			t.Errorf("non-collecting fence: node %d got %q; want no data", i, r.Data)
+		}
+	}
+	ctx, cancel := e.ctx()
+	defer cancel()
+	for _, c := range []struct {
+		from   int
+		target int32
+		want   []byte
+	}{{0, 2, data[1]}, {0, 3, data[1]}, {1, 0, data[0]}} {
+		resp, err := e.nodes[c.from].DirectModex(ctx, &plugin.ModexRequest{
+			Requestor: e.localProcs(c.from)[0],
+			Proc:      e.proc(c.target),
+			Timeout:   e.h.Timeout,
+		})
+		if err != nil {
+			t.Errorf("node %d: DirectModex(rank %d): %v", c.from, c.target, err)
+			continue
+		}
+		if !bytes.Equal(resp.Data, c.want) {
+			t.Errorf("node %d: DirectModex(rank %d) = %q; want %q (its node's fence data)", c.from, c.target, resp.Data, c.want)
+		}
+	}
+}
+
+func testNameService(t *testing.T, e *env) {
+	if !e.has(plugin.CapPublish) {
+		t.Skipf("backend does not advertise %q", plugin.CapPublish)
+	}
+	ctx, cancel := e.ctx()
+	defer cancel()
+	// Keys carry the namespace: names may be visible to every job.
+	key := "service-" + e.job.Nspace
+	pub := &plugin.PublishRequest{Proc: e.proc(0), Data: []plugin.Info{{Key: key, Value: "port-0"}}}
+	if err := e.nodes[0].Publish(ctx, pub); err != nil {
+		t.Fatalf("Publish(%s): %v", key, err)
+	}
+	dup := &plugin.PublishRequest{Proc: e.proc(2), Data: []plugin.Info{{Key: key, Value: "port-2"}}}
+	if err := e.nodes[1].Publish(ctx, dup); !errors.Is(err, plugin.ErrAlreadyExists) {
+		t.Errorf("Publish(%s) again: %v; want an error wrapping plugin.ErrAlreadyExists", key, err)
+	}
+
+	// From the other node, as a daemon-style backend must allow.
+	resp, err := e.nodes[1].Lookup(ctx, &plugin.LookupRequest{Proc: e.proc(2), Keys: []string{key}})
+	if err != nil {
+		t.Fatalf("Lookup(%s): %v", key, err)
+	}
+	want := []plugin.Published{{Key: key, Value: "port-0", Publisher: e.proc(0)}}
+	if !slices.Equal(resp.Data, want) {
+		t.Errorf("Lookup(%s) = %+v; want %+v", key, resp.Data, want)
+	}
+
+	missing := "missing-" + e.job.Nspace
+	if _, err := e.nodes[0].Lookup(ctx, &plugin.LookupRequest{Proc: e.proc(0), Keys: []string{missing}}); !errors.Is(err, plugin.ErrNotFound) {
+		t.Errorf("Lookup(%s) of a name never published: %v; want an error wrapping plugin.ErrNotFound", missing, err)
+	}
+
+	// A waiting lookup gets a name published after it started (or, if the
+	// publish wins the race, before: both must work).
+	later := "later-" + e.job.Nspace
+	type result struct {
+		resp *plugin.LookupResponse
+		err  error
+	}
+	got := make(chan result, 1)
+	go func() {
+		r, err := e.nodes[1].Lookup(ctx, &plugin.LookupRequest{Proc: e.proc(3), Keys: []string{later}, Wait: true, Timeout: 2 * e.h.Timeout})
+		got <- result{r, err}
+	}()
+	published := make(chan error, 1)
+	timer := time.AfterFunc(e.h.Timeout/10, func() {
+		published <- e.nodes[0].Publish(ctx, &plugin.PublishRequest{Proc: e.proc(1), Data: []plugin.Info{{Key: later, Value: "port-1"}}})
+	})
+	defer timer.Stop()
+	if err := <-published; err != nil {
+		t.Fatalf("Publish(%s): %v", later, err)
+	}
+	select {
+	case r := <-got:
+		if r.err != nil {
+			t.Fatalf("waiting Lookup(%s): %v", later, r.err)
+		}
+		want := []plugin.Published{{Key: later, Value: "port-1", Publisher: e.proc(1)}}
+		if !slices.Equal(r.resp.Data, want) {
+			t.Errorf("waiting Lookup(%s) = %+v; want %+v", later, r.resp.Data, want)
+		}
+	case <-ctx.Done():
+		t.Fatalf("waiting Lookup(%s) did not return", later)
+	}
+
+	if err := e.nodes[0].Unpublish(ctx, &plugin.UnpublishRequest{Proc: e.proc(0), Keys: []string{key}}); err != nil {
+		t.Fatalf("Unpublish(%s): %v", key, err)
+	}
+	if _, err := e.nodes[1].Lookup(ctx, &plugin.LookupRequest{Proc: e.proc(2), Keys: []string{key}}); !errors.Is(err, plugin.ErrNotFound) {
+		t.Errorf("Lookup(%s) after Unpublish: %v; want an error wrapping plugin.ErrNotFound", key, err)
+	}
+	// Leave nothing behind in a long-lived daemon.
+	if err := e.nodes[0].Unpublish(ctx, &plugin.UnpublishRequest{Proc: e.proc(1), Keys: []string{later}}); err != nil {
+		t.Errorf("Unpublish(%s): %v", later, err)
+	}
+}
+
+func testCapabilities(t *testing.T, e *env) {
+	b := e.nodes[0]
+	p := e.proc(0)
+	unknown := "conformance-" + e.job.Nspace
+	calls := []struct {
+		capName string
+		name    string
+		call    func(ctx context.Context) error
+	}{
+		{plugin.CapPublish, "Publish", func(ctx context.Context) error {
+			// A name another case will not look for; removed below.
+			return b.Publish(ctx, &plugin.PublishRequest{Proc: p, Data: []plugin.Info{{Key: unknown, Value: "v"}}})
+		}},
+		{plugin.CapPublish, "Lookup", func(ctx context.Context) error {
+			_, err := b.Lookup(ctx, &plugin.LookupRequest{Proc: p, Keys: []string{unknown}})
+			return err
+		}},
+		{plugin.CapPublish, "Unpublish", func(ctx context.Context) error {
+			return b.Unpublish(ctx, &plugin.UnpublishRequest{Proc: p, Keys: []string{unknown}})
+		}},
+		// Requests a backend cannot carry out (no apps, no procs) so that
+		// an advertised capability does nothing but answer.
+		{plugin.CapSpawn, "Spawn", func(ctx context.Context) error {
+			_, err := b.Spawn(ctx, &plugin.SpawnRequest{Requestor: p, Timeout: e.h.Timeout})
+			return err
+		}},
+		{plugin.CapConnect, "Connect", func(ctx context.Context) error {
+			_, err := b.Connect(ctx, &plugin.ConnectRequest{Timeout: e.h.Timeout})
+			return err
+		}},
+		{plugin.CapConnect, "Disconnect", func(ctx context.Context) error {
+			return b.Disconnect(ctx, &plugin.DisconnectRequest{Timeout: e.h.Timeout})
+		}},
+		{plugin.CapQuery, "Query", func(ctx context.Context) error {
+			_, err := b.Query(ctx, &plugin.QueryRequest{Proc: p, Queries: []plugin.Query{{Keys: []string{unknown}}}})
+			return err
+		}},
+		{plugin.CapLog, "Log", func(ctx context.Context) error {
+			return b.Log(ctx, &plugin.LogRequest{Proc: p, Data: []plugin.Info{{Key: "conformance", Value: "log line from the gopmi conformance suite"}}})
+		}},
+		{plugin.CapNotify, "NotifyEvent", func(ctx context.Context) error {
+			return b.NotifyEvent(ctx, &plugin.EventRequest{Code: plugin.EventCode(unknown), Source: p})
+		}},
+	}
+	for _, c := range calls {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*e.h.Timeout+5*time.Second)
+		err := c.call(ctx)
+		cancel()
+		if e.has(c.capName) {
+			if errors.Is(err, plugin.ErrNotSupported) {
+				t.Errorf("%s: %v; capability %q is advertised, so it must not answer plugin.ErrNotSupported", c.name, err, c.capName)
+			}
+		} else if !errors.Is(err, plugin.ErrNotSupported) {
+			t.Errorf("%s: %v; capability %q is not advertised, so it must answer plugin.ErrNotSupported", c.name, err, c.capName)
+		}
+	}
+}
+
+func testAbort(t *testing.T, e *env) {
+	ctx, cancel := e.ctx()
+	defer cancel()
+	err := e.nodes[1].Abort(ctx, &plugin.AbortRequest{
+		Proc:    e.proc(2),
+		Status:  3,
+		Message: "abort from the gopmi conformance suite",
+	})
+	if err != nil {
+		t.Errorf("Abort: %v", err)
+	}
+}

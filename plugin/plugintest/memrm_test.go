@@ -1,0 +1,272 @@
+package plugintest_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/gopmi/gopmi/plugin"
+)
+
+// universe is a small reference backend: the state every node shares,
+// as a daemon-style backend would keep it. It exists to test the
+// conformance suite; faults switch on deliberate bugs the suite must catch.
+type universe struct {
+	faults faults
+
+	mu      sync.Mutex
+	changed chan struct{}               // closed and replaced on every change; guarded by mu
+	fences  map[string]*fence           // by nspace + "/" + id; guarded by mu
+	modex   map[plugin.Proc][]byte      // latest fence data by rank; guarded by mu
+	names   map[string]plugin.Published // guarded by mu
+}
+
+type faults struct {
+	fenceOwnDataOnly     bool // a collecting fence returns only the caller's data
+	fenceTimeoutUntyped  bool // a fence time-out is not plugin.ErrTimeout
+	advertiseUnsupported bool // advertises "spawn" but does not implement it
+	ignoreCancel         bool // a fence waits out its Timeout even if ctx ends
+}
+
+type fence struct {
+	data    map[int32][]byte // by node id
+	done    chan struct{}
+	nodes   []plugin.Node // nodes expected
+	collect bool
+}
+
+func newUniverse(f faults) *universe {
+	return &universe{
+		faults:  f,
+		changed: make(chan struct{}),
+		fences:  map[string]*fence{},
+		modex:   map[plugin.Proc][]byte{},
+		names:   map[string]plugin.Published{},
+	}
+}
+
+// node is one shim's view of the universe.
+type node struct {
+	plugin.Unimplemented
+	u *universe
+
+	mu  sync.Mutex
+	job plugin.Job // guarded by mu
+	id  int32      // guarded by mu
+}
+
+func (u *universe) node() *node { return &node{u: u} }
+
+func (u *universe) notifyLocked() {
+	close(u.changed)
+	u.changed = make(chan struct{})
+}
+
+func (n *node) GetInfo(context.Context) (*plugin.BackendInfo, error) {
+	info := &plugin.BackendInfo{
+		Name: "mem", Version: "test", APIVersions: []string{plugin.APIVersion1},
+		Capabilities: []string{plugin.CapPublish},
+	}
+	if n.u.faults.advertiseUnsupported {
+		info.Capabilities = append(info.Capabilities, plugin.CapSpawn)
+	}
+	return info, nil
+}
+
+func (n *node) Configure(_ context.Context, req *plugin.ConfigureRequest) (*plugin.ConfigureResponse, error) {
+	if req.APIVersion != plugin.APIVersion1 {
+		return nil, fmt.Errorf("configure: api version %q: %w", req.APIVersion, plugin.ErrNotSupported)
+	}
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.job, n.id = req.Job, req.NodeID
+	return &plugin.ConfigureResponse{}, nil
+}
+
+func (n *node) Abort(context.Context, *plugin.AbortRequest) error { return nil }
+
+func (n *node) layout() (plugin.Job, int32) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.job, n.id
+}
+
+func rankList(rs []int32) string {
+	var b strings.Builder
+	for i, r := range rs {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprint(&b, r)
+	}
+	return b.String()
+}
+
+func (n *node) Fence(ctx context.Context, req *plugin.FenceRequest) (*plugin.FenceResponse, error) {
+	job, id := n.layout()
+	u := n.u
+	key := job.Nspace + "/" + req.ID
+	u.mu.Lock()
+	f := u.fences[key]
+	if f == nil {
+		f = &fence{data: map[int32][]byte{}, done: make(chan struct{}), nodes: job.Nodes, collect: req.Collect}
+		u.fences[key] = f
+	}
+	f.data[id] = bytes.Clone(req.Data)
+	if len(f.data) == len(f.nodes) {
+		for _, nd := range f.nodes {
+			for _, r := range nd.Ranks {
+				u.modex[plugin.Proc{Nspace: job.Nspace, Rank: r}] = f.data[nd.ID]
+			}
+		}
+		close(f.done)
+		u.notifyLocked()
+	}
+	u.mu.Unlock()
+
+	var timeout <-chan time.Time
+	if req.Timeout > 0 {
+		t := time.NewTimer(req.Timeout)
+		defer t.Stop()
+		timeout = t.C
+	}
+	cancelled := ctx.Done()
+	if u.faults.ignoreCancel {
+		cancelled = nil
+	}
+	select {
+	case <-f.done:
+	case <-cancelled:
+		return nil, fmt.Errorf("fence %s: %w", req.ID, ctx.Err())
+	case <-timeout:
+		u.mu.Lock()
+		var missing []string
+		for _, nd := range f.nodes {
+			if _, ok := f.data[nd.ID]; !ok {
+				missing = append(missing, fmt.Sprintf("ranks %s (node %s)", rankList(nd.Ranks), nd.Name))
+			}
+		}
+		u.mu.Unlock()
+		if u.faults.fenceTimeoutUntyped {
+			return nil, fmt.Errorf("fence %s: gave up", req.ID)
+		}
+		return nil, fmt.Errorf("fence %s: %s did not arrive in %s: %w", req.ID, strings.Join(missing, ", "), req.Timeout, plugin.ErrTimeout)
+	}
+	if !req.Collect {
+		return &plugin.FenceResponse{}, nil
+	}
+	if u.faults.fenceOwnDataOnly {
+		return &plugin.FenceResponse{Data: bytes.Clone(req.Data)}, nil
+	}
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	var out []byte
+	for _, nd := range f.nodes {
+		out = append(out, f.data[nd.ID]...)
+	}
+	return &plugin.FenceResponse{Data: out}, nil
+}
+
+// wait blocks until cond holds (checked under mu) or the deadline or ctx
+// ends; it returns whether cond held.
+func (u *universe) wait(ctx context.Context, timeout time.Duration, cond func() bool) (bool, error) {
+	var deadline <-chan time.Time
+	if timeout > 0 {
+		t := time.NewTimer(timeout)
+		defer t.Stop()
+		deadline = t.C
+	}
+	for {
+		u.mu.Lock()
+		ok := cond()
+		ch := u.changed
+		u.mu.Unlock()
+		if ok {
+			return true, nil
+		}
+		select {
+		case <-ch:
+		case <-deadline:
+			return false, nil
+		case <-ctx.Done():
+			return false, ctx.Err()
+		}
+	}
+}
+
+func (n *node) DirectModex(ctx context.Context, req *plugin.ModexRequest) (*plugin.ModexResponse, error) {
+	u := n.u
+	var data []byte
+	ok, err := u.wait(ctx, req.Timeout, func() bool {
+		d, ok := u.modex[req.Proc]
+		data = d
+		return ok
+	})
+	if err != nil {
+		return nil, fmt.Errorf("direct modex %s: %w", req.Proc, err)
+	}
+	if !ok {
+		return nil, fmt.Errorf("direct modex %s: no data in %s: %w", req.Proc, req.Timeout, plugin.ErrTimeout)
+	}
+	return &plugin.ModexResponse{Data: data}, nil
+}
+
+func (n *node) Publish(_ context.Context, req *plugin.PublishRequest) error {
+	u := n.u
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	for _, d := range req.Data {
+		if p, ok := u.names[d.Key]; ok {
+			return fmt.Errorf("publish %s: published by %s: %w", d.Key, p.Publisher, plugin.ErrAlreadyExists)
+		}
+	}
+	for _, d := range req.Data {
+		u.names[d.Key] = plugin.Published{Key: d.Key, Value: d.Value, Publisher: req.Proc}
+	}
+	u.notifyLocked()
+	return nil
+}
+
+func (n *node) Lookup(ctx context.Context, req *plugin.LookupRequest) (*plugin.LookupResponse, error) {
+	u := n.u
+	var found []plugin.Published
+	find := func() bool {
+		found = found[:0]
+		for _, k := range req.Keys {
+			if p, ok := u.names[k]; ok {
+				found = append(found, p)
+			}
+		}
+		return len(found) == len(req.Keys)
+	}
+	if req.Wait {
+		if _, err := u.wait(ctx, req.Timeout, find); err != nil {
+			return nil, fmt.Errorf("lookup %s: %w", strings.Join(req.Keys, ","), err)
+		}
+	} else {
+		u.mu.Lock()
+		find()
+		u.mu.Unlock()
+	}
+	if len(found) == 0 {
+		return nil, fmt.Errorf("lookup %s: %w", strings.Join(req.Keys, ","), plugin.ErrNotFound)
+	}
+	return &plugin.LookupResponse{Data: slices.Clone(found)}, nil
+}
+
+func (n *node) Unpublish(_ context.Context, req *plugin.UnpublishRequest) error {
+	u := n.u
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	for k, p := range u.names {
+		if p.Publisher == req.Proc && (len(req.Keys) == 0 || slices.Contains(req.Keys, k)) {
+			delete(u.names, k)
+		}
+	}
+	u.notifyLocked()
+	return nil
+}
