@@ -141,6 +141,23 @@ func TestLazyFence(t *testing.T) {
 	b.expect("cmd=kvs-get-response;rc=0;found=TRUE;value=1;")
 }
 
+// A job on one node needs no exchange: its fences never reach the backend.
+func TestSingleNodeFenceStaysLocal(t *testing.T) {
+	w := newWorld(t, 2, 1)
+	w.rm.fenceErr = errors.New("the backend must not be asked")
+	for _, k := range w.tasks {
+		k.init2()
+		k.send("cmd=kvs-put;key=k;value=v;")
+		k.expect("cmd=kvs-put-response;rc=0;")
+		k.send("cmd=kvs-fence;")
+	}
+	for _, k := range w.tasks {
+		k.expect("cmd=kvs-fence-response;rc=0;")
+		k.send("cmd=kvs-get;jobid=job-1;key=k;")
+		k.expect("cmd=kvs-get-response;rc=0;found=TRUE;value=v;")
+	}
+}
+
 // Two simulated nodes: one backend fence per node, data merged.
 func TestCrossNodeFence(t *testing.T) {
 	w := newWorld(t, 4, 2)
@@ -224,7 +241,7 @@ func TestFenceTimeoutNamesMissingRanks(t *testing.T) {
 }
 
 func TestBackendFenceErrorReachesClients(t *testing.T) {
-	w := newWorld(t, 2, 1)
+	w := newWorld(t, 4, 2)
 	w.rm.fenceErr = fmt.Errorf("ranks 4-7 (node n1) did not arrive in 30s: %w", plugin.ErrTimeout)
 	for _, k := range w.tasks {
 		k.init2()

@@ -30,7 +30,12 @@ type group struct {
 	nodeOnly bool    // completes on this node without the backend
 }
 
-func worldGroup() group { return group{name: worldName} }
+// worldGroup is every rank of the job. When they all live on this node
+// the fence completes here: there is nothing to exchange, and a backend
+// round trip would only add latency to every MPI_Init.
+func (j *Job) worldGroup() group {
+	return group{name: worldName, nodeOnly: len(j.cfg.Job.Nodes) == 1}
+}
 
 // group turns a PMI 1.2 barrier group into the fence group: WORLD with
 // tag 0 is the ordinary world fence; other tags and kinds get their own
@@ -42,7 +47,9 @@ func (j *Job) group(pg pmi1.Group, self int32) (group, error) {
 	}
 	switch pg.Kind {
 	case pmi1.GroupWorld:
-		return group{name: worldName + tag}, nil
+		g := j.worldGroup()
+		g.name += tag
+		return g, nil
 	case pmi1.GroupNode:
 		return group{name: nodeName + tag, nodeOnly: true}, nil
 	}
@@ -358,7 +365,9 @@ func (s *Session) ring(r *request, m interface{ Value(string) string }) {
 	}
 	v := strconv.Itoa(count) + "\x00" + m.Value("ring-left") + "\x00" + m.Value("ring-right")
 	rec := kvs.AppendRecord(nil, kvs.Record{Rank: s.rank, Key: ringKey, Value: v})
-	s.j.enterCollective(r, group{name: ringName}, false, nil, rec)
+	g := s.j.worldGroup()
+	g.name = ringName
+	s.j.enterCollective(r, g, false, nil, rec)
 }
 
 func decodeRing(blob []byte) (map[int32]ringEntry, error) {

@@ -50,7 +50,7 @@ func (s *Session) dispatch2(r *request, m *wire.Message) {
 		}
 		s.get(r, jobid, int32(src), key, false)
 	case "kvs-fence":
-		s.j.enterFence(r, worldGroup(), j.cfg.FenceMode == FenceLazy, nil)
+		s.j.enterFence(r, j.worldGroup(), j.cfg.FenceMode == FenceLazy, nil)
 	case "info-putnodeattr":
 		key, ok := m.Get("key")
 		if !ok {

@@ -288,6 +288,19 @@ func (j *Job) goBackend(timeout time.Duration, call func(ctx context.Context)) {
 	}()
 }
 
+// goNotify runs a notification to the backend. Unlike goBackend its
+// context outlives the job: the last finalize ends the job, and its
+// notification must still reach the RM.
+func (j *Job) goNotify(call func(ctx context.Context)) {
+	j.wg.Add(1)
+	go func() {
+		defer j.wg.Done()
+		ctx, cancel := context.WithTimeout(context.Background(), j.cfg.Timeouts.Backend)
+		defer cancel()
+		call(ctx)
+	}()
+}
+
 // afterFunc arms a timer whose callback the job waits for on Shutdown.
 func (j *Job) afterFunc(d time.Duration, f func()) func() bool {
 	j.wg.Add(1)
@@ -349,12 +362,7 @@ func (j *Job) allClosedLocked() bool {
 // reportEarlyExit tells the backend a task ended before finalize so the
 // RM ends the job loudly instead of letting its peers hang.
 func (j *Job) reportEarlyExit(rank int32, why error) {
-	j.wg.Add(1)
-	go func() {
-		defer j.wg.Done()
-		// The job context is cancelled already: use a fresh deadline.
-		ctx, cancel := context.WithTimeout(context.Background(), j.cfg.Timeouts.Backend)
-		defer cancel()
+	j.goNotify(func(ctx context.Context) {
 		p := j.proc(rank)
 		if j.caps[plugin.CapNotify] {
 			err := j.be.NotifyEvent(ctx, &plugin.EventRequest{
@@ -370,5 +378,5 @@ func (j *Job) reportEarlyExit(rank int32, why error) {
 		if err := j.be.Abort(ctx, &plugin.AbortRequest{Proc: p, Status: 1, Message: why.Error()}); err != nil {
 			j.log.Error().Err(err).Msg("abort after early exit failed")
 		}
-	}()
+	})
 }

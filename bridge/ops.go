@@ -21,7 +21,7 @@ func (j *Job) clientInit(s *Session, rank int32) {
 	if !first {
 		return
 	}
-	j.goBackend(j.cfg.Timeouts.Backend, func(ctx context.Context) {
+	j.goNotify(func(ctx context.Context) {
 		err := j.be.ClientConnected(ctx, &plugin.ClientRequest{Proc: j.proc(rank)})
 		if err != nil && !errors.Is(err, plugin.ErrNotSupported) {
 			j.log.Warn().Int32("rank", rank).Err(err).Msg("backend ClientConnected failed")
@@ -37,7 +37,7 @@ func (s *Session) finalize(r *request) {
 	j.mu.Unlock()
 	r.ok()
 	rank := s.rank
-	j.goBackend(j.cfg.Timeouts.Backend, func(ctx context.Context) {
+	j.goNotify(func(ctx context.Context) {
 		err := j.be.ClientFinalized(ctx, &plugin.ClientRequest{Proc: j.proc(rank)})
 		if err != nil && !errors.Is(err, plugin.ErrNotSupported) {
 			j.log.Warn().Int32("rank", rank).Err(err).Msg("backend ClientFinalized failed")
@@ -58,11 +58,7 @@ func (s *Session) abort(r *request, code int, msg string, world bool) {
 		req.Targets = []plugin.Proc{j.proc(rank)}
 	}
 	j.log.Warn().Int32("rank", rank).Int("status", code).Str("message", msg).Msg("task aborted the job")
-	j.wg.Add(1)
-	go func() {
-		defer j.wg.Done()
-		ctx, cancel := context.WithTimeout(context.Background(), j.cfg.Timeouts.Backend)
-		defer cancel()
+	j.goNotify(func(ctx context.Context) {
 		if err := j.be.Abort(ctx, req); err != nil {
 			j.log.Error().Err(err).Msg("backend abort failed; the shim ends the job itself")
 		}
@@ -72,7 +68,7 @@ func (s *Session) abort(r *request, code int, msg string, world bool) {
 		j.endLocked(Result{Aborted: true, Status: code, Err: err})
 		j.mu.Unlock()
 		j.answerFailed(reqs, err)
-	}()
+	})
 }
 
 func (j *Job) pendingLocked() []*request {
