@@ -28,6 +28,8 @@ type Job struct {
 	ctx    context.Context // ends when the job ends
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // backend calls and timers in flight
+	wgMu    sync.Mutex // orders wg.Add before Shutdown's wg.Wait
+	closing bool       // guarded by wgMu; no new goroutines once set
 	done   chan struct{}
 
 	mu         sync.Mutex
@@ -112,7 +114,7 @@ func NewJob(ctx context.Context, cfg Config, be plugin.Full) (*Job, error) {
 	}
 	j.attrs = j.jobAttrs()
 	if lay.localSize == 0 {
-		j.finish(Result{})
+		j.end(Result{})
 	}
 	return j, nil
 }
@@ -206,40 +208,16 @@ func (j *Job) Result() Result {
 // Fail ends the job from outside (the backend died, a signal): pending
 // requests are answered with an error naming err, and Done closes.
 func (j *Job) Fail(err error) {
+	j.end(Result{Err: err})
+}
+
+// end ends the job with res unless it has ended already: every request
+// still owed an answer gets one, and only then does Done close, so an RM
+// that closes connections on Done loses no answer.
+func (j *Job) end(res Result) {
 	j.mu.Lock()
-	reqs := j.failLocked(err)
-	j.mu.Unlock()
-	j.answerFailed(reqs, err)
-}
-
-// failLocked ends the job and returns the requests still owed an answer.
-func (j *Job) failLocked(err error) []*request {
 	if j.ended {
-		return nil
-	}
-	j.log.Error().Err(err).Msg("job failed")
-	reqs := make([]*request, 0, len(j.pending))
-	for r := range j.pending {
-		reqs = append(reqs, r)
-	}
-	j.endLocked(Result{Err: err})
-	return reqs
-}
-
-func (j *Job) answerFailed(reqs []*request, err error) {
-	for _, r := range reqs {
-		r.fail(rcFail, err)
-	}
-}
-
-func (j *Job) finish(res Result) {
-	j.mu.Lock()
-	defer j.mu.Unlock()
-	j.endLocked(res)
-}
-
-func (j *Job) endLocked(res Result) {
-	if j.ended {
+		j.mu.Unlock()
 		return
 	}
 	j.ended = true
@@ -255,7 +233,23 @@ func (j *Job) endLocked(res Result) {
 	for _, w := range j.lazyWaits {
 		w.stop()
 	}
+	reqs := make([]*request, 0, len(j.pending))
+	for r := range j.pending {
+		reqs = append(reqs, r)
+	}
+	clear(j.pending)
+	j.mu.Unlock()
 	j.cancel()
+	if res.Err != nil && !res.Aborted {
+		j.log.Error().Err(res.Err).Msg("job failed")
+	}
+	err := res.Err
+	if err == nil {
+		err = errors.New("the job has ended")
+	}
+	for _, r := range reqs {
+		r.fail(rcFail, err)
+	}
 	close(j.done)
 }
 
@@ -263,6 +257,9 @@ func (j *Job) endLocked(res Result) {
 // ctx ends.
 func (j *Job) Shutdown(ctx context.Context) error {
 	j.Fail(fmt.Errorf("%w: shim shutting down", plugin.ErrAborted))
+	j.wgMu.Lock()
+	j.closing = true
+	j.wgMu.Unlock()
 	waited := make(chan struct{})
 	go func() {
 		j.wg.Wait()
@@ -279,7 +276,9 @@ func (j *Job) Shutdown(ctx context.Context) error {
 // goBackend runs a backend call on its own goroutine with a deadline, so a
 // Session never blocks on the backend.
 func (j *Job) goBackend(timeout time.Duration, call func(ctx context.Context)) {
-	j.wg.Add(1)
+	if !j.track() {
+		return // shut down: the job ended and answered every request
+	}
 	go func() {
 		defer j.wg.Done()
 		ctx, cancel := context.WithTimeout(j.ctx, timeout)
@@ -288,11 +287,24 @@ func (j *Job) goBackend(timeout time.Duration, call func(ctx context.Context)) {
 	}()
 }
 
+// track counts a goroutine the job will wait for, unless Shutdown began.
+func (j *Job) track() bool {
+	j.wgMu.Lock()
+	defer j.wgMu.Unlock()
+	if j.closing {
+		return false
+	}
+	j.wg.Add(1)
+	return true
+}
+
 // goNotify runs a notification to the backend. Unlike goBackend its
 // context outlives the job: the last finalize ends the job, and its
 // notification must still reach the RM.
 func (j *Job) goNotify(call func(ctx context.Context)) {
-	j.wg.Add(1)
+	if !j.track() {
+		return
+	}
 	go func() {
 		defer j.wg.Done()
 		ctx, cancel := context.WithTimeout(context.Background(), j.cfg.Timeouts.Backend)
@@ -303,7 +315,9 @@ func (j *Job) goNotify(call func(ctx context.Context)) {
 
 // afterFunc arms a timer whose callback the job waits for on Shutdown.
 func (j *Job) afterFunc(d time.Duration, f func()) func() bool {
-	j.wg.Add(1)
+	if !j.track() {
+		return func() bool { return false }
+	}
 	stop := j.clock.AfterFunc(d, func() {
 		defer j.wg.Done()
 		f()
@@ -331,22 +345,24 @@ func (j *Job) sessionClosed(s *Session, err error) {
 		return
 	}
 	t.closed = true
-	var reqs []*request
 	var failErr error
+	done := false
 	if t.inited && !t.finalized && !j.ended {
 		why := "closed its PMI connection before finalize"
 		if err != nil {
 			why = fmt.Sprintf("lost its PMI connection before finalize (%v)", err)
 		}
 		failErr = fmt.Errorf("rank %d of job %s %s", t.rank, j.cfg.Job.Nspace, why)
-		reqs = j.failLocked(failErr)
-	} else if j.allClosedLocked() {
-		j.endLocked(Result{})
+	} else {
+		done = j.allClosedLocked()
 	}
 	j.mu.Unlock()
-	if failErr != nil {
-		j.answerFailed(reqs, failErr)
+	switch {
+	case failErr != nil:
 		j.reportEarlyExit(t.rank, failErr)
+		j.end(Result{Err: failErr})
+	case done:
+		j.end(Result{})
 	}
 }
 

@@ -51,6 +51,7 @@ const (
 	toBackend timeoutKind = iota
 	toLookup
 	toSpawn
+	toGet
 )
 
 func (j *Job) timeout(k timeoutKind) time.Duration {
@@ -59,6 +60,8 @@ func (j *Job) timeout(k timeoutKind) time.Duration {
 		return j.cfg.Timeouts.Lookup
 	case toSpawn:
 		return j.cfg.Timeouts.Spawn
+	case toGet:
+		return j.cfg.Timeouts.Get
 	}
 	return j.cfg.Timeouts.Backend
 }

@@ -57,26 +57,14 @@ func (s *Session) abort(r *request, code int, msg string, world bool) {
 		// MPICH; name the caller so the RM may be more precise.
 		req.Targets = []plugin.Proc{j.proc(rank)}
 	}
-	j.log.Warn().Int32("rank", rank).Int("status", code).Str("message", msg).Msg("task aborted the job")
+	j.log.Warn().Int32("rank", rank).Int("status", code).Str("abort_message", msg).Msg("task aborted the job")
 	j.goNotify(func(ctx context.Context) {
 		if err := j.be.Abort(ctx, req); err != nil {
 			j.log.Error().Err(err).Msg("backend abort failed; the shim ends the job itself")
 		}
 		err := fmt.Errorf("%w: job %s aborted by rank %d with status %d: %s", plugin.ErrAborted, j.cfg.Job.Nspace, rank, code, msg)
-		j.mu.Lock()
-		reqs := j.pendingLocked()
-		j.endLocked(Result{Aborted: true, Status: code, Err: err})
-		j.mu.Unlock()
-		j.answerFailed(reqs, err)
+		j.end(Result{Aborted: true, Status: code, Err: err})
 	})
-}
-
-func (j *Job) pendingLocked() []*request {
-	reqs := make([]*request, 0, len(j.pending))
-	for r := range j.pending {
-		reqs = append(reqs, r)
-	}
-	return reqs
 }
 
 // put buffers a key until the task's next fence.
@@ -299,14 +287,8 @@ func (s *Session) foreignGet(r *request, jobid string, src int32, key string) {
 		target.Rank = src
 	}
 	requestor := j.proc(s.rank)
-	j.mu.Lock()
-	r.park()
-	j.mu.Unlock()
-	j.goBackend(j.cfg.Timeouts.Get+grace, func(ctx context.Context) {
+	s.async(r, toGet, func(ctx context.Context) {
 		resp, err := j.be.DirectModex(ctx, &plugin.ModexRequest{Requestor: requestor, Proc: target, Key: key, Timeout: j.cfg.Timeouts.Get})
-		j.mu.Lock()
-		r.unpark()
-		j.mu.Unlock()
 		if err != nil {
 			r.fail(rcFail, fmt.Errorf("get %s from job %s: %w", key, jobid, err))
 			return
@@ -369,6 +351,12 @@ func (s *Session) getNodeAttr(r *request, key string, wait bool) {
 	if !wait {
 		j.mu.Unlock()
 		r.ok("found", "FALSE")
+		return
+	}
+	if j.ended {
+		err := j.result.Err
+		j.mu.Unlock()
+		r.failKV(rcFail, fmt.Errorf("info-getnodeattr %s: the job has ended: %w", key, err), "found", "FALSE")
 		return
 	}
 	w := &waiter{req: r, key: key}

@@ -1,0 +1,245 @@
+// Command gopmi is the human side of gopmi: `gopmi run` launches an MPI
+// job on this machine (like mpiexec), serving it PMI through gopmi-shim
+// and the gopmi-rm-local backend.
+//
+//	gopmi run [flags] prog [args...] [: [-n N] [-env K=V] [-wdir D] prog2 [args...]]...
+//	gopmi version
+//	gopmi help
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/gopmi/gopmi/hostrm/local"
+)
+
+// version is set at build time: -ldflags "-X main.version=v1.2.3".
+var version = "dev"
+
+const usage = `usage: gopmi <command> [arguments]
+
+commands:
+  run [flags] prog [args...] [: [-n N] [-env K=V] [-wdir D] prog2 [args...]]...
+        run an MPI job on this machine; "gopmi run -h" lists the flags
+  version
+        print the version
+  help
+        print this help
+`
+
+func main() {
+	local.SealInheritedFDs()
+	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdin *os.File, stdout, stderr io.Writer) int {
+	if len(args) == 0 {
+		fmt.Fprint(stderr, usage)
+		return 2
+	}
+	switch args[0] {
+	case "run":
+		return runCmd(args[1:], stdin, stdout, stderr)
+	case "version", "-version", "--version":
+		fmt.Fprintf(stdout, "gopmi %s\n", version)
+		return 0
+	case "help", "-h", "-help", "--help":
+		fmt.Fprint(stdout, usage)
+		return 0
+	}
+	fmt.Fprintf(stderr, "gopmi: unknown command %q\n%s", args[0], usage)
+	return 2
+}
+
+// multiFlag collects a repeatable flag.
+type multiFlag []string
+
+func (m *multiFlag) String() string { return strings.Join(*m, ",") }
+func (m *multiFlag) Set(v string) error {
+	if k, _, ok := strings.Cut(v, "="); !ok || k == "" {
+		return fmt.Errorf("%q is not KEY=VALUE", v)
+	}
+	*m = append(*m, v)
+	return nil
+}
+
+// runFlags are the flags of `gopmi run`; the app flags (-n, -env, -wdir)
+// may be repeated in every MPMD section after a ":".
+type runFlags struct {
+	n, ppn, usize, maxVal int
+	env                   multiFlag
+	pmiPort               bool
+	fenceMode, logLevel   string
+	wdir                  string
+	timeout, startTimeout time.Duration
+}
+
+func newRunFlagSet(f *runFlags, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet("gopmi run", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.IntVar(&f.n, "n", 1, "number of processes")
+	fs.IntVar(&f.n, "np", 1, "alias of -n")
+	fs.IntVar(&f.ppn, "ppn", 0, "processes per simulated node (block distribution, one gopmi-shim per node); 0 = one node")
+	fs.Var(&f.env, "env", "add KEY=VALUE to the tasks' environment (repeatable; \"-env KEY VALUE\" works too)")
+	fs.Var(&f.env, "genv", "alias of -env")
+	fs.BoolVar(&f.pmiPort, "pmi-port", false, "give tasks PMI_PORT=127.0.0.1:<port> and PMI_ID=<rank> instead of PMI_FD")
+	fs.IntVar(&f.usize, "usize", 0, "universe size (default: -n)")
+	fs.StringVar(&f.fenceMode, "fence-mode", local.FenceModeCollect, "collect, lazy or modex")
+	fs.DurationVar(&f.timeout, "timeout", local.DefaultFenceTimeout, "fence time-out")
+	fs.DurationVar(&f.startTimeout, "start-timeout", local.DefaultStartTimeout, "how long each job's shims may take to get ready")
+	fs.IntVar(&f.maxVal, "max-val", local.DefaultMaxVal, "PMI value length limit advertised to clients, bytes")
+	fs.StringVar(&f.logLevel, "log-level", "warn", "log level of gopmi run and its shims: trace, debug, info, warn, error")
+	fs.StringVar(&f.wdir, "wdir", "", "working directory of the tasks (default: the current one)")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "usage: gopmi run [flags] prog [args...] [: [-n N] [-env K=V] [-wdir D] prog2 [args...]]...\n\nflags:\n")
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+// hydraEnv rewrites mpiexec.hydra's two-word "-env NAME VALUE" into
+// "-env=NAME=VALUE" within one section. It stops at the program name.
+func hydraEnv(args []string) []string {
+	var out []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if !strings.HasPrefix(a, "-") || a == "-" || a == "--" {
+			// The program and its arguments: leave them alone.
+			return append(out, args[i:]...)
+		}
+		name := strings.TrimLeft(a, "-")
+		switch {
+		case strings.Contains(name, "="), name == "pmi-port", name == "h", name == "help":
+			out = append(out, a)
+		case (name == "env" || name == "genv") && i+2 < len(args) && !strings.Contains(args[i+1], "="):
+			out = append(out, "-"+name+"="+args[i+1]+"="+args[i+2])
+			i += 2
+		case i+1 < len(args):
+			out = append(out, a, args[i+1])
+			i++
+		default:
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// sections splits MPMD arguments at ":" tokens.
+func sections(args []string) [][]string {
+	var out [][]string
+	cur := []string{}
+	for _, a := range args {
+		if a == ":" {
+			out = append(out, cur)
+			cur = []string{}
+			continue
+		}
+		cur = append(cur, a)
+	}
+	return append(out, cur)
+}
+
+// parseRun turns `gopmi run` arguments into a launcher configuration.
+func parseRun(args []string, stderr io.Writer) (local.Config, runFlags, error) {
+	var cfg local.Config
+	var global runFlags
+	for i, sec := range sections(args) {
+		var f runFlags
+		fs := newRunFlagSet(&f, stderr)
+		if err := fs.Parse(hydraEnv(sec)); err != nil {
+			return cfg, global, err
+		}
+		if fs.NArg() == 0 {
+			if i == 0 {
+				return cfg, global, errors.New("no program to run")
+			}
+			return cfg, global, fmt.Errorf("section %d after ':' names no program", i)
+		}
+		if f.n < 1 {
+			return cfg, global, fmt.Errorf("-n %d: need at least one process", f.n)
+		}
+		app := local.AppSpec{Path: fs.Arg(0), Args: fs.Args()[1:], Procs: int32(f.n), Dir: f.wdir}
+		if i == 0 {
+			global = f
+			// In the first section -env is global, as -genv.
+			cfg.Env = f.env
+			app.Dir = ""
+		} else {
+			app.Env = f.env
+		}
+		cfg.Apps = append(cfg.Apps, app)
+	}
+	cfg.PPN = global.ppn
+	cfg.PMIPort = global.pmiPort
+	cfg.UniverseSize = int32(global.usize)
+	cfg.FenceMode = global.fenceMode
+	cfg.FenceTimeout = global.timeout
+	cfg.StartTimeout = global.startTimeout
+	cfg.MaxVal = global.maxVal
+	cfg.LogLevel = global.logLevel
+	cfg.Wdir = global.wdir
+	return cfg, global, nil
+}
+
+func runCmd(args []string, stdin *os.File, stdout, stderr io.Writer) int {
+	cfg, f, err := parseRun(args, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "gopmi run: %v\n", err)
+		return 2
+	}
+	level, err := zerolog.ParseLevel(f.logLevel)
+	if err != nil || level == zerolog.NoLevel {
+		fmt.Fprintf(stderr, "gopmi run: -log-level %q: want trace, debug, info, warn or error\n", f.logLevel)
+		return 2
+	}
+	cfg.Logger = zerolog.New(zerolog.ConsoleWriter{Out: stderr, NoColor: true, TimeFormat: "15:04:05.000"}).
+		Level(level).With().Timestamp().Str("component", "gopmi run").Logger()
+	cfg.Stdin = stdin
+	cfg.Stdout = stdout
+	cfg.Stderr = stderr
+	cfg.Version = version
+
+	l, err := local.NewLauncher(cfg)
+	if err != nil {
+		fmt.Fprintf(stderr, "gopmi: %v\n", err)
+		return 1
+	}
+	sigs := make(chan os.Signal, 4)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGUSR1)
+	defer signal.Stop(sigs)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	forwarded := make(chan struct{})
+	go func() {
+		defer close(forwarded)
+		for {
+			select {
+			case s := <-sigs:
+				l.Signal(s)
+			case <-ctx.Done():
+				return
+			}
+		}
+	}()
+	code, err := l.Run(ctx)
+	cancel()
+	<-forwarded
+	if err != nil {
+		fmt.Fprintf(stderr, "gopmi: %v\n", err)
+	}
+	return code
+}

@@ -1,0 +1,102 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/gopmi/gopmi/hostrm/local"
+)
+
+func TestParseRun(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		want local.Config
+		err  string
+	}{
+		{
+			name: "defaults",
+			args: []string{"./a.out", "-x", "y"},
+			want: local.Config{
+				Apps:      []local.AppSpec{{Path: "./a.out", Args: []string{"-x", "y"}, Procs: 1}},
+				FenceMode: "collect", FenceTimeout: local.DefaultFenceTimeout, StartTimeout: local.DefaultStartTimeout,
+				MaxVal: 1024, LogLevel: "warn",
+			},
+		},
+		{
+			name: "flags",
+			args: []string{"-n", "8", "-ppn", "2", "-pmi-port", "-usize", "16", "-fence-mode", "modex", "-timeout", "30s",
+				"-max-val", "4096", "-log-level", "debug", "-wdir", "/tmp", "-env", "A=1", "-genv", "B", "2", "prog"},
+			want: local.Config{
+				Apps: []local.AppSpec{{Path: "prog", Args: []string{}, Procs: 8}},
+				PPN:  2, PMIPort: true, UniverseSize: 16, FenceMode: "modex", FenceTimeout: 30 * time.Second,
+				StartTimeout: local.DefaultStartTimeout, MaxVal: 4096, LogLevel: "debug", Wdir: "/tmp", Env: []string{"A=1", "B=2"},
+			},
+		},
+		{
+			name: "mpmd",
+			args: []string{"-np", "2", "a", "x", ":", "-n", "3", "-env", "C", "3", "-wdir", "/w", "b", "-n", "9"},
+			want: local.Config{
+				Apps: []local.AppSpec{
+					{Path: "a", Args: []string{"x"}, Procs: 2},
+					{Path: "b", Args: []string{"-n", "9"}, Procs: 3, Env: []string{"C=3"}, Dir: "/w"},
+				},
+				FenceMode: "collect", FenceTimeout: local.DefaultFenceTimeout, StartTimeout: local.DefaultStartTimeout,
+				MaxVal: 1024, LogLevel: "warn",
+			},
+		},
+		{name: "no program", args: []string{"-n", "2"}, err: "no program to run"},
+		{name: "empty section", args: []string{"a", ":"}, err: "section 1 after ':' names no program"},
+		{name: "bad n", args: []string{"-n", "0", "a"}, err: "-n 0: need at least one process"},
+		{name: "bad env", args: []string{"-env", "=x", "a"}, err: `invalid value "=x" for flag -env: "=x" is not KEY=VALUE`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var stderr bytes.Buffer
+			got, _, err := parseRun(tc.args, &stderr)
+			if tc.err != "" {
+				if err == nil || err.Error() != tc.err {
+					t.Errorf("parseRun: %v, want %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("parseRun: %v", err)
+			}
+			if d := cmp.Diff(tc.want, got, cmpopts.IgnoreFields(local.Config{}, "Logger"), cmpopts.EquateEmpty()); d != "" {
+				t.Errorf("config (-want +got):\n%s", d)
+			}
+		})
+	}
+}
+
+func TestCommands(t *testing.T) {
+	tests := []struct {
+		args   []string
+		code   int
+		stdout string
+		stderr string
+	}{
+		{[]string{"version"}, 0, "gopmi dev\n", ""},
+		{[]string{"help"}, 0, "usage: gopmi <command>", ""},
+		{nil, 2, "", "usage: gopmi <command>"},
+		{[]string{"frobnicate"}, 2, "", "gopmi: unknown command \"frobnicate\"\nusage:"},
+		{[]string{"run"}, 2, "", "gopmi run: no program to run\n"},
+		{[]string{"run", "-fence-mode", "eager", "x"}, 1, "", `gopmi: fence mode "eager": want collect, lazy or modex`},
+		{[]string{"run", "-log-level", "loud", "x"}, 2, "", `gopmi run: -log-level "loud"`},
+	}
+	for _, tc := range tests {
+		t.Run(strings.Join(tc.args, " "), func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			code := run(tc.args, nil, &stdout, &stderr)
+			if code != tc.code || !strings.HasPrefix(stdout.String(), tc.stdout) || !strings.HasPrefix(stderr.String(), tc.stderr) {
+				t.Errorf("gopmi %v: %d\nstdout %q\nstderr %q\nwant %d, %q, %q", tc.args, code, stdout.String(), stderr.String(), tc.code, tc.stdout, tc.stderr)
+			}
+		})
+	}
+}

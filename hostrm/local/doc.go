@@ -1,0 +1,66 @@
+// Package local is gopmi's single-machine resource manager: the engine of
+// `gopmi run`, and the worked example of a backend written with nothing
+// but the plugin SDK.
+//
+// # Processes
+//
+//	gopmi run ── Launcher (the step-daemon role) + Universe (the RM)
+//	  │            Universe served by grpcplugin.ServeListener on
+//	  │            <private 0700 dir>/universe.sock
+//	  ├── per job, per simulated node: gopmi-shim
+//	  │      └── go-plugin ──► gopmi-rm-local = Forwarder: grpcplugin.Dial(universe),
+//	  │                         every call forwarded, errors unchanged
+//	  └── the tasks, PMI_FD=3 (a socketpair end) or PMI_PORT/PMI_ID
+//
+// # Universe
+//
+// Universe is one plugin.Full for every job of the run (the first job and
+// everything spawned from it), on every simulated node. Each call carries
+// the namespace and ranks it concerns, so one instance serves all shims.
+//
+//   - Fence: collectives are matched by the namespaces of their
+//     participants and the fence ID; arrivals are counted with LocalProcs.
+//     When all participants arrived, every caller gets the concatenation
+//     of all nodes' Data (Collect) or nothing. Every Data a node gives is
+//     kept, in order, for DirectModex. A time-out (the request's or its context's)
+//     fails every waiting caller with plugin.ErrTimeout and a message that
+//     names the missing ranks and their nodes, e.g. "fence world/3 of job
+//     gopmi.812.0: ranks 4-7 (node vm-1) did not arrive in 30s"; a node
+//     arriving later fails at once with the same message. An abort or a
+//     failed job fails pending fences with plugin.ErrAborted. Waiting costs
+//     the caller's goroutine only.
+//   - DirectModex returns everything the node hosting the process gave to
+//     the job's fences (a host sends each fence only the puts made since
+//     the previous one), or for RankWildcard every node's, waiting for a
+//     first contribution if need be. The key is not looked for: the data
+//     is opaque to the universe.
+//   - The name service is one name space for the whole run. RangeNamespace
+//     limits a name to the publisher's job, RangeLocal to its node; the
+//     other ranges mean the whole run. Persistence: PersistProc names go
+//     when the publisher's task exits, PersistApp names when its job ends,
+//     PersistFirstRead names on their first lookup.
+//   - Spawn resolves the apps (info keys wdir, path, env, host/hosts of
+//     this machine; any other key is refused with plugin.ErrNotSupported
+//     naming it), registers the new job and has the launcher start it.
+//   - Abort records the status, fails the job's waits, and the launcher
+//     ends the run with that status. NotifyEvent(proc-aborted) fails the
+//     run too.
+//   - Query answers "namespaces", "job-status", "proc-table" and
+//     "local-peers" (formats at QueryNamespaces); Log writes
+//     "gopmi: [<proc>] <text>" lines to stderr.
+//
+// # Launcher
+//
+// Launcher.Run serves the universe, starts the first job and waits for
+// every task and shim of every job. Per job and node it creates one
+// close-on-exec socketpair per task, starts gopmi-shim with the shim ends
+// as fds 3.. (LISTEN_FDS, LISTEN_FDNAMES=rank<r>:..., LISTEN_PID unset:
+// the shim takes them as its own), the bootstrap as protojson on stdin and
+// NOTIFY_SOCKET for readiness, waits for READY=1 and then starts the tasks.
+// Every child is started from one goroutine locked to its OS thread for
+// the run's life, with Pdeathsig=SIGKILL, so nothing outlives a killed
+// gopmi run. A failing task, shim or abort ends the run: SIGTERM to
+// everything, SIGKILL after a grace period; the exit status is the
+// abort's, else 128+signal for a signal to gopmi run, else the first
+// failing task's, else 1.
+package local

@@ -1,0 +1,269 @@
+package local
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"io"
+	"os"
+	"strings"
+	"sync"
+
+	"github.com/gopmi/gopmi/plugin"
+	"github.com/gopmi/gopmi/plugin/grpcplugin"
+)
+
+// EnvUniverse names the environment variable holding the universe's
+// address, one of the three ways a Forwarder learns it.
+const EnvUniverse = "GOPMI_UNIVERSE"
+
+// ForwarderConfig is the JSON a launcher puts in the shim bootstrap's
+// backend.config; the shim hands it to Configure unchanged.
+type ForwarderConfig struct {
+	// Universe is the address to Dial ("unix:///path/universe.sock").
+	Universe string `json:"universe"`
+}
+
+// Forwarder is the backend inside gopmi-rm-local: it dials the universe of
+// the `gopmi run` that started the job and forwards every call to it,
+// returning the universe's answers and errors unchanged.
+//
+// The address comes from, in this order: the -universe flag among the
+// process's arguments (bootstrap backend.args), the GOPMI_UNIVERSE
+// environment variable (the backend inherits the shim's environment), or
+// the "universe" field of the Configure config JSON. GetInfo comes before
+// Configure, so a launcher passes the flag or the variable; gopmi run
+// passes all three.
+type Forwarder struct {
+	args   []string
+	getenv func(string) string
+
+	mu   sync.Mutex
+	addr string           // guarded by mu
+	conn *grpcplugin.Conn // guarded by mu
+	full plugin.Full      // guarded by mu
+	dial func(ctx context.Context, target string) (*grpcplugin.Conn, error)
+}
+
+var _ plugin.Full = (*Forwarder)(nil)
+
+// NewForwarder returns a Forwarder reading the process's arguments and
+// environment. It dials on the first call.
+func NewForwarder() *Forwarder {
+	return newForwarder(os.Args[1:], os.Getenv)
+}
+
+func newForwarder(args []string, getenv func(string) string) *Forwarder {
+	return &Forwarder{args: args, getenv: getenv, dial: func(ctx context.Context, target string) (*grpcplugin.Conn, error) {
+		return grpcplugin.Dial(ctx, target)
+	}}
+}
+
+// address finds the universe's address in the arguments or environment.
+func (f *Forwarder) address() string {
+	fs := flag.NewFlagSet("gopmi-rm-local", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	addr := fs.String("universe", "", "")
+	if fs.Parse(f.args) == nil && *addr != "" {
+		return *addr
+	}
+	return f.getenv(EnvUniverse)
+}
+
+// backend dials the universe once; the connection lives until Close.
+func (f *Forwarder) backend(ctx context.Context, step string) (plugin.Full, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.full != nil {
+		return f.full, nil
+	}
+	if f.addr == "" {
+		f.addr = f.address()
+	}
+	if f.addr == "" {
+		return nil, errorf(plugin.ErrUnavailable, "gopmi-rm-local %s: no universe address (pass -universe, set %s or the \"universe\" config field): gopmi-rm-local only works under gopmi run", step, EnvUniverse)
+	}
+	c, err := f.dial(ctx, f.addr)
+	if err != nil {
+		return nil, wrapStep(err, "gopmi-rm-local %s: dial universe %s", step, f.addr)
+	}
+	f.conn, f.full = c, c.Backend()
+	return f.full, nil
+}
+
+// Close closes the connection to the universe.
+func (f *Forwarder) Close() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.conn == nil {
+		return nil
+	}
+	err := f.conn.Close()
+	f.conn, f.full = nil, nil
+	return err
+}
+
+// GetInfo forwards; the universe names itself "local".
+func (f *Forwarder) GetInfo(ctx context.Context) (*plugin.BackendInfo, error) {
+	b, err := f.backend(ctx, "get info")
+	if err != nil {
+		return nil, err
+	}
+	return b.GetInfo(ctx)
+}
+
+// Configure takes the universe address from the config if none is known
+// yet, and forwards the request unchanged.
+func (f *Forwarder) Configure(ctx context.Context, req *plugin.ConfigureRequest) (*plugin.ConfigureResponse, error) {
+	if len(bytes.TrimSpace(req.Config)) > 0 {
+		var cfg ForwarderConfig
+		dec := json.NewDecoder(bytes.NewReader(req.Config))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&cfg); err != nil {
+			return nil, errorf(plugin.ErrInvalidArgument, "gopmi-rm-local configure: config %q: %v", strings.TrimSpace(string(req.Config)), err)
+		}
+		f.mu.Lock()
+		if cfg.Universe != "" {
+			if f.full == nil {
+				// Not dialled yet: the config is the launcher's latest word.
+				f.addr = cfg.Universe
+			} else if cfg.Universe != f.addr {
+				f.mu.Unlock()
+				return nil, errorf(plugin.ErrInvalidArgument, "gopmi-rm-local configure: config names universe %s, already connected to %s", cfg.Universe, f.addr)
+			}
+		}
+		f.mu.Unlock()
+	}
+	b, err := f.backend(ctx, "configure")
+	if err != nil {
+		return nil, err
+	}
+	return b.Configure(ctx, req)
+}
+
+// ClientConnected forwards.
+func (f *Forwarder) ClientConnected(ctx context.Context, req *plugin.ClientRequest) error {
+	b, err := f.backend(ctx, "client connected")
+	if err != nil {
+		return err
+	}
+	return b.ClientConnected(ctx, req)
+}
+
+// ClientFinalized forwards.
+func (f *Forwarder) ClientFinalized(ctx context.Context, req *plugin.ClientRequest) error {
+	b, err := f.backend(ctx, "client finalized")
+	if err != nil {
+		return err
+	}
+	return b.ClientFinalized(ctx, req)
+}
+
+// Abort forwards.
+func (f *Forwarder) Abort(ctx context.Context, req *plugin.AbortRequest) error {
+	b, err := f.backend(ctx, "abort")
+	if err != nil {
+		return err
+	}
+	return b.Abort(ctx, req)
+}
+
+// Fence forwards.
+func (f *Forwarder) Fence(ctx context.Context, req *plugin.FenceRequest) (*plugin.FenceResponse, error) {
+	b, err := f.backend(ctx, "fence")
+	if err != nil {
+		return nil, err
+	}
+	return b.Fence(ctx, req)
+}
+
+// DirectModex forwards.
+func (f *Forwarder) DirectModex(ctx context.Context, req *plugin.ModexRequest) (*plugin.ModexResponse, error) {
+	b, err := f.backend(ctx, "direct modex")
+	if err != nil {
+		return nil, err
+	}
+	return b.DirectModex(ctx, req)
+}
+
+// Publish forwards.
+func (f *Forwarder) Publish(ctx context.Context, req *plugin.PublishRequest) error {
+	b, err := f.backend(ctx, "publish")
+	if err != nil {
+		return err
+	}
+	return b.Publish(ctx, req)
+}
+
+// Lookup forwards.
+func (f *Forwarder) Lookup(ctx context.Context, req *plugin.LookupRequest) (*plugin.LookupResponse, error) {
+	b, err := f.backend(ctx, "lookup")
+	if err != nil {
+		return nil, err
+	}
+	return b.Lookup(ctx, req)
+}
+
+// Unpublish forwards.
+func (f *Forwarder) Unpublish(ctx context.Context, req *plugin.UnpublishRequest) error {
+	b, err := f.backend(ctx, "unpublish")
+	if err != nil {
+		return err
+	}
+	return b.Unpublish(ctx, req)
+}
+
+// Spawn forwards.
+func (f *Forwarder) Spawn(ctx context.Context, req *plugin.SpawnRequest) (*plugin.SpawnResponse, error) {
+	b, err := f.backend(ctx, "spawn")
+	if err != nil {
+		return nil, err
+	}
+	return b.Spawn(ctx, req)
+}
+
+// Connect forwards.
+func (f *Forwarder) Connect(ctx context.Context, req *plugin.ConnectRequest) (*plugin.ConnectResponse, error) {
+	b, err := f.backend(ctx, "connect")
+	if err != nil {
+		return nil, err
+	}
+	return b.Connect(ctx, req)
+}
+
+// Disconnect forwards.
+func (f *Forwarder) Disconnect(ctx context.Context, req *plugin.DisconnectRequest) error {
+	b, err := f.backend(ctx, "disconnect")
+	if err != nil {
+		return err
+	}
+	return b.Disconnect(ctx, req)
+}
+
+// Query forwards.
+func (f *Forwarder) Query(ctx context.Context, req *plugin.QueryRequest) (*plugin.QueryResponse, error) {
+	b, err := f.backend(ctx, "query")
+	if err != nil {
+		return nil, err
+	}
+	return b.Query(ctx, req)
+}
+
+// Log forwards.
+func (f *Forwarder) Log(ctx context.Context, req *plugin.LogRequest) error {
+	b, err := f.backend(ctx, "log")
+	if err != nil {
+		return err
+	}
+	return b.Log(ctx, req)
+}
+
+// NotifyEvent forwards.
+func (f *Forwarder) NotifyEvent(ctx context.Context, req *plugin.EventRequest) error {
+	b, err := f.backend(ctx, "notify event")
+	if err != nil {
+		return err
+	}
+	return b.NotifyEvent(ctx, req)
+}

@@ -1,0 +1,222 @@
+package local
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/gopmi/gopmi/plugin"
+)
+
+// name is one published name. The universe has a single name space for the
+// whole run (every job of `gopmi run` and every job they spawned); Range
+// narrows who sees a name.
+type name struct {
+	key       string
+	value     string
+	publisher plugin.Proc
+	rng       plugin.Range // RangeDefault is stored as RangeSession
+	persist   plugin.Persistence
+	node      string // the publisher's node, for RangeLocal
+}
+
+// procNode names the node hosting p, or "" when unknown. Called with mu
+// held.
+func (u *Universe) procNode(p plugin.Proc) string {
+	j := u.jobs[p.Nspace]
+	if j == nil || p.Rank < 0 || p.Rank >= j.layout.Size {
+		return ""
+	}
+	return j.nodeName(p.Rank)
+}
+
+// visible reports whether p (on node) may see n.
+func (n *name) visible(p plugin.Proc, node string) bool {
+	switch n.rng {
+	case plugin.RangeNamespace:
+		return p.Nspace == n.publisher.Nspace
+	case plugin.RangeLocal:
+		return node != "" && node == n.node
+	default:
+		return true
+	}
+}
+
+// find returns the first name called key that p may see. Called with mu
+// held.
+func (u *Universe) find(key string, p plugin.Proc, node string) (int, *name) {
+	for i, n := range u.names {
+		if n.key == key && n.visible(p, node) {
+			return i, n
+		}
+	}
+	return -1, nil
+}
+
+// dropNames removes the names pred selects. Called with mu held.
+func (u *Universe) dropNames(pred func(*name) bool) {
+	u.names = slices.DeleteFunc(u.names, pred)
+}
+
+// refuseInfo refuses the first directive: the name service takes none.
+func refuseInfo(step string, info []plugin.Info) error {
+	if len(info) == 0 {
+		return nil
+	}
+	return errorf(plugin.ErrNotSupported, "%s: info key %q is not supported by gopmi-rm-local", step, info[0].Key)
+}
+
+// Publish publishes names. RangeNamespace names are seen by the
+// publisher's job only, RangeLocal names by processes on the publisher's
+// node, the other ranges by the whole run. A key already visible to the
+// publisher (or whose new entry would be visible to an existing
+// publisher) is ErrAlreadyExists. Persistence: PersistProc names go when
+// the publisher's process ends, PersistApp names when its job ends,
+// PersistFirstRead names on their first lookup; the others live until
+// unpublished or the run ends.
+func (u *Universe) Publish(_ context.Context, req *plugin.PublishRequest) error {
+	step := "publish"
+	if len(req.Data) == 0 {
+		return errorf(plugin.ErrInvalidArgument, "%s: no names", step)
+	}
+	if req.Range < plugin.RangeDefault || req.Range > plugin.RangeGlobal {
+		return errorf(plugin.ErrNotSupported, "%s: range %d is not supported by gopmi-rm-local", step, req.Range)
+	}
+	if req.Persistence < plugin.PersistDefault || req.Persistence > plugin.PersistSession {
+		return errorf(plugin.ErrNotSupported, "%s: persistence %d is not supported by gopmi-rm-local", step, req.Persistence)
+	}
+	if err := refuseInfo(step, req.Info); err != nil {
+		return err
+	}
+	rng := req.Range
+	if rng == plugin.RangeDefault {
+		rng = plugin.RangeSession
+	}
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if _, err := u.lookupProc(step, req.Proc); err != nil {
+		return err
+	}
+	if err := u.jobGone(step, req.Proc.Nspace); err != nil {
+		return err
+	}
+	node := u.procNode(req.Proc)
+	var add []*name
+	for _, d := range req.Data {
+		if d.Key == "" {
+			return errorf(plugin.ErrInvalidArgument, "%s: empty name", step)
+		}
+		n := &name{key: d.Key, value: d.Value, publisher: req.Proc, rng: rng, persist: req.Persistence, node: node}
+		for _, o := range append(slices.Clone(u.names), add...) {
+			if o.key == d.Key && (o.visible(req.Proc, node) || n.visible(o.publisher, o.node)) {
+				return errorf(plugin.ErrAlreadyExists, "%s: %q is already published by %s", step, d.Key, o.publisher)
+			}
+		}
+		add = append(add, n)
+	}
+	u.names = append(u.names, add...)
+	u.broadcast()
+	return nil
+}
+
+// Lookup finds names visible to req.Proc. Without Wait it returns what is
+// published now (ErrNotFound when none of the keys is); with Wait it
+// waits until every key is published, bounded by req.Timeout (default
+// 60s) and ctx, and fails with ErrTimeout naming the keys still missing.
+// A PersistFirstRead name is removed by the lookup that returns it.
+func (u *Universe) Lookup(ctx context.Context, req *plugin.LookupRequest) (*plugin.LookupResponse, error) {
+	step := "lookup of " + strings.Join(req.Keys, ",")
+	if len(req.Keys) == 0 {
+		return nil, errorf(plugin.ErrInvalidArgument, "lookup: no keys")
+	}
+	if err := refuseInfo(step, req.Info); err != nil {
+		return nil, err
+	}
+	timeout := req.Timeout
+	if timeout <= 0 {
+		timeout = DefaultLookupTimeout
+	}
+	var timerC <-chan time.Time
+	if req.Wait {
+		timer := time.NewTimer(timeout)
+		defer timer.Stop()
+		timerC = timer.C
+	}
+	for {
+		u.mu.Lock()
+		if err := u.jobGone(step, req.Proc.Nspace); err != nil {
+			u.mu.Unlock()
+			return nil, err
+		}
+		node := u.procNode(req.Proc)
+		var found []plugin.Published
+		var missing []string
+		for _, k := range req.Keys {
+			if _, n := u.find(k, req.Proc, node); n != nil {
+				found = append(found, plugin.Published{Key: k, Value: n.value, Publisher: n.publisher})
+			} else {
+				missing = append(missing, k)
+			}
+		}
+		if len(missing) == 0 || (!req.Wait && len(found) > 0) {
+			for _, k := range req.Keys {
+				if i, n := u.find(k, req.Proc, node); n != nil && n.persist == plugin.PersistFirstRead {
+					u.names = slices.Delete(u.names, i, i+1)
+				}
+			}
+			u.mu.Unlock()
+			return &plugin.LookupResponse{Data: found}, nil
+		}
+		if !req.Wait {
+			u.mu.Unlock()
+			return nil, errorf(plugin.ErrNotFound, "%s: not published", step)
+		}
+		ch := u.changed
+		u.mu.Unlock()
+		changed, err := waitChange(ctx, ch, timerC)
+		if err != nil && !errors.Is(err, context.DeadlineExceeded) {
+			return nil, errorf(plugin.ErrAborted, "%s: caller went away: %v", step, err)
+		}
+		if !changed {
+			return nil, errorf(plugin.ErrTimeout, "lookup of %s: not published within %s", strings.Join(missing, ","), roundDuration(timeout))
+		}
+	}
+}
+
+// Unpublish removes names. With Keys it removes each key visible to
+// req.Proc and published by a process of its job (ErrNotFound when a key
+// is not published, ErrPermission when another job published it); without
+// Keys it removes every name req.Proc published in req.Range (any range
+// for RangeDefault).
+func (u *Universe) Unpublish(_ context.Context, req *plugin.UnpublishRequest) error {
+	step := "unpublish"
+	if err := refuseInfo(step, req.Info); err != nil {
+		return err
+	}
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if len(req.Keys) == 0 {
+		u.dropNames(func(n *name) bool {
+			return n.publisher == req.Proc && (req.Range == plugin.RangeDefault || n.rng == req.Range)
+		})
+		u.broadcast()
+		return nil
+	}
+	node := u.procNode(req.Proc)
+	var drop []*name
+	for _, k := range req.Keys {
+		_, n := u.find(k, req.Proc, node)
+		if n == nil {
+			return errorf(plugin.ErrNotFound, "%s %q: not published", step, k)
+		}
+		if n.publisher.Nspace != req.Proc.Nspace {
+			return errorf(plugin.ErrPermission, "%s %q: published by %s, another job", step, k, n.publisher)
+		}
+		drop = append(drop, n)
+	}
+	u.dropNames(func(n *name) bool { return slices.Contains(drop, n) })
+	u.broadcast()
+	return nil
+}

@@ -1,0 +1,268 @@
+package local
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/gopmi/gopmi/plugin"
+)
+
+// Spawn info keys gopmi-rm-local honours. MPICH's Hydra knows the same
+// four (path, wdir, host/hosts, hostfile) and ignores the rest; here every
+// other key is refused by name.
+const (
+	infoWdir  = "wdir"  // the tasks' working directory
+	infoPath  = "path"  // a PATH-like list searched for the command first
+	infoEnv   = "env"   // K=V entries, newline- or space-separated
+	infoHost  = "host"  // accepted only when every name is this machine
+	infoHosts = "hosts" // same as host
+)
+
+// Spawn starts a new job through the launcher: apps[i].MaxProcs tasks of
+// each app, appnum i, in a job whose parent is the requestor's. It returns
+// once the new job's shims are ready and its tasks started, bounded by
+// req.Timeout (default 120s) and ctx.
+//
+// Info keys honoured per app: wdir, path, env, host/hosts (this machine
+// only). Any other key, and any job info key, fails the spawn with
+// ErrNotSupported naming it.
+func (u *Universe) Spawn(ctx context.Context, req *plugin.SpawnRequest) (*plugin.SpawnResponse, error) {
+	if u.opts.Launch == nil {
+		return nil, errorf(plugin.ErrNotSupported, "spawn: this universe has no launcher")
+	}
+	if len(req.JobInfo) > 0 {
+		return nil, errorf(plugin.ErrNotSupported, "spawn: job info key %q is not supported by gopmi-rm-local", req.JobInfo[0].Key)
+	}
+	if len(req.Apps) == 0 {
+		return nil, errorf(plugin.ErrInvalidArgument, "spawn: no apps")
+	}
+	u.mu.Lock()
+	_, err := u.lookupProc("spawn", req.Requestor)
+	if err == nil {
+		err = u.jobGone("spawn", req.Requestor.Nspace)
+	}
+	u.mu.Unlock()
+	if err != nil {
+		return nil, err
+	}
+	apps := make([]AppSpec, 0, len(req.Apps))
+	for i, a := range req.Apps {
+		spec, err := u.resolveApp(a)
+		if err != nil {
+			if len(req.Apps) > 1 {
+				return nil, wrapStep(err, "spawn: app %d", i)
+			}
+			return nil, err
+		}
+		apps = append(apps, spec)
+	}
+	spec, err := u.NewJob(apps, req.Requestor.Nspace, true, req.Preput)
+	if err != nil {
+		return nil, err
+	}
+	timeout := req.Timeout
+	if timeout <= 0 {
+		timeout = DefaultSpawnTimeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	if err := u.opts.Launch(ctx, spec); err != nil {
+		u.EndJob(spec.Job.Nspace, "launch failed: "+err.Error())
+		if errors.Is(err, context.DeadlineExceeded) {
+			return nil, errorf(plugin.ErrTimeout, "spawn of %s: not started within %s: %v", spec.Job.Nspace, roundDuration(timeout), err)
+		}
+		return nil, wrapStep(err, "spawn of %s", spec.Job.Nspace)
+	}
+	return &plugin.SpawnResponse{Nspace: spec.Job.Nspace}, nil
+}
+
+// wrapStep prefixes err's message and keeps its sentinel for errors.Is.
+func wrapStep(err error, format string, args ...any) error {
+	kind := plugin.ErrUnavailable
+	for _, s := range []error{plugin.ErrNotSupported, plugin.ErrNotFound, plugin.ErrAlreadyExists,
+		plugin.ErrInvalidArgument, plugin.ErrTimeout, plugin.ErrAborted, plugin.ErrPermission, plugin.ErrUnavailable} {
+		if errors.Is(err, s) {
+			kind = s
+			break
+		}
+	}
+	return errorf(kind, "%s: %v", fmt.Sprintf(format, args...), err)
+}
+
+// resolveApp checks one app's info keys and finds its executable.
+func (u *Universe) resolveApp(a plugin.SpawnApp) (AppSpec, error) {
+	if a.MaxProcs < 1 {
+		return AppSpec{}, errorf(plugin.ErrInvalidArgument, "spawn %s: maxprocs %d", a.Cmd, a.MaxProcs)
+	}
+	if a.Cmd == "" {
+		return AppSpec{}, errorf(plugin.ErrInvalidArgument, "spawn: empty command")
+	}
+	base := u.opts.Wdir
+	if base == "" {
+		base, _ = os.Getwd()
+	}
+	dir := a.Cwd
+	var pathList string
+	env := append([]string(nil), a.Env...)
+	for _, in := range a.Info {
+		switch in.Key {
+		case infoWdir:
+			dir = in.Value
+		case infoPath:
+			pathList = in.Value
+		case infoEnv:
+			kvs, err := parseEnvInfo(in.Value)
+			if err != nil {
+				return AppSpec{}, err
+			}
+			env = append(env, kvs...)
+		case infoHost, infoHosts:
+			if err := u.checkHosts(in.Value); err != nil {
+				return AppSpec{}, err
+			}
+		default:
+			return AppSpec{}, errorf(plugin.ErrNotSupported, "spawn: info key %q is not supported by gopmi-rm-local", in.Key)
+		}
+	}
+	if dir == "" {
+		dir = base
+	} else if !filepath.IsAbs(dir) {
+		dir = filepath.Join(base, dir)
+	}
+	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
+		return AppSpec{}, errorf(plugin.ErrInvalidArgument, "spawn %s: working directory %s is not a directory", a.Cmd, dir)
+	}
+	path, err := findCommand(a.Cmd, dir, pathList, getenv(u.opts.Env, "PATH"))
+	if err != nil {
+		return AppSpec{}, wrapStep(err, "spawn")
+	}
+	return AppSpec{Path: path, Args: a.Argv, Env: env, Dir: dir, Procs: a.MaxProcs}, nil
+}
+
+// parseEnvInfo splits an env info value into K=V entries: one per line
+// when it has newlines, else separated by spaces.
+func parseEnvInfo(v string) ([]string, error) {
+	var fields []string
+	if strings.Contains(v, "\n") {
+		for l := range strings.SplitSeq(v, "\n") {
+			if l = strings.TrimSpace(l); l != "" {
+				fields = append(fields, l)
+			}
+		}
+	} else {
+		fields = strings.Fields(v)
+	}
+	for _, f := range fields {
+		if k, _, ok := strings.Cut(f, "="); !ok || k == "" {
+			return nil, errorf(plugin.ErrInvalidArgument, "spawn: info key \"env\": %q is not KEY=VALUE", f)
+		}
+	}
+	return fields, nil
+}
+
+// checkHosts accepts a host list only if every name is this machine.
+func (u *Universe) checkHosts(v string) error {
+	for h := range strings.FieldsFuncSeq(v, func(r rune) bool { return r == ',' || r == ' ' || r == '\n' }) {
+		h, _, _ = strings.Cut(h, ":") // hydra's host:count
+		if !u.isThisMachine(h) {
+			return errorf(plugin.ErrNotSupported, "spawn: host %q is not this machine (gopmi-rm-local runs every job on %s)", h, u.opts.Hostname)
+		}
+	}
+	return nil
+}
+
+func (u *Universe) isThisMachine(h string) bool {
+	host := u.opts.Hostname
+	short, _, _ := strings.Cut(host, ".")
+	switch h {
+	case host, short, "localhost", "127.0.0.1", "::1":
+		return true
+	}
+	if strings.HasPrefix(h, host+".") || strings.HasPrefix(h, short+".") {
+		return true
+	}
+	// The simulated nodes of -ppn are this machine too.
+	if rest, ok := strings.CutPrefix(h, host+"-"); ok && rest != "" && strings.Trim(rest, "0123456789") == "" {
+		return true
+	}
+	if ip := net.ParseIP(h); ip != nil {
+		if ip.IsLoopback() {
+			return true
+		}
+		addrs, _ := net.InterfaceAddrs()
+		for _, a := range addrs {
+			if n, ok := a.(*net.IPNet); ok && n.IP.Equal(ip) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// findCommand resolves cmd: an absolute path is taken as is; otherwise the
+// directories of pathList (relative ones against dir) are searched first,
+// then a name with a slash is taken relative to dir, and a bare name is
+// searched on PATH (relative entries against dir).
+func findCommand(cmd, dir, pathList, envPath string) (string, error) {
+	if filepath.IsAbs(cmd) {
+		if isExecutable(cmd) {
+			return cmd, nil
+		}
+		return "", errorf(plugin.ErrNotFound, "%s is not an executable file", cmd)
+	}
+	search := func(list string) string {
+		if list == "" {
+			return ""
+		}
+		for d := range strings.SplitSeq(list, ":") {
+			if d == "" {
+				d = "."
+			}
+			if !filepath.IsAbs(d) {
+				d = filepath.Join(dir, d)
+			}
+			if p := filepath.Join(d, cmd); isExecutable(p) {
+				return p
+			}
+		}
+		return ""
+	}
+	if p := search(pathList); p != "" {
+		return p, nil
+	}
+	if strings.Contains(cmd, "/") {
+		if p := filepath.Join(dir, cmd); isExecutable(p) {
+			return p, nil
+		}
+		return "", errorf(plugin.ErrNotFound, "%s is not an executable file in %s", cmd, dir)
+	}
+	if p := search(envPath); p != "" {
+		return p, nil
+	}
+	where := "PATH"
+	if pathList != "" {
+		where = "the path info key (" + pathList + ") or PATH"
+	}
+	return "", errorf(plugin.ErrNotFound, "command %q not found in %s", cmd, where)
+}
+
+func isExecutable(p string) bool {
+	st, err := os.Stat(p)
+	return err == nil && st.Mode().IsRegular() && st.Mode().Perm()&0o111 != 0
+}
+
+// getenv finds key in a KEY=VALUE list; the last entry wins.
+func getenv(env []string, key string) string {
+	v := ""
+	for _, e := range env {
+		if k, val, ok := strings.Cut(e, "="); ok && k == key {
+			v = val
+		}
+	}
+	return v
+}

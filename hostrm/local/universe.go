@@ -1,0 +1,551 @@
+package local
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"maps"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/gopmi/gopmi/plugin"
+)
+
+// Default time-outs used when a request carries none.
+const (
+	DefaultFenceTimeout  = 120 * time.Second
+	DefaultLookupTimeout = 60 * time.Second
+	DefaultSpawnTimeout  = 120 * time.Second
+)
+
+// UniverseOptions configure a Universe. The zero value works for tests:
+// jobs are named "gopmi.<pid>.<seq>", spawn is not supported.
+type UniverseOptions struct {
+	// Prefix starts every job id: jobs are <Prefix>.<seq>, seq 0 first.
+	// Default "gopmi.<pid>".
+	Prefix string
+	// Hostname names this machine; a job's nodes are <Hostname> (one node)
+	// or <Hostname>-<i>. Default os.Hostname().
+	Hostname string
+	// PPN is the number of ranks per simulated node; 0 puts a job on one
+	// node.
+	PPN int
+	// UniverseSize is served as universeSize; a job's size when larger.
+	UniverseSize int32
+	// Wdir is the directory relative commands and wdir info keys of a
+	// spawn are resolved against. Default: the current directory.
+	Wdir string
+	// Env is the environment spawned commands are looked up in (PATH).
+	// Default os.Environ().
+	Env []string
+	// FenceTimeout bounds fences and direct modex requests that carry no
+	// time-out of their own. Default DefaultFenceTimeout.
+	FenceTimeout time.Duration
+
+	// Launch starts a spawned job and returns once its tasks started. Nil
+	// means spawn is not supported.
+	Launch func(ctx context.Context, spec *JobSpec) error
+	// OnAbort is called, without locks held, after a process asked to
+	// abort; the launcher kills the targets and ends the run.
+	OnAbort func(ev AbortEvent)
+	// OnProcFailed is called, without locks held, when a shim reports a
+	// process that ended before finalize.
+	OnProcFailed func(proc plugin.Proc, reason string)
+
+	// Stderr receives Log output. Default os.Stderr.
+	Stderr io.Writer
+	// Logger is for the universe's own debug logs.
+	Logger zerolog.Logger
+	// Version is reported by GetInfo.
+	Version string
+}
+
+// AbortEvent is a recorded abort request.
+type AbortEvent struct {
+	Proc    plugin.Proc
+	Status  int32
+	Message string
+	// Targets are the processes to end; empty means Proc's job.
+	Targets []plugin.Proc
+}
+
+// Universe is the in-process RM of `gopmi run`: a multi-job, multi-node
+// plugin backend. Every shim of every job of the run reaches the same
+// Universe through its gopmi-rm-local forwarder, so fences, the name
+// service, spawn, queries and aborts see the whole run.
+//
+// Every method is safe for concurrent use, and every wait is bounded by
+// the request's time-out and its context.
+type Universe struct {
+	plugin.Unimplemented
+
+	opts    UniverseOptions
+	log     zerolog.Logger
+	stderr  io.Writer
+	outMu   sync.Mutex // serializes Log lines on stderr
+	started time.Time
+
+	mu      sync.Mutex
+	closed  bool              // guarded by mu
+	seq     int               // next job sequence number; guarded by mu
+	jobs    map[string]*job   // by namespace; guarded by mu
+	order   []string          // namespaces in creation order; guarded by mu
+	fences  map[string]*fence // pending and failed collectives; guarded by mu
+	names   []*name           // published names; guarded by mu
+	changed chan struct{}     // closed and replaced on every change waiters watch; guarded by mu
+}
+
+// job is the universe's record of one job.
+type job struct {
+	layout     plugin.Job
+	spec       *JobSpec                // nil when registered by Configure
+	nodeIndex  map[int32]int           // node ID -> index in layout.Nodes
+	rankNode   []int32                 // rank -> node ID
+	configured map[int32]bool          // node IDs whose shim called Configure
+	procs      []procInfo              // by rank
+	modex      map[int32]*contribution // node ID -> its fence data so far
+	state      string                  // running, finished, aborted, failed
+	detail     string                  // why it is not running
+	abort      *AbortEvent
+	created    time.Time
+}
+
+// procInfo is one row of the proc table.
+type procInfo struct {
+	pid   int
+	state string // pending, started, connected, finalized, terminated, exited(...), failed
+}
+
+// contribution is everything a node gave to the job's fences, in order.
+// A host sends each fence the puts made since the previous one, so a
+// direct modex must see them all; later records override earlier ones
+// when the host parses the concatenation. The chunks are never modified.
+type contribution struct {
+	chunks [][]byte
+	size   int
+}
+
+// Job states reported by the job-status query.
+const (
+	jobRunning  = "running"
+	jobFinished = "finished"
+	jobAborted  = "aborted"
+	jobFailed   = "failed"
+)
+
+// NewUniverse returns an empty universe.
+func NewUniverse(opts UniverseOptions) *Universe {
+	if opts.Prefix == "" {
+		opts.Prefix = "gopmi." + strconv.Itoa(os.Getpid())
+	}
+	if opts.Hostname == "" {
+		opts.Hostname, _ = os.Hostname()
+		if opts.Hostname == "" {
+			opts.Hostname = "localhost"
+		}
+	}
+	if opts.Env == nil {
+		opts.Env = os.Environ()
+	}
+	if opts.FenceTimeout <= 0 {
+		opts.FenceTimeout = DefaultFenceTimeout
+	}
+	if opts.Version == "" {
+		opts.Version = "dev"
+	}
+	u := &Universe{
+		opts:    opts,
+		log:     opts.Logger,
+		stderr:  opts.Stderr,
+		started: time.Now(),
+		jobs:    make(map[string]*job),
+		fences:  make(map[string]*fence),
+		changed: make(chan struct{}),
+	}
+	if u.stderr == nil {
+		u.stderr = os.Stderr
+	}
+	return u
+}
+
+var _ plugin.Full = (*Universe)(nil)
+
+// broadcast wakes every waiter of the universe (lookups, direct modex).
+// Called with mu held.
+func (u *Universe) broadcast() {
+	close(u.changed)
+	u.changed = make(chan struct{})
+}
+
+// GetInfo names the backend "local" and lists what it implements.
+func (u *Universe) GetInfo(context.Context) (*plugin.BackendInfo, error) {
+	caps := []string{plugin.CapPublish, plugin.CapQuery, plugin.CapLog, plugin.CapNotify}
+	if u.opts.Launch != nil {
+		caps = append(caps, plugin.CapSpawn)
+	}
+	return &plugin.BackendInfo{
+		Name:         "local",
+		Version:      u.opts.Version,
+		APIVersions:  []string{plugin.APIVersion1},
+		Capabilities: caps,
+	}, nil
+}
+
+// NewJob allocates the next job id, lays the apps out on simulated nodes
+// and registers the job, so that its shims' Configure calls find it and a
+// fence time-out can name nodes whose shim never came up.
+func (u *Universe) NewJob(apps []AppSpec, parent string, spawned bool, preput []plugin.Info) (*JobSpec, error) {
+	var size int32
+	for i, a := range apps {
+		if a.Procs < 1 {
+			return nil, errorf(plugin.ErrInvalidArgument, "new job: app %d has %d processes", i, a.Procs)
+		}
+		size += a.Procs
+	}
+	if size == 0 {
+		return nil, errorf(plugin.ErrInvalidArgument, "new job: no apps")
+	}
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.closed {
+		return nil, errorf(plugin.ErrAborted, "new job: the run is ending")
+	}
+	ns := u.opts.Prefix + "." + strconv.Itoa(u.seq)
+	u.seq++
+	spec := &JobSpec{
+		Job:     Layout(ns, apps, u.opts.PPN, u.opts.Hostname, u.opts.UniverseSize),
+		Apps:    apps,
+		Preput:  preput,
+		Spawned: spawned,
+	}
+	spec.Job.Parent = parent
+	u.addJob(spec.Job, spec)
+	return spec, nil
+}
+
+// addJob registers a layout. Called with mu held; the layout is valid.
+func (u *Universe) addJob(layout plugin.Job, spec *JobSpec) *job {
+	j := &job{
+		layout:     layout,
+		spec:       spec,
+		nodeIndex:  make(map[int32]int, len(layout.Nodes)),
+		rankNode:   make([]int32, layout.Size),
+		configured: make(map[int32]bool),
+		procs:      make([]procInfo, layout.Size),
+		modex:      make(map[int32]*contribution),
+		state:      jobRunning,
+		created:    time.Now(),
+	}
+	for i, n := range layout.Nodes {
+		j.nodeIndex[n.ID] = i
+		for _, r := range n.Ranks {
+			j.rankNode[r] = n.ID
+		}
+	}
+	for i := range j.procs {
+		j.procs[i].state = "pending"
+	}
+	u.jobs[layout.Nspace] = j
+	u.order = append(u.order, layout.Nspace)
+	return j
+}
+
+// validLayout checks that nodes hold every rank of the job exactly once.
+func validLayout(l plugin.Job) error {
+	if l.Nspace == "" {
+		return fmt.Errorf("empty namespace")
+	}
+	if l.Size < 1 {
+		return fmt.Errorf("job size %d", l.Size)
+	}
+	seen := make([]bool, l.Size)
+	ids := make(map[int32]bool)
+	for _, n := range l.Nodes {
+		if ids[n.ID] {
+			return fmt.Errorf("node id %d listed twice", n.ID)
+		}
+		ids[n.ID] = true
+		for _, r := range n.Ranks {
+			if r < 0 || r >= l.Size {
+				return fmt.Errorf("node %s: rank %d out of range 0..%d", n.Name, r, l.Size-1)
+			}
+			if seen[r] {
+				return fmt.Errorf("rank %d placed twice", r)
+			}
+			seen[r] = true
+		}
+	}
+	for r, ok := range seen {
+		if !ok {
+			return fmt.Errorf("rank %d is on no node", r)
+		}
+	}
+	return nil
+}
+
+// sameLayout reports how two layouts of one job differ, or "".
+func sameLayout(a, b plugin.Job) string {
+	if a.Size != b.Size {
+		return fmt.Sprintf("size %d, registered %d", b.Size, a.Size)
+	}
+	if len(a.Nodes) != len(b.Nodes) {
+		return fmt.Sprintf("%d nodes, registered %d", len(b.Nodes), len(a.Nodes))
+	}
+	for i := range a.Nodes {
+		x, y := a.Nodes[i], b.Nodes[i]
+		if x.ID != y.ID || x.Name != y.Name || !slices.Equal(x.Ranks, y.Ranks) {
+			return fmt.Sprintf("node %d is %s %v, registered %s %v", i, y.Name, y.Ranks, x.Name, x.Ranks)
+		}
+	}
+	return ""
+}
+
+// Configure registers the calling shim's job and node. Several nodes of
+// one job configure the same layout; a layout that differs from the one
+// registered (by NewJob or an earlier Configure) is refused.
+func (u *Universe) Configure(_ context.Context, req *plugin.ConfigureRequest) (*plugin.ConfigureResponse, error) {
+	if req.APIVersion != "" && req.APIVersion != plugin.APIVersion1 {
+		return nil, errorf(plugin.ErrNotSupported, "configure: api version %q (gopmi-rm-local speaks %s)", req.APIVersion, plugin.APIVersion1)
+	}
+	if err := validLayout(req.Job); err != nil {
+		return nil, errorf(plugin.ErrInvalidArgument, "configure: job %s: %v", req.Job.Nspace, err)
+	}
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.closed {
+		return nil, errorf(plugin.ErrAborted, "configure: job %s: the run is ending", req.Job.Nspace)
+	}
+	j := u.jobs[req.Job.Nspace]
+	if j == nil {
+		j = u.addJob(req.Job, nil)
+	} else if d := sameLayout(j.layout, req.Job); d != "" {
+		return nil, errorf(plugin.ErrInvalidArgument, "configure: job %s: layout differs: %s", req.Job.Nspace, d)
+	}
+	if _, ok := j.nodeIndex[req.NodeID]; !ok {
+		return nil, errorf(plugin.ErrInvalidArgument, "configure: job %s has no node id %d", req.Job.Nspace, req.NodeID)
+	}
+	if j.state == jobAborted || j.state == jobFailed {
+		return nil, errorf(plugin.ErrAborted, "configure: job %s %s: %s", req.Job.Nspace, j.state, j.detail)
+	}
+	j.configured[req.NodeID] = true
+	u.log.Debug().Str("job", req.Job.Nspace).Int32("node", req.NodeID).Msg("configured")
+	return &plugin.ConfigureResponse{}, nil
+}
+
+// lookupProc finds p's job and checks its rank. Called with mu held.
+func (u *Universe) lookupProc(step string, p plugin.Proc) (*job, error) {
+	j := u.jobs[p.Nspace]
+	if j == nil {
+		return nil, errorf(plugin.ErrNotFound, "%s: no job %q", step, p.Nspace)
+	}
+	if p.Rank < 0 || p.Rank >= j.layout.Size {
+		return nil, errorf(plugin.ErrInvalidArgument, "%s: job %s has no rank %d", step, p.Nspace, p.Rank)
+	}
+	return j, nil
+}
+
+// nodeName names the node hosting rank r of j.
+func (j *job) nodeName(r int32) string {
+	return j.layout.Nodes[j.nodeIndex[j.rankNode[r]]].Name
+}
+
+// setProcState updates the proc table. Called with mu held.
+func (u *Universe) setProcState(step string, p plugin.Proc, state string) error {
+	j, err := u.lookupProc(step, p)
+	if err != nil {
+		return err
+	}
+	j.procs[p.Rank].state = state
+	return nil
+}
+
+// ClientConnected records that a task initialized PMI.
+func (u *Universe) ClientConnected(_ context.Context, req *plugin.ClientRequest) error {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.setProcState("client connected", req.Proc, "connected")
+}
+
+// ClientFinalized records that a task finalized PMI.
+func (u *Universe) ClientFinalized(_ context.Context, req *plugin.ClientRequest) error {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.setProcState("client finalized", req.Proc, "finalized")
+}
+
+// TaskStarted records a task's pid; the launcher calls it.
+func (u *Universe) TaskStarted(p plugin.Proc, pid int) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if j, err := u.lookupProc("task started", p); err == nil {
+		j.procs[p.Rank].pid = pid
+		if j.procs[p.Rank].state == "pending" {
+			j.procs[p.Rank].state = "started"
+		}
+	}
+}
+
+// TaskExited records how a task ended (e.g. "exited(0)", "signaled(TERM)")
+// and drops the names it published with PersistProc; the launcher calls it.
+func (u *Universe) TaskExited(p plugin.Proc, how string) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if j, err := u.lookupProc("task exited", p); err == nil {
+		j.procs[p.Rank].state = how
+	}
+	u.dropNames(func(n *name) bool { return n.persist == plugin.PersistProc && n.publisher == p })
+}
+
+// EndJob records that every task of a job ended; failure, when not empty,
+// says why the job failed. Pending fences of the job fail, names it
+// published with PersistApp or PersistProc are dropped.
+func (u *Universe) EndJob(nspace, failure string) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	j := u.jobs[nspace]
+	if j == nil {
+		return
+	}
+	if j.state == jobRunning {
+		j.state, j.detail = jobFinished, ""
+		if failure != "" {
+			j.state, j.detail = jobFailed, failure
+		}
+	}
+	u.failFences(nspace, errorf(plugin.ErrAborted, "job %s ended", nspace))
+	u.dropNames(func(n *name) bool {
+		return n.publisher.Nspace == nspace && (n.persist == plugin.PersistApp || n.persist == plugin.PersistProc)
+	})
+	u.broadcast()
+}
+
+// Close fails every pending wait; later calls that would wait fail with
+// ErrAborted. The launcher closes the universe when the run ends.
+func (u *Universe) Close() {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.closed {
+		return
+	}
+	u.closed = true
+	for key, f := range u.fences {
+		f.fail(errorf(plugin.ErrAborted, "fence %s: the run is ending", f.id))
+		delete(u.fences, key)
+	}
+	u.broadcast()
+}
+
+// Abort records an abort request and fails the pending fences, lookups
+// and direct modex requests of the jobs concerned with ErrAborted. The
+// launcher (OnAbort) ends the processes; Abort itself returns at once.
+func (u *Universe) Abort(_ context.Context, req *plugin.AbortRequest) error {
+	u.mu.Lock()
+	j, err := u.lookupProc("abort", req.Proc)
+	if err != nil {
+		u.mu.Unlock()
+		return err
+	}
+	ev := AbortEvent{Proc: req.Proc, Status: req.Status, Message: req.Message, Targets: slices.Clone(req.Targets)}
+	jobs := map[string]*job{req.Proc.Nspace: j}
+	for _, t := range req.Targets {
+		if tj := u.jobs[t.Nspace]; tj != nil {
+			jobs[t.Nspace] = tj
+		}
+	}
+	for ns, tj := range jobs {
+		if tj.abort == nil {
+			tj.abort = &ev
+		}
+		if tj.state == jobRunning {
+			tj.state = jobAborted
+			tj.detail = fmt.Sprintf("rank %d of job %s aborted with status %d: %s", req.Proc.Rank, req.Proc.Nspace, req.Status, req.Message)
+		}
+		u.failFences(ns, errorf(plugin.ErrAborted, "job %s aborted by %s: %s", ns, req.Proc, req.Message))
+	}
+	j.procs[req.Proc.Rank].state = "aborted"
+	u.broadcast()
+	u.mu.Unlock()
+	u.log.Debug().Str("proc", req.Proc.String()).Int32("status", req.Status).Str("msg", req.Message).Msg("abort")
+	if u.opts.OnAbort != nil {
+		u.opts.OnAbort(ev)
+	}
+	return nil
+}
+
+// jobGone returns why waits on behalf of ns must stop, or nil. Called with
+// mu held.
+func (u *Universe) jobGone(step, ns string) error {
+	if u.closed {
+		return errorf(plugin.ErrAborted, "%s: the run is ending", step)
+	}
+	j := u.jobs[ns]
+	if j == nil {
+		return nil
+	}
+	switch j.state {
+	case jobAborted, jobFailed:
+		return errorf(plugin.ErrAborted, "%s: job %s %s: %s", step, ns, j.state, j.detail)
+	}
+	return nil
+}
+
+// waitChange blocks until the universe changes, the timer fires or ctx
+// ends. It returns false on the latter two.
+func waitChange(ctx context.Context, ch <-chan struct{}, timer <-chan time.Time) (changed bool, err error) {
+	select {
+	case <-ch:
+		return true, nil
+	case <-timer:
+		return false, nil
+	case <-ctx.Done():
+		return false, ctx.Err()
+	}
+}
+
+// Dump writes the universe's state for humans (gopmi run's SIGUSR1).
+func (u *Universe) Dump(w io.Writer) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	fmt.Fprintf(w, "gopmi: universe state at %s (up %s)\n", time.Now().Format(time.RFC3339), roundDuration(time.Since(u.started)))
+	for _, ns := range u.order {
+		j := u.jobs[ns]
+		counts := map[string]int{}
+		for _, p := range j.procs {
+			counts[procStateWord(p.state)]++
+		}
+		var cs []string
+		for _, k := range slices.Sorted(maps.Keys(counts)) {
+			cs = append(cs, fmt.Sprintf("%s=%d", k, counts[k]))
+		}
+		status := j.state
+		if j.detail != "" {
+			status += " (" + j.detail + ")"
+		}
+		fmt.Fprintf(w, "  job %s: size %d, %d nodes (%d configured), %s; procs %s\n",
+			ns, j.layout.Size, len(j.layout.Nodes), len(j.configured), status, strings.Join(cs, " "))
+	}
+	for _, key := range slices.Sorted(maps.Keys(u.fences)) {
+		f := u.fences[key]
+		if f.err != nil {
+			fmt.Fprintf(w, "  fence %s of %s: failed: %v\n", f.id, strings.Join(f.nspaces, ","), f.err)
+			continue
+		}
+		fmt.Fprintf(w, "  fence %s of %s: pending %s, %d/%d arrived, missing %s\n",
+			f.id, strings.Join(f.nspaces, ","), roundDuration(time.Since(f.start)), f.narrived, f.nexpected, u.missing(f, 10))
+	}
+	fmt.Fprintf(w, "  %d published names\n", len(u.names))
+}
+
+// procStateWord strips the detail from "exited(0)" for counting.
+func procStateWord(s string) string {
+	if i := strings.IndexByte(s, '('); i > 0 {
+		return s[:i]
+	}
+	return s
+}

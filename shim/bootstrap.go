@@ -1,0 +1,499 @@
+package shim
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/rs/zerolog"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/types/known/durationpb"
+
+	"github.com/gopmi/gopmi/bridge"
+	"github.com/gopmi/gopmi/bridge/pmi2"
+	"github.com/gopmi/gopmi/plugin"
+	shimv1 "github.com/gopmi/gopmi/proto/gopmi/shim/v1"
+)
+
+// BootstrapVersion is the only gopmi.shim.v1.Bootstrap version this shim
+// accepts.
+const BootstrapVersion = 1
+
+// Defaults for what the bootstrap leaves at zero.
+const (
+	DefaultKvsnameMax      = 256
+	DefaultKeyMax          = 64
+	DefaultValMax          = 1024
+	DefaultLineMax         = 1 << 20
+	DefaultFenceTimeout    = 120 * time.Second
+	DefaultLookupTimeout   = 60 * time.Second
+	DefaultSpawnTimeout    = 120 * time.Second
+	DefaultBackendStart    = 30 * time.Second
+	DefaultShutdownTimeout = 5 * time.Second
+)
+
+// Bounds on what the bootstrap may ask for: below the minimums real
+// clients break (MPICH's own buffers assume at least these), above the
+// maximums one line could take the node's memory.
+const (
+	minKvsnameMax = 16
+	minKeyMax     = 16
+	minValMax     = 64
+	maxLineMax    = 64 << 20
+	// lineOverhead is room for the rest of a put request around its
+	// kvsname, key and value (the bridge keeps the same margin).
+	lineOverhead = 1024
+	// maxValMax: a PMI-2 reply carries the value in a body whose length
+	// has six digits, and needs room for its other fields.
+	maxValMax = pmi2.MaxBody - 4096
+	// maxBootstrap bounds what is read from stdin.
+	maxBootstrap = 64 << 20
+	// maxTimeout catches a duration given in the wrong unit.
+	maxTimeout = 7 * 24 * time.Hour
+)
+
+// config is a validated bootstrap with the defaults applied.
+type config struct {
+	job      plugin.Job
+	nodeID   int32
+	nodeName string
+	tasks    []task
+	portFD   string
+	backend  backendSpec
+	preput   []plugin.Info
+	attrs    []plugin.Info
+	limits   bridge.Limits
+	timeouts bridge.Timeouts
+	// backendStart bounds launching the backend plus Configure.
+	backendStart time.Duration
+	// connect bounds how long PMI_PORT tasks take to connect; 0: no check.
+	connect   time.Duration
+	shutdown  time.Duration
+	fenceMode bridge.FenceMode
+	logLevel  zerolog.Level
+	pmiDebug  bool
+}
+
+// task is one local task and the fd it reaches the shim on ("" for
+// PMI_PORT).
+type task struct {
+	rank   int32
+	fdName string
+}
+
+// backendSpec is what launches the backend plugin.
+type backendSpec struct {
+	name   string
+	path   string
+	args   []string
+	config []byte
+}
+
+// binaryName is the backend's name as logs and errors show it.
+func (b backendSpec) binaryName() string {
+	if b.name != "" {
+		return "gopmi-rm-" + b.name
+	}
+	return b.path
+}
+
+// readBootstrap reads the whole of r and parses it as protojson.
+func readBootstrap(r io.Reader) (*shimv1.Bootstrap, error) {
+	data, err := io.ReadAll(io.LimitReader(r, maxBootstrap+1))
+	if err != nil {
+		return nil, fmt.Errorf("%w: read stdin: %w", ErrUsage, err)
+	}
+	if len(data) > maxBootstrap {
+		return nil, fmt.Errorf("%w: stdin: longer than %d bytes", ErrUsage, maxBootstrap)
+	}
+	if len(strings.TrimSpace(string(data))) == 0 {
+		return nil, fmt.Errorf("%w: stdin: empty; the step daemon writes a gopmi.shim.v1.Bootstrap as protojson and closes stdin", ErrUsage)
+	}
+	b := &shimv1.Bootstrap{}
+	// DiscardUnknown stays false: a field this shim does not know is a
+	// launcher newer than the shim, and silently ignoring it would serve
+	// the job wrongly. protojson's message names the field.
+	if err := (protojson.UnmarshalOptions{}).Unmarshal(data, b); err != nil {
+		return nil, fmt.Errorf("%w: parse protojson: %w", ErrUsage, err)
+	}
+	return b, nil
+}
+
+// newConfig validates b and applies the defaults. Every error is a
+// *FieldError naming the offending field.
+func newConfig(b *shimv1.Bootstrap) (*config, error) {
+	c := &config{}
+	if b.GetVersion() != BootstrapVersion {
+		return nil, fieldErr("version", "got %d, this shim speaks %d", b.GetVersion(), BootstrapVersion)
+	}
+	if err := c.setLimits(b.GetLimits()); err != nil {
+		return nil, err
+	}
+	if err := c.setJob(b.GetJob()); err != nil {
+		return nil, err
+	}
+	if err := c.setNodeAndTasks(b); err != nil {
+		return nil, err
+	}
+	if err := c.setBackend(b.GetBackend()); err != nil {
+		return nil, err
+	}
+	if err := c.setTimeouts(b.GetTimeouts()); err != nil {
+		return nil, err
+	}
+	switch m := b.GetFenceMode(); m {
+	case shimv1.FenceMode_FENCE_MODE_UNSPECIFIED, shimv1.FenceMode_FENCE_MODE_COLLECT:
+		c.fenceMode = bridge.FenceCollect
+	case shimv1.FenceMode_FENCE_MODE_LAZY:
+		c.fenceMode = bridge.FenceLazy
+	case shimv1.FenceMode_FENCE_MODE_MODEX:
+		c.fenceMode = bridge.FenceModex
+	default:
+		return nil, fieldErr("fence_mode", "unknown value %d", int32(m))
+	}
+	switch lv := b.GetLogLevel(); lv {
+	case "":
+		c.logLevel = zerolog.InfoLevel
+	case "trace", "debug", "info", "warn", "error":
+		c.logLevel, _ = zerolog.ParseLevel(lv)
+	default:
+		return nil, fieldErr("log_level", "%q is not one of trace, debug, info, warn, error", lv)
+	}
+	c.pmiDebug = b.GetPmiDebug()
+	return c, nil
+}
+
+func (c *config) setLimits(l *shimv1.Limits) error {
+	get := func(field string, v int32, def, lo, hi int) (int, error) {
+		switch {
+		case v == 0:
+			return def, nil
+		case v < 0:
+			return 0, fieldErr("limits."+field, "%d is negative", v)
+		case int(v) < lo:
+			return 0, fieldErr("limits."+field, "%d is below the minimum %d", v, lo)
+		case int(v) > hi:
+			return 0, fieldErr("limits."+field, "%d is above the maximum %d", v, hi)
+		}
+		return int(v), nil
+	}
+	var err error
+	if c.limits.LineMax, err = get("line_max", l.GetLineMax(), DefaultLineMax, 1024, maxLineMax); err != nil {
+		return err
+	}
+	ceiling := c.limits.LineMax - lineOverhead
+	if c.limits.KvsnameMax, err = get("kvsname_max", l.GetKvsnameMax(), DefaultKvsnameMax, minKvsnameMax, ceiling); err != nil {
+		return err
+	}
+	if c.limits.KeyMax, err = get("key_max", l.GetKeyMax(), DefaultKeyMax, minKeyMax, ceiling); err != nil {
+		return err
+	}
+	if c.limits.ValMax, err = get("val_max", l.GetValMax(), DefaultValMax, minValMax, min(ceiling, maxValMax)); err != nil {
+		return err
+	}
+	if need := c.limits.KvsnameMax + c.limits.KeyMax + c.limits.ValMax + lineOverhead; need > c.limits.LineMax {
+		return fieldErr("limits.line_max", "%d cannot hold a put of the longest kvsname, key and value (%d bytes)", c.limits.LineMax, need)
+	}
+	return nil
+}
+
+func (c *config) setJob(j *shimv1.Job) error {
+	if j == nil {
+		return fieldErr("job", "missing")
+	}
+	switch {
+	case j.GetNspace() == "":
+		return fieldErr("job.nspace", "empty")
+	case len(j.GetNspace()) >= c.limits.KvsnameMax:
+		// PMI clients copy the kvsname into a buffer of kvsname_max bytes,
+		// NUL included.
+		return fieldErr("job.nspace", "%d bytes does not fit limits.kvsname_max %d", len(j.GetNspace()), c.limits.KvsnameMax)
+	case strings.ContainsAny(j.GetNspace(), " \t\r\n=;"):
+		return fieldErr("job.nspace", "%q contains a character PMI cannot carry (space, '=' or ';')", j.GetNspace())
+	}
+	if j.GetSize() <= 0 {
+		return fieldErr("job.size", "%d, must be positive", j.GetSize())
+	}
+	size := j.GetSize()
+	c.job = plugin.Job{
+		Nspace:       j.GetNspace(),
+		Size:         size,
+		UniverseSize: j.GetUniverseSize(),
+		Parent:       j.GetParent(),
+	}
+	switch us := j.GetUniverseSize(); {
+	case us == 0:
+		c.job.UniverseSize = size
+	case us < size:
+		return fieldErr("job.universe_size", "%d is less than job.size %d", us, size)
+	}
+
+	// Every rank lives on exactly one node: PMI_process_mapping and the
+	// fence's participant lists are computed from this layout.
+	if len(j.GetNodes()) == 0 {
+		return fieldErr("job.nodes", "empty")
+	}
+	owner := make([]int32, size)
+	for i := range owner {
+		owner[i] = -1
+	}
+	ids := map[int32]int{}
+	for i, n := range j.GetNodes() {
+		f := fmt.Sprintf("job.nodes[%d]", i)
+		if prev, dup := ids[n.GetId()]; dup {
+			return fieldErr(f+".id", "%d already used by job.nodes[%d]", n.GetId(), prev)
+		}
+		ids[n.GetId()] = i
+		if len(n.GetRanks()) == 0 {
+			return fieldErr(f+".ranks", "empty")
+		}
+		node := plugin.Node{ID: n.GetId(), Name: n.GetName(), Ranks: append([]int32(nil), n.GetRanks()...)}
+		if node.Name == "" {
+			node.Name = fmt.Sprintf("node%d", n.GetId())
+		}
+		for _, r := range n.GetRanks() {
+			if r < 0 || r >= size {
+				return fieldErr(f+".ranks", "rank %d outside 0..%d", r, size-1)
+			}
+			if o := owner[r]; o >= 0 {
+				return fieldErr(f+".ranks", "rank %d already on job.nodes[%d]", r, o)
+			}
+			owner[r] = int32(i)
+		}
+		c.job.Nodes = append(c.job.Nodes, node)
+	}
+	for r, o := range owner {
+		if o < 0 {
+			return fieldErr("job.nodes", "rank %d is on no node", r)
+		}
+	}
+
+	// Apps: contiguous, non-overlapping rank ranges; none means one app
+	// holding the whole job.
+	if len(j.GetApps()) == 0 {
+		c.job.Apps = []plugin.App{{FirstRank: 0, Size: size}}
+	}
+	next := int32(0)
+	for i, a := range j.GetApps() {
+		f := fmt.Sprintf("job.apps[%d]", i)
+		if a.GetSize() <= 0 {
+			return fieldErr(f+".size", "%d, must be positive", a.GetSize())
+		}
+		if a.GetFirstRank() != next {
+			return fieldErr(f+".first_rank", "%d, expected %d (apps hold consecutive ranks in order)", a.GetFirstRank(), next)
+		}
+		next += a.GetSize()
+		if next > size {
+			return fieldErr(f+".size", "ranks up to %d exceed job.size %d", next-1, size)
+		}
+		c.job.Apps = append(c.job.Apps, plugin.App{FirstRank: a.GetFirstRank(), Size: a.GetSize(), Cmd: a.GetCmd()})
+	}
+	if len(j.GetApps()) > 0 && next != size {
+		return fieldErr("job.apps", "cover ranks 0..%d, job.size is %d", next-1, size)
+	}
+
+	var err error
+	if c.preput, err = c.infos("job.preput", j.GetPreput(), true); err != nil {
+		return err
+	}
+	if c.attrs, err = c.infos("job.attrs", j.GetAttrs(), false); err != nil {
+		return err
+	}
+	return nil
+}
+
+// infos converts key/values; kvs entries must fit the advertised limits
+// because clients read them with get.
+func (c *config) infos(field string, kvs []*shimv1.KeyValue, kvs2 bool) ([]plugin.Info, error) {
+	seen := map[string]int{}
+	var out []plugin.Info
+	for i, kv := range kvs {
+		f := fmt.Sprintf("%s[%d]", field, i)
+		k := kv.GetKey()
+		switch {
+		case k == "":
+			return nil, fieldErr(f+".key", "empty")
+		case strings.ContainsAny(k, " \t\r\n=;"):
+			return nil, fieldErr(f+".key", "%q contains a character PMI cannot carry (space, '=' or ';')", k)
+		case kvs2 && len(k) > c.limits.KeyMax:
+			return nil, fieldErr(f+".key", "%d bytes, over limits.key_max %d", len(k), c.limits.KeyMax)
+		case kvs2 && len(kv.GetValue()) > c.limits.ValMax:
+			return nil, fieldErr(f+".value", "%d bytes, over limits.val_max %d", len(kv.GetValue()), c.limits.ValMax)
+		case strings.ContainsAny(kv.GetValue(), "\n"):
+			return nil, fieldErr(f+".value", "contains a newline")
+		}
+		if prev, dup := seen[k]; dup {
+			return nil, fieldErr(f+".key", "%q already set by %s[%d]", k, field, prev)
+		}
+		seen[k] = i
+		out = append(out, plugin.Info{Key: k, Value: kv.GetValue()})
+	}
+	return out, nil
+}
+
+func (c *config) setNodeAndTasks(b *shimv1.Bootstrap) error {
+	var local []int32
+	found := false
+	var ids []string
+	for _, n := range c.job.Nodes {
+		ids = append(ids, fmt.Sprint(n.ID))
+		if n.ID == b.GetNodeId() {
+			found, local, c.nodeName = true, n.Ranks, n.Name
+		}
+	}
+	if !found {
+		return fieldErr("node_id", "%d is not in job.nodes (ids %s)", b.GetNodeId(), strings.Join(ids, ", "))
+	}
+	c.nodeID = b.GetNodeId()
+	c.portFD = b.GetPmiPortFd()
+
+	mine := map[int32]bool{}
+	for _, r := range local {
+		mine[r] = true
+	}
+	if len(b.GetTasks()) == 0 {
+		return fieldErr("tasks", "empty; node %d hosts ranks %s", c.nodeID, rankList(local))
+	}
+	byRank := map[int32]int{}
+	byFD := map[string]int{}
+	for i, t := range b.GetTasks() {
+		f := fmt.Sprintf("tasks[%d]", i)
+		r := t.GetRank()
+		if !mine[r] {
+			return fieldErr(f+".rank", "rank %d is not on node %d (its ranks: %s)", r, c.nodeID, rankList(local))
+		}
+		if prev, dup := byRank[r]; dup {
+			return fieldErr(f+".rank", "rank %d already used by tasks[%d]", r, prev)
+		}
+		byRank[r] = i
+		name := t.GetFdName()
+		switch {
+		case name == "" && c.portFD == "":
+			return fieldErr(f+".fd_name", "empty and pmi_port_fd is not set: rank %d has no way to connect", r)
+		case name != "" && name == c.portFD:
+			return fieldErr(f+".fd_name", "%q is the pmi_port_fd listener", name)
+		case strings.Contains(name, ":"):
+			return fieldErr(f+".fd_name", "%q contains ':', the LISTEN_FDNAMES separator", name)
+		}
+		if name != "" {
+			if prev, dup := byFD[name]; dup {
+				return fieldErr(f+".fd_name", "%q already used by tasks[%d]", name, prev)
+			}
+			byFD[name] = i
+		}
+		c.tasks = append(c.tasks, task{rank: r, fdName: name})
+	}
+	if strings.Contains(c.portFD, ":") {
+		return fieldErr("pmi_port_fd", "%q contains ':', the LISTEN_FDNAMES separator", c.portFD)
+	}
+	for _, r := range local {
+		if _, ok := byRank[r]; !ok {
+			return fieldErr("tasks", "rank %d of node %d has no task", r, c.nodeID)
+		}
+	}
+	return nil
+}
+
+func (c *config) setBackend(b *shimv1.BackendConfig) error {
+	if b == nil {
+		return fieldErr("backend", "missing")
+	}
+	name := b.GetName()
+	switch {
+	case name == "" && b.GetPath() == "":
+		return fieldErr("backend.name", "empty and backend.path is not set")
+	case strings.ContainsAny(name, "/\x00"):
+		return fieldErr("backend.name", "%q contains a '/'; use backend.path for a location", name)
+	case strings.Contains(b.GetPath(), "\x00"):
+		return fieldErr("backend.path", "contains a NUL byte")
+	}
+	c.backend = backendSpec{
+		name:   name,
+		path:   b.GetPath(),
+		args:   append([]string(nil), b.GetArgs()...),
+		config: []byte(b.GetConfig()),
+	}
+	return nil
+}
+
+func (c *config) setTimeouts(t *shimv1.Timeouts) error {
+	get := func(field string, d *durationpb.Duration, def time.Duration) (time.Duration, error) {
+		if d == nil {
+			return def, nil
+		}
+		f := "timeouts." + field
+		if err := d.CheckValid(); err != nil {
+			return 0, fieldErr(f, "%v", err)
+		}
+		v := d.AsDuration()
+		switch {
+		case v < 0:
+			return 0, fieldErr(f, "%v is negative", v)
+		case v == 0:
+			return def, nil
+		case v > maxTimeout:
+			return 0, fieldErr(f, "%v is over the maximum %v", v, maxTimeout)
+		}
+		return v, nil
+	}
+	var err error
+	tt := &c.timeouts
+	if tt.Fence, err = get("fence", t.GetFence(), DefaultFenceTimeout); err != nil {
+		return err
+	}
+	if tt.Get, err = get("get", t.GetGet(), tt.Fence); err != nil {
+		return err
+	}
+	if tt.Lookup, err = get("lookup", t.GetLookup(), DefaultLookupTimeout); err != nil {
+		return err
+	}
+	if tt.NodeAttr, err = get("nodeattr", t.GetNodeattr(), tt.Fence); err != nil {
+		return err
+	}
+	if tt.Spawn, err = get("spawn", t.GetSpawn(), DefaultSpawnTimeout); err != nil {
+		return err
+	}
+	if c.backendStart, err = get("backend_start", t.GetBackendStart(), DefaultBackendStart); err != nil {
+		return err
+	}
+	if c.connect, err = get("connect", t.GetConnect(), 0); err != nil {
+		return err
+	}
+	if c.shutdown, err = get("shutdown", t.GetShutdown(), DefaultShutdownTimeout); err != nil {
+		return err
+	}
+	return nil
+}
+
+// rankList formats ranks for a message: "0, 1, 2".
+func rankList(ranks []int32) string {
+	rs := append([]int32(nil), ranks...)
+	sort.Slice(rs, func(i, j int) bool { return rs[i] < rs[j] })
+	var sb strings.Builder
+	for i, r := range rs {
+		if i > 0 {
+			sb.WriteString(", ")
+		}
+		if i == 16 {
+			fmt.Fprintf(&sb, "... (%d in all)", len(rs))
+			break
+		}
+		fmt.Fprint(&sb, r)
+	}
+	return sb.String()
+}
+
+// parseBootstrap reads and validates the bootstrap.
+func parseBootstrap(r io.Reader) (*config, error) {
+	b, err := readBootstrap(r)
+	if err != nil {
+		return nil, err
+	}
+	c, err := newConfig(b)
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}

@@ -1,0 +1,12 @@
+// Command gopmi-shim serves PMI to the tasks of one job on one node. A step
+// daemon starts it with the bootstrap message on stdin and the task
+// sockets as inherited fds; see package shim.
+package main
+
+import (
+	"os"
+
+	"github.com/gopmi/gopmi/shim"
+)
+
+func main() { os.Exit(shim.Main()) }

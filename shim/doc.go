@@ -1,0 +1,87 @@
+// Package shim is gopmi-shim, the per-job, per-node process that serves PMI
+// to the tasks of one job on one node.
+//
+// A step daemon (slurmstepd with the mpi/gopmi plugin, `gopmi run`, a
+// vendor's node agent) creates one socketpair per local task, starts the
+// shim with the server ends and a bootstrap message, waits for the shim's
+// readiness and then starts the tasks with PMI_FD, PMI_RANK, PMI_SIZE. The
+// shim's life is the job step's: it never daemonizes, and it ends when
+// every local task has finalized and closed its connection, when the job
+// fails, or when it is told to stop.
+//
+// # Data flow
+//
+//	stdin (protojson gopmi.shim.v1.Bootstrap, to EOF)
+//	inherited fds (LISTEN_FDS/LISTEN_FDNAMES) ──► one reader goroutine per task
+//	       │  bytes ──► bridge.Session.Feed ──► bridge.Job (PMI engine)
+//	       ◄── bounded write queue ◄── bridge.Sender.Send
+//	bridge.Job ──► plugin.Full ──gRPC (grpcplugin)──► gopmi-rm-<name>
+//
+// The shim does all the I/O; package bridge decides what to answer.
+//
+// # Start-up
+//
+// Run reads the whole bootstrap from stdin before anything else (go-plugin
+// hands the host's stdin to the plugin), validates it and fills in the
+// defaults, takes the task fds, launches the backend binary
+// gopmi-rm-<backend.name> (looked up next to the shim's own executable, then
+// in PATH) with a private 0700 socket directory, calls Configure, builds the
+// bridge.Job, attaches every task connection and then reports readiness
+// with sd_notify: "READY=1". A start-up failure is reported as
+// "STATUS=<error>\nERRNO=<n>" before the shim exits, so the step daemon can
+// say why. NOTIFY_SOCKET is read and removed from the environment at the
+// very start, so the backend plugin, which inherits the environment, never
+// sees it.
+//
+// # Task fds and the LISTEN_PID contract
+//
+// Task connections arrive as inherited fds 3, 4, ... described by
+// LISTEN_FDS (their number) and LISTEN_FDNAMES (colon-separated names, one
+// per fd), the systemd socket-activation convention read by go-systemd's
+// activation.Files. Each bootstrap Task names its fd with fd_name; an fd no
+// task names is closed with a warning; pmi_port_fd names a listening socket
+// for tasks that connect with PMI_PORT/PMI_ID.
+//
+// systemd also sets LISTEN_PID to the receiving process's pid so that a
+// grandchild does not take fds meant for its parent. A launcher written in
+// Go cannot set it (os/exec has no hook between fork and exec), so the
+// contract is: a launcher either sets LISTEN_PID to the shim's pid after
+// fork, or leaves LISTEN_PID unset, in which case the shim takes the fds as
+// its own (it sets LISTEN_PID to its own pid before calling
+// activation.Files). A LISTEN_PID that names another process is an error.
+// The variables are removed from the environment and the fds are marked
+// close-on-exec, so the backend plugin inherits none of them.
+//
+// # Exit status
+//
+// Main returns the status the step daemon sees (see the Exit* constants):
+// 0 every task finalized or closed cleanly, 1 internal error, 2 bad
+// bootstrap or usage, 3 the backend failed to start or died, 4 the job
+// failed, 5 a task aborted the job. The last line the shim writes to its
+// log says why it exits.
+//
+// # Signals
+//
+// SIGTERM and SIGINT fail the job (pending requests are answered with an
+// error) and shut the shim down within the bootstrap's shutdown time-out;
+// SIGUSR1 writes every goroutine's stack to the log.
+//
+// # Time-outs
+//
+// Every wait is bounded: reading the bootstrap (30s), starting and
+// configuring the backend (timeouts.backend_start), the first byte from
+// every task or the PMI_PORT connections (timeouts.connect, when set),
+// a task that stops reading its replies (10s per write, and a few
+// line_max of queued replies), and shutting down (timeouts.shutdown).
+// The PMI waits themselves (fence, get, lookup, spawn) are the bridge's.
+//
+// # Logging and environment
+//
+// The log is zerolog JSON on stderr with job= and node= on every line, at
+// bootstrap.log_level; GOPMI_LOG_FORMAT=console makes it text for a
+// human, and when stderr is the systemd journal (JOURNAL_STREAM) the shim
+// writes to journald natively. The backend's stderr is relayed into the
+// same log by grpcplugin. The shim sets GC percent 40 (its heap is the
+// job's KVS; measured about 20% less peak RSS than the default on a
+// 64-task job) unless GOGC is set.
+package shim

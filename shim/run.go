@@ -1,0 +1,628 @@
+package shim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/signal"
+	"runtime/debug"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/gopmi/gopmi/bridge"
+	"github.com/gopmi/gopmi/plugin"
+)
+
+// bootstrapTimeout bounds reading stdin: a step daemon writes the
+// bootstrap at once and closes the pipe.
+const bootstrapTimeout = 30 * time.Second
+
+// gcPercent trades a little CPU for a smaller heap, as containerd's shim
+// does: one shim runs per job per node next to the tasks it serves.
+const gcPercent = 40
+
+// RunConfig is what Run takes from its process. The zero value means the
+// real process: stdin, stderr, the environment, inherited fds and signals.
+// Tests inject each part.
+type RunConfig struct {
+	// Stdin carries the bootstrap message; nil means os.Stdin.
+	Stdin io.Reader
+	// Stderr receives the log; nil means os.Stderr.
+	Stderr io.Writer
+	// Getenv looks up NOTIFY_SOCKET, PATH, GOPMI_LOG_FORMAT and
+	// JOURNAL_STREAM. nil means the process environment, from which Run
+	// then removes NOTIFY_SOCKET before starting the backend.
+	Getenv func(key string) string
+	// Files returns the inherited task fds, each named (os.File.Name) as
+	// in LISTEN_FDNAMES; Run owns and closes them. nil means the fds
+	// described by LISTEN_FDS/LISTEN_FDNAMES (see the package doc).
+	Files func() ([]*os.File, error)
+	// Executable is the shim's own path, next to which the backend binary
+	// is looked up first; "" means os.Executable.
+	Executable string
+	// Signals delivers SIGTERM, SIGINT and SIGUSR1; nil means Run
+	// subscribes to them itself.
+	Signals <-chan os.Signal
+
+	// start launches the backend; nil means startPlugin (tests).
+	start startFunc
+	// backendEnv is passed to grpcplugin as ClientConfig.Env (tests).
+	backendEnv []string
+}
+
+// Main runs the shim as a process and returns its exit status:
+// os.Exit(shim.Main()) is gopmi-shim's whole main. GOGC, when set,
+// overrides the shim's own GC setting.
+func Main() int {
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(gcPercent)
+	}
+	return ExitCode(Run(context.Background(), RunConfig{}))
+}
+
+// Run serves one job on this node until every local task has finalized
+// and closed its connection, the job fails, ctx ends or a signal stops it.
+// The error says why it ended; ExitCode turns it into the exit status.
+// Run writes its reason as its last log line.
+func Run(ctx context.Context, rc RunConfig) error {
+	getenv := rc.Getenv
+	if getenv == nil {
+		getenv = os.Getenv
+	}
+	// Capture the readiness address before anything can start a child:
+	// the backend inherits the environment and must not see it.
+	n := notifier{addr: getenv("NOTIFY_SOCKET")}
+	if rc.Getenv == nil {
+		_ = os.Unsetenv("NOTIFY_SOCKET")
+	}
+	if rc.Stdin == nil {
+		rc.Stdin = os.Stdin
+	}
+	if rc.Stderr == nil {
+		rc.Stderr = os.Stderr
+	}
+	logw := newLogWriter(rc.Stderr, getenv)
+	log := zerolog.New(logw).With().Timestamp().Logger()
+
+	// Signals are watched from the start, so that SIGTERM during the
+	// backend's start-up ends it too.
+	sigs := rc.Signals
+	if sigs == nil {
+		ch := make(chan os.Signal, 4)
+		signal.Notify(ch, syscall.SIGTERM, syscall.SIGINT, syscall.SIGUSR1)
+		defer signal.Stop(ch)
+		sigs = ch
+	}
+	runCtx, stop := context.WithCancelCause(ctx)
+	defer stop(nil)
+	logp := &loggerRef{l: log}
+	sigDone := make(chan struct{})
+	sigExit := make(chan struct{})
+	go func() {
+		defer close(sigDone)
+		for {
+			select {
+			case <-sigExit:
+				return
+			case s := <-sigs:
+				l := logp.get()
+				if s == syscall.SIGUSR1 {
+					dumpStacks(l)
+					continue
+				}
+				l.Warn().Str("signal", s.String()).Msg("stopping on signal")
+				stop(fmt.Errorf("received %v", s))
+			}
+		}
+	}()
+	defer func() {
+		close(sigExit)
+		<-sigDone
+	}()
+
+	s := &server{rc: rc, getenv: getenv, notify: n, logw: logw, logp: logp}
+	err := s.run(runCtx)
+	if err != nil && !s.ready {
+		if nerr := n.failed(err); nerr != nil {
+			l := logp.get()
+			l.Warn().Err(nerr).Msg("report start-up failure")
+		}
+	}
+	// The step daemon shows the last line: make it say why.
+	l := logp.get()
+	if err != nil {
+		l.Error().Err(err).Int("exit", ExitCode(err)).Msg("gopmi-shim: exiting")
+	} else {
+		l.Info().Int("exit", ExitOK).Msg("gopmi-shim: every task finished; exiting")
+	}
+	return err
+}
+
+// loggerRef lets the signal goroutine use the job's logger once it
+// exists.
+type loggerRef struct {
+	mu sync.Mutex
+	l  zerolog.Logger // guarded by mu
+}
+
+func (r *loggerRef) get() zerolog.Logger {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.l
+}
+
+func (r *loggerRef) set(l zerolog.Logger) {
+	r.mu.Lock()
+	r.l = l
+	r.mu.Unlock()
+}
+
+// server is one Run's state.
+type server struct {
+	rc     RunConfig
+	getenv func(string) string
+	notify notifier
+	logw   io.Writer
+	logp   *loggerRef
+	log    zerolog.Logger
+	cfg    *config
+	job    *bridge.Job
+	port   net.Listener // the PMI_PORT listener, or nil
+	ready  bool
+
+	// readers counts the goroutines that feed the job: connection readers
+	// and the accept loop. writers counts the connection writers.
+	readers sync.WaitGroup
+	writers sync.WaitGroup
+
+	mu       sync.Mutex
+	conns    []*taskConn         // guarded by mu; every connection ever attached
+	byRank   map[int32]*taskConn // guarded by mu; PMI_FD connections
+	portLive int                 // guarded by mu; open PMI_PORT connections
+	portSeen int                 // guarded by mu; PMI_PORT connections accepted
+	closing  bool                // guarded by mu; no new connections
+}
+
+// readBootstrapTimed reads the bootstrap within bootstrapTimeout. A
+// reader that blocks past it is left behind: the shim exits right after.
+func readBootstrapTimed(ctx context.Context, r io.Reader) (*config, error) {
+	type res struct {
+		c   *config
+		err error
+	}
+	ch := make(chan res, 1)
+	go func() {
+		c, err := parseBootstrap(r)
+		ch <- res{c, err}
+	}()
+	t := time.NewTimer(bootstrapTimeout)
+	defer t.Stop()
+	select {
+	case v := <-ch:
+		return v.c, v.err
+	case <-t.C:
+		return nil, fmt.Errorf("%w: stdin: no EOF within %v; the step daemon must close stdin after the bootstrap", ErrUsage, bootstrapTimeout)
+	case <-ctx.Done():
+		return nil, stopped(ctx, "read bootstrap")
+	}
+}
+
+func (s *server) run(ctx context.Context) (retErr error) {
+	c, err := readBootstrapTimed(ctx, s.rc.Stdin)
+	if err != nil {
+		return err
+	}
+	s.cfg = c
+	s.log = zerolog.New(s.logw).Level(c.logLevel).With().Timestamp().
+		Str("job", c.job.Nspace).Int32("node", c.nodeID).Logger()
+	s.logp.set(s.log)
+	s.log.Debug().Int("tasks", len(c.tasks)).Str("backend", c.backend.binaryName()).Msg("bootstrap read")
+
+	// The fds come first: they must be close-on-exec before any child
+	// starts, and a launcher mistake is cheaper to report before the
+	// backend runs.
+	var files []*os.File
+	if s.rc.Files != nil {
+		files, err = s.rc.Files()
+	} else {
+		files, err = inheritedFiles()
+	}
+	if err != nil {
+		return err
+	}
+	fds, err := sortFiles(files, c, s.log)
+	if err != nil {
+		return err
+	}
+	defer fds.close()
+
+	dir, err := os.MkdirTemp("", "gopmi-shim-")
+	if err != nil {
+		return fmt.Errorf("create socket dir: %w", err)
+	}
+	defer func() {
+		if err := os.RemoveAll(dir); err != nil {
+			s.log.Warn().Err(err).Str("dir", dir).Msg("remove socket dir")
+		}
+	}()
+
+	bp, err := s.startBackend(ctx, dir)
+	if err != nil {
+		return err
+	}
+	name := c.backend.binaryName()
+	defer func() {
+		if err := bp.Close(); err != nil {
+			s.log.Warn().Err(err).Msg("close backend")
+		}
+	}()
+
+	cctx, cancel := context.WithTimeout(ctx, c.backendStart)
+	attrs, info, err := configureBackend(cctx, bp, c)
+	cancel()
+	if err != nil {
+		if ctx.Err() != nil {
+			return stopped(ctx, "configure "+name)
+		}
+		return err
+	}
+
+	job, err := bridge.NewJob(ctx, bridge.Config{
+		Job:          c.job,
+		NodeID:       c.nodeID,
+		Preput:       c.preput,
+		Attrs:        mergeAttrs(c.attrs, attrs),
+		Limits:       c.limits,
+		Timeouts:     c.timeouts,
+		FenceMode:    c.fenceMode,
+		PMIDebug:     c.pmiDebug,
+		Capabilities: info.Capabilities,
+		BackendName:  name,
+		// The bridge adds the job and node fields itself.
+		Logger: zerolog.New(s.logw).Level(c.logLevel).With().Timestamp().Logger(),
+	}, bp.Backend())
+	if err != nil {
+		return fmt.Errorf("%w: build the PMI engine: %w", ErrUsage, err)
+	}
+	s.job = job
+
+	s.byRank = map[int32]*taskConn{}
+	for _, t := range c.tasks {
+		conn, ok := fds.conns[t.rank]
+		if !ok {
+			continue // a PMI_PORT task
+		}
+		delete(fds.conns, t.rank)
+		if err := s.attach(t.rank, conn); err != nil {
+			job.Fail(err)
+			s.shutdown()
+			return fmt.Errorf("attach rank %d: %w", t.rank, err)
+		}
+	}
+	if fds.port != nil {
+		s.port = fds.port
+		fds.port = nil
+		s.readers.Add(1)
+		go s.acceptLoop(s.port)
+	}
+
+	if err := s.notify.ready(len(c.tasks)); err != nil {
+		// The launcher asked for readiness and will not hear it: it
+		// would wait for its own time-out, so fail now and say why.
+		job.Fail(fmt.Errorf("readiness: %w", err))
+		s.shutdown()
+		return fmt.Errorf("report readiness: %w", err)
+	}
+	s.ready = true
+	s.log.Info().Int("tasks", len(c.tasks)).Str("backend", name).Str("backend_version", info.Version).
+		Msg("serving")
+
+	backendDied := s.wait(ctx, name, bp)
+	res := job.Result()
+	s.shutdown()
+
+	switch {
+	case backendDied:
+		return fmt.Errorf("%w: %s exited during the job: %w", ErrBackend, name, plugin.ErrBackendGone)
+	case res.Aborted:
+		if res.Err != nil {
+			return fmt.Errorf("%w: %w", ErrJobAborted, res.Err)
+		}
+		return fmt.Errorf("%w with status %d", ErrJobAborted, res.Status)
+	case res.Err != nil && errors.Is(res.Err, plugin.ErrBackendGone):
+		return fmt.Errorf("%w: %w", ErrBackend, res.Err)
+	case res.Err != nil:
+		return fmt.Errorf("%w: %w", ErrJobFailed, res.Err)
+	}
+	return nil
+}
+
+// stopped is the error for a start-up cut short by a signal or the end of
+// Run's context: the job failed before it began.
+func stopped(ctx context.Context, step string) error {
+	return fmt.Errorf("%w: %s: shim stopped: %w", ErrJobFailed, step, context.Cause(ctx))
+}
+
+// startBackend resolves and launches the backend binary within the
+// backend start time-out.
+func (s *server) startBackend(ctx context.Context, dir string) (backendProc, error) {
+	c := s.cfg
+	self := s.rc.Executable
+	if self == "" {
+		if p, err := os.Executable(); err == nil {
+			self = p
+		}
+	}
+	path, err := resolveBackend(c.backend, self, s.getenv)
+	if err != nil {
+		return nil, err
+	}
+	start := s.rc.start
+	if start == nil {
+		start = startPlugin
+	}
+	// Start honours ctx only while it runs (a signal during start-up
+	// kills the plugin); afterwards the shim ends the plugin with Close.
+	tctx, cancel := context.WithTimeout(ctx, c.backendStart)
+	defer cancel()
+	s.log.Debug().Str("path", path).Strs("args", c.backend.args).Msg("starting backend")
+	bp, err := start(tctx, launch{
+		path:      path,
+		spec:      c.backend,
+		socketDir: dir,
+		log:       s.log.With().Str("backend", c.backend.binaryName()).Logger(),
+		env:       s.rc.backendEnv,
+		timeout:   c.backendStart,
+	})
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, stopped(ctx, "start "+path)
+		}
+		if errors.Is(err, ErrBackend) {
+			return nil, err
+		}
+		return nil, fmt.Errorf("%w: %w", ErrBackend, err)
+	}
+	return bp, nil
+}
+
+// mergeAttrs puts the backend's attributes after the bootstrap's: a key
+// both set takes the backend's value, since the backend owns the RM's
+// knowledge.
+func mergeAttrs(boot, backend []plugin.Info) []plugin.Info {
+	out := make([]plugin.Info, 0, len(boot)+len(backend))
+	out = append(out, boot...)
+	return append(out, backend...)
+}
+
+// attach hands one PMI_FD connection to the bridge and starts its
+// goroutines.
+func (s *server) attach(rank int32, conn net.Conn) error {
+	tc := newTaskConn(conn, s.queueBytes(), s.log.With().Int32("rank", rank).Logger())
+	sess, err := s.job.Attach(rank, tc)
+	if err != nil {
+		_ = conn.Close()
+		return err
+	}
+	s.mu.Lock()
+	s.conns = append(s.conns, tc)
+	s.byRank[rank] = tc
+	s.mu.Unlock()
+	s.serveConn(tc, sess, nil)
+	return nil
+}
+
+// queueBytes bounds one connection's unsent replies: a few of the longest
+// lines the job allows.
+func (s *server) queueBytes() int {
+	return max(minQueueBytes, 4*s.cfg.limits.LineMax)
+}
+
+func (s *server) serveConn(tc *taskConn, sess *bridge.Session, onExit func()) {
+	s.writers.Add(1)
+	go func() {
+		defer s.writers.Done()
+		tc.writeLoop()
+	}()
+	s.readers.Add(1)
+	go func() {
+		defer s.readers.Done()
+		tc.readLoop(sess)
+		if onExit != nil {
+			onExit()
+		}
+	}()
+}
+
+// portTasks is the number of tasks that connect through PMI_PORT.
+func (s *server) portTasks() int {
+	n := 0
+	for _, t := range s.cfg.tasks {
+		if t.fdName == "" {
+			n++
+		}
+	}
+	return n
+}
+
+// acceptLoop serves the PMI_PORT listener until the shim shuts down.
+func (s *server) acceptLoop(l net.Listener) {
+	defer s.readers.Done()
+	// Live connections are bounded: a task retrying a failed handshake
+	// is fine, a flood is not.
+	limit := 2*s.portTasks() + 8
+	var backoff *time.Timer
+	for {
+		conn, err := l.Accept()
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			// EMFILE and friends pass; retry soon unless shutting down.
+			s.log.Warn().Err(err).Msg("pmi_port: accept")
+			if backoff == nil {
+				backoff = time.NewTimer(100 * time.Millisecond)
+			} else {
+				backoff.Reset(100 * time.Millisecond)
+			}
+			<-backoff.C
+			continue
+		}
+		s.mu.Lock()
+		switch {
+		case s.closing:
+			s.mu.Unlock()
+			_ = conn.Close()
+			return
+		case s.portLive >= limit:
+			s.mu.Unlock()
+			s.log.Warn().Int("open", limit).Msg("pmi_port: too many open connections; refusing one")
+			_ = conn.Close()
+			continue
+		}
+		s.portLive++
+		s.portSeen++
+		// Attached under mu so that shutdown, which takes the list of
+		// connections under mu, cannot miss this one. The bridge calls
+		// only the taskConn's own methods, which never take s.mu.
+		tc := newTaskConn(conn, s.queueBytes(), s.log.With().Str("conn", "pmi_port").Logger())
+		sess := s.job.AttachPort(tc)
+		s.conns = append(s.conns, tc)
+		s.mu.Unlock()
+		s.serveConn(tc, sess, func() {
+			s.mu.Lock()
+			s.portLive--
+			s.mu.Unlock()
+		})
+	}
+}
+
+// wait blocks until the job ends, failing it on a signal, ctx's end, the
+// backend's exit or a connect time-out. It reports whether the backend
+// died.
+func (s *server) wait(ctx context.Context, name string, bp backendProc) (backendDied bool) {
+	var connectC <-chan time.Time
+	if s.cfg.connect > 0 {
+		t := time.NewTimer(s.cfg.connect)
+		defer t.Stop()
+		connectC = t.C
+	}
+	for {
+		select {
+		case <-s.job.Done():
+			return false
+		case <-bp.Exited():
+			err := fmt.Errorf("backend %s exited: %w", name, plugin.ErrBackendGone)
+			s.log.Error().Err(err).Msg("failing the job")
+			s.job.Fail(err)
+			return true
+		case <-ctx.Done():
+			err := fmt.Errorf("shim stopped: %w", context.Cause(ctx))
+			s.job.Fail(err)
+			return false
+		case <-connectC:
+			connectC = nil
+			if err := s.checkConnected(); err != nil {
+				s.log.Error().Err(err).Msg("failing the job")
+				s.job.Fail(err)
+				return false
+			}
+		}
+	}
+}
+
+// checkConnected fails when a task has not spoken PMI within the connect
+// time-out: a PMI_FD task that sent nothing, or fewer PMI_PORT
+// connections than PMI_PORT tasks.
+func (s *server) checkConnected() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var silent []int32
+	for r, tc := range s.byRank {
+		if !tc.spoke.Load() {
+			silent = append(silent, r)
+		}
+	}
+	want := s.portTasks()
+	switch {
+	case len(silent) == 1:
+		return fmt.Errorf("connect: rank %d sent nothing within %v", silent[0], s.cfg.connect)
+	case len(silent) > 1:
+		return fmt.Errorf("connect: ranks %s sent nothing within %v", rankList(silent), s.cfg.connect)
+	case s.portSeen < want:
+		return fmt.Errorf("connect: %d of %d PMI_PORT tasks connected within %v", s.portSeen, want, s.cfg.connect)
+	}
+	return nil
+}
+
+// shutdown ends everything within the shutdown time-out, in an order
+// that loses no answer. The job has ended already (every caller fails it
+// first), but answers may still be on their way: from a connection reader
+// (a task's EOF failed the job and answers its peers) and from the job's
+// backend calls (a fence the backend failed). So: stop feeding the job
+// (readers and the accept loop end; sockets stay open for writing), then
+// wait for the job's backend calls, then let each connection drain its
+// queued answers and close.
+func (s *server) shutdown() {
+	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.shutdown)
+	defer cancel()
+	// A no-op when the job has ended; it answers anything pending if not.
+	s.job.Fail(fmt.Errorf("%w: shim shutting down", plugin.ErrAborted))
+	res := s.job.Result()
+	reason := "job finished"
+	switch {
+	case res.Aborted:
+		reason = fmt.Sprintf("job aborted with status %d", res.Status)
+	case res.Err != nil:
+		reason = res.Err.Error()
+	}
+	if s.ready {
+		if err := s.notify.stopping(reason); err != nil {
+			s.log.Debug().Err(err).Msg("report stopping")
+		}
+	}
+
+	s.mu.Lock()
+	s.closing = true
+	conns := append([]*taskConn(nil), s.conns...)
+	s.mu.Unlock()
+	if s.port != nil {
+		_ = s.port.Close()
+	}
+	for _, tc := range conns {
+		tc.stopReading()
+	}
+	// Readers return at once: their reads hit a past deadline.
+	s.readers.Wait()
+
+	if err := s.job.Shutdown(ctx); err != nil {
+		s.log.Warn().Err(err).Msg("PMI engine did not stop in time")
+	}
+
+	for _, tc := range conns {
+		if tc.unclosed != nil {
+			tc.unclosed.Close(errStopped)
+		}
+		_ = tc.Close()
+	}
+	drained := make(chan struct{})
+	go func() {
+		s.writers.Wait()
+		close(drained)
+	}()
+	select {
+	case <-drained:
+	case <-ctx.Done():
+		s.log.Warn().Dur("timeout", s.cfg.shutdown).Msg("task connections did not drain in time; closing them")
+		for _, tc := range conns {
+			tc.abort(net.ErrClosed)
+		}
+		<-drained
+	}
+}
