@@ -1,6 +1,7 @@
 package bridge
 
 import (
+	"context"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -69,9 +70,22 @@ type Config struct {
 	Capabilities []string
 	// BackendName names the backend in error messages.
 	BackendName string
+	// WaitBackend, when set, blocks until the backend is up and then
+	// supplies its name, capabilities and job attributes in place of
+	// BackendName and Capabilities. The shim serves tasks while its
+	// backend starts: only requests that need the backend wait for it.
+	WaitBackend func(ctx context.Context) (*BackendReady, error)
 	// Clock is nil for real time.
 	Clock  Clock
 	Logger zerolog.Logger
+}
+
+// BackendReady is what the bridge learns once the backend is up.
+type BackendReady struct {
+	Info *plugin.BackendInfo
+	// Attrs are job attributes the backend owns (Configure's answer);
+	// they fill in keys the job's own attributes lack.
+	Attrs []plugin.Info
 }
 
 // Sender writes encoded bytes to one task's connection. Send must not block

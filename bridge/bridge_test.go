@@ -1,6 +1,7 @@
 package bridge
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/gopmi/gopmi/bridge/kvs"
+	"github.com/gopmi/gopmi/bridge/wire"
 	"github.com/gopmi/gopmi/plugin"
 )
 
@@ -617,5 +619,69 @@ func TestProcessMapping(t *testing.T) {
 		if got := processMapping(tc.nodes, tc.max); got != tc.want {
 			t.Errorf("processMapping(%v) = %q, want %q", tc.nodes, got, tc.want)
 		}
+	}
+}
+
+// The shim serves tasks while its backend starts: local requests are
+// answered at once, requests that need the backend wait for it.
+func TestBackendArrivesLater(t *testing.T) {
+	ready := make(chan struct{})
+	w := newWorld(t, 1, 1, func(c *Config) {
+		c.WaitBackend = func(ctx context.Context) (*BackendReady, error) {
+			select {
+			case <-ready:
+				return &BackendReady{
+					Info:  &plugin.BackendInfo{Name: "late", Capabilities: []string{plugin.CapPublish}},
+					Attrs: []plugin.Info{{Key: "PMI_hwloc_xmlfile", Value: "/tmp/topo.xml"}, {Key: "universeSize", Value: "99"}},
+				}, nil
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}
+	})
+	k := w.task(0)
+	k.init2()
+	k.send("cmd=kvs-put;key=a;value=b;")
+	k.expect("cmd=kvs-put-response;rc=0;")
+	k.send("cmd=kvs-fence;")
+	k.expect("cmd=kvs-fence-response;rc=0;")
+	k.send("cmd=name-publish;name=svc;port=p;infokeycount=0;")
+	k.silent()
+	k.send("cmd=info-getjobattr;key=PMI_hwloc_xmlfile;")
+	k.silent()
+	close(ready)
+	// Both waited for the backend; they may be answered in either order.
+	got := map[string]*wire.Message{}
+	for i := 0; i < 2; i++ {
+		m := k.c.next(waitFor)
+		if m == nil {
+			t.Fatal("a request that waited for the backend was not answered")
+		}
+		got[m.Cmd] = m
+	}
+	checkMsg(t, 0, got["name-publish-response"], "cmd=name-publish-response;rc=0;")
+	checkMsg(t, 0, got["info-getjobattr-response"], "cmd=info-getjobattr-response;rc=0;found=TRUE;value=/tmp/topo.xml;")
+	// The job's own attributes win over the backend's.
+	k.send("cmd=info-getjobattr;key=universeSize;")
+	k.expect("cmd=info-getjobattr-response;rc=0;found=TRUE;value=1;")
+	k.send("cmd=spawn;ncmds=1;subcmd=a;maxprocs=1;argc=0;infokeycount=0;")
+	m := k.expect("cmd=spawn-response;rc=-1;")
+	if !strings.Contains(m.Value("errmsg"), `late does not provide spawn`) {
+		t.Fatalf("errmsg = %q", m.Value("errmsg"))
+	}
+}
+
+func TestBackendThatNeverStarts(t *testing.T) {
+	w := newWorld(t, 1, 1, func(c *Config) {
+		c.WaitBackend = func(ctx context.Context) (*BackendReady, error) {
+			return nil, fmt.Errorf("gopmi-rm-x exited: %w", plugin.ErrBackendGone)
+		}
+	})
+	k := w.task(0)
+	k.init2()
+	k.send("cmd=name-lookup;name=svc;infokeycount=0;")
+	m := k.expect("cmd=name-lookup-response;rc=-1;")
+	if !strings.Contains(m.Value("errmsg"), "backend not available: gopmi-rm-x exited") {
+		t.Fatalf("errmsg = %q", m.Value("errmsg"))
 	}
 }

@@ -23,14 +23,19 @@ type Job struct {
 	log   zerolog.Logger
 	clock Clock
 	attrs map[string]string
-	caps  map[string]bool
 
-	ctx    context.Context // ends when the job ends
-	cancel context.CancelFunc
-	wg     sync.WaitGroup // backend calls and timers in flight
-	wgMu    sync.Mutex // orders wg.Add before Shutdown's wg.Wait
-	closing bool       // guarded by wgMu; no new goroutines once set
-	done   chan struct{}
+	infoReady chan struct{}     // closed once the fields below are set
+	caps      map[string]bool   // written once before infoReady closes
+	beName    string            // written once before infoReady closes
+	beAttrs   map[string]string // written once before infoReady closes
+	infoErr   error             // written once before infoReady closes
+
+	ctx     context.Context // ends when the job ends
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup // backend calls and timers in flight
+	wgMu    sync.Mutex     // orders wg.Add before Shutdown's wg.Wait
+	closing bool           // guarded by wgMu; no new goroutines once set
+	done    chan struct{}
 
 	mu         sync.Mutex
 	tasks      map[int32]*task       // guarded by mu; one per local rank
@@ -90,7 +95,7 @@ func NewJob(ctx context.Context, cfg Config, be plugin.Full) (*Job, error) {
 		be:        be,
 		log:       cfg.Logger.With().Str("job", cfg.Job.Nspace).Int32("node", cfg.NodeID).Logger(),
 		clock:     clock,
-		caps:      make(map[string]bool),
+		infoReady: make(chan struct{}),
 		ctx:       jctx,
 		cancel:    cancel,
 		done:      make(chan struct{}),
@@ -103,9 +108,6 @@ func NewJob(ctx context.Context, cfg Config, be plugin.Full) (*Job, error) {
 		attrWaits: make(map[string][]*waiter),
 		pending:   make(map[*request]struct{}),
 	}
-	for _, c := range cfg.Capabilities {
-		j.caps[c] = true
-	}
 	for _, r := range lay.local {
 		j.tasks[r] = &task{rank: r, seq: make(map[string]int)}
 	}
@@ -113,10 +115,66 @@ func NewJob(ctx context.Context, cfg Config, be plugin.Full) (*Job, error) {
 		j.store.Put(kvs.Record{Rank: -1, Key: p.Key, Value: p.Value})
 	}
 	j.attrs = j.jobAttrs()
+	if cfg.WaitBackend == nil {
+		j.setInfo(&BackendReady{Info: &plugin.BackendInfo{Name: cfg.BackendName, Capabilities: cfg.Capabilities}}, nil)
+	} else if j.track() {
+		go func() {
+			defer j.wg.Done()
+			j.setInfo(cfg.WaitBackend(j.ctx))
+		}()
+	}
 	if lay.localSize == 0 {
 		j.end(Result{})
 	}
 	return j, nil
+}
+
+func (j *Job) setInfo(br *BackendReady, err error) {
+	j.caps = make(map[string]bool)
+	j.beAttrs = make(map[string]string)
+	j.beName = j.cfg.BackendName
+	switch {
+	case err != nil:
+		j.infoErr = fmt.Errorf("backend not available: %w", err)
+	case br != nil:
+		if br.Info != nil {
+			for _, c := range br.Info.Capabilities {
+				j.caps[c] = true
+			}
+			if br.Info.Name != "" {
+				j.beName = br.Info.Name
+			}
+		}
+		for _, a := range br.Attrs {
+			if _, own := j.attrs[a.Key]; !own {
+				j.beAttrs[a.Key] = a.Value
+			}
+		}
+	}
+	if j.beName == "" {
+		j.beName = "this backend"
+	}
+	close(j.infoReady)
+}
+
+// backendKnown reports, without waiting, whether setInfo ran.
+func (j *Job) backendKnown() bool {
+	select {
+	case <-j.infoReady:
+		return true
+	default:
+		return false
+	}
+}
+
+// capabilities waits until the backend's capabilities are known.
+func (j *Job) capabilities(ctx context.Context) (map[string]bool, error) {
+	select {
+	case <-j.infoReady:
+		return j.caps, j.infoErr
+	case <-ctx.Done():
+		return nil, fmt.Errorf("waiting for the backend to start: %w", ctx.Err())
+	}
 }
 
 // jobAttrs are served to info-getjobattr and, for PMI-1, to get.
@@ -125,7 +183,6 @@ func (j *Job) jobAttrs() map[string]string {
 		"PMI_process_mapping": j.lay.mapping,
 		"universeSize":        fmt.Sprint(j.universeSize()),
 		"PMI_dead_processes":  "",
-		"hasNameServ":         boolText(j.caps[plugin.CapPublish]),
 	}
 	for _, kv := range j.cfg.Attrs {
 		a[kv.Key] = kv.Value
@@ -380,7 +437,7 @@ func (j *Job) allClosedLocked() bool {
 func (j *Job) reportEarlyExit(rank int32, why error) {
 	j.goNotify(func(ctx context.Context) {
 		p := j.proc(rank)
-		if j.caps[plugin.CapNotify] {
+		if caps, _ := j.capabilities(ctx); caps[plugin.CapNotify] {
 			err := j.be.NotifyEvent(ctx, &plugin.EventRequest{
 				Code:   plugin.EventProcAborted,
 				Source: p,

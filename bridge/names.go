@@ -10,18 +10,21 @@ import (
 	"github.com/gopmi/gopmi/plugin"
 )
 
-// needCap refuses a request the backend cannot serve, naming what is
-// missing, and reports whether the request may go on.
-func (s *Session) needCap(r *request, capName, what string) bool {
-	if s.j.caps[capName] {
-		return true
-	}
-	name := s.j.cfg.BackendName
-	if name == "" {
-		name = "this backend"
-	}
-	r.fail(rcFail, fmt.Errorf("%s: %s does not provide %s (capability %q)", r.cmd, name, what, capName))
-	return false
+// asyncCap is async for a request that needs a backend capability: the
+// request is refused, naming what is missing, when the backend lacks it.
+func (s *Session) asyncCap(r *request, capName, what string, d timeoutKind, call func(ctx context.Context)) {
+	s.async(r, d, func(ctx context.Context) {
+		caps, err := s.j.capabilities(ctx)
+		if err != nil {
+			r.fail(rcFail, fmt.Errorf("%s: %w", r.cmd, err))
+			return
+		}
+		if !caps[capName] {
+			r.fail(rcFail, fmt.Errorf("%s: %s does not provide %s (capability %q)", r.cmd, s.j.beName, what, capName))
+			return
+		}
+		call(ctx)
+	})
 }
 
 // async parks r, runs call against the backend with a deadline and
@@ -95,11 +98,8 @@ func (s *Session) publish(r *request, name, port string, hasName, hasPort bool, 
 		r.failKV(rcInvalid, fmt.Errorf("%s %s: missing port=", r.cmd, name), nsFailKV(r)...)
 		return
 	}
-	if !s.needCap(r, plugin.CapPublish, "a name service") {
-		return
-	}
 	req := &plugin.PublishRequest{Proc: s.j.proc(s.rank), Data: []plugin.Info{{Key: name, Value: port}}, Info: toInfo(info)}
-	s.async(r, toBackend, func(ctx context.Context) {
+	s.asyncCap(r, plugin.CapPublish, "a name service", toBackend, func(ctx context.Context) {
 		if err := s.j.be.Publish(ctx, req); err != nil {
 			r.failKV(rcOf(err), fmt.Errorf("publish %s: %w", name, err), nsFailKV(r)...)
 			return
@@ -113,11 +113,8 @@ func (s *Session) unpublish(r *request, name string, hasName bool, info []wire.A
 		r.failKV(rcInvalid, fmt.Errorf("%s: missing service name", r.cmd), nsFailKV(r)...)
 		return
 	}
-	if !s.needCap(r, plugin.CapPublish, "a name service") {
-		return
-	}
 	req := &plugin.UnpublishRequest{Proc: s.j.proc(s.rank), Keys: []string{name}, Info: toInfo(info)}
-	s.async(r, toBackend, func(ctx context.Context) {
+	s.asyncCap(r, plugin.CapPublish, "a name service", toBackend, func(ctx context.Context) {
 		if err := s.j.be.Unpublish(ctx, req); err != nil {
 			r.failKV(rcOf(err), fmt.Errorf("unpublish %s: %w", name, err), nsFailKV(r)...)
 			return
@@ -131,11 +128,8 @@ func (s *Session) lookup(r *request, name string, hasName bool, info []wire.Arg)
 		r.failKV(rcInvalid, fmt.Errorf("%s: missing service name", r.cmd), lookupFailKV(r)...)
 		return
 	}
-	if !s.needCap(r, plugin.CapPublish, "a name service") {
-		return
-	}
 	req := &plugin.LookupRequest{Proc: s.j.proc(s.rank), Keys: []string{name}, Info: toInfo(info), Timeout: s.j.cfg.Timeouts.Lookup}
-	s.async(r, toLookup, func(ctx context.Context) {
+	s.asyncCap(r, plugin.CapPublish, "a name service", toLookup, func(ctx context.Context) {
 		resp, err := s.j.be.Lookup(ctx, req)
 		if err == nil && (resp == nil || len(resp.Data) == 0) {
 			err = fmt.Errorf("%w", plugin.ErrNotFound)
@@ -184,9 +178,6 @@ func (s *Session) jobConnect(r *request, m *wire.Message) {
 		r.fail(rcInvalid, fmt.Errorf("job-connect: missing jobid="))
 		return
 	}
-	if !s.needCap(r, plugin.CapConnect, "job-connect") {
-		return
-	}
 	j := s.j
 	req := &plugin.ConnectRequest{
 		Procs: []plugin.Proc{
@@ -195,7 +186,7 @@ func (s *Session) jobConnect(r *request, m *wire.Message) {
 		},
 		Timeout: j.cfg.Timeouts.Fence,
 	}
-	s.async(r, toBackend, func(ctx context.Context) {
+	s.asyncCap(r, plugin.CapConnect, "job-connect", toBackend, func(ctx context.Context) {
 		if _, err := j.be.Connect(ctx, req); err != nil {
 			r.fail(rcFail, fmt.Errorf("job-connect %s: %w", jobid, err))
 			return
@@ -211,9 +202,6 @@ func (s *Session) jobDisconnect(r *request, m *wire.Message) {
 		r.fail(rcInvalid, fmt.Errorf("job-disconnect: missing jobid="))
 		return
 	}
-	if !s.needCap(r, plugin.CapConnect, "job-disconnect") {
-		return
-	}
 	j := s.j
 	req := &plugin.DisconnectRequest{
 		Procs: []plugin.Proc{
@@ -222,7 +210,7 @@ func (s *Session) jobDisconnect(r *request, m *wire.Message) {
 		},
 		Timeout: j.cfg.Timeouts.Fence,
 	}
-	s.async(r, toBackend, func(ctx context.Context) {
+	s.asyncCap(r, plugin.CapConnect, "job-disconnect", toBackend, func(ctx context.Context) {
 		if err := j.be.Disconnect(ctx, req); err != nil {
 			r.fail(rcFail, fmt.Errorf("job-disconnect %s: %w", jobid, err))
 			return

@@ -103,6 +103,10 @@ func (s *Session) get(r *request, jobid string, src int32, key string, v1 bool) 
 			r.ok("value", v)
 			return
 		}
+		if key == hasNameServ {
+			s.hasNameServ(r)
+			return
+		}
 	}
 	j.mu.Lock()
 	if v, _, ok := j.store.Get(key); ok {
@@ -140,8 +144,29 @@ func (s *Session) get(r *request, jobid string, src int32, key string, v1 bool) 
 		}
 	default:
 		j.mu.Unlock()
-		r.notFound(key)
+		s.backendAttr(r, key)
 	}
+}
+
+// backendAttr answers a key found nowhere else from the attributes the
+// backend owns, waiting for the backend if it is still starting.
+func (s *Session) backendAttr(r *request, key string) {
+	j := s.j
+	if j.backendKnown() {
+		if v, ok := j.beAttrs[key]; ok {
+			r.foundValue(v)
+		} else {
+			r.notFound(key)
+		}
+		return
+	}
+	s.async(r, toBackend, func(ctx context.Context) {
+		if _, err := j.capabilities(ctx); err != nil {
+			r.notFound(key)
+			return
+		}
+		s.backendAttr(r, key)
+	})
 }
 
 // foundValue answers a successful get in the form of its protocol.
@@ -389,6 +414,10 @@ func (s *Session) getJobAttr(r *request, key string) {
 		r.ok("found", "TRUE", "value", v)
 		return
 	}
+	if key == hasNameServ {
+		s.hasNameServ(r)
+		return
+	}
 	j.mu.Lock()
 	v, _, ok := j.store.Get(key)
 	j.mu.Unlock()
@@ -396,5 +425,20 @@ func (s *Session) getJobAttr(r *request, key string) {
 		r.ok("found", "TRUE", "value", v)
 		return
 	}
-	r.ok("found", "FALSE")
+	s.backendAttr(r, key)
+}
+
+// hasNameServ is the PMI-2 job attribute that says whether the name
+// service works: whether the backend publishes.
+const hasNameServ = "hasNameServ"
+
+func (s *Session) hasNameServ(r *request) {
+	s.async(r, toBackend, func(ctx context.Context) {
+		caps, err := s.j.capabilities(ctx)
+		if err != nil {
+			r.fail(rcFail, fmt.Errorf("%s %s: %w", r.cmd, hasNameServ, err))
+			return
+		}
+		r.foundValue(boolText(caps[plugin.CapPublish]))
+	})
 }

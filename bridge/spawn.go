@@ -63,9 +63,6 @@ func (s *Session) spawn2(r *request, m *wire.Message) {
 // working directory; every other info key goes to the backend, which
 // honours it or refuses the spawn naming it.
 func (s *Session) spawn(r *request, sp *wire.Spawn) {
-	if !s.needCap(r, plugin.CapSpawn, "spawn") {
-		return
-	}
 	for i, c := range sp.Cmds {
 		if c.MaxProcs < 1 {
 			r.fail(rcInvalid, fmt.Errorf("spawn: command %d (%s) asks for %d processes; at least 1 is needed", i+1, c.Cmd, c.MaxProcs))
@@ -89,7 +86,7 @@ func (s *Session) spawn(r *request, sp *wire.Spawn) {
 		}
 		req.Apps = append(req.Apps, app)
 	}
-	s.async(r, toSpawn, func(ctx context.Context) {
+	s.asyncCap(r, plugin.CapSpawn, "spawn", toSpawn, func(ctx context.Context) {
 		resp, err := j.be.Spawn(ctx, req)
 		if err != nil {
 			r.fail(rcFail, fmt.Errorf("spawn of %s: %w", sp.Cmds[0].Cmd, err))

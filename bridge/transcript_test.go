@@ -495,4 +495,3 @@ func requestKey(st exchange) string {
 	}
 	return ""
 }
-

@@ -252,11 +252,58 @@ func (s *server) run(ctx context.Context) (retErr error) {
 		}
 	}()
 
-	bp, err := s.startBackend(ctx, dir)
+	name := c.backend.binaryName()
+	// The tasks are served from here on, while the backend starts: their
+	// local requests need no backend, and those that do wait for it.
+	lazy := newLazyBackend()
+	job, err := bridge.NewJob(ctx, bridge.Config{
+		Job:         c.job,
+		NodeID:      c.nodeID,
+		Preput:      c.preput,
+		Attrs:       c.attrs,
+		Limits:      c.limits,
+		Timeouts:    c.timeouts,
+		FenceMode:   c.fenceMode,
+		PMIDebug:    c.pmiDebug,
+		BackendName: name,
+		WaitBackend: lazy.wait,
+		// The bridge adds the job and node fields itself.
+		Logger: zerolog.New(s.logw).Level(c.logLevel).With().Timestamp().Logger(),
+	}, lazy)
 	if err != nil {
+		return fmt.Errorf("%w: build the PMI engine: %w", ErrUsage, err)
+	}
+	s.job = job
+	// startFailed ends a job whose backend never came up.
+	startFailed := func(err error) error {
+		lazy.fail(err)
+		job.Fail(err)
+		s.shutdown()
 		return err
 	}
-	name := c.backend.binaryName()
+
+	s.byRank = map[int32]*taskConn{}
+	for _, t := range c.tasks {
+		conn, ok := fds.conns[t.rank]
+		if !ok {
+			continue // a PMI_PORT task
+		}
+		delete(fds.conns, t.rank)
+		if err := s.attach(t.rank, conn); err != nil {
+			return startFailed(fmt.Errorf("attach rank %d: %w", t.rank, err))
+		}
+	}
+	if fds.port != nil {
+		s.port = fds.port
+		fds.port = nil
+		s.readers.Add(1)
+		go s.acceptLoop(s.port)
+	}
+
+	bp, err := s.startBackend(ctx, dir)
+	if err != nil {
+		return startFailed(err)
+	}
 	defer func() {
 		if err := bp.Close(); err != nil {
 			s.log.Warn().Err(err).Msg("close backend")
@@ -268,49 +315,11 @@ func (s *server) run(ctx context.Context) (retErr error) {
 	cancel()
 	if err != nil {
 		if ctx.Err() != nil {
-			return stopped(ctx, "configure "+name)
+			err = stopped(ctx, "configure "+name)
 		}
-		return err
+		return startFailed(err)
 	}
-
-	job, err := bridge.NewJob(ctx, bridge.Config{
-		Job:          c.job,
-		NodeID:       c.nodeID,
-		Preput:       c.preput,
-		Attrs:        mergeAttrs(c.attrs, attrs),
-		Limits:       c.limits,
-		Timeouts:     c.timeouts,
-		FenceMode:    c.fenceMode,
-		PMIDebug:     c.pmiDebug,
-		Capabilities: info.Capabilities,
-		BackendName:  name,
-		// The bridge adds the job and node fields itself.
-		Logger: zerolog.New(s.logw).Level(c.logLevel).With().Timestamp().Logger(),
-	}, bp.Backend())
-	if err != nil {
-		return fmt.Errorf("%w: build the PMI engine: %w", ErrUsage, err)
-	}
-	s.job = job
-
-	s.byRank = map[int32]*taskConn{}
-	for _, t := range c.tasks {
-		conn, ok := fds.conns[t.rank]
-		if !ok {
-			continue // a PMI_PORT task
-		}
-		delete(fds.conns, t.rank)
-		if err := s.attach(t.rank, conn); err != nil {
-			job.Fail(err)
-			s.shutdown()
-			return fmt.Errorf("attach rank %d: %w", t.rank, err)
-		}
-	}
-	if fds.port != nil {
-		s.port = fds.port
-		fds.port = nil
-		s.readers.Add(1)
-		go s.acceptLoop(s.port)
-	}
+	lazy.set(bp.Backend(), &bridge.BackendReady{Info: info, Attrs: attrs})
 
 	if err := s.notify.ready(len(c.tasks)); err != nil {
 		// The launcher asked for readiness and will not hear it: it
@@ -390,15 +399,6 @@ func (s *server) startBackend(ctx context.Context, dir string) (backendProc, err
 		return nil, fmt.Errorf("%w: %w", ErrBackend, err)
 	}
 	return bp, nil
-}
-
-// mergeAttrs puts the backend's attributes after the bootstrap's: a key
-// both set takes the backend's value, since the backend owns the RM's
-// knowledge.
-func mergeAttrs(boot, backend []plugin.Info) []plugin.Info {
-	out := make([]plugin.Info, 0, len(boot)+len(backend))
-	out = append(out, boot...)
-	return append(out, backend...)
 }
 
 // attach hands one PMI_FD connection to the bridge and starts its

@@ -117,7 +117,8 @@ func (ns *nodeStart) closeFiles() {
 }
 
 // launch starts one job: one shim per node, each with its task sockets
-// and bootstrap; once a node's shim is ready, that node's tasks. It
+// and bootstrap, and that node's tasks; then it waits for every shim to
+// be ready. It
 // returns when every task started, or an error after killing what it
 // started. It is the universe's Launch hook for spawned jobs.
 func (l *Launcher) launch(ctx context.Context, spec *JobSpec) (err error) {
@@ -176,11 +177,18 @@ func (l *Launcher) launch(ctx context.Context, spec *JobSpec) (err error) {
 			return err
 		}
 	}
+	// Tasks start while their shims are still coming up: their sockets
+	// already exist, so a task's first PMI request waits in the socket
+	// until the shim reads it, and process start-up, MPI library loading
+	// and backend start-up overlap instead of adding up. A shim that
+	// fails before READY still fails the launch, killing its tasks.
 	for _, s := range starts {
-		if err := l.waitReady(ctx, rj, s); err != nil {
+		if err := l.startTasks(rj, s); err != nil {
 			return err
 		}
-		if err := l.startTasks(rj, s); err != nil {
+	}
+	for _, s := range starts {
+		if err := l.waitReady(ctx, rj, s); err != nil {
 			return err
 		}
 	}
@@ -380,7 +388,7 @@ func firstNonEmpty(s ...string) string {
 	return ""
 }
 
-// startTasks starts one node's tasks once its shim is ready.
+// startTasks starts one node's tasks.
 func (l *Launcher) startTasks(rj *runJob, s *nodeStart) error {
 	j := rj.spec.Job
 	base := childEnv(os.Environ())
