@@ -47,6 +47,7 @@ type Job struct {
 	attrWaits  map[string][]*waiter  // guarded by mu; info-getnodeattr with wait
 	lazyWaits  []*waiter             // guarded by mu; gets waiting for a world fence
 	pending    map[*request]struct{} // guarded by mu; requests not yet answered
+	notices    notices               // guarded by mu
 	fetched    map[int32]int         // guarded by mu; node index (-1: all) -> world epoch of its last direct modex
 	modexWaits map[int32][]*waiter   // guarded by mu; gets waiting on a direct modex per node index
 	ended      bool                  // guarded by mu
@@ -359,8 +360,13 @@ func (j *Job) track() bool {
 // context outlives the job: the last finalize ends the job, and its
 // notification must still reach the RM.
 func (j *Job) goNotify(call func(ctx context.Context)) {
+	j.goNotifyFn(call)
+}
+
+// goNotifyFn is goNotify reporting whether the goroutine started.
+func (j *Job) goNotifyFn(call func(ctx context.Context)) bool {
 	if !j.track() {
-		return
+		return false
 	}
 	go func() {
 		defer j.wg.Done()
@@ -368,6 +374,7 @@ func (j *Job) goNotify(call func(ctx context.Context)) {
 		defer cancel()
 		call(ctx)
 	}()
+	return true
 }
 
 // afterFunc arms a timer whose callback the job waits for on Shutdown.

@@ -12,37 +12,75 @@ import (
 // clientInit marks a rank as a PMI client and tells the backend.
 func (j *Job) clientInit(s *Session, rank int32) {
 	j.mu.Lock()
+	defer j.mu.Unlock()
 	t := j.tasks[rank]
-	first := t != nil && !t.inited
-	if first {
-		t.inited = true
-	}
-	j.mu.Unlock()
-	if !first {
+	if t == nil || t.inited {
 		return
 	}
-	j.goNotify(func(ctx context.Context) {
-		err := j.be.ClientConnected(ctx, &plugin.ClientRequest{Proc: j.proc(rank)})
-		if err != nil && !errors.Is(err, plugin.ErrNotSupported) {
-			j.log.Warn().Int32("rank", rank).Err(err).Msg("backend ClientConnected failed")
-		}
-	})
+	t.inited = true
+	j.notices.connected = append(j.notices.connected, j.proc(rank))
+	j.flushNoticesLocked()
 }
 
 func (s *Session) finalize(r *request) {
 	j := s.j
 	j.mu.Lock()
 	t := j.tasks[s.rank]
-	t.finalized = true
+	if !t.finalized {
+		t.finalized = true
+		j.notices.finalized = append(j.notices.finalized, j.proc(s.rank))
+		j.flushNoticesLocked()
+	}
 	j.mu.Unlock()
 	r.ok()
-	rank := s.rank
-	j.goNotify(func(ctx context.Context) {
-		err := j.be.ClientFinalized(ctx, &plugin.ClientRequest{Proc: j.proc(rank)})
-		if err != nil && !errors.Is(err, plugin.ErrNotSupported) {
-			j.log.Warn().Int32("rank", rank).Err(err).Msg("backend ClientFinalized failed")
+}
+
+// notices batches the ClientConnected and ClientFinalized reports: while
+// one call is in flight the next ranks queue up and go together, so a job
+// of a thousand ranks costs a few calls, not two thousand.
+type notices struct {
+	connected []plugin.Proc
+	finalized []plugin.Proc
+	busy      bool // a flush goroutine is running
+}
+
+// flushNoticesLocked starts the goroutine that sends queued notices,
+// unless it runs already. A rank's connect always goes before its
+// finalize: each round sends the connects first.
+func (j *Job) flushNoticesLocked() {
+	if j.notices.busy {
+		return
+	}
+	j.notices.busy = true
+	started := j.goNotifyFn(func(ctx context.Context) {
+		for {
+			j.mu.Lock()
+			conn, fin := j.notices.connected, j.notices.finalized
+			j.notices.connected, j.notices.finalized = nil, nil
+			if len(conn) == 0 && len(fin) == 0 {
+				j.notices.busy = false
+				j.mu.Unlock()
+				return
+			}
+			j.mu.Unlock()
+			if len(conn) > 0 {
+				j.notify(ctx, "ClientConnected", conn, j.be.ClientConnected)
+			}
+			if len(fin) > 0 {
+				j.notify(ctx, "ClientFinalized", fin, j.be.ClientFinalized)
+			}
 		}
 	})
+	if !started {
+		j.notices.busy = false
+	}
+}
+
+func (j *Job) notify(ctx context.Context, what string, procs []plugin.Proc, call func(context.Context, *plugin.ClientRequest) error) {
+	err := call(ctx, &plugin.ClientRequest{Procs: procs})
+	if err != nil && !errors.Is(err, plugin.ErrNotSupported) {
+		j.log.Warn().Int("ranks", len(procs)).Err(err).Msg("backend " + what + " failed")
+	}
 }
 
 // abort asks the RM to end the job and then ends it here. The client

@@ -10,9 +10,9 @@ type Backend interface {
 	// Configure registers the caller's job and node; it comes right after
 	// GetInfo.
 	Configure(ctx context.Context, req *ConfigureRequest) (*ConfigureResponse, error)
-	// ClientConnected reports that a task initialized PMI.
+	// ClientConnected reports that tasks initialized PMI.
 	ClientConnected(ctx context.Context, req *ClientRequest) error
-	// ClientFinalized reports that a task finalized PMI.
+	// ClientFinalized reports that tasks finalized PMI.
 	ClientFinalized(ctx context.Context, req *ClientRequest) error
 	// Abort ends processes with a status.
 	Abort(ctx context.Context, req *AbortRequest) error

@@ -127,10 +127,13 @@ type ConfigureResponse struct {
 	Attrs []Info
 }
 
-// ClientRequest reports a task's PMI init or finalize.
+// ClientRequest reports that tasks initialized or finalized PMI. The host
+// batches the tasks of a node that did so close together into one call, so
+// a thousand-rank job costs a handful of calls, not thousands; a task is
+// always reported connected before it is reported finalized.
 type ClientRequest struct {
-	Proc Proc
-	Info []Info
+	Procs []Proc
+	Info  []Info
 }
 
 // AbortRequest asks the RM to end processes with an exit status.

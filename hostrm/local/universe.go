@@ -365,18 +365,28 @@ func (u *Universe) setProcState(step string, p plugin.Proc, state string) error 
 	return nil
 }
 
-// ClientConnected records that a task initialized PMI.
+// ClientConnected records that tasks initialized PMI.
 func (u *Universe) ClientConnected(_ context.Context, req *plugin.ClientRequest) error {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	return u.setProcState("client connected", req.Proc, "connected")
+	return u.setProcStates("client connected", req.Procs, "connected")
 }
 
-// ClientFinalized records that a task finalized PMI.
+// ClientFinalized records that tasks finalized PMI.
 func (u *Universe) ClientFinalized(_ context.Context, req *plugin.ClientRequest) error {
+	return u.setProcStates("client finalized", req.Procs, "finalized")
+}
+
+// setProcStates records state for every proc it knows and names the
+// first one it does not.
+func (u *Universe) setProcStates(step string, procs []plugin.Proc, state string) error {
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	return u.setProcState("client finalized", req.Proc, "finalized")
+	var first error
+	for _, p := range procs {
+		if err := u.setProcState(step, p, state); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
 }
 
 // TaskStarted records a task's pid; the launcher calls it.

@@ -529,10 +529,10 @@ func TestQuery(t *testing.T) {
 	u.TaskStarted(p(0), 100)
 	u.TaskStarted(p(1), 101)
 	u.TaskStarted(p(2), 102)
-	if err := u.ClientConnected(ctx, &plugin.ClientRequest{Proc: p(1)}); err != nil {
+	if err := u.ClientConnected(ctx, &plugin.ClientRequest{Procs: []plugin.Proc{p(1)}}); err != nil {
 		t.Fatal(err)
 	}
-	if err := u.ClientFinalized(ctx, &plugin.ClientRequest{Proc: p(2)}); err != nil {
+	if err := u.ClientFinalized(ctx, &plugin.ClientRequest{Procs: []plugin.Proc{p(2)}}); err != nil {
 		t.Fatal(err)
 	}
 	u.TaskExited(p(0), "exited(0)")

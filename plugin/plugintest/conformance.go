@@ -243,19 +243,22 @@ func testConfigure(t *testing.T, e *env) {
 func testClients(t *testing.T, e *env) {
 	ctx, cancel := e.ctx()
 	defer cancel()
+	// The host batches: one call may name one task or all of a node's.
 	for i, b := range e.nodes {
-		for _, p := range e.localProcs(i) {
-			req := &plugin.ClientRequest{Proc: p, Info: []plugin.Info{{Key: "pmi-version", Value: "2"}}}
-			if err := b.ClientConnected(ctx, req); err != nil {
-				t.Errorf("node %d: ClientConnected(%s): %v", i, p, err)
-			}
+		procs := e.localProcs(i)
+		req := &plugin.ClientRequest{Procs: procs[:1], Info: []plugin.Info{{Key: "pmi-version", Value: "2"}}}
+		if err := b.ClientConnected(ctx, req); err != nil {
+			t.Errorf("node %d: ClientConnected(%v): %v", i, req.Procs, err)
+		}
+		req = &plugin.ClientRequest{Procs: procs[1:]}
+		if err := b.ClientConnected(ctx, req); err != nil {
+			t.Errorf("node %d: ClientConnected(%v): %v", i, req.Procs, err)
 		}
 	}
 	for i, b := range e.nodes {
-		for _, p := range e.localProcs(i) {
-			if err := b.ClientFinalized(ctx, &plugin.ClientRequest{Proc: p}); err != nil {
-				t.Errorf("node %d: ClientFinalized(%s): %v", i, p, err)
-			}
+		req := &plugin.ClientRequest{Procs: e.localProcs(i)}
+		if err := b.ClientFinalized(ctx, req); err != nil {
+			t.Errorf("node %d: ClientFinalized(%v): %v", i, req.Procs, err)
 		}
 	}
 }

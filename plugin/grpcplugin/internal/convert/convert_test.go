@@ -67,11 +67,11 @@ func TestRoundTrip(t *testing.T) {
 			func(t *testing.T, in any) any {
 				return roundTrip(t, in.(*plugin.ConfigureResponse), ToConfigureResponse, FromConfigureResponse)
 			}},
-		{"ClientConnected", &plugin.ClientRequest{Proc: procs[0], Info: infos},
+		{"ClientConnected", &plugin.ClientRequest{Procs: procs, Info: infos},
 			func(t *testing.T, in any) any {
 				return roundTrip(t, in.(*plugin.ClientRequest), ToClientConnectedRequest, FromClientConnectedRequest)
 			}},
-		{"ClientFinalized", &plugin.ClientRequest{Proc: procs[1], Info: infos},
+		{"ClientFinalized", &plugin.ClientRequest{Procs: procs[1:], Info: infos},
 			func(t *testing.T, in any) any {
 				return roundTrip(t, in.(*plugin.ClientRequest), ToClientFinalizedRequest, FromClientFinalizedRequest)
 			}},

@@ -72,12 +72,12 @@ func ToClientConnectedRequest(in *plugin.ClientRequest) *rmv1.ClientConnectedReq
 	if in == nil {
 		in = &plugin.ClientRequest{}
 	}
-	return &rmv1.ClientConnectedRequest{Proc: toProc(in.Proc), Info: toInfos(in.Info)}
+	return &rmv1.ClientConnectedRequest{Procs: toProcs(in.Procs), Info: toInfos(in.Info)}
 }
 
 // FromClientConnectedRequest converts a ClientConnected request.
 func FromClientConnectedRequest(in *rmv1.ClientConnectedRequest) *plugin.ClientRequest {
-	return &plugin.ClientRequest{Proc: fromProc(in.GetProc()), Info: fromInfos(in.GetInfo())}
+	return &plugin.ClientRequest{Procs: fromProcs(in.GetProcs()), Info: fromInfos(in.GetInfo())}
 }
 
 // ToClientFinalizedRequest converts a ClientFinalized request.
@@ -85,12 +85,12 @@ func ToClientFinalizedRequest(in *plugin.ClientRequest) *rmv1.ClientFinalizedReq
 	if in == nil {
 		in = &plugin.ClientRequest{}
 	}
-	return &rmv1.ClientFinalizedRequest{Proc: toProc(in.Proc), Info: toInfos(in.Info)}
+	return &rmv1.ClientFinalizedRequest{Procs: toProcs(in.Procs), Info: toInfos(in.Info)}
 }
 
 // FromClientFinalizedRequest converts a ClientFinalized request.
 func FromClientFinalizedRequest(in *rmv1.ClientFinalizedRequest) *plugin.ClientRequest {
-	return &plugin.ClientRequest{Proc: fromProc(in.GetProc()), Info: fromInfos(in.GetInfo())}
+	return &plugin.ClientRequest{Procs: fromProcs(in.GetProcs()), Info: fromInfos(in.GetInfo())}
 }
 
 // ToAbortRequest converts an Abort request.

@@ -791,12 +791,14 @@ func (x *ConfigureResponse) GetAttrs() []*Info {
 	return nil
 }
 
-// ClientConnectedRequest reports a task's PMI init.
+// ClientConnectedRequest reports that tasks initialized PMI. The host
+// batches the tasks of one node that initialized close together into one
+// call.
 type ClientConnectedRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// proc is the task.
-	Proc *Proc `protobuf:"bytes,1,opt,name=proc,proto3" json:"proc,omitempty"`
-	// info carries what the task said at init (e.g. its PMI version).
+	// procs are the tasks, in the order they initialized.
+	Procs []*Proc `protobuf:"bytes,1,rep,name=procs,proto3" json:"procs,omitempty"`
+	// info carries extra detail, if any.
 	Info          []*Info `protobuf:"bytes,2,rep,name=info,proto3" json:"info,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -832,9 +834,9 @@ func (*ClientConnectedRequest) Descriptor() ([]byte, []int) {
 	return file_gopmi_rm_v1_rm_proto_rawDescGZIP(), []int{9}
 }
 
-func (x *ClientConnectedRequest) GetProc() *Proc {
+func (x *ClientConnectedRequest) GetProcs() []*Proc {
 	if x != nil {
-		return x.Proc
+		return x.Procs
 	}
 	return nil
 }
@@ -883,11 +885,13 @@ func (*ClientConnectedResponse) Descriptor() ([]byte, []int) {
 	return file_gopmi_rm_v1_rm_proto_rawDescGZIP(), []int{10}
 }
 
-// ClientFinalizedRequest reports a task's PMI finalize.
+// ClientFinalizedRequest reports that tasks finalized PMI, batched like
+// ClientConnectedRequest. A task is always reported connected before it is
+// reported finalized.
 type ClientFinalizedRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// proc is the task.
-	Proc *Proc `protobuf:"bytes,1,opt,name=proc,proto3" json:"proc,omitempty"`
+	// procs are the tasks, in the order they finalized.
+	Procs []*Proc `protobuf:"bytes,1,rep,name=procs,proto3" json:"procs,omitempty"`
 	// info carries extra detail, if any.
 	Info          []*Info `protobuf:"bytes,2,rep,name=info,proto3" json:"info,omitempty"`
 	unknownFields protoimpl.UnknownFields
@@ -924,9 +928,9 @@ func (*ClientFinalizedRequest) Descriptor() ([]byte, []int) {
 	return file_gopmi_rm_v1_rm_proto_rawDescGZIP(), []int{11}
 }
 
-func (x *ClientFinalizedRequest) GetProc() *Proc {
+func (x *ClientFinalizedRequest) GetProcs() []*Proc {
 	if x != nil {
-		return x.Proc
+		return x.Procs
 	}
 	return nil
 }
@@ -2637,13 +2641,13 @@ const file_gopmi_rm_v1_rm_proto_rawDesc = "" +
 	"\anode_id\x18\x03 \x01(\x05R\x06nodeId\x12\x16\n" +
 	"\x06config\x18\x04 \x01(\fR\x06config\"<\n" +
 	"\x11ConfigureResponse\x12'\n" +
-	"\x05attrs\x18\x01 \x03(\v2\x11.gopmi.rm.v1.InfoR\x05attrs\"f\n" +
-	"\x16ClientConnectedRequest\x12%\n" +
-	"\x04proc\x18\x01 \x01(\v2\x11.gopmi.rm.v1.ProcR\x04proc\x12%\n" +
+	"\x05attrs\x18\x01 \x03(\v2\x11.gopmi.rm.v1.InfoR\x05attrs\"h\n" +
+	"\x16ClientConnectedRequest\x12'\n" +
+	"\x05procs\x18\x01 \x03(\v2\x11.gopmi.rm.v1.ProcR\x05procs\x12%\n" +
 	"\x04info\x18\x02 \x03(\v2\x11.gopmi.rm.v1.InfoR\x04info\"\x19\n" +
-	"\x17ClientConnectedResponse\"f\n" +
-	"\x16ClientFinalizedRequest\x12%\n" +
-	"\x04proc\x18\x01 \x01(\v2\x11.gopmi.rm.v1.ProcR\x04proc\x12%\n" +
+	"\x17ClientConnectedResponse\"h\n" +
+	"\x16ClientFinalizedRequest\x12'\n" +
+	"\x05procs\x18\x01 \x03(\v2\x11.gopmi.rm.v1.ProcR\x05procs\x12%\n" +
 	"\x04info\x18\x02 \x03(\v2\x11.gopmi.rm.v1.InfoR\x04info\"\x19\n" +
 	"\x17ClientFinalizedResponse\"\x94\x01\n" +
 	"\fAbortRequest\x12%\n" +
@@ -2842,9 +2846,9 @@ var file_gopmi_rm_v1_rm_proto_depIdxs = []int32{
 	7,  // 1: gopmi.rm.v1.Job.apps:type_name -> gopmi.rm.v1.App
 	8,  // 2: gopmi.rm.v1.ConfigureRequest.job:type_name -> gopmi.rm.v1.Job
 	3,  // 3: gopmi.rm.v1.ConfigureResponse.attrs:type_name -> gopmi.rm.v1.Info
-	2,  // 4: gopmi.rm.v1.ClientConnectedRequest.proc:type_name -> gopmi.rm.v1.Proc
+	2,  // 4: gopmi.rm.v1.ClientConnectedRequest.procs:type_name -> gopmi.rm.v1.Proc
 	3,  // 5: gopmi.rm.v1.ClientConnectedRequest.info:type_name -> gopmi.rm.v1.Info
-	2,  // 6: gopmi.rm.v1.ClientFinalizedRequest.proc:type_name -> gopmi.rm.v1.Proc
+	2,  // 6: gopmi.rm.v1.ClientFinalizedRequest.procs:type_name -> gopmi.rm.v1.Proc
 	3,  // 7: gopmi.rm.v1.ClientFinalizedRequest.info:type_name -> gopmi.rm.v1.Info
 	2,  // 8: gopmi.rm.v1.AbortRequest.proc:type_name -> gopmi.rm.v1.Proc
 	2,  // 9: gopmi.rm.v1.AbortRequest.targets:type_name -> gopmi.rm.v1.Proc

@@ -1,0 +1,509 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/gopmi/gopmi/integration/clients"
+)
+
+func main() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
+
+// launcherList is the repeatable -launcher flag.
+type launcherList []clients.Launcher
+
+func (l *launcherList) String() string {
+	var s []string
+	for _, x := range *l {
+		s = append(s, x.String())
+	}
+	return strings.Join(s, ", ")
+}
+
+func (l *launcherList) Set(v string) error {
+	x, err := clients.ParseLauncher(v)
+	if err != nil {
+		return err
+	}
+	for _, have := range *l {
+		if have.Name == x.Name {
+			return fmt.Errorf("launcher %q given twice", x.Name)
+		}
+	}
+	*l = append(*l, x)
+	return nil
+}
+
+type config struct {
+	launchers  []clients.Launcher
+	notes      []string
+	helloNs    []int
+	pmi2Ns     []int
+	runs       int
+	runsLarge  int
+	warmup     int
+	k, g, v, r int
+	timeout    time.Duration
+	binDir     string
+	jsonPath   string
+	quick      bool
+}
+
+// runsFor is how many timed runs (and warm-up runs) a size gets: fewer for
+// big jobs, whose runs take seconds and vary less.
+func (c *config) runsFor(n int) (runs, warmup int) {
+	switch {
+	case c.quick:
+		return 1, 0
+	case n >= 512:
+		return 1, 0
+	case n >= 64:
+		return c.runsLarge, c.warmup
+	default:
+		return c.runs, c.warmup
+	}
+}
+
+func (c *config) timeoutFor(n int) time.Duration {
+	if c.timeout > 0 {
+		return c.timeout
+	}
+	// hydra needs ~10 s for pmi2_bench at N=232 on 2 cores; this leaves
+	// room for a slower PM without waiting long on a hung one.
+	return 30*time.Second + time.Duration(n)*100*time.Millisecond
+}
+
+func parseInts(s string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(s, ",") {
+		f = strings.TrimSpace(f)
+		if f == "" {
+			continue
+		}
+		n, err := strconv.Atoi(f)
+		if err != nil || n < 1 {
+			return nil, fmt.Errorf("bad size %q", f)
+		}
+		out = append(out, n)
+	}
+	return out, nil
+}
+
+func parseFlags(args []string, stderr io.Writer) (*config, error) {
+	fs := flag.NewFlagSet("bench", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var (
+		ls        launcherList
+		slurm     = fs.Bool("slurm", false, "also measure `srun --mpi=pmi2 -n {n}`")
+		gopmi     = fs.String("gopmi", "./bin/gopmi", "gopmi binary used when no -launcher is given")
+		hello     = fs.String("hello", "1,4,16,64", "task counts for the MPICH hello section")
+		pmi2      = fs.String("pmi2", "16,64,128,1024", "task counts for the PMI-2 microbenchmark")
+		runs      = fs.Int("runs", 10, "timed runs per launcher for N < 64")
+		runsLarge = fs.Int("runs-large", 3, "timed runs per launcher for 64 <= N < 512 (N >= 512: 1)")
+		warmup    = fs.Int("warmup", 1, "untimed runs per launcher before each size (N < 512)")
+		k         = fs.Int("k", 8, "pmi2_bench: keys each rank puts per round")
+		g         = fs.Int("g", 16, "pmi2_bench: peers whose keys each rank reads")
+		v         = fs.Int("v", 64, "pmi2_bench: value size in bytes")
+		rounds    = fs.Int("rounds", 3, "pmi2_bench: rounds")
+		timeout   = fs.Duration("timeout", 0, "per-run time-out (0: 30s + 100ms per task)")
+		binDir    = fs.String("bin", "", "where to build the client programs (default integration/testdata/bin)")
+		jsonPath  = fs.String("json", "", "also write the results as JSON to this file")
+		quick     = fs.Bool("quick", false, "smoke mode: one run each at small N (seconds)")
+	)
+	fs.Var(&ls, "launcher", "`name=command template` with {n} for the task count; repeatable (default: hydra, and gopmi if -gopmi exists)")
+	if err := fs.Parse(args); err != nil {
+		return nil, err
+	}
+	if fs.NArg() > 0 {
+		return nil, fmt.Errorf("unexpected arguments: %v", fs.Args())
+	}
+	set := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+
+	c := &config{
+		runs: *runs, runsLarge: *runsLarge, warmup: *warmup,
+		k: *k, g: *g, v: *v, r: *rounds,
+		timeout: *timeout, binDir: *binDir, jsonPath: *jsonPath, quick: *quick,
+	}
+	if *quick {
+		// Small unless the caller asked for something else.
+		if !set["hello"] {
+			*hello = "1,2"
+		}
+		if !set["pmi2"] {
+			*pmi2 = "4"
+		}
+		if !set["k"] {
+			c.k = 2
+		}
+		if !set["g"] {
+			c.g = 2
+		}
+		if !set["rounds"] {
+			c.r = 1
+		}
+	}
+	var err error
+	if c.helloNs, err = parseInts(*hello); err != nil {
+		return nil, fmt.Errorf("-hello: %w", err)
+	}
+	if c.pmi2Ns, err = parseInts(*pmi2); err != nil {
+		return nil, fmt.Errorf("-pmi2: %w", err)
+	}
+	if c.runs < 1 || c.runsLarge < 1 || c.warmup < 0 {
+		return nil, errors.New("-runs and -runs-large must be >= 1, -warmup >= 0")
+	}
+
+	if len(ls) == 0 {
+		ls = append(ls, clients.Hydra)
+		if st, err := os.Stat(*gopmi); err == nil && st.Mode().IsRegular() {
+			ls = append(ls, clients.Launcher{Name: "gopmi", Template: []string{*gopmi, "run", "-n", "{n}"}})
+		} else {
+			c.notes = append(c.notes, fmt.Sprintf("gopmi not measured: %s not found (build it, or pass -launcher 'gopmi=<path> run -n {n}')", *gopmi))
+		}
+	}
+	if *slurm && !slices.ContainsFunc(ls, func(l clients.Launcher) bool { return l.Name == "srun" }) {
+		ls = append(ls, clients.Launcher{Name: "srun", Template: []string{"srun", "--mpi=pmi2", "-n", "{n}"}})
+	}
+	for _, l := range ls {
+		if _, err := exec.LookPath(l.Template[0]); err != nil {
+			hint := ""
+			if l.Template[0] == "mpiexec.hydra" {
+				hint = " (install: " + clients.InstallHint + ")"
+			}
+			return nil, fmt.Errorf("launcher %s: %s not found%s", l.Name, l.Template[0], hint)
+		}
+	}
+	c.launchers = ls
+	return c, nil
+}
+
+// sample is one timed run.
+type sample struct {
+	WallMS    float64 `json:"wall_ms"`
+	TreeCPUMS float64 `json:"tree_cpu_ms"`
+	TaskCPUMS float64 `json:"task_cpu_ms"`
+	PMCPUMS   float64 `json:"pm_cpu_ms"`
+	// pmi2_bench only: rank 0's phase times.
+	InitUS  int64 `json:"init_us,omitempty"`
+	PutUS   int64 `json:"put_us,omitempty"`
+	FenceUS int64 `json:"fence_us,omitempty"`
+	GetUS   int64 `json:"get_us,omitempty"`
+	TotalUS int64 `json:"total_us,omitempty"`
+}
+
+// cell is one launcher at one size of one section.
+type cell struct {
+	Section  string   `json:"section"`
+	N        int      `json:"n"`
+	Launcher string   `json:"launcher"`
+	Argv     []string `json:"argv"`
+	Samples  []sample `json:"samples"`
+	// Fail is why the launcher failed at this size ("" if it did not).
+	Fail string `json:"fail,omitempty"`
+	// Median over Samples of each measure.
+	Median sample  `json:"median"`
+	MinMS  float64 `json:"min_wall_ms"`
+}
+
+type report struct {
+	Started   time.Time         `json:"started"`
+	Host      map[string]string `json:"host"`
+	Launchers map[string]string `json:"launchers"`
+	Reference string            `json:"reference"`
+	Notes     []string          `json:"notes,omitempty"`
+	Params    map[string]int    `json:"params"`
+	Cells     []*cell           `json:"cells"`
+}
+
+// section is one workload measured at several sizes.
+type section struct {
+	name    string // "hello" or "pmi2"
+	title   string
+	program string
+	args    []string
+	ns      []int
+	// parse checks a run and turns it into a sample.
+	parse func(res clients.Result, n int) (sample, error)
+}
+
+func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	cfg, err := parseFlags(args, stderr)
+	if err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		fmt.Fprintln(stderr, "bench:", err)
+		return 2
+	}
+	dir := cfg.binDir
+	if dir == "" {
+		if dir, err = clients.DefaultDir(); err != nil {
+			fmt.Fprintln(stderr, "bench:", err)
+			return 1
+		}
+	}
+	bctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	bins, err := clients.Build(bctx, dir)
+	cancel()
+	if err != nil {
+		fmt.Fprintln(stderr, "bench:", err)
+		return 1
+	}
+
+	rep := &report{
+		Started:   time.Now(),
+		Host:      hostInfo(ctx),
+		Launchers: map[string]string{},
+		Reference: cfg.launchers[0].Name,
+		Notes:     cfg.notes,
+		Params:    map[string]int{"k": cfg.k, "g": cfg.g, "v": cfg.v, "rounds": cfg.r, "runs": cfg.runs, "runs_large": cfg.runsLarge, "warmup": cfg.warmup},
+	}
+	for _, l := range cfg.launchers {
+		rep.Launchers[l.Name] = strings.Join(l.Template, " ")
+	}
+	sections := []section{
+		{
+			name: "hello", title: "MPICH hello", program: clients.MPIHello, args: []string{"cpu"}, ns: cfg.helloNs,
+			parse: parseHello,
+		},
+		{
+			name: "pmi2", title: "PMI-2 microbench", program: clients.PMI2Bench, ns: cfg.pmi2Ns,
+			args: []string{
+				"k=" + strconv.Itoa(cfg.k), "g=" + strconv.Itoa(cfg.g),
+				"v=" + strconv.Itoa(cfg.v), "rounds=" + strconv.Itoa(cfg.r),
+			},
+			parse: parsePMI2,
+		},
+	}
+	for _, s := range sections {
+		if err := measure(ctx, cfg, s, bins[s.program], rep, stderr); err != nil {
+			fmt.Fprintln(stderr, "bench:", err)
+			return 1
+		}
+	}
+	printReport(stdout, cfg, rep)
+	if cfg.jsonPath != "" {
+		b, err := json.MarshalIndent(rep, "", "  ")
+		if err == nil {
+			err = os.WriteFile(cfg.jsonPath, append(b, '\n'), 0o644)
+		}
+		if err != nil {
+			fmt.Fprintln(stderr, "bench: write json:", err)
+			return 1
+		}
+	}
+	return 0
+}
+
+// measure runs one section: for each size, warm-up runs, then timed runs
+// with the launchers taking turns (ABAB...). A launcher that fails at a size
+// stops there and is not run at larger sizes of the section.
+func measure(ctx context.Context, cfg *config, s section, prog string, rep *report, progress io.Writer) error {
+	failedAt := map[string]int{}
+	for _, n := range s.ns {
+		runs, warmup := cfg.runsFor(n)
+		cells := map[string]*cell{}
+		var active []clients.Launcher
+		for _, l := range cfg.launchers {
+			c := &cell{Section: s.name, N: n, Launcher: l.Name, Argv: l.Argv(n, prog, s.args...)}
+			rep.Cells = append(rep.Cells, c)
+			cells[l.Name] = c
+			if at, ok := failedAt[l.Name]; ok {
+				c.Fail = fmt.Sprintf("not run: failed at N=%d", at)
+				continue
+			}
+			active = append(active, l)
+		}
+		one := func(l clients.Launcher, timed bool, i int) {
+			c := cells[l.Name]
+			if c.Fail != "" {
+				return
+			}
+			rctx, cancel := context.WithTimeout(ctx, cfg.timeoutFor(n))
+			res, err := clients.Run(rctx, c.Argv, clients.RunOptions{})
+			cancel()
+			var smp sample
+			if err == nil {
+				smp, err = s.parse(res, n)
+			} else if res.TimedOut {
+				err = errors.New(res.Summary())
+			}
+			what := "warm-up"
+			if timed {
+				what = fmt.Sprintf("run %d/%d", i+1, runs)
+			}
+			if err != nil {
+				c.Fail = err.Error()
+				failedAt[l.Name] = n
+				fmt.Fprintf(progress, "%s n=%d %s %s: fail (%s)\n", s.name, n, l.Name, what, c.Fail)
+				return
+			}
+			fmt.Fprintf(progress, "%s n=%d %s %s: %.1f ms\n", s.name, n, l.Name, what, smp.WallMS)
+			if timed {
+				c.Samples = append(c.Samples, smp)
+			}
+		}
+		for i := 0; i < warmup; i++ {
+			for _, l := range active {
+				one(l, false, i)
+			}
+		}
+		for i := 0; i < runs; i++ {
+			for _, l := range active {
+				if ctx.Err() != nil {
+					return fmt.Errorf("interrupted: %w", ctx.Err())
+				}
+				one(l, true, i)
+			}
+		}
+		for _, c := range cells {
+			summarize(c)
+		}
+	}
+	return nil
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
+
+// common checks what every run must show and fills the CPU accounting.
+func common(res clients.Result, n int) (sample, error) {
+	if res.ExitCode != 0 {
+		return sample{}, errors.New(res.Summary())
+	}
+	if f := clients.Lines(res.Stdout, "fail "); len(f) > 0 {
+		return sample{}, fmt.Errorf("task failed: %s", f[0])
+	}
+	task, count := clients.TaskCPU(res.Stdout)
+	if count != n {
+		return sample{}, fmt.Errorf("%d of %d tasks reported cpu_us", count, n)
+	}
+	return sample{
+		WallMS:    ms(res.Wall),
+		TreeCPUMS: ms(res.TreeCPU),
+		TaskCPUMS: ms(task),
+		PMCPUMS:   ms(res.TreeCPU - task),
+	}, nil
+}
+
+func parseHello(res clients.Result, n int) (sample, error) {
+	smp, err := common(res, n)
+	if err != nil {
+		return smp, err
+	}
+	if got := len(clients.Lines(res.Stdout, "ok hello ")); got != n {
+		return smp, fmt.Errorf("%d of %d ranks printed ok", got, n)
+	}
+	return smp, nil
+}
+
+func parsePMI2(res clients.Result, n int) (sample, error) {
+	smp, err := common(res, n)
+	if err != nil {
+		return smp, err
+	}
+	lines := clients.Lines(res.Stdout, "bench ")
+	if len(lines) != 1 {
+		return smp, fmt.Errorf("%d bench lines, want 1", len(lines))
+	}
+	f := clients.Fields(lines[0])
+	if f["n"] != strconv.Itoa(n) {
+		return smp, fmt.Errorf("bench line for n=%s, want %d", f["n"], n)
+	}
+	get := func(k string) (int64, error) {
+		v, err := strconv.ParseInt(f[k], 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("bench line: bad %s in %q", k, lines[0])
+		}
+		return v, nil
+	}
+	for _, p := range []struct {
+		key string
+		dst *int64
+	}{{"init_us", &smp.InitUS}, {"put_us", &smp.PutUS}, {"fence_us", &smp.FenceUS}, {"get_us", &smp.GetUS}, {"total_us", &smp.TotalUS}} {
+		if *p.dst, err = get(p.key); err != nil {
+			return smp, err
+		}
+	}
+	return smp, nil
+}
+
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := slices.Clone(xs)
+	slices.Sort(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+func summarize(c *cell) {
+	if len(c.Samples) == 0 {
+		return
+	}
+	col := func(f func(sample) float64) []float64 {
+		out := make([]float64, len(c.Samples))
+		for i, s := range c.Samples {
+			out[i] = f(s)
+		}
+		return out
+	}
+	walls := col(func(s sample) float64 { return s.WallMS })
+	c.MinMS = slices.Min(walls)
+	c.Median = sample{
+		WallMS:    median(walls),
+		TreeCPUMS: median(col(func(s sample) float64 { return s.TreeCPUMS })),
+		TaskCPUMS: median(col(func(s sample) float64 { return s.TaskCPUMS })),
+		PMCPUMS:   median(col(func(s sample) float64 { return s.PMCPUMS })),
+		InitUS:    int64(median(col(func(s sample) float64 { return float64(s.InitUS) }))),
+		PutUS:     int64(median(col(func(s sample) float64 { return float64(s.PutUS) }))),
+		FenceUS:   int64(median(col(func(s sample) float64 { return float64(s.FenceUS) }))),
+		GetUS:     int64(median(col(func(s sample) float64 { return float64(s.GetUS) }))),
+		TotalUS:   int64(median(col(func(s sample) float64 { return float64(s.TotalUS) }))),
+	}
+}
+
+func hostInfo(ctx context.Context) map[string]string {
+	h := map[string]string{
+		"cpus": strconv.Itoa(runtime.NumCPU()),
+		"go":   runtime.Version(),
+	}
+	if name, err := os.Hostname(); err == nil {
+		h["hostname"] = name
+	}
+	if b, err := os.ReadFile("/proc/sys/kernel/osrelease"); err == nil {
+		h["kernel"] = strings.TrimSpace(string(b))
+	}
+	vctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if out, err := exec.CommandContext(vctx, "mpiexec.hydra", "--version").Output(); err == nil {
+		for _, l := range strings.Split(string(out), "\n") {
+			if v, ok := strings.CutPrefix(strings.TrimSpace(l), "Version:"); ok {
+				h["mpich"] = strings.TrimSpace(v)
+				break
+			}
+		}
+	}
+	return h
+}

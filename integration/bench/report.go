@@ -1,0 +1,191 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+	"text/tabwriter"
+)
+
+// find returns the cell of a launcher at a size of a section.
+func (r *report) find(section string, n int, launcher string) *cell {
+	for _, c := range r.Cells {
+		if c.Section == section && c.N == n && c.Launcher == launcher {
+			return c
+		}
+	}
+	return nil
+}
+
+func shorten(s string, n int) string {
+	s = strings.ReplaceAll(s, "\n", " ")
+	if len(s) > n {
+		return s[:n] + "..."
+	}
+	return s
+}
+
+func failText(c *cell) string {
+	return "fail (" + shorten(c.Fail, 70) + ")"
+}
+
+func ok(c *cell) bool { return c != nil && c.Fail == "" && len(c.Samples) > 0 }
+
+// ratio formats other/ref (lower is better for times) and ref/other as the
+// speedup.
+func ratio(ref, other float64) (string, string) {
+	if ref <= 0 || other <= 0 {
+		return "-", "-"
+	}
+	return fmt.Sprintf("%.2f", other/ref), fmt.Sprintf("%.2fx", ref/other)
+}
+
+func printReport(w io.Writer, cfg *config, r *report) {
+	ref := r.Reference
+	var names, others []string
+	for _, l := range cfg.launchers {
+		names = append(names, l.Name)
+		if l.Name != ref {
+			others = append(others, l.Name)
+		}
+	}
+	fmt.Fprintf(w, "gopmi benchmark %s on %s: %s CPUs, Linux %s, MPICH %s\n",
+		r.Started.Format("2006-01-02 15:04"), r.Host["hostname"], r.Host["cpus"], r.Host["kernel"], r.Host["mpich"])
+	fmt.Fprintf(w, "launchers (taking turns run by run; ratios are against %s):\n", ref)
+	for _, n := range names {
+		fmt.Fprintf(w, "  %-6s %s\n", n, r.Launchers[n])
+	}
+	for _, n := range r.Notes {
+		fmt.Fprintf(w, "note: %s\n", n)
+	}
+	if cfg.quick {
+		fmt.Fprintln(w, "note: -quick smoke run: one run per cell, numbers are not comparable")
+	}
+
+	// (a) hello wall time.
+	fmt.Fprintf(w, "\n(a) MPICH hello (MPI_Init + Allreduce + Finalize): wall ms, median (min)\n")
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	head := []string{"N", "runs"}
+	head = append(head, names...)
+	for _, o := range others {
+		head = append(head, o+"/"+ref, "speedup")
+	}
+	fmt.Fprintln(tw, strings.Join(head, "\t"))
+	for _, n := range cfg.helloNs {
+		runs, _ := cfg.runsFor(n)
+		row := []string{fmt.Sprint(n), fmt.Sprint(runs)}
+		for _, name := range names {
+			c := r.find("hello", n, name)
+			switch {
+			case ok(c):
+				row = append(row, fmt.Sprintf("%.1f (%.1f)", c.Median.WallMS, c.MinMS))
+			case c != nil && c.Fail != "":
+				row = append(row, failText(c))
+			default:
+				row = append(row, "-")
+			}
+		}
+		for _, o := range others {
+			a, b := r.find("hello", n, ref), r.find("hello", n, o)
+			if ok(a) && ok(b) {
+				x, y := ratio(a.Median.WallMS, b.Median.WallMS)
+				row = append(row, x, y)
+			} else {
+				row = append(row, "-", "-")
+			}
+		}
+		fmt.Fprintln(tw, strings.Join(row, "\t"))
+	}
+	tw.Flush()
+
+	// (b) PMI-2 microbench.
+	fmt.Fprintf(w, "\n(b) PMI-2 microbench on Slurm's libpmi2: k=%d keys x %d B per rank, reads of g=%d peers, %d rounds\n",
+		cfg.k, cfg.v, cfg.g, cfg.r)
+	fmt.Fprintf(w, "    rank 0's fence / get / PMI2_Init-to-Finalize times summed over rounds, launcher wall; ms, medians\n")
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "N\tlauncher\truns\tfence\tget\ttotal\twall\tfence vs "+ref+"\twall vs "+ref)
+	for _, n := range cfg.pmi2Ns {
+		for _, name := range names {
+			c := r.find("pmi2", n, name)
+			if c == nil {
+				continue
+			}
+			if !ok(c) {
+				// Not tab-terminated: the reason must not widen a column.
+				fmt.Fprintf(tw, "%d\t%s\t%d\t%s\n", n, name, len(c.Samples), failText(c))
+				continue
+			}
+			fence, wall := "", ""
+			if name != ref {
+				if a := r.find("pmi2", n, ref); ok(a) {
+					x, y := ratio(float64(a.Median.FenceUS), float64(c.Median.FenceUS))
+					fence = x + " (" + y + ")"
+					x, y = ratio(a.Median.WallMS, c.Median.WallMS)
+					wall = x + " (" + y + ")"
+				}
+			}
+			fmt.Fprintf(tw, "%d\t%s\t%d\t%.1f\t%.1f\t%.1f\t%.1f\t%s\t%s\n", n, name, len(c.Samples),
+				float64(c.Median.FenceUS)/1000, float64(c.Median.GetUS)/1000, float64(c.Median.TotalUS)/1000,
+				c.Median.WallMS, fence, wall)
+		}
+	}
+	tw.Flush()
+
+	// (c) process-manager CPU.
+	fmt.Fprintf(w, "\n(c) process-manager CPU: launcher tree user+sys (wait4) minus the tasks' own getrusage; ms, medians\n")
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	head = []string{"workload", "N"}
+	head = append(head, names...)
+	for _, o := range others {
+		head = append(head, o+"/"+ref, ref+"/"+o)
+	}
+	fmt.Fprintln(tw, strings.Join(head, "\t"))
+	for _, sec := range []struct {
+		name, label string
+		ns          []int
+	}{{"hello", "hello", cfg.helloNs}, {"pmi2", "pmi2_bench", cfg.pmi2Ns}} {
+		for _, n := range sec.ns {
+			row := []string{sec.label, fmt.Sprint(n)}
+			for _, name := range names {
+				c := r.find(sec.name, n, name)
+				switch {
+				case ok(c):
+					row = append(row, fmt.Sprintf("%.1f", c.Median.PMCPUMS))
+				case c != nil && c.Fail != "":
+					row = append(row, "fail")
+				default:
+					row = append(row, "-")
+				}
+			}
+			for _, o := range others {
+				a, b := r.find(sec.name, n, ref), r.find(sec.name, n, o)
+				if ok(a) && ok(b) {
+					x, y := ratio(a.Median.PMCPUMS, b.Median.PMCPUMS)
+					row = append(row, x, y)
+				} else {
+					row = append(row, "-", "-")
+				}
+			}
+			fmt.Fprintln(tw, strings.Join(row, "\t"))
+		}
+	}
+	tw.Flush()
+
+	var fails []string
+	for _, c := range r.Cells {
+		if c.Fail != "" && !strings.HasPrefix(c.Fail, "not run:") {
+			fails = append(fails, fmt.Sprintf("  %s N=%d %s: %s", c.Section, c.N, c.Launcher, shorten(c.Fail, 300)))
+		}
+	}
+	if len(fails) > 0 {
+		slices.Sort(fails)
+		fmt.Fprintln(w, "\nfailures:")
+		for _, f := range fails {
+			fmt.Fprintln(w, f)
+		}
+	}
+	if cfg.jsonPath != "" {
+		fmt.Fprintf(w, "\nJSON: %s\n", cfg.jsonPath)
+	}
+}

@@ -1,0 +1,330 @@
+/*
+ * pmi2_test - exercises a PMI-2 server through Slurm's libpmi2
+ * (#include <slurm/pmi2.h>, -lpmi2), the PMI-2 client real Slurm jobs use.
+ *
+ * Mode (first argument, default "default"):
+ *   default  init, job id, 3 rounds of KVS all-to-all with values holding
+ *            ';', '=' and spaces, a missing-key get that must fail, job
+ *            attributes PMI_process_mapping and universeSize, node attribute
+ *            put (rank 0) + get(wait) (all ranks)
+ *   ns       rank 0 publishes "gopmi-svc", fence, the other ranks look it up
+ *            and look up a missing name (must fail), fence, rank 0 unpublishes
+ *   spawn    rank 0 spawns 2 copies of this program with argument "child" and
+ *            the preput key gopmi-preput=preput-val
+ *   child    (used by spawn) checks the spawned flag and the preput key
+ *   abort    rank 1 (modulo size) calls PMI2_Abort(1, "boom"); the others
+ *            wait in a fence. Expected: the launcher exits non-zero.
+ *   ring     PMIX_Ring, checks rank, count and the neighbours' values
+ *   long     put/get of values of PMI2_MAX_VALLEN bytes (len=N overrides),
+ *            one plain and one holding ';'
+ * Options after the mode: "nosemi" keeps ';' out of every value (hydra cuts
+ * values at the first ';'), "len=N" sets the long value length.
+ *
+ * Lines: "ok pmi2 rank=R step=S ..." per step, "ok pmi2 rank=R size=N
+ * mode=M" at the end, "fail pmi2 rank=R reason=..." (exit 1) on any error.
+ */
+#include <slurm/pmi2.h>
+
+#include "gopmi_test.h"
+
+#define P "pmi2"
+
+static int rank = -1, size = 0, spawned = 0, appnum = -1;
+/* nosemi: leave ';' out of values. MPICH's hydra 4.0.2 does not undo the
+ * ";;" escape (it cuts the value at the first ';'), so without this flag
+ * hydra can only be checked up to the first such value. */
+static int nosemi;
+static char jobid[256];
+
+static void fence(const char *why)
+{
+    int rc = PMI2_KVS_Fence();
+    if (rc != PMI2_SUCCESS) gt_fail(P, rank, "fence-%s-rc-%d", why, rc);
+}
+
+static void kvs_value(char *buf, size_t len, int round, int r)
+{
+    /* ';' is escaped as ";;" on the PMI-2 wire and '=' separates keys from
+     * values: both must survive a round trip, as must spaces. */
+    if (nosemi)
+        snprintf(buf, len, "v r=%d rank %d=x==y end", round, r);
+    else
+        snprintf(buf, len, "v;r=%d; rank %d=x;;y end", round, r);
+}
+
+static void init_common(void)
+{
+    int rc = PMI2_Init(&spawned, &size, &rank, &appnum);
+    if (rc != PMI2_SUCCESS) gt_fail(P, gt_rank_hint(), "PMI2_Init-rc-%d", rc);
+    printf("ok " P " rank=%d step=init size=%d spawned=%d appnum=%d\n", rank, size, spawned,
+           appnum);
+    rc = PMI2_Job_GetId(jobid, sizeof jobid);
+    if (rc != PMI2_SUCCESS) gt_fail(P, rank, "Job_GetId-rc-%d", rc);
+    printf("ok " P " rank=%d step=jobid jobid=%s\n", rank, jobid);
+}
+
+static void get_key(const char *key, char *val, int maxlen, int *vallen, const char *step)
+{
+    int rc = PMI2_KVS_Get(jobid, PMI2_ID_NULL, key, val, maxlen, vallen);
+    if (rc != PMI2_SUCCESS) gt_fail(P, rank, "%s-get-%s-rc-%d", step, key, rc);
+}
+
+static void mode_default(void)
+{
+    char key[PMI2_MAX_KEYLEN], val[PMI2_MAX_VALLEN + 1], want[PMI2_MAX_VALLEN + 1];
+    int rc, vallen = 0, found = 0;
+
+    for (int round = 0; round < 3; round++) {
+        snprintf(key, sizeof key, "r%d-k%d", round, rank);
+        kvs_value(val, sizeof val, round, rank);
+        rc = PMI2_KVS_Put(key, val);
+        if (rc != PMI2_SUCCESS) gt_fail(P, rank, "put-%s-rc-%d", key, rc);
+        fence("kvs");
+        for (int r = 0; r < size; r++) {
+            if (r == rank) continue;
+            snprintf(key, sizeof key, "r%d-k%d", round, r);
+            kvs_value(want, sizeof want, round, r);
+            memset(val, 0, sizeof val);
+            get_key(key, val, sizeof val, &vallen, "kvs");
+            if (strcmp(val, want) != 0) gt_fail(P, rank, "kvs-%s-got-[%s]-want-[%s]", key, val, want);
+            if (vallen != (int)strlen(want))
+                gt_fail(P, rank, "kvs-%s-vallen-%d-want-%zu", key, vallen, strlen(want));
+        }
+        printf("ok " P " rank=%d step=kvs round=%d peers=%d\n", rank, round, size - 1);
+    }
+
+    rc = PMI2_KVS_Get(jobid, PMI2_ID_NULL, "no-such-key", val, sizeof val, &vallen);
+    if (rc == PMI2_SUCCESS) gt_fail(P, rank, "get-missing-key-succeeded-[%s]", val);
+    printf("ok " P " rank=%d step=get-missing rc=%d\n", rank, rc);
+
+    memset(val, 0, sizeof val);
+    rc = PMI2_Info_GetJobAttr("PMI_process_mapping", val, sizeof val, &found);
+    if (rc != PMI2_SUCCESS) gt_fail(P, rank, "jobattr-mapping-rc-%d", rc);
+    if (!found) gt_fail(P, rank, "jobattr-mapping-not-found");
+    printf("ok " P " rank=%d step=jobattr key=PMI_process_mapping value=%s\n", rank, val);
+
+    memset(val, 0, sizeof val);
+    found = 0;
+    rc = PMI2_Info_GetJobAttr("universeSize", val, sizeof val, &found);
+    if (rc != PMI2_SUCCESS) gt_fail(P, rank, "jobattr-universeSize-rc-%d", rc);
+    printf("ok " P " rank=%d step=jobattr key=universeSize found=%d value=%s\n", rank, found,
+           found ? val : "unset");
+
+    if (rank == 0) {
+        rc = PMI2_Info_PutNodeAttr("gopmi-node-attr", "node-val");
+        if (rc != PMI2_SUCCESS) gt_fail(P, rank, "putnodeattr-rc-%d", rc);
+    }
+    memset(val, 0, sizeof val);
+    found = 0;
+    /* wait=1: ranks other than 0 may ask before rank 0 has put. */
+    rc = PMI2_Info_GetNodeAttr("gopmi-node-attr", val, sizeof val, &found, 1);
+    if (rc != PMI2_SUCCESS) gt_fail(P, rank, "getnodeattr-rc-%d", rc);
+    if (!found || strcmp(val, "node-val") != 0)
+        gt_fail(P, rank, "getnodeattr-found-%d-value-[%s]", found, val);
+    printf("ok " P " rank=%d step=nodeattr value=%s\n", rank, val);
+}
+
+static void mode_ns(void)
+{
+    char port[PMI2_MAX_VALLEN + 1];
+    int rc;
+
+    if (rank == 0) {
+        rc = PMI2_Nameserv_publish("gopmi-svc", NULL, "port-xyz");
+        if (rc != PMI2_SUCCESS) gt_fail(P, rank, "publish-rc-%d", rc);
+        printf("ok " P " rank=%d step=publish\n", rank);
+    }
+    fence("publish");
+    if (rank != 0) {
+        memset(port, 0, sizeof port);
+        rc = PMI2_Nameserv_lookup("gopmi-svc", NULL, port, sizeof port);
+        if (rc != PMI2_SUCCESS) gt_fail(P, rank, "lookup-rc-%d", rc);
+        if (strcmp(port, "port-xyz") != 0) gt_fail(P, rank, "lookup-got-[%s]", port);
+        printf("ok " P " rank=%d step=lookup port=%s\n", rank, port);
+        rc = PMI2_Nameserv_lookup("no-such-svc", NULL, port, sizeof port);
+        if (rc == PMI2_SUCCESS) gt_fail(P, rank, "lookup-missing-succeeded-[%s]", port);
+        printf("ok " P " rank=%d step=lookup-missing rc=%d\n", rank, rc);
+    }
+    fence("lookup");
+    if (rank == 0) {
+        rc = PMI2_Nameserv_unpublish("gopmi-svc", NULL);
+        if (rc != PMI2_SUCCESS) gt_fail(P, rank, "unpublish-rc-%d", rc);
+        printf("ok " P " rank=%d step=unpublish\n", rank);
+    }
+}
+
+static void mode_spawn(void)
+{
+    char exe[4096], newjob[256];
+    const char *cmds[1], *argv0[1], **argvs[1];
+    int argcs[1] = {1}, maxprocs[1] = {2}, infosizes[1] = {0}, errors[2] = {-1, -1};
+    const struct MPID_Info *infos[1] = {NULL};
+    struct MPID_Info pp;
+    const struct MPID_Info *preput[1];
+    ssize_t n;
+    int rc;
+
+    if (rank != 0) return;
+    /* An absolute path: the spawned job may start in another directory. */
+    n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n <= 0) gt_fail(P, rank, "readlink-self");
+    exe[n] = 0;
+    cmds[0] = exe;
+    argv0[0] = "child";
+    argvs[0] = argv0;
+    memset(&pp, 0, sizeof pp);
+    pp.key = "gopmi-preput";
+    pp.value = "preput-val";
+    preput[0] = &pp;
+    memset(newjob, 0, sizeof newjob);
+    rc = PMI2_Job_Spawn(1, cmds, argcs, argvs, maxprocs, infosizes, infos, 1, preput, newjob,
+                        sizeof newjob, errors);
+    if (rc != PMI2_SUCCESS) gt_fail(P, rank, "spawn-rc-%d", rc);
+    if (errors[0] != 0 || errors[1] != 0)
+        gt_fail(P, rank, "spawn-errors-%d,%d", errors[0], errors[1]);
+    printf("ok " P " rank=%d step=spawn jobid=%s errors=%d,%d\n", rank, newjob, errors[0],
+           errors[1]);
+}
+
+static void mode_child(void)
+{
+    char val[PMI2_MAX_VALLEN + 1], key[PMI2_MAX_KEYLEN], want[64];
+    int vallen = 0, found = 0, rc;
+
+    if (!spawned) gt_fail(P, rank, "child-not-spawned");
+    if (size != 2) gt_fail(P, rank, "child-size-%d-want-2", size);
+    memset(val, 0, sizeof val);
+    get_key("gopmi-preput", val, sizeof val, &vallen, "preput");
+    if (strcmp(val, "preput-val") != 0) gt_fail(P, rank, "preput-got-[%s]", val);
+
+    snprintf(key, sizeof key, "child-k%d", rank);
+    snprintf(want, sizeof want, "child-v%d", rank);
+    rc = PMI2_KVS_Put(key, want);
+    if (rc != PMI2_SUCCESS) gt_fail(P, rank, "child-put-rc-%d", rc);
+    fence("child");
+    snprintf(key, sizeof key, "child-k%d", (rank + 1) % size);
+    snprintf(want, sizeof want, "child-v%d", (rank + 1) % size);
+    memset(val, 0, sizeof val);
+    get_key(key, val, sizeof val, &vallen, "child");
+    if (strcmp(val, want) != 0) gt_fail(P, rank, "child-kvs-got-[%s]-want-[%s]", val, want);
+
+    memset(val, 0, sizeof val);
+    rc = PMI2_Info_GetJobAttr("PMI_process_mapping", val, sizeof val, &found);
+    if (rc != PMI2_SUCCESS) gt_fail(P, rank, "child-jobattr-rc-%d", rc);
+    printf("ok " P "-child rank=%d size=%d spawned=%d appnum=%d preput=preput-val jobid=%s "
+           "mapping=%s\n",
+           rank, size, spawned, appnum, jobid, found ? val : "unset");
+}
+
+static void mode_abort(void)
+{
+    int who = 1 % size;
+    if (rank == who) {
+        printf("aborting " P " rank=%d size=%d\n", rank, size);
+        fflush(stdout);
+        PMI2_Abort(1, "boom");
+        gt_fail(P, rank, "PMI2_Abort-returned");
+    }
+    printf("waiting " P " rank=%d size=%d\n", rank, size);
+    /* The fence cannot complete: the aborting rank never joins it. A PM may
+     * kill this task or fail the fence; completing it is a bug. */
+    int rc = PMI2_KVS_Fence();
+    if (rc == PMI2_SUCCESS) gt_fail(P, rank, "fence-completed-after-abort");
+    gt_fail(P, rank, "fence-failed-after-abort-rc-%d", rc);
+}
+
+static void mode_ring(void)
+{
+    char mine[64], left[PMI2_MAX_VALLEN + 1], right[PMI2_MAX_VALLEN + 1], wl[64], wr[64];
+    int rrank = -1, ranks = -1, rc;
+
+    snprintf(mine, sizeof mine, "ring-%d", rank);
+    memset(left, 0, sizeof left);
+    memset(right, 0, sizeof right);
+    rc = PMIX_Ring(mine, &rrank, &ranks, left, right, PMI2_MAX_VALLEN);
+    if (rc != PMI2_SUCCESS) gt_fail(P, rank, "ring-rc-%d", rc);
+    if (ranks != size) gt_fail(P, rank, "ring-ranks-%d-want-%d", ranks, size);
+    if (rrank < 0 || rrank >= size) gt_fail(P, rank, "ring-rank-%d-out-of-range", rrank);
+    /* Servers assign ring rank = PMI rank in practice; then the neighbours'
+     * values are known exactly. */
+    if (rrank == rank) {
+        snprintf(wl, sizeof wl, "ring-%d", (rank - 1 + size) % size);
+        snprintf(wr, sizeof wr, "ring-%d", (rank + 1) % size);
+        if (strcmp(left, wl) != 0) gt_fail(P, rank, "ring-left-[%s]-want-[%s]", left, wl);
+        if (strcmp(right, wr) != 0) gt_fail(P, rank, "ring-right-[%s]-want-[%s]", right, wr);
+    }
+    printf("ok " P " rank=%d step=ring ring-rank=%d ranks=%d left=%s right=%s\n", rank, rrank,
+           ranks, left, right);
+}
+
+static void long_value(char *buf, int len, int r, int semi)
+{
+    for (int i = 0; i < len; i++) buf[i] = (char)('a' + (i + r) % 26);
+    if (semi) {
+        /* every 100th byte a ';': escaped to ";;" on the wire, so the line
+         * is longer than the value */
+        for (int i = 50; i < len; i += 100) buf[i] = ';';
+    }
+    snprintf(buf, 16, "<%d>", r);
+    buf[strlen(buf)] = '-';
+    buf[len] = 0;
+}
+
+static void mode_long(int len)
+{
+    static char val[PMI2_MAX_VALLEN * 2 + 2], want[PMI2_MAX_VALLEN * 2 + 2];
+    char key[PMI2_MAX_KEYLEN];
+    int vallen = 0, rc, peer = (rank + 1) % size;
+
+    if (len < 16 || len > PMI2_MAX_VALLEN * 2) gt_fail(P, rank, "bad-len-%d", len);
+    int nvar = nosemi ? 1 : 2;
+
+    for (int semi = 0; semi < nvar; semi++) {
+        snprintf(key, sizeof key, "long%d-%d", semi, rank);
+        long_value(val, len, rank, semi);
+        rc = PMI2_KVS_Put(key, val);
+        if (rc != PMI2_SUCCESS) gt_fail(P, rank, "long-put-len-%d-semi-%d-rc-%d", len, semi, rc);
+    }
+    fence("long");
+    for (int semi = 0; semi < nvar; semi++) {
+        snprintf(key, sizeof key, "long%d-%d", semi, peer);
+        long_value(want, len, peer, semi);
+        memset(val, 0, sizeof val);
+        get_key(key, val, sizeof val, &vallen, "long");
+        if (vallen != len || strcmp(val, want) != 0)
+            gt_fail(P, rank, "long-%s-vallen-%d-want-%d-match-%d", key, vallen, len,
+                    strcmp(val, want) == 0);
+        printf("ok " P " rank=%d step=long key=%s len=%d\n", rank, key, vallen);
+    }
+}
+
+int main(int argc, char **argv)
+{
+    const char *mode = argc > 1 && strchr(argv[1], '=') == NULL ? argv[1] : "default";
+    int rc;
+
+    gt_setup(P);
+    nosemi = gt_has(argc, argv, "nosemi");
+    init_common();
+    if (strcmp(mode, "default") == 0)
+        mode_default();
+    else if (strcmp(mode, "ns") == 0)
+        mode_ns();
+    else if (strcmp(mode, "spawn") == 0)
+        mode_spawn();
+    else if (strcmp(mode, "child") == 0)
+        mode_child();
+    else if (strcmp(mode, "abort") == 0)
+        mode_abort();
+    else if (strcmp(mode, "ring") == 0)
+        mode_ring();
+    else if (strcmp(mode, "long") == 0)
+        mode_long(atoi(gt_arg(argc, argv, "len", "1024")));
+    else
+        gt_fail(P, rank, "unknown-mode-%s", mode);
+
+    rc = PMI2_Finalize();
+    if (rc != PMI2_SUCCESS) gt_fail(P, rank, "finalize-rc-%d", rc);
+    printf("ok " P " rank=%d size=%d mode=%s\n", rank, size, mode);
+    return 0;
+}
