@@ -2,6 +2,7 @@ package shim
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"strings"
@@ -92,5 +93,36 @@ func TestTaskConnSlowReader(t *testing.T) {
 	_, rerr := io.Copy(io.Discard, client)
 	if rerr != nil && !errors.Is(rerr, net.ErrClosed) && !strings.Contains(rerr.Error(), "reset") {
 		t.Errorf("task read: %v", rerr)
+	}
+}
+
+// Replies written at once and replies queued behind a full socket keep
+// their order.
+func TestTaskConnDirectAndQueuedWritesKeepOrder(t *testing.T) {
+	tc, client := connPair(t, 8<<20)
+	var want strings.Builder
+	done := make(chan []byte, 1)
+	go func() {
+		_ = client.SetReadDeadline(time.Now().Add(10 * time.Second))
+		b, _ := io.ReadAll(client)
+		done <- b
+	}()
+	for i := range 3000 {
+		line := fmt.Sprintf("%05d %s\n", i, strings.Repeat("x", i%997))
+		want.WriteString(line)
+		if err := tc.Send([]byte(line)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := tc.Close(); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case got := <-done:
+		if string(got) != want.String() {
+			t.Fatalf("task read %d bytes, want %d in order", len(got), want.Len())
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("reader did not finish")
 	}
 }
