@@ -3,7 +3,6 @@ package bridge
 import (
 	"context"
 	"fmt"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -293,7 +292,7 @@ func (j *Job) fenceTimedOut(f *fence) {
 		}
 	}
 	err := fmt.Errorf("fence %s of job %s: %s (node %s) did not arrive within %s: %w",
-		f.id, j.cfg.Job.Nspace, rankList(missing), j.lay.node.Name, j.cfg.Timeouts.Fence, plugin.ErrTimeout)
+		f.id, j.cfg.Job.Nspace, plugin.RankList(missing), j.lay.node.Name, j.cfg.Timeouts.Fence, plugin.ErrTimeout)
 	f.err = err
 	f.stop = nil
 	j.groupErr[f.g.name] = err
@@ -312,37 +311,6 @@ func (j *Job) fenceTimedOut(f *fence) {
 	for _, a := range answers {
 		a()
 	}
-}
-
-// rankList renders ranks as "rank 3" or "ranks 0-3,7".
-func rankList(ranks []int32) string {
-	if len(ranks) == 0 {
-		return "no ranks"
-	}
-	s := append([]int32(nil), ranks...)
-	sort.Slice(s, func(a, b int) bool { return s[a] < s[b] })
-	var b strings.Builder
-	if len(s) == 1 {
-		b.WriteString("rank ")
-	} else {
-		b.WriteString("ranks ")
-	}
-	for i := 0; i < len(s); {
-		k := i
-		for k+1 < len(s) && s[k+1] == s[k]+1 {
-			k++
-		}
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		b.WriteString(strconv.Itoa(int(s[i])))
-		if k > i {
-			b.WriteByte('-')
-			b.WriteString(strconv.Itoa(int(s[k])))
-		}
-		i = k + 1
-	}
-	return b.String()
 }
 
 // ringEntry is one rank's PMIX_Ring contribution.

@@ -3,6 +3,7 @@ package plugin_test
 import (
 	"context"
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/gopmi/gopmi/plugin"
@@ -29,7 +30,7 @@ func (bare) Configure(context.Context, *plugin.ConfigureRequest) (*plugin.Config
 }
 func (bare) ClientConnected(context.Context, *plugin.ClientRequest) error { return nil }
 func (bare) ClientFinalized(context.Context, *plugin.ClientRequest) error { return nil }
-func (bare) Abort(context.Context, *plugin.AbortRequest) error             { return nil }
+func (bare) Abort(context.Context, *plugin.AbortRequest) error            { return nil }
 func (bare) Fence(context.Context, *plugin.FenceRequest) (*plugin.FenceResponse, error) {
 	return &plugin.FenceResponse{}, nil
 }
@@ -100,5 +101,46 @@ func TestProcString(t *testing.T) {
 	}
 	if s := (plugin.Proc{Nspace: "j", Rank: plugin.RankWildcard}).String(); s != "j:*" {
 		t.Errorf("got %q", s)
+	}
+}
+
+func TestRankList(t *testing.T) {
+	for _, tc := range []struct {
+		in   []int32
+		want string
+	}{
+		{nil, "no ranks"},
+		{[]int32{9}, "rank 9"},
+		{[]int32{7, 4, 5, 6, 9}, "ranks 4-7,9"},
+		{[]int32{0, 2, 2, 3}, "ranks 0,2-3"},
+	} {
+		if got := plugin.RankList(tc.in); got != tc.want {
+			t.Errorf("RankList(%v) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
+
+func TestDeferredForwardsAndFails(t *testing.T) {
+	ctx := context.Background()
+	p := &withPublish{}
+	var calls []string
+	d := plugin.Deferred{Resolve: func(_ context.Context, call string) (plugin.Full, error) {
+		calls = append(calls, call)
+		if call == "spawn" {
+			return nil, errors.New("backend still starting")
+		}
+		return plugin.Complete(p), nil
+	}}
+	if err := d.Publish(ctx, &plugin.PublishRequest{Data: []plugin.Info{{Key: "k"}}}); err != nil || len(p.published) != 1 {
+		t.Fatalf("Publish: %v (published %v)", err, p.published)
+	}
+	if _, err := d.Spawn(ctx, &plugin.SpawnRequest{}); err == nil || err.Error() != "backend still starting" {
+		t.Fatalf("Spawn: %v", err)
+	}
+	if _, err := d.Query(ctx, &plugin.QueryRequest{}); !errors.Is(err, plugin.ErrNotSupported) {
+		t.Fatalf("Query: %v", err)
+	}
+	if strings.Join(calls, ",") != "publish,spawn,query" {
+		t.Fatalf("Resolve saw %v", calls)
 	}
 }

@@ -21,15 +21,9 @@ import (
 // accepts.
 const BootstrapVersion = 1
 
-// Defaults for what the bootstrap leaves at zero.
+// Defaults for what the bootstrap leaves at zero, beyond the PMI engine's
+// own (bridge.Default*).
 const (
-	DefaultKvsnameMax      = 256
-	DefaultKeyMax          = 64
-	DefaultValMax          = 1024
-	DefaultLineMax         = 1 << 20
-	DefaultFenceTimeout    = 120 * time.Second
-	DefaultLookupTimeout   = 60 * time.Second
-	DefaultSpawnTimeout    = 120 * time.Second
 	DefaultBackendStart    = 30 * time.Second
 	DefaultShutdownTimeout = 5 * time.Second
 )
@@ -180,17 +174,17 @@ func (c *config) setLimits(l *shimv1.Limits) error {
 		return int(v), nil
 	}
 	var err error
-	if c.limits.LineMax, err = get("line_max", l.GetLineMax(), DefaultLineMax, 1024, maxLineMax); err != nil {
+	if c.limits.LineMax, err = get("line_max", l.GetLineMax(), bridge.DefaultLineMax, 1024, maxLineMax); err != nil {
 		return err
 	}
 	ceiling := c.limits.LineMax - lineOverhead
-	if c.limits.KvsnameMax, err = get("kvsname_max", l.GetKvsnameMax(), DefaultKvsnameMax, minKvsnameMax, ceiling); err != nil {
+	if c.limits.KvsnameMax, err = get("kvsname_max", l.GetKvsnameMax(), bridge.DefaultKvsnameMax, minKvsnameMax, ceiling); err != nil {
 		return err
 	}
-	if c.limits.KeyMax, err = get("key_max", l.GetKeyMax(), DefaultKeyMax, minKeyMax, ceiling); err != nil {
+	if c.limits.KeyMax, err = get("key_max", l.GetKeyMax(), bridge.DefaultKeyMax, minKeyMax, ceiling); err != nil {
 		return err
 	}
-	if c.limits.ValMax, err = get("val_max", l.GetValMax(), DefaultValMax, minValMax, min(ceiling, maxValMax)); err != nil {
+	if c.limits.ValMax, err = get("val_max", l.GetValMax(), bridge.DefaultValMax, minValMax, min(ceiling, maxValMax)); err != nil {
 		return err
 	}
 	if need := c.limits.KvsnameMax + c.limits.KeyMax + c.limits.ValMax + lineOverhead; need > c.limits.LineMax {
@@ -440,19 +434,19 @@ func (c *config) setTimeouts(t *shimv1.Timeouts) error {
 	}
 	var err error
 	tt := &c.timeouts
-	if tt.Fence, err = get("fence", t.GetFence(), DefaultFenceTimeout); err != nil {
+	if tt.Fence, err = get("fence", t.GetFence(), bridge.DefaultFenceTimeout); err != nil {
 		return err
 	}
 	if tt.Get, err = get("get", t.GetGet(), tt.Fence); err != nil {
 		return err
 	}
-	if tt.Lookup, err = get("lookup", t.GetLookup(), DefaultLookupTimeout); err != nil {
+	if tt.Lookup, err = get("lookup", t.GetLookup(), bridge.DefaultLookupTimeout); err != nil {
 		return err
 	}
 	if tt.NodeAttr, err = get("nodeattr", t.GetNodeattr(), tt.Fence); err != nil {
 		return err
 	}
-	if tt.Spawn, err = get("spawn", t.GetSpawn(), DefaultSpawnTimeout); err != nil {
+	if tt.Spawn, err = get("spawn", t.GetSpawn(), bridge.DefaultSpawnTimeout); err != nil {
 		return err
 	}
 	if c.backendStart, err = get("backend_start", t.GetBackendStart(), DefaultBackendStart); err != nil {

@@ -14,6 +14,8 @@ import (
 // fence, get) need no backend, and a call that does waits for it within
 // its own deadline.
 type lazyBackend struct {
+	plugin.Deferred // resolves to the backend once it is up
+
 	once  sync.Once
 	ready chan struct{}
 	be    plugin.Full          // set once before ready closes
@@ -21,7 +23,11 @@ type lazyBackend struct {
 	err   error                // set once before ready closes
 }
 
-func newLazyBackend() *lazyBackend { return &lazyBackend{ready: make(chan struct{})} }
+func newLazyBackend() *lazyBackend {
+	l := &lazyBackend{ready: make(chan struct{})}
+	l.Resolve = l.get
+	return l
+}
 
 // set makes the started backend available.
 func (l *lazyBackend) set(be plugin.Full, st *bridge.BackendReady) {
@@ -49,139 +55,11 @@ func (l *lazyBackend) wait(ctx context.Context) (*bridge.BackendReady, error) {
 	}
 }
 
-func (l *lazyBackend) get(ctx context.Context) (plugin.Full, error) {
+func (l *lazyBackend) get(ctx context.Context, call string) (plugin.Full, error) {
 	select {
 	case <-l.ready:
 		return l.be, l.err
 	case <-ctx.Done():
-		return nil, fmt.Errorf("waiting for the backend to start: %w", ctx.Err())
+		return nil, fmt.Errorf("%s: waiting for the backend to start: %w", call, ctx.Err())
 	}
-}
-
-func (l *lazyBackend) GetInfo(ctx context.Context) (*plugin.BackendInfo, error) {
-	be, err := l.get(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return be.GetInfo(ctx)
-}
-
-func (l *lazyBackend) Configure(ctx context.Context, req *plugin.ConfigureRequest) (*plugin.ConfigureResponse, error) {
-	be, err := l.get(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return be.Configure(ctx, req)
-}
-
-func (l *lazyBackend) ClientConnected(ctx context.Context, req *plugin.ClientRequest) error {
-	be, err := l.get(ctx)
-	if err != nil {
-		return err
-	}
-	return be.ClientConnected(ctx, req)
-}
-
-func (l *lazyBackend) ClientFinalized(ctx context.Context, req *plugin.ClientRequest) error {
-	be, err := l.get(ctx)
-	if err != nil {
-		return err
-	}
-	return be.ClientFinalized(ctx, req)
-}
-
-func (l *lazyBackend) Abort(ctx context.Context, req *plugin.AbortRequest) error {
-	be, err := l.get(ctx)
-	if err != nil {
-		return err
-	}
-	return be.Abort(ctx, req)
-}
-
-func (l *lazyBackend) Fence(ctx context.Context, req *plugin.FenceRequest) (*plugin.FenceResponse, error) {
-	be, err := l.get(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return be.Fence(ctx, req)
-}
-
-func (l *lazyBackend) DirectModex(ctx context.Context, req *plugin.ModexRequest) (*plugin.ModexResponse, error) {
-	be, err := l.get(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return be.DirectModex(ctx, req)
-}
-
-func (l *lazyBackend) Publish(ctx context.Context, req *plugin.PublishRequest) error {
-	be, err := l.get(ctx)
-	if err != nil {
-		return err
-	}
-	return be.Publish(ctx, req)
-}
-
-func (l *lazyBackend) Lookup(ctx context.Context, req *plugin.LookupRequest) (*plugin.LookupResponse, error) {
-	be, err := l.get(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return be.Lookup(ctx, req)
-}
-
-func (l *lazyBackend) Unpublish(ctx context.Context, req *plugin.UnpublishRequest) error {
-	be, err := l.get(ctx)
-	if err != nil {
-		return err
-	}
-	return be.Unpublish(ctx, req)
-}
-
-func (l *lazyBackend) Spawn(ctx context.Context, req *plugin.SpawnRequest) (*plugin.SpawnResponse, error) {
-	be, err := l.get(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return be.Spawn(ctx, req)
-}
-
-func (l *lazyBackend) Connect(ctx context.Context, req *plugin.ConnectRequest) (*plugin.ConnectResponse, error) {
-	be, err := l.get(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return be.Connect(ctx, req)
-}
-
-func (l *lazyBackend) Disconnect(ctx context.Context, req *plugin.DisconnectRequest) error {
-	be, err := l.get(ctx)
-	if err != nil {
-		return err
-	}
-	return be.Disconnect(ctx, req)
-}
-
-func (l *lazyBackend) Query(ctx context.Context, req *plugin.QueryRequest) (*plugin.QueryResponse, error) {
-	be, err := l.get(ctx)
-	if err != nil {
-		return nil, err
-	}
-	return be.Query(ctx, req)
-}
-
-func (l *lazyBackend) Log(ctx context.Context, req *plugin.LogRequest) error {
-	be, err := l.get(ctx)
-	if err != nil {
-		return err
-	}
-	return be.Log(ctx, req)
-}
-
-func (l *lazyBackend) NotifyEvent(ctx context.Context, req *plugin.EventRequest) error {
-	be, err := l.get(ctx)
-	if err != nil {
-		return err
-	}
-	return be.NotifyEvent(ctx, req)
 }

@@ -203,7 +203,7 @@ func (u *Universe) missing(f *fence, limit int) string {
 				continue
 			}
 			slices.Sort(ranks)
-			g := rankList(ranks) + " (node " + n.Name + ")"
+			g := plugin.RankList(ranks) + " (node " + n.Name + ")"
 			if len(f.nspaces) > 1 {
 				g = "job " + ns + " " + g
 			}

@@ -36,6 +36,10 @@ type ForwarderConfig struct {
 // Configure, so a launcher passes the flag or the variable; gopmi run
 // passes all three.
 type Forwarder struct {
+	// Deferred forwards every call but Configure to the universe,
+	// dialled on the first call.
+	plugin.Deferred
+
 	args   []string
 	getenv func(string) string
 
@@ -55,9 +59,11 @@ func NewForwarder() *Forwarder {
 }
 
 func newForwarder(args []string, getenv func(string) string) *Forwarder {
-	return &Forwarder{args: args, getenv: getenv, dial: func(ctx context.Context, target string) (*grpcplugin.Conn, error) {
+	f := &Forwarder{args: args, getenv: getenv, dial: func(ctx context.Context, target string) (*grpcplugin.Conn, error) {
 		return grpcplugin.Dial(ctx, target)
 	}}
+	f.Resolve = f.backend
+	return f
 }
 
 // address finds the universe's address in the arguments or environment.
@@ -104,15 +110,6 @@ func (f *Forwarder) Close() error {
 	return err
 }
 
-// GetInfo forwards; the universe names itself "local".
-func (f *Forwarder) GetInfo(ctx context.Context) (*plugin.BackendInfo, error) {
-	b, err := f.backend(ctx, "get info")
-	if err != nil {
-		return nil, err
-	}
-	return b.GetInfo(ctx)
-}
-
 // Configure takes the universe address from the config if none is known
 // yet, and forwards the request unchanged.
 func (f *Forwarder) Configure(ctx context.Context, req *plugin.ConfigureRequest) (*plugin.ConfigureResponse, error) {
@@ -140,130 +137,4 @@ func (f *Forwarder) Configure(ctx context.Context, req *plugin.ConfigureRequest)
 		return nil, err
 	}
 	return b.Configure(ctx, req)
-}
-
-// ClientConnected forwards.
-func (f *Forwarder) ClientConnected(ctx context.Context, req *plugin.ClientRequest) error {
-	b, err := f.backend(ctx, "client connected")
-	if err != nil {
-		return err
-	}
-	return b.ClientConnected(ctx, req)
-}
-
-// ClientFinalized forwards.
-func (f *Forwarder) ClientFinalized(ctx context.Context, req *plugin.ClientRequest) error {
-	b, err := f.backend(ctx, "client finalized")
-	if err != nil {
-		return err
-	}
-	return b.ClientFinalized(ctx, req)
-}
-
-// Abort forwards.
-func (f *Forwarder) Abort(ctx context.Context, req *plugin.AbortRequest) error {
-	b, err := f.backend(ctx, "abort")
-	if err != nil {
-		return err
-	}
-	return b.Abort(ctx, req)
-}
-
-// Fence forwards.
-func (f *Forwarder) Fence(ctx context.Context, req *plugin.FenceRequest) (*plugin.FenceResponse, error) {
-	b, err := f.backend(ctx, "fence")
-	if err != nil {
-		return nil, err
-	}
-	return b.Fence(ctx, req)
-}
-
-// DirectModex forwards.
-func (f *Forwarder) DirectModex(ctx context.Context, req *plugin.ModexRequest) (*plugin.ModexResponse, error) {
-	b, err := f.backend(ctx, "direct modex")
-	if err != nil {
-		return nil, err
-	}
-	return b.DirectModex(ctx, req)
-}
-
-// Publish forwards.
-func (f *Forwarder) Publish(ctx context.Context, req *plugin.PublishRequest) error {
-	b, err := f.backend(ctx, "publish")
-	if err != nil {
-		return err
-	}
-	return b.Publish(ctx, req)
-}
-
-// Lookup forwards.
-func (f *Forwarder) Lookup(ctx context.Context, req *plugin.LookupRequest) (*plugin.LookupResponse, error) {
-	b, err := f.backend(ctx, "lookup")
-	if err != nil {
-		return nil, err
-	}
-	return b.Lookup(ctx, req)
-}
-
-// Unpublish forwards.
-func (f *Forwarder) Unpublish(ctx context.Context, req *plugin.UnpublishRequest) error {
-	b, err := f.backend(ctx, "unpublish")
-	if err != nil {
-		return err
-	}
-	return b.Unpublish(ctx, req)
-}
-
-// Spawn forwards.
-func (f *Forwarder) Spawn(ctx context.Context, req *plugin.SpawnRequest) (*plugin.SpawnResponse, error) {
-	b, err := f.backend(ctx, "spawn")
-	if err != nil {
-		return nil, err
-	}
-	return b.Spawn(ctx, req)
-}
-
-// Connect forwards.
-func (f *Forwarder) Connect(ctx context.Context, req *plugin.ConnectRequest) (*plugin.ConnectResponse, error) {
-	b, err := f.backend(ctx, "connect")
-	if err != nil {
-		return nil, err
-	}
-	return b.Connect(ctx, req)
-}
-
-// Disconnect forwards.
-func (f *Forwarder) Disconnect(ctx context.Context, req *plugin.DisconnectRequest) error {
-	b, err := f.backend(ctx, "disconnect")
-	if err != nil {
-		return err
-	}
-	return b.Disconnect(ctx, req)
-}
-
-// Query forwards.
-func (f *Forwarder) Query(ctx context.Context, req *plugin.QueryRequest) (*plugin.QueryResponse, error) {
-	b, err := f.backend(ctx, "query")
-	if err != nil {
-		return nil, err
-	}
-	return b.Query(ctx, req)
-}
-
-// Log forwards.
-func (f *Forwarder) Log(ctx context.Context, req *plugin.LogRequest) error {
-	b, err := f.backend(ctx, "log")
-	if err != nil {
-		return err
-	}
-	return b.Log(ctx, req)
-}
-
-// NotifyEvent forwards.
-func (f *Forwarder) NotifyEvent(ctx context.Context, req *plugin.EventRequest) error {
-	b, err := f.backend(ctx, "notify event")
-	if err != nil {
-		return err
-	}
-	return b.NotifyEvent(ctx, req)
 }

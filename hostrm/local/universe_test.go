@@ -120,8 +120,8 @@ func TestCompressRanks(t *testing.T) {
 		{[]int32{0, 2, 3, 5}, "ranks 0,2-3,5"},
 	}
 	for _, tc := range tests {
-		if got := rankList(tc.in); got != tc.want {
-			t.Errorf("rankList(%v) = %q, want %q", tc.in, got, tc.want)
+		if got := plugin.RankList(tc.in); got != tc.want {
+			t.Errorf("plugin.RankList(%v) = %q, want %q", tc.in, got, tc.want)
 		}
 	}
 }
