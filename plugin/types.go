@@ -146,7 +146,9 @@ type AbortRequest struct {
 }
 
 // FenceRequest is one node's part of a collective. The host calls Fence
-// once per node per fence, after every local participant arrived.
+// once per node per fence, after every local participant arrived, and
+// only when the participants span more than one node: a fence within one
+// node has nothing to exchange and completes in the host.
 type FenceRequest struct {
 	// ID names the collective; it is the same on every node for the same
 	// fence (e.g. "world/3"), so a backend matches calls by (nspace, ID).
@@ -177,14 +179,19 @@ type FenceResponse struct {
 }
 
 // ModexRequest fetches the data a remote process contributed (direct modex).
+// The host asks after a fence without Collect, for a key it does not hold;
+// PMI-1 gets name no owner, so Proc.Rank may be RankWildcard: then the
+// answer is every node's data. Proc.Nspace may be another job's (a get
+// after job-connect, or of a spawned child's keys).
 type ModexRequest struct {
 	Requestor Proc
-	Proc      Proc   // whose data
+	Proc      Proc   // whose data; RankWildcard: every rank's
 	Key       string // optional: wait until this key is present
 	Timeout   time.Duration
 }
 
-// ModexResponse carries the blob the target's node contributed.
+// ModexResponse carries the blobs the target's node contributed to the
+// job's fences so far, concatenated (the same format as FenceResponse.Data).
 type ModexResponse struct {
 	Data []byte
 }

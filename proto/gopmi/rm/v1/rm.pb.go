@@ -1090,7 +1090,8 @@ func (*AbortResponse) Descriptor() ([]byte, []int) {
 }
 
 // FenceRequest is one node's part of a collective. The host calls Fence once
-// per node per fence, after every local participant arrived.
+// per node per fence, after every local participant arrived, and only when
+// the participants span more than one node.
 type FenceRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// id names the collective; it is the same on every node for the same
@@ -1245,12 +1246,16 @@ func (x *FenceResponse) GetData() []byte {
 	return nil
 }
 
-// DirectModexRequest fetches the data a remote process contributed.
+// DirectModexRequest fetches the data a remote process contributed; the
+// answer is the blobs its node contributed to the job's fences so far,
+// concatenated.
 type DirectModexRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// requestor is the process that asked.
 	Requestor *Proc `protobuf:"bytes,1,opt,name=requestor,proto3" json:"requestor,omitempty"`
-	// proc is the process whose data is wanted.
+	// proc is the process whose data is wanted; rank -1 (wildcard) asks for
+	// every node's data (PMI-1 gets name no owner). Its nspace may be
+	// another job's.
 	Proc *Proc `protobuf:"bytes,2,opt,name=proc,proto3" json:"proc,omitempty"`
 	// key, when set, asks the backend to wait until the data holds this key
 	// (the backend may treat the data as opaque and only wait for it to be
