@@ -78,7 +78,13 @@ func (j *Job) flushNoticesLocked() {
 
 func (j *Job) notify(ctx context.Context, what string, procs []plugin.Proc, call func(context.Context, *plugin.ClientRequest) error) {
 	err := call(ctx, &plugin.ClientRequest{Procs: procs})
-	if err != nil && !errors.Is(err, plugin.ErrNotSupported) {
+	switch {
+	case err == nil, errors.Is(err, plugin.ErrNotSupported):
+	case errors.Is(err, plugin.ErrBackendGone):
+		// The job fails on its own account when its backend is gone, or
+		// ended before the backend was needed.
+		j.log.Debug().Int("ranks", len(procs)).Err(err).Msg("backend " + what + " not delivered")
+	default:
 		j.log.Warn().Int("ranks", len(procs)).Err(err).Msg("backend " + what + " failed")
 	}
 }

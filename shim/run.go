@@ -300,37 +300,48 @@ func (s *server) run(ctx context.Context) (retErr error) {
 		go s.acceptLoop(s.port)
 	}
 
-	bp, err := s.startBackend(ctx, dir)
+	path, err := s.backendPath()
 	if err != nil {
 		return startFailed(err)
 	}
-	defer func() {
-		if err := bp.Close(); err != nil {
-			s.log.Warn().Err(err).Msg("close backend")
-		}
-	}()
-
-	cctx, cancel := context.WithTimeout(ctx, c.backendStart)
-	attrs, info, err := configureBackend(cctx, bp, c)
-	cancel()
-	if err != nil {
-		if ctx.Err() != nil {
-			err = stopped(ctx, "configure "+name)
-		}
-		return startFailed(err)
-	}
-	lazy.set(bp.Backend(), &bridge.BackendReady{Info: info, Attrs: attrs})
-
+	// READY means the tasks are served; the backend's own start-up
+	// failures come after it, as a job failure with its STATUS.
 	if err := s.notify.ready(len(c.tasks)); err != nil {
 		// The launcher asked for readiness and will not hear it: it
 		// would wait for its own time-out, so fail now and say why.
-		job.Fail(fmt.Errorf("readiness: %w", err))
-		s.shutdown()
-		return fmt.Errorf("report readiness: %w", err)
+		return startFailed(fmt.Errorf("report readiness: %w", err))
 	}
 	s.ready = true
-	s.log.Info().Int("tasks", len(c.tasks)).Str("backend", name).Str("backend_version", info.Version).
-		Msg("serving")
+
+	// The backend comes up while the tasks are served. A job that ends
+	// first never needed it: its start is cut short rather than waited
+	// for, so a short job does not pay for it on the way out.
+	startCtx, cancelStart := context.WithCancel(ctx)
+	defer cancelStart()
+	go func() {
+		select {
+		case <-job.Done():
+			cancelStart()
+		case <-startCtx.Done():
+		}
+	}()
+	bp, info, attrs, err := s.bringUpBackend(startCtx, ctx, path, dir)
+	switch {
+	case err != nil && isDone(job.Done()):
+		lazy.fail(errors.New("the job ended before its backend started"))
+		bp = nil
+	case err != nil:
+		return startFailed(err)
+	default:
+		defer func() {
+			if err := bp.Close(); err != nil {
+				s.log.Warn().Err(err).Msg("close backend")
+			}
+		}()
+		lazy.set(bp.Backend(), &bridge.BackendReady{Info: info, Attrs: attrs})
+		s.log.Info().Int("tasks", len(c.tasks)).Str("backend", name).Str("backend_version", info.Version).
+			Msg("serving")
+	}
 
 	backendDied := s.wait(ctx, name, bp)
 	res := job.Result()
@@ -352,26 +363,61 @@ func (s *server) run(ctx context.Context) (retErr error) {
 	return nil
 }
 
+// bringUpBackend starts and configures the backend. startCtx cuts the
+// start short; ctx is the shim's, which says whether a failure came from
+// a signal.
+func (s *server) bringUpBackend(startCtx, ctx context.Context, path, dir string) (backendProc, *plugin.BackendInfo, []plugin.Info, error) {
+	c := s.cfg
+	bp, err := s.startBackend(startCtx, path, dir)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	cctx, cancel := context.WithTimeout(startCtx, c.backendStart)
+	attrs, info, err := configureBackend(cctx, bp, c)
+	cancel()
+	if err != nil {
+		if cerr := bp.Close(); cerr != nil {
+			s.log.Warn().Err(cerr).Msg("close backend")
+		}
+		if ctx.Err() != nil {
+			err = stopped(ctx, "configure "+c.backend.binaryName())
+		}
+		return nil, nil, nil, err
+	}
+	return bp, info, attrs, nil
+}
+
+func isDone(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
+
 // stopped is the error for a start-up cut short by a signal or the end of
 // Run's context: the job failed before it began.
 func stopped(ctx context.Context, step string) error {
 	return fmt.Errorf("%w: %s: shim stopped: %w", ErrJobFailed, step, context.Cause(ctx))
 }
 
-// startBackend resolves and launches the backend binary within the
-// backend start time-out.
-func (s *server) startBackend(ctx context.Context, dir string) (backendProc, error) {
-	c := s.cfg
+// backendPath resolves the backend binary. It runs before READY: a
+// missing binary, the likeliest mistake, fails the start at once.
+func (s *server) backendPath() (string, error) {
 	self := s.rc.Executable
 	if self == "" {
 		if p, err := os.Executable(); err == nil {
 			self = p
 		}
 	}
-	path, err := resolveBackend(c.backend, self, s.getenv)
-	if err != nil {
-		return nil, err
-	}
+	return resolveBackend(s.cfg.backend, self, s.getenv)
+}
+
+// startBackend launches the backend binary within the backend start
+// time-out.
+func (s *server) startBackend(ctx context.Context, path, dir string) (backendProc, error) {
+	c := s.cfg
 	start := s.rc.start
 	if start == nil {
 		start = startPlugin
@@ -507,6 +553,10 @@ func (s *server) acceptLoop(l net.Listener) {
 // backend's exit or a connect time-out. It reports whether the backend
 // died.
 func (s *server) wait(ctx context.Context, name string, bp backendProc) (backendDied bool) {
+	var exited <-chan struct{} // nil, never ready, when no backend runs
+	if bp != nil {
+		exited = bp.Exited()
+	}
 	var connectC <-chan time.Time
 	if s.cfg.connect > 0 {
 		t := time.NewTimer(s.cfg.connect)
@@ -517,7 +567,7 @@ func (s *server) wait(ctx context.Context, name string, bp backendProc) (backend
 		select {
 		case <-s.job.Done():
 			return false
-		case <-bp.Exited():
+		case <-exited:
 			err := fmt.Errorf("backend %s exited: %w", name, plugin.ErrBackendGone)
 			s.log.Error().Err(err).Msg("failing the job")
 			s.job.Fail(err)

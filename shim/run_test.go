@@ -287,14 +287,14 @@ func TestRunPMIPortConnectTimeout(t *testing.T) {
 	p.waitExit(ExitJobFailed, "connect: 0 of 1 PMI_PORT tasks connected within 300ms")
 }
 
-// Start-up failures are reported with STATUS= and ERRNO= before the shim
-// exits, and nothing is served.
+// Start-up failures before the tasks are served (a bad bootstrap, a
+// missing fd, no backend binary) are reported with STATUS= and ERRNO=
+// before the shim exits, and nothing is served.
 func TestRunStartupFailure(t *testing.T) {
 	emptyDir := t.TempDir()
 	tests := []struct {
 		name   string
 		edit   func(b *shimv1.Bootstrap)
-		start  func() startFunc
 		noFDs  bool
 		env    map[string]string
 		code   int
@@ -310,19 +310,6 @@ func TestRunStartupFailure(t *testing.T) {
 			code: ExitBackend, status: "gopmi-rm-nope not found in", errno: syscall.EHOSTDOWN},
 		{name: "backend path missing", edit: func(b *shimv1.Bootstrap) { b.Backend.Path = filepath.Join(emptyDir, "x") },
 			code: ExitBackend, status: "backend.path " + filepath.Join(emptyDir, "x"), errno: syscall.ENOENT},
-		{name: "backend start fails", start: func() startFunc {
-			return func(context.Context, launch) (backendProc, error) {
-				return nil, errors.New("handshake: garbage on stdout")
-			}
-		}, code: ExitBackend, status: "handshake: garbage on stdout", errno: syscall.EHOSTDOWN},
-		{name: "configure fails", start: func() startFunc {
-			return newFakeProc(&fakeBackend{configure: func(context.Context, *plugin.ConfigureRequest) (*plugin.ConfigureResponse, error) {
-				return nil, fmt.Errorf("no such allocation: %w", plugin.ErrNotFound)
-			}}).start()
-		}, code: ExitBackend, status: "gopmi-rm-fake: configure: no such allocation", errno: syscall.EHOSTDOWN},
-		{name: "old API", start: func() startFunc {
-			return newFakeProc(&oldAPIBackend{}).start()
-		}, code: ExitBackend, status: "speaks API versions [0.9]", errno: syscall.EHOSTDOWN},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -330,13 +317,7 @@ func TestRunStartupFailure(t *testing.T) {
 			if tt.edit != nil {
 				tt.edit(b)
 			}
-			o := runOpts{noTasks: tt.noFDs, env: tt.env}
-			if tt.start != nil {
-				o.start = tt.start()
-			} else {
-				o.start = newFakeProc(&fakeBackend{}).start()
-			}
-			p := startRun(t, b, o)
+			p := startRun(t, b, runOpts{noTasks: tt.noFDs, env: tt.env, start: newFakeProc(&fakeBackend{}).start()})
 			p.waitExit(tt.code, tt.status)
 			msg := p.notify.next(t)
 			want := fmt.Sprintf("\nERRNO=%d", int(tt.errno))
@@ -346,18 +327,63 @@ func TestRunStartupFailure(t *testing.T) {
 			if strings.Contains(msg, "READY=1") {
 				t.Error("READY sent on failure")
 			}
-			lines := strings.Split(strings.TrimSpace(p.log.String()), "\n")
-			var last struct {
-				Error string
-				Exit  int
-			}
-			if err := json.Unmarshal([]byte(lines[len(lines)-1]), &last); err != nil {
-				t.Fatalf("last log line %q: %v", lines[len(lines)-1], err)
-			}
-			if !strings.Contains(last.Error, tt.status) || last.Exit != tt.code {
-				t.Errorf("last log line %q does not give the reason and exit status", lines[len(lines)-1])
-			}
+			checkLastLogLine(t, p, tt.status, tt.code)
 		})
+	}
+}
+
+// The tasks are served while the backend starts: a backend that then fails
+// to start or configure fails the job after READY, with its reason in
+// STATUS= and the exit status that names the backend.
+func TestRunBackendStartFailure(t *testing.T) {
+	tests := []struct {
+		name   string
+		start  func() startFunc
+		status string
+	}{
+		{name: "backend start fails", start: func() startFunc {
+			return func(context.Context, launch) (backendProc, error) {
+				return nil, errors.New("handshake: garbage on stdout")
+			}
+		}, status: "handshake: garbage on stdout"},
+		{name: "configure fails", start: func() startFunc {
+			return newFakeProc(&fakeBackend{configure: func(context.Context, *plugin.ConfigureRequest) (*plugin.ConfigureResponse, error) {
+				return nil, fmt.Errorf("no such allocation: %w", plugin.ErrNotFound)
+			}}).start()
+		}, status: "gopmi-rm-fake: configure: no such allocation"},
+		{name: "old API", start: func() startFunc {
+			return newFakeProc(&oldAPIBackend{}).start()
+		}, status: "speaks API versions [0.9]"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := startRun(t, oneNode(1), runOpts{start: tt.start()})
+			p.waitExit(ExitBackend, tt.status)
+			if msg := p.notify.next(t); !strings.HasPrefix(msg, "READY=1") {
+				t.Errorf("first sd_notify %q, want READY=1", msg)
+			}
+			if msg := p.notify.next(t); !strings.Contains(msg, "STATUS=") || !strings.Contains(msg, tt.status) {
+				t.Errorf("sd_notify %q, want STATUS=...%s", msg, tt.status)
+			}
+			checkLastLogLine(t, p, tt.status, ExitBackend)
+		})
+	}
+}
+
+// checkLastLogLine checks the shim's last log line gives the reason and
+// the exit status.
+func checkLastLogLine(t *testing.T, p *inProc, reason string, code int) {
+	t.Helper()
+	lines := strings.Split(strings.TrimSpace(p.log.String()), "\n")
+	var last struct {
+		Error string
+		Exit  int
+	}
+	if err := json.Unmarshal([]byte(lines[len(lines)-1]), &last); err != nil {
+		t.Fatalf("last log line %q: %v", lines[len(lines)-1], err)
+	}
+	if !strings.Contains(last.Error, reason) || last.Exit != code {
+		t.Errorf("last log line %q does not give the reason and exit status", lines[len(lines)-1])
 	}
 }
 
@@ -438,8 +464,39 @@ func TestRunStopDuringStart(t *testing.T) {
 		t.Fatal("backend start never began")
 	}
 	p.sigs <- syscall.SIGTERM
-	p.waitExit(ExitJobFailed, "start "+os.Args[0]+": shim stopped: received terminated")
-	if msg := p.notify.next(t); !strings.Contains(msg, "received terminated") || !strings.HasPrefix(msg, "STATUS=") {
+	p.waitExit(ExitJobFailed, "received terminated")
+	if msg := p.notify.next(t); !strings.HasPrefix(msg, "READY=1") {
+		t.Errorf("first sd_notify %q, want READY=1", msg)
+	}
+	if msg := p.notify.next(t); !strings.Contains(msg, "received terminated") || !strings.Contains(msg, "STATUS=") {
 		t.Errorf("sd_notify %q", msg)
+	}
+}
+
+// A job that ends while its backend is still starting does not wait for
+// it: the start is cut short and the shim exits cleanly.
+func TestRunJobEndsBeforeBackendStarts(t *testing.T) {
+	starting := make(chan struct{})
+	cancelled := make(chan struct{})
+	start := func(ctx context.Context, _ launch) (backendProc, error) {
+		close(starting)
+		<-ctx.Done()
+		close(cancelled)
+		return nil, ctx.Err()
+	}
+	p := startRun(t, oneNode(2), runOpts{start: start})
+	p.ready()
+	select {
+	case <-starting:
+	case <-time.After(waitTimeout):
+		t.Fatal("backend start never began")
+	}
+	// The whole job is local: it needs no backend.
+	helloWorld(t, p.tasks[0], p.tasks[1])
+	p.waitExit(ExitOK, "")
+	select {
+	case <-cancelled:
+	default:
+		t.Fatal("the backend's start was not cut short")
 	}
 }

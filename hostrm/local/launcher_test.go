@@ -127,9 +127,17 @@ func (r *run) wait(t *testing.T) (int, error) {
 }
 
 // bootstrap reads the bootstrap the fake shim of a job's node received.
+// Tasks start while their shim comes up, so a task may finish before its
+// fake shim has saved the bootstrap: wait for the file, within waitLimit.
 func (r *run) bootstrap(t *testing.T, ns string, node int) *shimv1.Bootstrap {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join(r.boots, ns+"-"+strconv.Itoa(node)+".json"))
+	path := filepath.Join(r.boots, ns+"-"+strconv.Itoa(node)+".json")
+	deadline := time.Now().Add(waitLimit)
+	b, err := os.ReadFile(path)
+	for err != nil && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
+		b, err = os.ReadFile(path)
+	}
 	if err != nil {
 		t.Fatal(err)
 	}

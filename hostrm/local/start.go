@@ -149,7 +149,11 @@ func (l *Launcher) launch(ctx context.Context, spec *JobSpec) (err error) {
 			}
 		}
 		rj.launching = false
-		if err != nil {
+		if err != nil && l.terminating {
+			// A signal ended the run during the start: the tear-down
+			// that follows signals tasks and shims as for any job.
+			rj.failure = err.Error()
+		} else if err != nil {
 			rj.failure = err.Error()
 			l.failed = l.failed || !spec.Spawned
 			// Nothing of a job that failed to start may linger.
@@ -367,6 +371,12 @@ func (l *Launcher) waitReady(ctx context.Context, rj *runJob, s *nodeStart) erro
 	case <-n.failed:
 		return fmt.Errorf("%s failed to start: %s", what, why())
 	case <-s.rn.exited:
+		// Tasks start before their shim is ready, so a short job's shim
+		// may serve it and exit before READY is read here: a clean exit
+		// is not a failed start.
+		if isClosed(n.ready) || (s.rn.state != nil && s.rn.state.Success()) {
+			return nil
+		}
 		_, _, how := exitInfo(s.rn.state)
 		return fmt.Errorf("%s %s before it was ready: %s", what, how, why())
 	case <-l.ending:

@@ -104,6 +104,7 @@ func Start(ctx context.Context, cfg ClientConfig) (_ *Client, retErr error) {
 	env := append(os.Environ(), EnvLogLevel+"="+effectiveLevel(cfg.Logger).String())
 	env = append(env, cfg.Env...)
 	run := newProcRunner(cfg.Path, cfg.Args, env)
+	hl := hclogzero.New(cfg.Logger)
 	gp := goplugin.NewClient(&goplugin.ClientConfig{
 		HandshakeConfig: Handshake,
 		Plugins:         goplugin.PluginSet{PluginName: &grpcPlugin{}},
@@ -116,7 +117,7 @@ func Start(ctx context.Context, cfg ClientConfig) (_ *Client, retErr error) {
 		// The runner builds the environment itself: go-plugin would put the
 		// host's after cfg.Env, where it would win.
 		SkipHostEnv:  true,
-		Logger:       hclogzero.New(cfg.Logger),
+		Logger:       hl,
 		StartTimeout: startTimeout,
 		Stderr:       cfg.Stderr,
 		GRPCDialOptions: []grpc.DialOption{grpc.WithDefaultCallOptions(
@@ -144,6 +145,10 @@ func Start(ctx context.Context, cfg ClientConfig) (_ *Client, retErr error) {
 	select {
 	case res = <-done:
 	case <-ctx.Done():
+		// The caller gave up on this plugin: its killing is no news, so
+		// go-plugin's reports of it ("failed to exit gracefully", "exited:
+		// signal: killed") stay out of the log.
+		hl.SetLevel(hclog.Off)
 		run.kill()
 		<-done // bounded by startTimeout at worst
 		return nil, fmt.Errorf("start backend %s: %w: %w", cfg.Path, ctx.Err(), ctxKind(ctx.Err()))
