@@ -23,15 +23,20 @@
 //
 // Run reads the whole bootstrap from stdin before anything else (go-plugin
 // hands the host's stdin to the plugin), validates it and fills in the
-// defaults, takes the task fds, launches the backend binary
-// gopmi-rm-<backend.name> (looked up next to the shim's own executable, then
-// in PATH) with a private 0700 socket directory, calls Configure, builds the
-// bridge.Job, attaches every task connection and then reports readiness
-// with sd_notify: "READY=1". A start-up failure is reported as
-// "STATUS=<error>\nERRNO=<n>" before the shim exits, so the step daemon can
-// say why. NOTIFY_SOCKET is read and removed from the environment at the
-// very start, so the backend plugin, which inherits the environment, never
-// sees it.
+// defaults, takes the task fds, resolves the backend binary
+// gopmi-rm-<backend.name> (next to the shim's own executable, then in PATH),
+// builds the bridge.Job, attaches every task connection and reports
+// readiness with sd_notify: "READY=1" means the tasks are served. Only then
+// does the backend start, with a private 0700 socket directory, and get its
+// Configure: a task's local requests (init, put, a one-node fence, get) are
+// answered meanwhile, and those that need the backend wait for it within
+// their own deadlines. A job that ends before its backend is up does not
+// wait for it. A failure before READY is reported as
+// "STATUS=<error>\nERRNO=<n>" before the shim exits; a later one (the backend
+// failed to start or died) as "STOPPING=1\nSTATUS=<reason>", so the step
+// daemon can say why either way. NOTIFY_SOCKET is read and removed from the
+// environment at the very start, so the backend plugin, which inherits the
+// environment, never sees it.
 //
 // # Task fds and the LISTEN_PID contract
 //
