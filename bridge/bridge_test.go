@@ -322,11 +322,20 @@ func TestAbort(t *testing.T) {
 				a.send("cmd=barrier_in")
 			}
 			b.send(tc.line)
+			// The client exits right after its abort.
+			b.s.Close(nil)
 			res := w.waitDone(0)
 			if !res.Aborted || res.Status != tc.status || !errors.Is(res.Err, plugin.ErrAborted) {
 				t.Fatalf("result = %+v", res)
 			}
-			aborts, _, _ := w.rm.snapshot()
+			eventually(t, "backend abort", func() bool {
+				aborts, _, _ := w.rm.snapshot()
+				return len(aborts) > 0
+			})
+			aborts, events, _ := w.rm.snapshot()
+			if len(events) != 0 {
+				t.Fatalf("the abort was also reported as an early exit: %+v", events)
+			}
 			if len(aborts) != 1 || aborts[0].Status != int32(tc.status) || aborts[0].Message != tc.msg || aborts[0].Proc.Rank != 1 {
 				t.Fatalf("backend aborts = %+v", aborts)
 			}

@@ -246,7 +246,7 @@ func (j *Job) completeFence(f *fence, blob []byte, err error) {
 	}
 	if err != nil {
 		f.err = err
-		j.groupErr[f.g.name] = err
+		j.fenceErr = err
 		j.log.Error().Err(err).Msg("fence failed")
 	} else {
 		delete(j.fences, f.id)
@@ -295,7 +295,7 @@ func (j *Job) fenceTimedOut(f *fence) {
 		f.id, j.cfg.Job.Nspace, plugin.RankList(missing), j.lay.node.Name, j.cfg.Timeouts.Fence, plugin.ErrTimeout)
 	f.err = err
 	f.stop = nil
-	j.groupErr[f.g.name] = err
+	j.fenceErr = err
 	var answers []func()
 	if f.g.name == worldName {
 		answers = j.wakeLazyLocked(f.seq, err)

@@ -42,12 +42,12 @@ type Job struct {
 	store      *kvs.Store            // guarded by mu
 	fences     map[string]*fence     // guarded by mu; open and in-flight fences by ID
 	groupDone  map[string]int        // guarded by mu; last finished seq per fence group
-	groupErr   map[string]error      // guarded by mu; error of the last failed fence per group
 	nodeAttrs  map[string]string     // guarded by mu
 	attrWaits  map[string][]*waiter  // guarded by mu; info-getnodeattr with wait
 	lazyWaits  []*waiter             // guarded by mu; gets waiting for a world fence
 	pending    map[*request]struct{} // guarded by mu; requests not yet answered
 	notices    notices               // guarded by mu
+	fenceErr   error                 // guarded by mu; the last fence failure, which explains later ones
 	fetched    map[int32]int         // guarded by mu; node index (-1: all) -> world epoch of its last direct modex
 	modexWaits map[int32][]*waiter   // guarded by mu; gets waiting on a direct modex per node index
 	ended      bool                  // guarded by mu
@@ -60,6 +60,7 @@ type task struct {
 	sess      *Session
 	inited    bool
 	finalized bool
+	aborted   bool
 	closed    bool
 	pending   []byte         // kvs blob of puts since the task's last fence
 	seq       map[string]int // fences entered per group
@@ -104,7 +105,6 @@ func NewJob(ctx context.Context, cfg Config, be plugin.Full) (*Job, error) {
 		store:     kvs.NewStore(),
 		fences:    make(map[string]*fence),
 		groupDone: make(map[string]int),
-		groupErr:  make(map[string]error),
 		nodeAttrs: make(map[string]string),
 		attrWaits: make(map[string][]*waiter),
 		pending:   make(map[*request]struct{}),
@@ -121,7 +121,12 @@ func NewJob(ctx context.Context, cfg Config, be plugin.Full) (*Job, error) {
 	} else if j.track() {
 		go func() {
 			defer j.wg.Done()
-			j.setInfo(cfg.WaitBackend(j.ctx))
+			// Not the job's context: a job that ends badly before its
+			// backend is up still has news for it (an abort, an early
+			// exit), and needs to know what it can send.
+			ctx, cancel := context.WithTimeout(context.Background(), j.cfg.Timeouts.Backend)
+			defer cancel()
+			j.setInfo(cfg.WaitBackend(ctx))
 		}()
 	}
 	if lay.localSize == 0 {
@@ -411,10 +416,15 @@ func (j *Job) sessionClosed(s *Session, err error) {
 	t.closed = true
 	var failErr error
 	done := false
-	if t.inited && !t.finalized && !j.ended {
+	if t.inited && !t.finalized && !t.aborted && !j.ended {
 		why := "closed its PMI connection before finalize"
 		if err != nil {
 			why = fmt.Sprintf("lost its PMI connection before finalize (%v)", err)
+		}
+		if j.fenceErr != nil {
+			// A task that gives up after a failed fence is a consequence:
+			// name the cause.
+			why += ", after " + j.fenceErr.Error()
 		}
 		failErr = fmt.Errorf("rank %d of job %s %s", t.rank, j.cfg.Job.Nspace, why)
 	} else {

@@ -102,13 +102,20 @@ func (s *Session) abort(r *request, code int, msg string, world bool) {
 		req.Targets = []plugin.Proc{j.proc(rank)}
 	}
 	j.log.Warn().Int32("rank", rank).Int("status", code).Str("abort_message", msg).Msg("task aborted the job")
+	j.mu.Lock()
+	// The client exits right after its abort: its connection closing is
+	// part of the abort, not an early exit.
+	j.tasks[rank].aborted = true
+	j.mu.Unlock()
+	// The RM hears of it on a goroutine that Shutdown waits for, so the
+	// abort reaches the backend even though the job ends now.
 	j.goNotify(func(ctx context.Context) {
 		if err := j.be.Abort(ctx, req); err != nil {
-			j.log.Error().Err(err).Msg("backend abort failed; the shim ends the job itself")
+			j.log.Error().Err(err).Msg("backend abort failed; the shim's exit status reports it")
 		}
-		err := fmt.Errorf("%w: job %s aborted by rank %d with status %d: %s", plugin.ErrAborted, j.cfg.Job.Nspace, rank, code, msg)
-		j.end(Result{Aborted: true, Status: code, Err: err})
 	})
+	err := fmt.Errorf("%w: job %s aborted by rank %d with status %d: %s", plugin.ErrAborted, j.cfg.Job.Nspace, rank, code, msg)
+	j.end(Result{Aborted: true, Status: code, Err: err})
 }
 
 // put buffers a key until the task's next fence.

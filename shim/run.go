@@ -314,14 +314,19 @@ func (s *server) run(ctx context.Context) (retErr error) {
 	s.ready = true
 
 	// The backend comes up while the tasks are served. A job that ends
-	// first never needed it: its start is cut short rather than waited
-	// for, so a short job does not pay for it on the way out.
+	// cleanly first never needed it: its start is cut short rather than
+	// waited for, so a short job does not pay for it on the way out.
 	startCtx, cancelStart := context.WithCancel(ctx)
 	defer cancelStart()
 	go func() {
 		select {
 		case <-job.Done():
-			cancelStart()
+			// A job that failed or aborted still has news for the RM
+			// (the abort, the early exit): let the backend come up for
+			// it, within its start time-out.
+			if res := job.Result(); res.Err == nil && !res.Aborted {
+				cancelStart()
+			}
 		case <-startCtx.Done():
 		}
 	}()

@@ -137,6 +137,12 @@ type Launcher struct {
 	abort       *AbortEvent    // the first abort; guarded by mu
 	signal      syscall.Signal // the signal that ended the run; guarded by mu
 	taskStatus  int            // first failing task's status, -1 if none; guarded by mu
+	// failedStatus holds each failed task's status and rootCause the task
+	// a shim reported gone before finalize: when tasks fail together (one
+	// dies, its peers then fail their barrier) the reported one's status
+	// is the run's, whichever was reaped first. Guarded by mu.
+	failedStatus map[plugin.Proc]int
+	rootCause    *plugin.Proc
 	failed      bool           // some other failure (shim, launch, proc failed); guarded by mu
 	timers      []*time.Timer  // guarded by mu
 	pending     []pendingLine  // failure lines not printed yet; guarded by mu
@@ -150,6 +156,8 @@ type pendingLine struct {
 	proc     plugin.Proc
 	line     string
 	signaled bool // the task was killed by a signal
+	early    bool // the shim's report of a task gone before finalize
+	shim     bool // a shim's exit that reports the job's failure
 }
 
 // failureSettle is how long a task's failure waits before it is reported
@@ -452,8 +460,24 @@ func (l *Launcher) exitStatus() int {
 // whose abort was reported already, and tasks killed by a signal when a
 // signal ended the run. Called with mu held.
 func (l *Launcher) flushLocked() {
+	killed := make(map[plugin.Proc]bool)
+	tasks := false
+	for _, p := range l.pending {
+		if p.signaled {
+			killed[p.proc] = true
+		}
+		tasks = tasks || !p.shim
+	}
 	for _, p := range l.pending {
 		if l.abort != nil && l.abort.Proc == p.proc {
+			continue
+		}
+		if p.early && killed[p.proc] {
+			// "Killed by signal 9" says more than that it left early.
+			continue
+		}
+		if p.shim && (tasks || l.abort != nil) {
+			// The shim only echoes what its tasks did.
 			continue
 		}
 		if l.signal != 0 && p.signaled {
@@ -621,9 +645,21 @@ func (l *Launcher) onProcFailed(p plugin.Proc, reason string) {
 		l.log.Debug().Str("proc", p.String()).Str("reason", reason).Msg("proc failed while ending")
 		return
 	}
-	l.printf("gopmi: rank %d (job %s) failed: %s", p.Rank, p.Nspace, reason)
+	// The task is exiting or has exited: wait failureSettle, as for any
+	// task failure, so that its own exit status (a signal, say) or an
+	// abort is what the run reports.
 	l.failed = true
-	l.terminateLocked(syscall.SIGTERM)
+	if l.rootCause == nil {
+		l.rootCause = &p
+		if st, ok := l.failedStatus[p]; ok {
+			l.taskStatus = st
+		}
+	}
+	l.pending = append(l.pending, pendingLine{proc: p, line: fmt.Sprintf("gopmi: rank %d (job %s) failed: %s", p.Rank, p.Nspace, reason), early: true})
+	l.after(failureSettle, func() {
+		l.flushLocked()
+		l.terminateLocked(syscall.SIGTERM)
+	})
 }
 
 // Dump writes the universe's and the launcher's state (SIGUSR1).

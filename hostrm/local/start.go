@@ -487,13 +487,17 @@ func (l *Launcher) reapTask(rj *runJob, t *runTask, cmd *exec.Cmd) {
 	if !ps.Success() && !t.signalled {
 		// A failure gopmi run did not cause: report it and end the run,
 		// after failureSettle.
-		if l.taskStatus < 0 {
+		if l.failedStatus == nil {
+			l.failedStatus = make(map[plugin.Proc]int)
+		}
+		l.failedStatus[t.proc] = status
+		if l.taskStatus < 0 || (l.rootCause != nil && *l.rootCause == t.proc) {
 			l.taskStatus = status
 		}
 		if rj.failure == "" {
 			rj.failure = fmt.Sprintf("rank %d %s", t.proc.Rank, how)
 		}
-		l.pending = append(l.pending, pendingLine{t.proc, fmt.Sprintf("gopmi: rank %d (job %s) %s", t.proc.Rank, t.proc.Nspace, how), status > 128 && ps.ExitCode() < 0})
+		l.pending = append(l.pending, pendingLine{proc: t.proc, line: fmt.Sprintf("gopmi: rank %d (job %s) %s", t.proc.Rank, t.proc.Nspace, how), signaled: status > 128 && ps.ExitCode() < 0})
 		l.after(failureSettle, func() {
 			l.flushLocked()
 			l.terminateLocked(syscall.SIGTERM)
@@ -512,10 +516,29 @@ func (l *Launcher) reapShim(rj *runJob, n *runNode, cmd *exec.Cmd) {
 	close(n.exited)
 	rj.procs--
 	if !n.state.Success() && !n.signalled && !rj.launching {
-		l.shimFailedLocked(rj, n)
+		if code := n.state.ExitCode(); code == shimExitJobFailed || code == shimExitAborted {
+			// The shim reports what a task did (an early exit, an
+			// abort); the task's own exit or the abort, arriving within
+			// failureSettle, is the news.
+			l.failed = true
+			l.pending = append(l.pending, pendingLine{line: l.shimFailureLine(rj, n), shim: true})
+			l.after(failureSettle, func() {
+				l.flushLocked()
+				l.terminateLocked(syscall.SIGTERM)
+			})
+		} else {
+			l.shimFailedLocked(rj, n)
+		}
 	}
 	l.checkJobLocked(rj)
 }
+
+// The shim's exit statuses for a job that failed or was aborted by a task
+// (package shim's ExitJobFailed and ExitAborted; hostrm may not import it).
+const (
+	shimExitJobFailed = 4
+	shimExitAborted   = 5
+)
 
 // shimFailedLocked reports a shim that failed on its own. While the run
 // is already ending its exit is a consequence, not news.
@@ -523,18 +546,24 @@ func (l *Launcher) shimFailedLocked(rj *runJob, n *runNode) {
 	if l.terminating {
 		return
 	}
+	l.printf("%s", l.shimFailureLine(rj, n))
+	if rj.failure == "" {
+		rj.failure = "shim of node " + strconv.Itoa(int(n.node.ID)) + " failed"
+	}
+	l.failed = true
+	l.terminateLocked(syscall.SIGTERM)
+}
+
+// shimFailureLine says why a shim failed: its last STATUS= or log line,
+// and how it exited.
+func (l *Launcher) shimFailureLine(rj *runJob, n *runNode) string {
 	_, _, how := exitInfo(n.state)
 	msg := how
 	status, _ := n.notify.lastStatus()
 	if last := firstNonEmpty(status, n.tail.lastLine()); last != "" {
 		msg = last + " (" + how + ")"
 	}
-	l.printf("gopmi: %s for job %s node %d failed: %s", ShimBinary, rj.spec.Job.Nspace, n.node.ID, msg)
-	if rj.failure == "" {
-		rj.failure = "shim of node " + strconv.Itoa(int(n.node.ID)) + " failed"
-	}
-	l.failed = true
-	l.terminateLocked(syscall.SIGTERM)
+	return fmt.Sprintf("gopmi: %s for job %s node %d failed: %s", ShimBinary, rj.spec.Job.Nspace, n.node.ID, msg)
 }
 
 // checkJobLocked moves a job on: once its last task exited, its shims get

@@ -6,7 +6,7 @@
  *   default  init, job id, 3 rounds of KVS all-to-all with values holding
  *            ';', '=' and spaces, a missing-key get that must fail, job
  *            attributes PMI_process_mapping and universeSize, node attribute
- *            put (rank 0) + get(wait) (all ranks)
+ *            put (the first rank of each node) + get(wait) (all ranks)
  *   ns       rank 0 publishes "gopmi-svc", fence, the other ranks look it up
  *            and look up a missing name (must fail), fence, rank 0 unpublishes
  *   spawn    rank 0 spawns 2 copies of this program with argument "child" and
@@ -69,6 +69,12 @@ static void get_key(const char *key, char *val, int maxlen, int *vallen, const c
     if (rc != PMI2_SUCCESS) gt_fail(P, rank, "%s-get-%s-rc-%d", step, key, rc);
 }
 
+static int local_leader(void)
+{
+    const char *s = getenv("MPI_LOCALRANKID");
+    return s != NULL ? atoi(s) == 0 : rank == 0;
+}
+
 static void mode_default(void)
 {
     char key[PMI2_MAX_KEYLEN], val[PMI2_MAX_VALLEN + 1], want[PMI2_MAX_VALLEN + 1];
@@ -110,7 +116,10 @@ static void mode_default(void)
     printf("ok " P " rank=%d step=jobattr key=universeSize found=%d value=%s\n", rank, found,
            found ? val : "unset");
 
-    if (rank == 0) {
+    /* Node attributes are visible on their node only: the first rank of
+     * each node puts (MPI_LOCALRANKID, set by hydra and gopmi; rank 0 when
+     * the launcher does not say). */
+    if (local_leader()) {
         rc = PMI2_Info_PutNodeAttr("gopmi-node-attr", "node-val");
         if (rc != PMI2_SUCCESS) gt_fail(P, rank, "putnodeattr-rc-%d", rc);
     }
