@@ -143,9 +143,9 @@ type Launcher struct {
 	// is the run's, whichever was reaped first. Guarded by mu.
 	failedStatus map[plugin.Proc]int
 	rootCause    *plugin.Proc
-	failed      bool           // some other failure (shim, launch, proc failed); guarded by mu
-	timers      []*time.Timer  // guarded by mu
-	pending     []pendingLine  // failure lines not printed yet; guarded by mu
+	failed       bool          // some other failure (shim, launch, proc failed); guarded by mu
+	timers       []*time.Timer // guarded by mu
+	pending      []pendingLine // failure lines not printed yet; guarded by mu
 	// quiet is set while the run ends at the default log levels: the
 	// shims' complaints about being stopped are consequences, not news.
 	quiet atomic.Bool
