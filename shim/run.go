@@ -324,13 +324,24 @@ func (s *server) run(ctx context.Context) (retErr error) {
 			// A job that failed or aborted still has news for the RM
 			// (the abort, the early exit): let the backend come up for
 			// it, within its start time-out.
-			if res := job.Result(); res.Err == nil && !res.Aborted {
+			if endedCleanly(job) {
 				cancelStart()
 			}
 		case <-startCtx.Done():
 		}
 	}()
-	bp, info, attrs, err := s.bringUpBackend(startCtx, ctx, path, dir)
+	var (
+		bp    backendProc
+		info  *plugin.BackendInfo
+		attrs []plugin.Info
+	)
+	if endedCleanly(job) {
+		// Every task came and went while the shim started: nothing
+		// needs the backend.
+		err = errors.New("not started")
+	} else {
+		bp, info, attrs, err = s.bringUpBackend(startCtx, ctx, path, dir)
+	}
 	switch {
 	case err != nil && isDone(job.Done()):
 		lazy.fail(errors.New("the job ended before its backend started"))
@@ -390,6 +401,15 @@ func (s *server) bringUpBackend(startCtx, ctx context.Context, path, dir string)
 		return nil, nil, nil, err
 	}
 	return bp, info, attrs, nil
+}
+
+// endedCleanly reports whether the job has ended with every task done.
+func endedCleanly(job *bridge.Job) bool {
+	if !isDone(job.Done()) {
+		return false
+	}
+	res := job.Result()
+	return res.Err == nil && !res.Aborted
 }
 
 func isDone(ch <-chan struct{}) bool {
