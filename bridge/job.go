@@ -24,6 +24,7 @@ type Job struct {
 	clock Clock
 	attrs map[string]string
 
+	infoOnce  sync.Once         // starts the wait for the backend, once
 	infoReady chan struct{}     // closed once the fields below are set
 	caps      map[string]bool   // written once before infoReady closes
 	beName    string            // written once before infoReady closes
@@ -117,17 +118,9 @@ func NewJob(ctx context.Context, cfg Config, be plugin.Full) (*Job, error) {
 	}
 	j.attrs = j.jobAttrs()
 	if cfg.WaitBackend == nil {
-		j.setInfo(&BackendReady{Info: &plugin.BackendInfo{Name: cfg.BackendName, Capabilities: cfg.Capabilities}}, nil)
-	} else if j.track() {
-		go func() {
-			defer j.wg.Done()
-			// Not the job's context: a job that ends badly before its
-			// backend is up still has news for it (an abort, an early
-			// exit), and needs to know what it can send.
-			ctx, cancel := context.WithTimeout(context.Background(), j.cfg.Timeouts.Backend)
-			defer cancel()
-			j.setInfo(cfg.WaitBackend(ctx))
-		}()
+		j.infoOnce.Do(func() {
+			j.setInfo(&BackendReady{Info: &plugin.BackendInfo{Name: cfg.BackendName, Capabilities: cfg.Capabilities}}, nil)
+		})
 	}
 	if lay.localSize == 0 {
 		j.end(Result{})
@@ -163,6 +156,20 @@ func (j *Job) setInfo(br *BackendReady, err error) {
 	close(j.infoReady)
 }
 
+// backendUp waits, without asking for the backend, until it is up or the
+// job ends: notifications are worth sending only to a backend something
+// else needed.
+func (j *Job) backendUp(ctx context.Context) bool {
+	select {
+	case <-j.infoReady:
+		return j.infoErr == nil
+	case <-j.done:
+		return j.backendKnown() && j.infoErr == nil
+	case <-ctx.Done():
+		return false
+	}
+}
+
 // backendKnown reports, without waiting, whether setInfo ran.
 func (j *Job) backendKnown() bool {
 	select {
@@ -173,8 +180,31 @@ func (j *Job) backendKnown() bool {
 	}
 }
 
-// capabilities waits until the backend's capabilities are known.
+// needBackend asks for the backend: the first call starts waiting for it
+// (WaitBackend), which is what makes a shim that starts its backend on
+// demand start it.
+func (j *Job) needBackend() {
+	j.infoOnce.Do(func() {
+		if !j.track() {
+			j.setInfo(nil, errors.New("the job has ended"))
+			return
+		}
+		go func() {
+			defer j.wg.Done()
+			// Not the job's context: a job that ends badly before its
+			// backend is up still has news for it (an abort, an early
+			// exit), and needs to know what it can send.
+			ctx, cancel := context.WithTimeout(context.Background(), j.cfg.Timeouts.Backend)
+			defer cancel()
+			j.setInfo(j.cfg.WaitBackend(ctx))
+		}()
+	})
+}
+
+// capabilities asks for the backend and waits until its capabilities
+// are known.
 func (j *Job) capabilities(ctx context.Context) (map[string]bool, error) {
+	j.needBackend()
 	select {
 	case <-j.infoReady:
 		return j.caps, j.infoErr

@@ -53,6 +53,14 @@ func (j *Job) flushNoticesLocked() {
 	}
 	j.notices.busy = true
 	started := j.goNotifyFn(func(ctx context.Context) {
+		if !j.backendUp(ctx) {
+			// A job that never needed its backend ended without it: the
+			// RM saw its tasks come and go without gopmi's word.
+			j.mu.Lock()
+			j.notices = notices{}
+			j.mu.Unlock()
+			return
+		}
 		for {
 			j.mu.Lock()
 			conn, fin := j.notices.connected, j.notices.finalized

@@ -16,15 +16,17 @@ import (
 type lazyBackend struct {
 	plugin.Deferred // resolves to the backend once it is up
 
-	once  sync.Once
-	ready chan struct{}
+	once       sync.Once
+	ready      chan struct{}
+	demandOnce sync.Once
+	demand     chan struct{} // closed by the first call that needs the backend
 	be    plugin.Full          // set once before ready closes
 	state *bridge.BackendReady // set once before ready closes
 	err   error                // set once before ready closes
 }
 
 func newLazyBackend() *lazyBackend {
-	l := &lazyBackend{ready: make(chan struct{})}
+	l := &lazyBackend{ready: make(chan struct{}), demand: make(chan struct{})}
 	l.Resolve = l.get
 	return l
 }
@@ -45,8 +47,15 @@ func (l *lazyBackend) fail(err error) {
 	})
 }
 
+// need records that something needs the backend, which a shim that
+// starts it on demand waits for.
+func (l *lazyBackend) need() {
+	l.demandOnce.Do(func() { close(l.demand) })
+}
+
 // wait is the bridge's Config.WaitBackend.
 func (l *lazyBackend) wait(ctx context.Context) (*bridge.BackendReady, error) {
+	l.need()
 	select {
 	case <-l.ready:
 		return l.state, l.err
@@ -56,6 +65,7 @@ func (l *lazyBackend) wait(ctx context.Context) (*bridge.BackendReady, error) {
 }
 
 func (l *lazyBackend) get(ctx context.Context, call string) (plugin.Full, error) {
+	l.need()
 	select {
 	case <-l.ready:
 		return l.be, l.err

@@ -313,53 +313,15 @@ func (s *server) run(ctx context.Context) (retErr error) {
 	}
 	s.ready = true
 
-	// The backend comes up while the tasks are served. A job that ends
-	// cleanly first never needed it: its start is cut short rather than
-	// waited for, so a short job does not pay for it on the way out.
-	startCtx, cancelStart := context.WithCancel(ctx)
-	defer cancelStart()
-	go func() {
-		select {
-		case <-job.Done():
-			// A job that failed or aborted still has news for the RM
-			// (the abort, the early exit): let the backend come up for
-			// it, within its start time-out.
-			if endedCleanly(job) {
-				cancelStart()
-			}
-		case <-startCtx.Done():
-		}
-	}()
-	var (
-		bp    backendProc
-		info  *plugin.BackendInfo
-		attrs []plugin.Info
-	)
-	if endedCleanly(job) {
-		// Every task came and went while the shim started: nothing
-		// needs the backend.
-		err = errors.New("not started")
-	} else {
-		bp, info, attrs, err = s.bringUpBackend(startCtx, ctx, path, dir)
-	}
-	switch {
-	case err != nil && isDone(job.Done()):
-		lazy.fail(errors.New("the job ended before its backend started"))
-		bp = nil
-	case err != nil:
-		return startFailed(err)
-	default:
-		defer func() {
-			if err := bp.Close(); err != nil {
-				s.log.Warn().Err(err).Msg("close backend")
-			}
-		}()
-		lazy.set(bp.Backend(), &bridge.BackendReady{Info: info, Attrs: attrs})
-		s.log.Info().Int("tasks", len(c.tasks)).Str("backend", name).Str("backend_version", info.Version).
-			Msg("serving")
-	}
+	// The backend comes up beside the tasks: at once for a job on several
+	// nodes (its fences need it), on demand for a job on one node, which
+	// may never need it. A job that ends cleanly first does not wait for
+	// it.
+	eager := len(c.job.Nodes) > 1
+	bs := s.startBackendAside(ctx, job, lazy, path, dir, eager)
+	defer bs.close(s.log)
 
-	backendDied := s.wait(ctx, name, bp)
+	backendDied := s.wait(ctx, name, bs)
 	res := job.Result()
 	s.shutdown()
 
@@ -371,12 +333,78 @@ func (s *server) run(ctx context.Context) (retErr error) {
 			return fmt.Errorf("%w: %w", ErrJobAborted, res.Err)
 		}
 		return fmt.Errorf("%w with status %d", ErrJobAborted, res.Status)
+	case res.Err != nil && errors.Is(res.Err, ErrBackend):
+		return res.Err
 	case res.Err != nil && errors.Is(res.Err, plugin.ErrBackendGone):
 		return fmt.Errorf("%w: %w", ErrBackend, res.Err)
 	case res.Err != nil:
 		return fmt.Errorf("%w: %w", ErrJobFailed, res.Err)
 	}
 	return nil
+}
+
+// backendStart is the backend's bring-up, run beside the job.
+type backendStart struct {
+	done chan struct{} // closed when the bring-up ended
+	bp   backendProc   // the running backend; set before done closes
+	err  error         // why it failed, when that fails the job
+	stop context.CancelFunc
+}
+
+// startBackendAside brings the backend up on its own goroutine: at once
+// when eager, else when the job first needs it. A job that ends cleanly
+// meanwhile cuts the start short; one that fails or aborts lets it finish,
+// since the RM must hear of that.
+func (s *server) startBackendAside(ctx context.Context, job *bridge.Job, lazy *lazyBackend, path, dir string, eager bool) *backendStart {
+	c := s.cfg
+	startCtx, stop := context.WithCancel(ctx)
+	bs := &backendStart{done: make(chan struct{}), stop: stop}
+	go func() {
+		<-job.Done()
+		if endedCleanly(job) {
+			stop()
+		}
+	}()
+	go func() {
+		defer close(bs.done)
+		if !eager {
+			select {
+			case <-lazy.demand:
+			case <-startCtx.Done():
+			}
+		}
+		if startCtx.Err() != nil {
+			lazy.fail(errors.New("the job ended before it needed its backend"))
+			return
+		}
+		bp, info, attrs, err := s.bringUpBackend(startCtx, ctx, path, dir)
+		if err != nil {
+			lazy.fail(err)
+			if !endedCleanly(job) {
+				bs.err = err
+			}
+			return
+		}
+		bs.bp = bp
+		lazy.set(bp.Backend(), &bridge.BackendReady{Info: info, Attrs: attrs})
+		s.log.Info().Int("tasks", len(c.tasks)).Str("backend", c.backend.binaryName()).Str("backend_version", info.Version).
+			Msg("backend serving")
+	}()
+	return bs
+}
+
+// close ends the bring-up (or waits for it, within the backend start
+// time-out it runs under) and closes the backend.
+func (bs *backendStart) close(log zerolog.Logger) {
+	// The job is over and its news delivered (Shutdown waited for that):
+	// a bring-up still waiting or running is no longer needed.
+	bs.stop()
+	<-bs.done
+	if bs.bp != nil {
+		if err := bs.bp.Close(); err != nil {
+			log.Warn().Err(err).Msg("close backend")
+		}
+	}
 }
 
 // bringUpBackend starts and configures the backend. startCtx cuts the
@@ -577,11 +605,9 @@ func (s *server) acceptLoop(l net.Listener) {
 // wait blocks until the job ends, failing it on a signal, ctx's end, the
 // backend's exit or a connect time-out. It reports whether the backend
 // died.
-func (s *server) wait(ctx context.Context, name string, bp backendProc) (backendDied bool) {
-	var exited <-chan struct{} // nil, never ready, when no backend runs
-	if bp != nil {
-		exited = bp.Exited()
-	}
+func (s *server) wait(ctx context.Context, name string, bs *backendStart) (backendDied bool) {
+	var exited <-chan struct{} // nil, never ready, until a backend runs
+	started := bs.done
 	var connectC <-chan time.Time
 	if s.cfg.connect > 0 {
 		t := time.NewTimer(s.cfg.connect)
@@ -592,6 +618,15 @@ func (s *server) wait(ctx context.Context, name string, bp backendProc) (backend
 		select {
 		case <-s.job.Done():
 			return false
+		case <-started:
+			started = nil
+			switch {
+			case bs.err != nil:
+				s.log.Error().Err(bs.err).Msg("failing the job: its backend did not start")
+				s.job.Fail(bs.err)
+			case bs.bp != nil:
+				exited = bs.bp.Exited()
+			}
 		case <-exited:
 			err := fmt.Errorf("backend %s exited: %w", name, plugin.ErrBackendGone)
 			s.log.Error().Err(err).Msg("failing the job")

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -358,10 +359,12 @@ func TestRunBackendStartFailure(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			p := startRun(t, oneNode(1), runOpts{start: tt.start()})
+			p.ready()
+			// A one-node job starts its backend when it first needs it.
+			p.tasks[0].init()
+			p.tasks[0].send("cmd=publish_name service=svc port=p1")
+			p.tasks[0].expect("publish_result", false)
 			p.waitExit(ExitBackend, tt.status)
-			if msg := p.notify.next(t); !strings.HasPrefix(msg, "READY=1") {
-				t.Errorf("first sd_notify %q, want READY=1", msg)
-			}
 			if msg := p.notify.next(t); !strings.Contains(msg, "STATUS=") || !strings.Contains(msg, tt.status) {
 				t.Errorf("sd_notify %q, want STATUS=...%s", msg, tt.status)
 			}
@@ -457,7 +460,8 @@ func TestRunStopDuringStart(t *testing.T) {
 		<-ctx.Done()
 		return nil, ctx.Err()
 	}
-	p := startRun(t, oneNode(2), runOpts{start: start})
+	// A job on two nodes starts its backend at once.
+	p := startRun(t, twoNodes(), runOpts{start: start})
 	select {
 	case <-starting:
 	case <-time.After(waitTimeout):
@@ -484,19 +488,41 @@ func TestRunJobEndsBeforeBackendStarts(t *testing.T) {
 		close(cancelled)
 		return nil, ctx.Err()
 	}
-	p := startRun(t, oneNode(2), runOpts{start: start})
+	// Rank 2 lives on another node: this node starts its backend at once.
+	b := twoNodes()
+	p := startRun(t, b, runOpts{start: start})
 	p.ready()
 	select {
 	case <-starting:
 	case <-time.After(waitTimeout):
 		t.Fatal("backend start never began")
 	}
-	// The whole job is local: it needs no backend.
-	helloWorld(t, p.tasks[0], p.tasks[1])
+	for _, k := range p.tasks {
+		k.init()
+		k.call("cmd=finalize", "finalize_ack")
+		k.conn.Close()
+	}
 	p.waitExit(ExitOK, "")
 	select {
 	case <-cancelled:
 	default:
 		t.Fatal("the backend's start was not cut short")
+	}
+}
+
+// A job on one node starts its backend only when it needs it: MPICH's
+// hello never does.
+func TestRunOneNodeJobNeedsNoBackend(t *testing.T) {
+	var starts atomic.Int32
+	start := func(ctx context.Context, _ launch) (backendProc, error) {
+		starts.Add(1)
+		return nil, errors.New("must not start")
+	}
+	p := startRun(t, oneNode(2), runOpts{start: start})
+	p.ready()
+	helloWorld(t, p.tasks[0], p.tasks[1])
+	p.waitExit(ExitOK, "")
+	if n := starts.Load(); n != 0 {
+		t.Fatalf("backend started %d times", n)
 	}
 }
