@@ -30,7 +30,7 @@ const (
 // MPICH's old simple PMI client and the name service keys Slurm uses.
 // Every reply may also carry rc= (missing means 0) and msg= (free text).
 // Tests and the bridge read it; do not modify it.
-var Commands = []wire.CommandSpec{
+var Commands = wire.Table{
 	{
 		Name: "init", Reply: "response_to_init", Since: "1.1",
 		Request: []wire.AttrSpec{
@@ -192,19 +192,8 @@ var Commands = []wire.CommandSpec{
 	},
 }
 
-var byName = func() map[string]*wire.CommandSpec {
-	m := make(map[string]*wire.CommandSpec, len(Commands))
-	for i := range Commands {
-		m[Commands[i].Name] = &Commands[i]
-	}
-	return m
-}()
-
 // Lookup returns the spec of a request command.
-func Lookup(cmd string) (*wire.CommandSpec, bool) {
-	c, ok := byName[cmd]
-	return c, ok
-}
+func Lookup(cmd string) (*wire.CommandSpec, bool) { return Commands.Lookup(cmd) }
 
 // ReplyName names the reply to cmd. For a command with no reply (abort)
 // and for unknown commands it returns cmd + "_result", the pattern of most
@@ -213,7 +202,7 @@ func Lookup(cmd string) (*wire.CommandSpec, bool) {
 // some other client, which needs a readable line with rc!=0 rather than a
 // particular name.
 func ReplyName(cmd string) string {
-	if c, ok := byName[cmd]; ok && c.Reply != "" {
+	if c, ok := Commands.Lookup(cmd); ok && c.Reply != "" {
 		return c.Reply
 	}
 	return cmd + "_result"

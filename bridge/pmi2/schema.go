@@ -37,7 +37,7 @@ func infoFamily() []wire.AttrSpec {
 // missing optional attribute means its Default: MPICH's generated client
 // omits attributes equal to their default (found=TRUE, wait=FALSE,
 // srcid=-1). Tests and the bridge read it; do not modify it.
-var Commands = []wire.CommandSpec{
+var Commands = wire.Table{
 	{
 		Name: "fullinit", Reply: "fullinit-response", Since: "2.0",
 		Request: []wire.AttrSpec{
@@ -178,19 +178,8 @@ var Commands = []wire.CommandSpec{
 	},
 }
 
-var byName = func() map[string]*wire.CommandSpec {
-	m := make(map[string]*wire.CommandSpec, len(Commands))
-	for i := range Commands {
-		m[Commands[i].Name] = &Commands[i]
-	}
-	return m
-}()
-
 // Lookup returns the spec of a request command.
-func Lookup(cmd string) (*wire.CommandSpec, bool) {
-	c, ok := byName[cmd]
-	return c, ok
-}
+func Lookup(cmd string) (*wire.CommandSpec, bool) { return Commands.Lookup(cmd) }
 
 // ReplyName names the reply to cmd: cmd + "-response", for every command
 // including unknown ones (both client libraries compare the reply name

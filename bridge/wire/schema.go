@@ -139,3 +139,17 @@ func MatchKey(pattern, key string) (index int, ok bool) {
 	}
 	return n, true
 }
+
+// Table is a protocol's list of commands.
+type Table []CommandSpec
+
+// Lookup returns the spec of a request command. The tables are a few
+// dozen entries: a scan is as fast as a map.
+func (t Table) Lookup(cmd string) (*CommandSpec, bool) {
+	for i := range t {
+		if t[i].Name == cmd {
+			return &t[i], true
+		}
+	}
+	return nil, false
+}
