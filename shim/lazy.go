@@ -19,10 +19,10 @@ type lazyBackend struct {
 	once       sync.Once
 	ready      chan struct{}
 	demandOnce sync.Once
-	demand     chan struct{} // closed by the first call that needs the backend
-	be    plugin.Full          // set once before ready closes
-	state *bridge.BackendReady // set once before ready closes
-	err   error                // set once before ready closes
+	demand     chan struct{}        // closed by the first call that needs the backend
+	be         plugin.Full          // set once before ready closes
+	state      *bridge.BackendReady // set once before ready closes
+	err        error                // set once before ready closes
 }
 
 func newLazyBackend() *lazyBackend {
