@@ -158,9 +158,7 @@ func loadTranscript(t *testing.T, path string) []*jobScript {
 				continue
 			}
 			st := &cur.steps[len(cur.steps)-1]
-			for _, part := range strings.Split(strings.TrimSuffix(body, `\n`), `\n`) {
-				st.replies = append(st.replies, part)
-			}
+			st.replies = append(st.replies, strings.Split(strings.TrimSuffix(body, `\n`), `\n`)...)
 		}
 	}
 	if err := sc.Err(); err != nil {

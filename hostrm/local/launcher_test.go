@@ -46,8 +46,6 @@ type run struct {
 	result chan runResult
 	cancel context.CancelFunc
 
-	mu     sync.Mutex
-	ended  []string // jobs ended, in order
 	endedC chan string
 }
 

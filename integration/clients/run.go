@@ -142,7 +142,7 @@ func Run(ctx context.Context, argv []string, opts RunOptions) (Result, error) {
 	case werr = <-done:
 	case <-ctx.Done():
 		killTree(cmd.Process.Pid)
-		werr = <-done
+		<-done // the timeout, not how the killed tree exited, is the news
 		res.Wall = time.Since(start)
 		fill(&res, cmd, &stdout, &stderr)
 		res.TimedOut = true

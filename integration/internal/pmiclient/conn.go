@@ -123,7 +123,6 @@ type transport struct {
 	v2      bool // reading PMI-2 frames
 	timeout time.Duration
 	broken  error
-	wbuf    []byte
 }
 
 func newTransport(conn net.Conn) *transport {
