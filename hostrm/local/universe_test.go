@@ -54,6 +54,28 @@ func procs(ns string, ranks ...int32) []plugin.Proc {
 func world(ns string) []plugin.Proc { return procs(ns, plugin.RankWildcard) }
 
 // async runs f in a goroutine; the returned function waits for its result.
+// waitFence waits, within waitLimit, until a fence with this ID has an
+// arrival in the universe.
+func waitFence(t *testing.T, u *Universe, id string) {
+	t.Helper()
+	deadline := time.Now().Add(waitLimit)
+	for {
+		u.mu.Lock()
+		found := false
+		for _, f := range u.fences {
+			found = found || (f.id == id && f.narrived > 0)
+		}
+		u.mu.Unlock()
+		if found {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("fence %s never registered", id)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
 func async[T any](t *testing.T, f func() (T, error)) func() (T, error) {
 	t.Helper()
 	type result struct {
@@ -347,6 +369,8 @@ func TestFenceBadRequests(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	pending := async(t, func() (*plugin.FenceResponse, error) { return u.Fence(ctx, first) })
+	// The cases below need the first arrival in place.
+	waitFence(t, u, "dup")
 	tests := []struct {
 		name string
 		req  plugin.FenceRequest
