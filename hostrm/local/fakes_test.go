@@ -88,7 +88,13 @@ func fakeShim(fds []string) int {
 	}
 	if dir := os.Getenv(envFakeShimDir); dir != "" {
 		name := fmt.Sprintf("%s-%d.json", b.GetJob().GetNspace(), b.GetNodeId())
-		if err := os.WriteFile(filepath.Join(dir, name), in, 0o644); err != nil {
+		// Written whole or not at all: the test reads it while tasks run.
+		tmp := filepath.Join(dir, "."+name)
+		werr := os.WriteFile(tmp, in, 0o644)
+		if werr == nil {
+			werr = os.Rename(tmp, filepath.Join(dir, name))
+		}
+		if err := werr; err != nil {
 			return shimFail(2, "save bootstrap: %v", err)
 		}
 	}
