@@ -176,19 +176,18 @@ func (l *Launcher) launch(ctx context.Context, spec *JobSpec) (err error) {
 			return err
 		}
 	}
-	// Tasks start first and their shims right after, without waiting
-	// for READY: the sockets already exist, so a task's first PMI request
-	// waits in its socket until the shim reads it, and the task's start-up
-	// (loading the MPI library takes longest) overlaps the shim's instead
-	// of following it. A shim that fails before READY still fails the
-	// launch, killing its tasks.
 	for _, s := range starts {
-		if err := l.startTasks(rj, s); err != nil {
+		if err := l.startShim(rj, s); err != nil {
 			return err
 		}
 	}
+	// Tasks start while their shims are still coming up: their sockets
+	// already exist, so a task's first PMI request waits in the socket
+	// until the shim reads it, and process start-up, MPI library loading
+	// and backend start-up overlap instead of adding up. A shim that
+	// fails before READY still fails the launch, killing its tasks.
 	for _, s := range starts {
-		if err := l.startShim(rj, s); err != nil {
+		if err := l.startTasks(rj, s); err != nil {
 			return err
 		}
 	}
