@@ -63,7 +63,7 @@ proto:
 	PATH=$(CURDIR)/.tools:$$PATH protoc -I proto \
 		--go_out=. --go_opt=module=github.com/gopmi/gopmi \
 		--go-grpc_out=. --go-grpc_opt=module=github.com/gopmi/gopmi \
-		proto/gopmi/rm/v1/rm.proto proto/gopmi/shim/v1/bootstrap.proto
+		$(shell find proto -name '*.proto' | sort)
 
 # The committed generated code must match what `make proto` makes; the
 # same check runs in `make test` (proto/proto_test.go).

@@ -2,7 +2,6 @@ package grpcplugin
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -18,6 +17,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/gopmi/gopmi/plugin"
+	"github.com/gopmi/gopmi/plugin/grpcplugin/internal/convert"
 	"github.com/gopmi/gopmi/plugin/grpcplugin/internal/hclogzero"
 	rmv1 "github.com/gopmi/gopmi/proto/gopmi/rm/v1"
 )
@@ -90,7 +90,7 @@ func Start(ctx context.Context, cfg ClientConfig) (_ *Client, retErr error) {
 		startTimeout = min(startTimeout, time.Until(dl))
 	}
 	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("start backend %s: %w: %w", cfg.Path, err, ctxKind(err))
+		return nil, fmt.Errorf("start backend %s: %w: %w", cfg.Path, err, convert.ContextKind(err))
 	}
 	if startTimeout <= 0 {
 		return nil, fmt.Errorf("start backend %s: %w: %w", cfg.Path, context.DeadlineExceeded, plugin.ErrTimeout)
@@ -101,7 +101,7 @@ func Start(ctx context.Context, cfg ClientConfig) (_ *Client, retErr error) {
 	}
 	began := time.Now()
 
-	env := append(os.Environ(), EnvLogLevel+"="+effectiveLevel(cfg.Logger).String())
+	env := append(os.Environ(), EnvLogLevel+"="+hclogzero.EffectiveLevel(cfg.Logger).String())
 	env = append(env, cfg.Env...)
 	run := newProcRunner(cfg.Path, cfg.Args, env)
 	hl := hclogzero.New(cfg.Logger)
@@ -151,7 +151,7 @@ func Start(ctx context.Context, cfg ClientConfig) (_ *Client, retErr error) {
 		hl.SetLevel(hclog.Off)
 		run.kill()
 		<-done // bounded by startTimeout at worst
-		return nil, fmt.Errorf("start backend %s: %w: %w", cfg.Path, ctx.Err(), ctxKind(ctx.Err()))
+		return nil, fmt.Errorf("start backend %s: %w: %w", cfg.Path, ctx.Err(), convert.ContextKind(ctx.Err()))
 	}
 	if res.err != nil {
 		if time.Since(began) >= startTimeout {
@@ -173,18 +173,6 @@ func Start(ctx context.Context, cfg ClientConfig) (_ *Client, retErr error) {
 		Str("version", info.Version).Strs("capabilities", info.Capabilities).
 		Dur("elapsed", time.Since(began)).Msg("backend started")
 	return c, nil
-}
-
-func ctxKind(err error) error {
-	if errors.Is(err, context.DeadlineExceeded) {
-		return plugin.ErrTimeout
-	}
-	return plugin.ErrAborted
-}
-
-// effectiveLevel is the level below which l writes nothing.
-func effectiveLevel(l zerolog.Logger) zerolog.Level {
-	return max(l.GetLevel(), zerolog.GlobalLevel())
 }
 
 // Backend returns the plugin's backend. Calls fail with an error wrapping

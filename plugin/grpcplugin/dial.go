@@ -13,6 +13,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/gopmi/gopmi/plugin"
+	"github.com/gopmi/gopmi/plugin/grpcplugin/internal/convert"
 	rmv1 "github.com/gopmi/gopmi/proto/gopmi/rm/v1"
 )
 
@@ -75,7 +76,7 @@ func Dial(ctx context.Context, target string, opts ...DialOption) (_ *Conn, retE
 	_, err = healthpb.NewHealthClient(cc).Check(ctx, &healthpb.HealthCheckRequest{})
 	if err != nil && status.Code(err) != codes.Unimplemented {
 		if cerr := ctx.Err(); cerr != nil {
-			return nil, fmt.Errorf("dial rm backend %s: %w: %w", target, cerr, ctxKind(cerr))
+			return nil, fmt.Errorf("dial rm backend %s: %w: %w", target, cerr, convert.ContextKind(cerr))
 		}
 		return nil, fmt.Errorf("dial rm backend %s: %s: %w", target, status.Convert(err).Message(), plugin.ErrUnavailable)
 	}

@@ -161,21 +161,51 @@ func TestListenerLargeMessage(t *testing.T) {
 	if errors.Is(err, plugin.ErrBackendGone) {
 		t.Errorf("over the limit: %v; the backend is not gone", err)
 	}
+
+	// The same limit on the caller's side: the big answer is refused.
+	_, err = dial(t, s.target, grpcplugin.WithDialMaxMessageSize(1<<20)).Backend().Fence(testCtx(t), &plugin.FenceRequest{ID: "echo", Data: blob})
+	if err == nil {
+		t.Fatal("Fence over the caller's 1 MiB limit succeeded")
+	}
+	t.Logf("over the caller's limit: %v", err)
+	if errors.Is(err, plugin.ErrBackendGone) {
+		t.Errorf("over the caller's limit: %v; the backend is not gone", err)
+	}
+}
+
+// entering is testBackend that reports the Fence calls it starts, as many
+// as entered has room for.
+type entering struct {
+	testBackend
+	entered chan string
+}
+
+func (b entering) Fence(ctx context.Context, req *plugin.FenceRequest) (*plugin.FenceResponse, error) {
+	select {
+	case b.entered <- req.ID:
+	default:
+	}
+	return b.testBackend.Fence(ctx, req)
 }
 
 func TestListenerShutdown(t *testing.T) {
-	s := serve(t, testBackend{}, grpcplugin.WithGracePeriod(100*time.Millisecond))
+	be := entering{entered: make(chan string, 1)}
+	s := serve(t, be, grpcplugin.WithGracePeriod(100*time.Millisecond))
 	b := dial(t, s.target).Backend()
 	pending := make(chan error, 1)
 	go func() {
 		_, err := b.Fence(testCtx(t), &plugin.FenceRequest{ID: "block"})
 		pending <- err
 	}()
-	// The call must be running before the server stops; an echo on the
-	// same connection after it proves the connection is up, and the
-	// blocked call stays blocked until the grace period ends either way.
-	if _, err := b.Fence(testCtx(t), &plugin.FenceRequest{ID: "echo"}); err != nil {
-		t.Fatal(err)
+	// The call must be running in the backend before the server stops, or
+	// the test would not see the grace period end it.
+	select {
+	case id := <-be.entered:
+		if id != "block" {
+			t.Fatalf("backend saw Fence %q; want block", id)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("blocking Fence did not reach the backend in 10s")
 	}
 	start := time.Now()
 	s.stop(t)

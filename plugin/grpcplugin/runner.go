@@ -26,7 +26,8 @@ type procRunner struct {
 	env  []string // the environment before go-plugin's additions
 	// goEnv is what go-plugin adds (magic cookie, protocol versions,
 	// socket directory), set by the RunnerFunc before go-plugin calls
-	// Start on the same goroutine.
+	// Start on the same goroutine. It comes last in the plugin's
+	// environment so that nothing overrides go-plugin's variables.
 	goEnv []string
 
 	exited  chan struct{} // closed when the process has exited and been reaped
@@ -35,7 +36,6 @@ type procRunner struct {
 	mu      sync.Mutex
 	cmd     *exec.Cmd // guarded by mu; set once started
 	killed  bool      // guarded by mu; no start after a kill
-	pid     int       // guarded by mu
 	outR    *os.File  // guarded by mu
 	errR    *os.File  // guarded by mu
 	closeRd sync.Once
@@ -47,9 +47,10 @@ func newProcRunner(path string, args, env []string) *procRunner {
 	return &procRunner{path: path, args: args, env: env, exited: make(chan struct{})}
 }
 
-// start forks the plugin. goEnv comes last in its environment so that
-// nothing overrides go-plugin's variables.
-func (r *procRunner) start(goEnv []string) error {
+// Start is runner.Runner's: it forks the plugin. The RunnerFunc configured
+// the command before go-plugin calls it, so there is nothing to take from
+// ctx.
+func (r *procRunner) Start(context.Context) error {
 	// Holding mu across the fork makes kill wait for it, so a kill that
 	// races with the start still finds the process.
 	r.mu.Lock()
@@ -68,7 +69,7 @@ func (r *procRunner) start(goEnv []string) error {
 		return fmt.Errorf("start backend: stderr pipe: %w", err)
 	}
 	cmd := exec.Command(r.path, r.args...)
-	cmd.Env = append(append([]string(nil), r.env...), goEnv...)
+	cmd.Env = append(append([]string(nil), r.env...), r.goEnv...)
 	// Our own pipes rather than cmd's: Wait then leaves the read ends open
 	// until go-plugin has read the last log line.
 	cmd.Stdout = outW
@@ -87,7 +88,7 @@ func (r *procRunner) start(goEnv []string) error {
 		errR.Close()
 		return err // names the binary already
 	}
-	r.cmd, r.pid, r.outR, r.errR = cmd, cmd.Process.Pid, outR, errR
+	r.cmd, r.outR, r.errR = cmd, outR, errR
 	return nil
 }
 
@@ -105,10 +106,6 @@ func (r *procRunner) own(cmd *exec.Cmd, started chan<- error) {
 	r.waitErr = cmd.Wait()
 	close(r.exited)
 }
-
-// Start is runner.Runner's; Start configures the command before go-plugin
-// calls it, so there is nothing left to take from ctx.
-func (r *procRunner) Start(context.Context) error { return r.start(r.goEnv) }
 
 // Kill sends SIGKILL; it is a no-op once the process is gone.
 func (r *procRunner) Kill(context.Context) error {
@@ -178,10 +175,10 @@ func (r *procRunner) Name() string { return r.path }
 func (r *procRunner) ID() string {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.pid == 0 {
+	if r.cmd == nil {
 		return ""
 	}
-	return strconv.Itoa(r.pid)
+	return strconv.Itoa(r.cmd.Process.Pid)
 }
 
 func (r *procRunner) Diagnose(context.Context) string {

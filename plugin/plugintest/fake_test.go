@@ -55,7 +55,10 @@ func TestFakeCapabilitiesFollowFields(t *testing.T) {
 		LookupF: func(context.Context, *plugin.LookupRequest) (*plugin.LookupResponse, error) { return nil, nil },
 		LogF:    func(context.Context, *plugin.LogRequest) error { return nil },
 	}
-	info, _ := f.GetInfo(context.Background())
+	info, err := f.GetInfo(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
 	if diff := cmp.Diff([]string{plugin.CapPublish, plugin.CapLog}, info.Capabilities); diff != "" {
 		t.Errorf("capabilities (-want +got):\n%s", diff)
 	}

@@ -95,17 +95,6 @@ func (n *node) layout() (plugin.Job, int32) {
 	return n.job, n.id
 }
 
-func rankList(rs []int32) string {
-	var b strings.Builder
-	for i, r := range rs {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		fmt.Fprint(&b, r)
-	}
-	return b.String()
-}
-
 func (n *node) Fence(ctx context.Context, req *plugin.FenceRequest) (*plugin.FenceResponse, error) {
 	job, id := n.layout()
 	u := n.u
@@ -147,7 +136,7 @@ func (n *node) Fence(ctx context.Context, req *plugin.FenceRequest) (*plugin.Fen
 		var missing []string
 		for _, nd := range f.nodes {
 			if _, ok := f.data[nd.ID]; !ok {
-				missing = append(missing, fmt.Sprintf("ranks %s (node %s)", rankList(nd.Ranks), nd.Name))
+				missing = append(missing, plugin.RankList(nd.Ranks)+" (node "+nd.Name+")")
 			}
 		}
 		u.mu.Unlock()

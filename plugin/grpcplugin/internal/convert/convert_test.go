@@ -218,36 +218,37 @@ func TestRoundTripEmpty(t *testing.T) {
 // TestEnums: the Go constants and the proto enums share their numbers, so
 // the casts in the conversions are right.
 func TestEnums(t *testing.T) {
-	ranges := map[plugin.Range]rmv1.Range{
+	checkEnum(t, "range", map[plugin.Range]rmv1.Range{
 		plugin.RangeDefault:   rmv1.Range_RANGE_UNSPECIFIED,
 		plugin.RangeLocal:     rmv1.Range_RANGE_LOCAL,
 		plugin.RangeNamespace: rmv1.Range_RANGE_NAMESPACE,
 		plugin.RangeSession:   rmv1.Range_RANGE_SESSION,
 		plugin.RangeGlobal:    rmv1.Range_RANGE_GLOBAL,
-	}
-	for g, p := range ranges {
-		if toRange(g) != p || fromRange(p) != g {
-			t.Errorf("range %d <-> %s mismatch", g, p)
-		}
-	}
-	if len(ranges) != len(rmv1.Range_name) {
-		t.Errorf("proto has %d ranges, Go %d", len(rmv1.Range_name), len(ranges))
-	}
-	pers := map[plugin.Persistence]rmv1.Persistence{
+	}, toRange, fromRange, rmv1.Range_name)
+	checkEnum(t, "persistence", map[plugin.Persistence]rmv1.Persistence{
 		plugin.PersistDefault:    rmv1.Persistence_PERSISTENCE_UNSPECIFIED,
 		plugin.PersistIndefinite: rmv1.Persistence_PERSISTENCE_INDEFINITE,
 		plugin.PersistFirstRead:  rmv1.Persistence_PERSISTENCE_FIRST_READ,
 		plugin.PersistProc:       rmv1.Persistence_PERSISTENCE_PROC,
 		plugin.PersistApp:        rmv1.Persistence_PERSISTENCE_APP,
 		plugin.PersistSession:    rmv1.Persistence_PERSISTENCE_SESSION,
-	}
-	for g, p := range pers {
-		if toPersistence(g) != p || fromPersistence(p) != g {
-			t.Errorf("persistence %d <-> %s mismatch", g, p)
+	}, toPersistence, fromPersistence, rmv1.Persistence_name)
+}
+
+// checkEnum checks that to and from map each pair of pairs onto each
+// other and that pairs covers every value the proto enum names.
+func checkEnum[G comparable, P interface {
+	comparable
+	fmt.Stringer
+}](t *testing.T, what string, pairs map[G]P, to func(G) P, from func(P) G, names map[int32]string) {
+	t.Helper()
+	for g, p := range pairs {
+		if to(g) != p || from(p) != g {
+			t.Errorf("%s %v <-> %s mismatch", what, g, p)
 		}
 	}
-	if len(pers) != len(rmv1.Persistence_name) {
-		t.Errorf("proto has %d persistences, Go %d", len(rmv1.Persistence_name), len(pers))
+	if len(pairs) != len(names) {
+		t.Errorf("proto has %d %s values, Go %d", len(names), what, len(pairs))
 	}
 }
 

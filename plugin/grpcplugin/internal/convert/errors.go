@@ -86,37 +86,45 @@ func ToStatus(err error) error {
 		return nil
 	}
 	code, reason := codes.Unknown, reasonUnknown
-	switch {
-	case errors.Is(err, plugin.ErrBackendGone):
-		// Checked first: an error wrapping both gone and something else is
-		// about the backend's own upstream, which to our caller is
-		// unavailability, not the death of the process it talks to.
-		code, reason = codes.Unavailable, "UNAVAILABLE"
-	default:
-		found := false
-		for _, k := range kinds {
-			if errors.Is(err, k.err) {
-				code, reason, found = k.code, k.reason, true
-				break
-			}
-		}
-		switch {
-		case found:
-		case errors.Is(err, context.DeadlineExceeded):
-			code, reason = codes.DeadlineExceeded, "TIMEOUT"
-		case errors.Is(err, context.Canceled):
-			code, reason = codes.Aborted, "ABORTED"
-		default:
-			if st, ok := status.FromError(err); ok {
-				code = st.Code()
-			}
-		}
+	if k, ok := kindOf(sentinel(err)); ok {
+		code, reason = k.code, k.reason
+	} else if st, ok := status.FromError(err); ok {
+		code = st.Code()
 	}
 	st := status.New(code, err.Error())
 	if withInfo, derr := st.WithDetails(&errdetails.ErrorInfo{Domain: ErrorDomain, Reason: reason}); derr == nil {
 		st = withInfo
 	}
 	return st.Err()
+}
+
+// sentinel is the plugin sentinel err travels as, or nil.
+func sentinel(err error) error {
+	if errors.Is(err, plugin.ErrBackendGone) {
+		// Checked first: an error wrapping both gone and something else is
+		// about the backend's own upstream, which to our caller is
+		// unavailability, not the death of the process it talks to.
+		return plugin.ErrUnavailable
+	}
+	for _, k := range kinds {
+		if errors.Is(err, k.err) {
+			return k.err
+		}
+	}
+	return ContextKind(err)
+}
+
+// ContextKind is the plugin sentinel a context error stands for:
+// ErrTimeout for a passed deadline, ErrAborted for a cancellation, nil for
+// any other error.
+func ContextKind(err error) error {
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		return plugin.ErrTimeout
+	case errors.Is(err, context.Canceled):
+		return plugin.ErrAborted
+	}
+	return nil
 }
 
 // FromCallError turns what a gRPC call to a backend returned into the error
@@ -145,10 +153,7 @@ func FromCallError(ctx context.Context, op string, err error) error {
 		return e
 	}
 	if cerr != nil {
-		if errors.Is(cerr, context.DeadlineExceeded) {
-			return fmt.Errorf("%s: %w: %w", op, cerr, plugin.ErrTimeout)
-		}
-		return fmt.Errorf("%s: %w: %w", op, cerr, plugin.ErrAborted)
+		return fmt.Errorf("%s: %w: %w", op, cerr, ContextKind(cerr))
 	}
 	if st.Code() == codes.Unavailable {
 		return fmt.Errorf("%s: %s: %w", op, st.Message(), plugin.ErrBackendGone)
@@ -160,11 +165,7 @@ func FromCallError(ctx context.Context, op string, err error) error {
 	if msg != "" && !strings.HasPrefix(msg, op) {
 		msg = op + ": " + msg
 	}
-	kind := kindOfCode(st.Code())
-	if st.Code() == codes.Canceled {
-		kind = plugin.ErrAborted
-	}
-	return newError(op, msg, st.Code(), kind)
+	return newError(op, msg, st.Code(), kindOfCode(st.Code()))
 }
 
 // ctxErr is ctx.Err(), or DeadlineExceeded once the deadline has passed
@@ -212,7 +213,22 @@ func kindOfReason(reason string) error {
 	return nil
 }
 
+func kindOf(err error) (kind, bool) {
+	for _, k := range kinds {
+		if k.err == err {
+			return k, true
+		}
+	}
+	return kind{}, false
+}
+
+// kindOfCode reads a status without a gopmi detail. CANCELLED is not in
+// kinds (no sentinel is sent as it) but means the remote side gave up on
+// the call: ErrAborted.
 func kindOfCode(code codes.Code) error {
+	if code == codes.Canceled {
+		return plugin.ErrAborted
+	}
 	for _, k := range kinds {
 		if k.code == code {
 			return k.err

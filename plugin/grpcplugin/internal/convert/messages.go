@@ -16,8 +16,8 @@ func ToGetInfoResponse(in *plugin.BackendInfo) *rmv1.GetInfoResponse {
 	return &rmv1.GetInfoResponse{
 		Name:         in.Name,
 		Version:      in.Version,
-		ApiVersions:  copyStrings(in.APIVersions),
-		Capabilities: copyStrings(in.Capabilities),
+		ApiVersions:  clone(in.APIVersions),
+		Capabilities: clone(in.Capabilities),
 	}
 }
 
@@ -26,8 +26,8 @@ func FromGetInfoResponse(in *rmv1.GetInfoResponse) *plugin.BackendInfo {
 	return &plugin.BackendInfo{
 		Name:         in.GetName(),
 		Version:      in.GetVersion(),
-		APIVersions:  copyStrings(in.GetApiVersions()),
-		Capabilities: copyStrings(in.GetCapabilities()),
+		APIVersions:  clone(in.GetApiVersions()),
+		Capabilities: clone(in.GetCapabilities()),
 	}
 }
 
@@ -59,12 +59,12 @@ func ToConfigureResponse(in *plugin.ConfigureResponse) *rmv1.ConfigureResponse {
 	if in == nil {
 		return &rmv1.ConfigureResponse{}
 	}
-	return &rmv1.ConfigureResponse{Attrs: toInfos(in.Attrs)}
+	return &rmv1.ConfigureResponse{Attrs: mapSlice(in.Attrs, toInfo)}
 }
 
 // FromConfigureResponse converts a Configure response.
 func FromConfigureResponse(in *rmv1.ConfigureResponse) *plugin.ConfigureResponse {
-	return &plugin.ConfigureResponse{Attrs: fromInfos(in.GetAttrs())}
+	return &plugin.ConfigureResponse{Attrs: mapSlice(in.GetAttrs(), fromInfo)}
 }
 
 // ToClientConnectedRequest converts a ClientConnected request.
@@ -72,12 +72,12 @@ func ToClientConnectedRequest(in *plugin.ClientRequest) *rmv1.ClientConnectedReq
 	if in == nil {
 		in = &plugin.ClientRequest{}
 	}
-	return &rmv1.ClientConnectedRequest{Procs: toProcs(in.Procs), Info: toInfos(in.Info)}
+	return &rmv1.ClientConnectedRequest{Procs: mapSlice(in.Procs, toProc), Info: mapSlice(in.Info, toInfo)}
 }
 
 // FromClientConnectedRequest converts a ClientConnected request.
 func FromClientConnectedRequest(in *rmv1.ClientConnectedRequest) *plugin.ClientRequest {
-	return &plugin.ClientRequest{Procs: fromProcs(in.GetProcs()), Info: fromInfos(in.GetInfo())}
+	return &plugin.ClientRequest{Procs: mapSlice(in.GetProcs(), fromProc), Info: mapSlice(in.GetInfo(), fromInfo)}
 }
 
 // ToClientFinalizedRequest converts a ClientFinalized request.
@@ -85,12 +85,12 @@ func ToClientFinalizedRequest(in *plugin.ClientRequest) *rmv1.ClientFinalizedReq
 	if in == nil {
 		in = &plugin.ClientRequest{}
 	}
-	return &rmv1.ClientFinalizedRequest{Procs: toProcs(in.Procs), Info: toInfos(in.Info)}
+	return &rmv1.ClientFinalizedRequest{Procs: mapSlice(in.Procs, toProc), Info: mapSlice(in.Info, toInfo)}
 }
 
 // FromClientFinalizedRequest converts a ClientFinalized request.
 func FromClientFinalizedRequest(in *rmv1.ClientFinalizedRequest) *plugin.ClientRequest {
-	return &plugin.ClientRequest{Procs: fromProcs(in.GetProcs()), Info: fromInfos(in.GetInfo())}
+	return &plugin.ClientRequest{Procs: mapSlice(in.GetProcs(), fromProc), Info: mapSlice(in.GetInfo(), fromInfo)}
 }
 
 // ToAbortRequest converts an Abort request.
@@ -102,7 +102,7 @@ func ToAbortRequest(in *plugin.AbortRequest) *rmv1.AbortRequest {
 		Proc:    toProc(in.Proc),
 		Status:  in.Status,
 		Message: in.Message,
-		Targets: toProcs(in.Targets),
+		Targets: mapSlice(in.Targets, toProc),
 	}
 }
 
@@ -112,7 +112,7 @@ func FromAbortRequest(in *rmv1.AbortRequest) *plugin.AbortRequest {
 		Proc:    fromProc(in.GetProc()),
 		Status:  in.GetStatus(),
 		Message: in.GetMessage(),
-		Targets: fromProcs(in.GetTargets()),
+		Targets: mapSlice(in.GetTargets(), fromProc),
 	}
 }
 
@@ -123,8 +123,8 @@ func ToFenceRequest(in *plugin.FenceRequest) *rmv1.FenceRequest {
 	}
 	return &rmv1.FenceRequest{
 		Id:         in.ID,
-		Procs:      toProcs(in.Procs),
-		LocalProcs: toProcs(in.LocalProcs),
+		Procs:      mapSlice(in.Procs, toProc),
+		LocalProcs: mapSlice(in.LocalProcs, toProc),
 		Node:       in.Node,
 		Data:       in.Data,
 		Collect:    in.Collect,
@@ -136,8 +136,8 @@ func ToFenceRequest(in *plugin.FenceRequest) *rmv1.FenceRequest {
 func FromFenceRequest(in *rmv1.FenceRequest) *plugin.FenceRequest {
 	return &plugin.FenceRequest{
 		ID:         in.GetId(),
-		Procs:      fromProcs(in.GetProcs()),
-		LocalProcs: fromProcs(in.GetLocalProcs()),
+		Procs:      mapSlice(in.GetProcs(), fromProc),
+		LocalProcs: mapSlice(in.GetLocalProcs(), fromProc),
 		Node:       in.GetNode(),
 		Data:       in.GetData(),
 		Collect:    in.GetCollect(),
@@ -201,10 +201,10 @@ func ToPublishRequest(in *plugin.PublishRequest) *rmv1.PublishRequest {
 	}
 	return &rmv1.PublishRequest{
 		Proc:        toProc(in.Proc),
-		Data:        toInfos(in.Data),
+		Data:        mapSlice(in.Data, toInfo),
 		Range:       toRange(in.Range),
 		Persistence: toPersistence(in.Persistence),
-		Info:        toInfos(in.Info),
+		Info:        mapSlice(in.Info, toInfo),
 	}
 }
 
@@ -212,10 +212,10 @@ func ToPublishRequest(in *plugin.PublishRequest) *rmv1.PublishRequest {
 func FromPublishRequest(in *rmv1.PublishRequest) *plugin.PublishRequest {
 	return &plugin.PublishRequest{
 		Proc:        fromProc(in.GetProc()),
-		Data:        fromInfos(in.GetData()),
+		Data:        mapSlice(in.GetData(), fromInfo),
 		Range:       fromRange(in.GetRange()),
 		Persistence: fromPersistence(in.GetPersistence()),
-		Info:        fromInfos(in.GetInfo()),
+		Info:        mapSlice(in.GetInfo(), fromInfo),
 	}
 }
 
@@ -226,11 +226,11 @@ func ToLookupRequest(in *plugin.LookupRequest) *rmv1.LookupRequest {
 	}
 	return &rmv1.LookupRequest{
 		Proc:    toProc(in.Proc),
-		Keys:    copyStrings(in.Keys),
+		Keys:    clone(in.Keys),
 		Range:   toRange(in.Range),
 		Wait:    in.Wait,
 		Timeout: toDuration(in.Timeout),
-		Info:    toInfos(in.Info),
+		Info:    mapSlice(in.Info, toInfo),
 	}
 }
 
@@ -238,37 +238,29 @@ func ToLookupRequest(in *plugin.LookupRequest) *rmv1.LookupRequest {
 func FromLookupRequest(in *rmv1.LookupRequest) *plugin.LookupRequest {
 	return &plugin.LookupRequest{
 		Proc:    fromProc(in.GetProc()),
-		Keys:    copyStrings(in.GetKeys()),
+		Keys:    clone(in.GetKeys()),
 		Range:   fromRange(in.GetRange()),
 		Wait:    in.GetWait(),
 		Timeout: fromDuration(in.GetTimeout()),
-		Info:    fromInfos(in.GetInfo()),
+		Info:    mapSlice(in.GetInfo(), fromInfo),
 	}
 }
 
 // ToLookupResponse converts a Lookup response.
 func ToLookupResponse(in *plugin.LookupResponse) *rmv1.LookupResponse {
-	if in == nil || len(in.Data) == 0 {
+	if in == nil {
 		return &rmv1.LookupResponse{}
 	}
-	out := &rmv1.LookupResponse{Data: make([]*rmv1.Published, len(in.Data))}
-	for i, p := range in.Data {
-		out.Data[i] = &rmv1.Published{Key: p.Key, Value: p.Value, Publisher: toProc(p.Publisher)}
-	}
-	return out
+	return &rmv1.LookupResponse{Data: mapSlice(in.Data, func(p plugin.Published) *rmv1.Published {
+		return &rmv1.Published{Key: p.Key, Value: p.Value, Publisher: toProc(p.Publisher)}
+	})}
 }
 
 // FromLookupResponse converts a Lookup response.
 func FromLookupResponse(in *rmv1.LookupResponse) *plugin.LookupResponse {
-	out := &plugin.LookupResponse{}
-	if len(in.GetData()) == 0 {
-		return out
-	}
-	out.Data = make([]plugin.Published, len(in.GetData()))
-	for i, p := range in.GetData() {
-		out.Data[i] = plugin.Published{Key: p.GetKey(), Value: p.GetValue(), Publisher: fromProc(p.GetPublisher())}
-	}
-	return out
+	return &plugin.LookupResponse{Data: mapSlice(in.GetData(), func(p *rmv1.Published) plugin.Published {
+		return plugin.Published{Key: p.GetKey(), Value: p.GetValue(), Publisher: fromProc(p.GetPublisher())}
+	})}
 }
 
 // ToUnpublishRequest converts an Unpublish request.
@@ -278,9 +270,9 @@ func ToUnpublishRequest(in *plugin.UnpublishRequest) *rmv1.UnpublishRequest {
 	}
 	return &rmv1.UnpublishRequest{
 		Proc:  toProc(in.Proc),
-		Keys:  copyStrings(in.Keys),
+		Keys:  clone(in.Keys),
 		Range: toRange(in.Range),
-		Info:  toInfos(in.Info),
+		Info:  mapSlice(in.Info, toInfo),
 	}
 }
 
@@ -288,9 +280,9 @@ func ToUnpublishRequest(in *plugin.UnpublishRequest) *rmv1.UnpublishRequest {
 func FromUnpublishRequest(in *rmv1.UnpublishRequest) *plugin.UnpublishRequest {
 	return &plugin.UnpublishRequest{
 		Proc:  fromProc(in.GetProc()),
-		Keys:  copyStrings(in.GetKeys()),
+		Keys:  clone(in.GetKeys()),
 		Range: fromRange(in.GetRange()),
-		Info:  fromInfos(in.GetInfo()),
+		Info:  mapSlice(in.GetInfo(), fromInfo),
 	}
 }
 
@@ -299,44 +291,42 @@ func ToSpawnRequest(in *plugin.SpawnRequest) *rmv1.SpawnRequest {
 	if in == nil {
 		in = &plugin.SpawnRequest{}
 	}
-	out := &rmv1.SpawnRequest{
+	return &rmv1.SpawnRequest{
 		Requestor: toProc(in.Requestor),
-		JobInfo:   toInfos(in.JobInfo),
-		Preput:    toInfos(in.Preput),
-		Timeout:   toDuration(in.Timeout),
+		JobInfo:   mapSlice(in.JobInfo, toInfo),
+		Apps: mapSlice(in.Apps, func(a plugin.SpawnApp) *rmv1.SpawnApp {
+			return &rmv1.SpawnApp{
+				Cmd:      a.Cmd,
+				Argv:     clone(a.Argv),
+				Env:      clone(a.Env),
+				Cwd:      a.Cwd,
+				MaxProcs: a.MaxProcs,
+				Info:     mapSlice(a.Info, toInfo),
+			}
+		}),
+		Preput:  mapSlice(in.Preput, toInfo),
+		Timeout: toDuration(in.Timeout),
 	}
-	for _, a := range in.Apps {
-		out.Apps = append(out.Apps, &rmv1.SpawnApp{
-			Cmd:      a.Cmd,
-			Argv:     copyStrings(a.Argv),
-			Env:      copyStrings(a.Env),
-			Cwd:      a.Cwd,
-			MaxProcs: a.MaxProcs,
-			Info:     toInfos(a.Info),
-		})
-	}
-	return out
 }
 
 // FromSpawnRequest converts a Spawn request.
 func FromSpawnRequest(in *rmv1.SpawnRequest) *plugin.SpawnRequest {
-	out := &plugin.SpawnRequest{
+	return &plugin.SpawnRequest{
 		Requestor: fromProc(in.GetRequestor()),
-		JobInfo:   fromInfos(in.GetJobInfo()),
-		Preput:    fromInfos(in.GetPreput()),
-		Timeout:   fromDuration(in.GetTimeout()),
+		JobInfo:   mapSlice(in.GetJobInfo(), fromInfo),
+		Apps: mapSlice(in.GetApps(), func(a *rmv1.SpawnApp) plugin.SpawnApp {
+			return plugin.SpawnApp{
+				Cmd:      a.GetCmd(),
+				Argv:     clone(a.GetArgv()),
+				Env:      clone(a.GetEnv()),
+				Cwd:      a.GetCwd(),
+				MaxProcs: a.GetMaxProcs(),
+				Info:     mapSlice(a.GetInfo(), fromInfo),
+			}
+		}),
+		Preput:  mapSlice(in.GetPreput(), fromInfo),
+		Timeout: fromDuration(in.GetTimeout()),
 	}
-	for _, a := range in.GetApps() {
-		out.Apps = append(out.Apps, plugin.SpawnApp{
-			Cmd:      a.GetCmd(),
-			Argv:     copyStrings(a.GetArgv()),
-			Env:      copyStrings(a.GetEnv()),
-			Cwd:      a.GetCwd(),
-			MaxProcs: a.GetMaxProcs(),
-			Info:     fromInfos(a.GetInfo()),
-		})
-	}
-	return out
 }
 
 // ToSpawnResponse converts a Spawn response.
@@ -357,14 +347,14 @@ func ToConnectRequest(in *plugin.ConnectRequest) *rmv1.ConnectRequest {
 	if in == nil {
 		in = &plugin.ConnectRequest{}
 	}
-	return &rmv1.ConnectRequest{Procs: toProcs(in.Procs), Info: toInfos(in.Info), Timeout: toDuration(in.Timeout)}
+	return &rmv1.ConnectRequest{Procs: mapSlice(in.Procs, toProc), Info: mapSlice(in.Info, toInfo), Timeout: toDuration(in.Timeout)}
 }
 
 // FromConnectRequest converts a Connect request.
 func FromConnectRequest(in *rmv1.ConnectRequest) *plugin.ConnectRequest {
 	return &plugin.ConnectRequest{
-		Procs:   fromProcs(in.GetProcs()),
-		Info:    fromInfos(in.GetInfo()),
+		Procs:   mapSlice(in.GetProcs(), fromProc),
+		Info:    mapSlice(in.GetInfo(), fromInfo),
 		Timeout: fromDuration(in.GetTimeout()),
 	}
 }
@@ -387,14 +377,14 @@ func ToDisconnectRequest(in *plugin.DisconnectRequest) *rmv1.DisconnectRequest {
 	if in == nil {
 		in = &plugin.DisconnectRequest{}
 	}
-	return &rmv1.DisconnectRequest{Procs: toProcs(in.Procs), Info: toInfos(in.Info), Timeout: toDuration(in.Timeout)}
+	return &rmv1.DisconnectRequest{Procs: mapSlice(in.Procs, toProc), Info: mapSlice(in.Info, toInfo), Timeout: toDuration(in.Timeout)}
 }
 
 // FromDisconnectRequest converts a Disconnect request.
 func FromDisconnectRequest(in *rmv1.DisconnectRequest) *plugin.DisconnectRequest {
 	return &plugin.DisconnectRequest{
-		Procs:   fromProcs(in.GetProcs()),
-		Info:    fromInfos(in.GetInfo()),
+		Procs:   mapSlice(in.GetProcs(), fromProc),
+		Info:    mapSlice(in.GetInfo(), fromInfo),
 		Timeout: fromDuration(in.GetTimeout()),
 	}
 }
@@ -404,20 +394,22 @@ func ToQueryRequest(in *plugin.QueryRequest) *rmv1.QueryRequest {
 	if in == nil {
 		in = &plugin.QueryRequest{}
 	}
-	out := &rmv1.QueryRequest{Proc: toProc(in.Proc)}
-	for _, q := range in.Queries {
-		out.Queries = append(out.Queries, &rmv1.Query{Keys: copyStrings(q.Keys), Qualifiers: toInfos(q.Qualifiers)})
+	return &rmv1.QueryRequest{
+		Proc: toProc(in.Proc),
+		Queries: mapSlice(in.Queries, func(q plugin.Query) *rmv1.Query {
+			return &rmv1.Query{Keys: clone(q.Keys), Qualifiers: mapSlice(q.Qualifiers, toInfo)}
+		}),
 	}
-	return out
 }
 
 // FromQueryRequest converts a Query request.
 func FromQueryRequest(in *rmv1.QueryRequest) *plugin.QueryRequest {
-	out := &plugin.QueryRequest{Proc: fromProc(in.GetProc())}
-	for _, q := range in.GetQueries() {
-		out.Queries = append(out.Queries, plugin.Query{Keys: copyStrings(q.GetKeys()), Qualifiers: fromInfos(q.GetQualifiers())})
+	return &plugin.QueryRequest{
+		Proc: fromProc(in.GetProc()),
+		Queries: mapSlice(in.GetQueries(), func(q *rmv1.Query) plugin.Query {
+			return plugin.Query{Keys: clone(q.GetKeys()), Qualifiers: mapSlice(q.GetQualifiers(), fromInfo)}
+		}),
 	}
-	return out
 }
 
 // ToQueryResponse converts a Query response.
@@ -425,12 +417,12 @@ func ToQueryResponse(in *plugin.QueryResponse) *rmv1.QueryResponse {
 	if in == nil {
 		return &rmv1.QueryResponse{}
 	}
-	return &rmv1.QueryResponse{Results: toInfos(in.Results)}
+	return &rmv1.QueryResponse{Results: mapSlice(in.Results, toInfo)}
 }
 
 // FromQueryResponse converts a Query response.
 func FromQueryResponse(in *rmv1.QueryResponse) *plugin.QueryResponse {
-	return &plugin.QueryResponse{Results: fromInfos(in.GetResults())}
+	return &plugin.QueryResponse{Results: mapSlice(in.GetResults(), fromInfo)}
 }
 
 // ToLogRequest converts a Log request.
@@ -438,15 +430,15 @@ func ToLogRequest(in *plugin.LogRequest) *rmv1.LogRequest {
 	if in == nil {
 		in = &plugin.LogRequest{}
 	}
-	return &rmv1.LogRequest{Proc: toProc(in.Proc), Data: toInfos(in.Data), Directives: toInfos(in.Directives)}
+	return &rmv1.LogRequest{Proc: toProc(in.Proc), Data: mapSlice(in.Data, toInfo), Directives: mapSlice(in.Directives, toInfo)}
 }
 
 // FromLogRequest converts a Log request.
 func FromLogRequest(in *rmv1.LogRequest) *plugin.LogRequest {
 	return &plugin.LogRequest{
 		Proc:       fromProc(in.GetProc()),
-		Data:       fromInfos(in.GetData()),
-		Directives: fromInfos(in.GetDirectives()),
+		Data:       mapSlice(in.GetData(), fromInfo),
+		Directives: mapSlice(in.GetDirectives(), fromInfo),
 	}
 }
 
@@ -459,7 +451,7 @@ func ToNotifyEventRequest(in *plugin.EventRequest) *rmv1.NotifyEventRequest {
 		Code:   string(in.Code),
 		Source: toProc(in.Source),
 		Range:  toRange(in.Range),
-		Info:   toInfos(in.Info),
+		Info:   mapSlice(in.Info, toInfo),
 	}
 }
 
@@ -469,6 +461,6 @@ func FromNotifyEventRequest(in *rmv1.NotifyEventRequest) *plugin.EventRequest {
 		Code:   plugin.EventCode(in.GetCode()),
 		Source: fromProc(in.GetSource()),
 		Range:  fromRange(in.GetRange()),
-		Info:   fromInfos(in.GetInfo()),
+		Info:   mapSlice(in.GetInfo(), fromInfo),
 	}
 }

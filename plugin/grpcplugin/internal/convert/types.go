@@ -18,11 +18,27 @@ func toDuration(d time.Duration) *durationpb.Duration {
 	return durationpb.New(d)
 }
 
-func fromDuration(d *durationpb.Duration) time.Duration {
-	if d == nil {
-		return 0
+// fromDuration reads an unset timeout as 0: AsDuration is nil-safe.
+func fromDuration(d *durationpb.Duration) time.Duration { return d.AsDuration() }
+
+// mapSlice converts each element of in with f. An empty slice becomes nil,
+// which is what protobuf decodes an empty repeated field to, so a round
+// trip keeps the value equal.
+func mapSlice[A, B any](in []A, f func(A) B) []B {
+	if len(in) == 0 {
+		return nil
 	}
-	return d.AsDuration()
+	out := make([]B, len(in))
+	for i, a := range in {
+		out[i] = f(a)
+	}
+	return out
+}
+
+// clone copies a slice of plain values (strings, ranks) the way mapSlice
+// converts one.
+func clone[T any](in []T) []T {
+	return mapSlice(in, func(v T) T { return v })
 }
 
 func toProc(p plugin.Proc) *rmv1.Proc {
@@ -33,62 +49,12 @@ func fromProc(p *rmv1.Proc) plugin.Proc {
 	return plugin.Proc{Nspace: p.GetNspace(), Rank: p.GetRank()}
 }
 
-func toProcs(ps []plugin.Proc) []*rmv1.Proc {
-	if len(ps) == 0 {
-		return nil
-	}
-	out := make([]*rmv1.Proc, len(ps))
-	for i, p := range ps {
-		out[i] = toProc(p)
-	}
-	return out
+func toInfo(in plugin.Info) *rmv1.Info {
+	return &rmv1.Info{Key: in.Key, Value: in.Value}
 }
 
-func fromProcs(ps []*rmv1.Proc) []plugin.Proc {
-	if len(ps) == 0 {
-		return nil
-	}
-	out := make([]plugin.Proc, len(ps))
-	for i, p := range ps {
-		out[i] = fromProc(p)
-	}
-	return out
-}
-
-func toInfos(is []plugin.Info) []*rmv1.Info {
-	if len(is) == 0 {
-		return nil
-	}
-	out := make([]*rmv1.Info, len(is))
-	for i, in := range is {
-		out[i] = &rmv1.Info{Key: in.Key, Value: in.Value}
-	}
-	return out
-}
-
-func fromInfos(is []*rmv1.Info) []plugin.Info {
-	if len(is) == 0 {
-		return nil
-	}
-	out := make([]plugin.Info, len(is))
-	for i, in := range is {
-		out[i] = plugin.Info{Key: in.GetKey(), Value: in.GetValue()}
-	}
-	return out
-}
-
-func copyStrings(ss []string) []string {
-	if len(ss) == 0 {
-		return nil
-	}
-	return append([]string(nil), ss...)
-}
-
-func copyInt32s(xs []int32) []int32 {
-	if len(xs) == 0 {
-		return nil
-	}
-	return append([]int32(nil), xs...)
+func fromInfo(in *rmv1.Info) plugin.Info {
+	return plugin.Info{Key: in.GetKey(), Value: in.GetValue()}
 }
 
 // The enums share their numbering with the Go constants (the .proto's
@@ -103,33 +69,31 @@ func fromPersistence(p rmv1.Persistence) plugin.Persistence {
 }
 
 func toJob(j plugin.Job) *rmv1.Job {
-	out := &rmv1.Job{
+	return &rmv1.Job{
 		Nspace:       j.Nspace,
 		Size:         j.Size,
 		UniverseSize: j.UniverseSize,
-		Parent:       j.Parent,
+		Nodes: mapSlice(j.Nodes, func(n plugin.Node) *rmv1.Node {
+			return &rmv1.Node{Id: n.ID, Name: n.Name, Ranks: clone(n.Ranks)}
+		}),
+		Apps: mapSlice(j.Apps, func(a plugin.App) *rmv1.App {
+			return &rmv1.App{FirstRank: a.FirstRank, Size: a.Size, Cmd: a.Cmd}
+		}),
+		Parent: j.Parent,
 	}
-	for _, n := range j.Nodes {
-		out.Nodes = append(out.Nodes, &rmv1.Node{Id: n.ID, Name: n.Name, Ranks: copyInt32s(n.Ranks)})
-	}
-	for _, a := range j.Apps {
-		out.Apps = append(out.Apps, &rmv1.App{FirstRank: a.FirstRank, Size: a.Size, Cmd: a.Cmd})
-	}
-	return out
 }
 
 func fromJob(j *rmv1.Job) plugin.Job {
-	out := plugin.Job{
+	return plugin.Job{
 		Nspace:       j.GetNspace(),
 		Size:         j.GetSize(),
 		UniverseSize: j.GetUniverseSize(),
-		Parent:       j.GetParent(),
+		Nodes: mapSlice(j.GetNodes(), func(n *rmv1.Node) plugin.Node {
+			return plugin.Node{ID: n.GetId(), Name: n.GetName(), Ranks: clone(n.GetRanks())}
+		}),
+		Apps: mapSlice(j.GetApps(), func(a *rmv1.App) plugin.App {
+			return plugin.App{FirstRank: a.GetFirstRank(), Size: a.GetSize(), Cmd: a.GetCmd()}
+		}),
+		Parent: j.GetParent(),
 	}
-	for _, n := range j.GetNodes() {
-		out.Nodes = append(out.Nodes, plugin.Node{ID: n.GetId(), Name: n.GetName(), Ranks: copyInt32s(n.GetRanks())})
-	}
-	for _, a := range j.GetApps() {
-		out.Apps = append(out.Apps, plugin.App{FirstRank: a.GetFirstRank(), Size: a.GetSize(), Cmd: a.GetCmd()})
-	}
-	return out
 }

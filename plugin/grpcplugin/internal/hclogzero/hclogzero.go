@@ -31,16 +31,18 @@ type logger struct {
 }
 
 // New returns an hclog.Logger that writes through z. Its level starts as
-// z's effective level (z's own or zerolog's global one, whichever is
-// higher); go-plugin reads it to skip plugin lines the host would drop.
+// EffectiveLevel(z); go-plugin reads it to skip plugin lines the host
+// would drop.
 func New(z zerolog.Logger) hclog.Logger {
-	lv := z.GetLevel()
-	if g := zerolog.GlobalLevel(); g > lv {
-		lv = g
-	}
 	l := &logger{z: z, level: new(atomic.Int32)}
-	l.level.Store(int32(fromZerolog(lv)))
+	l.level.Store(int32(fromZerolog(EffectiveLevel(z))))
 	return l
+}
+
+// EffectiveLevel is the level below which z writes nothing: its own or
+// zerolog's global one, whichever is higher.
+func EffectiveLevel(z zerolog.Logger) zerolog.Level {
+	return max(z.GetLevel(), zerolog.GlobalLevel())
 }
 
 func fromZerolog(lv zerolog.Level) hclog.Level {

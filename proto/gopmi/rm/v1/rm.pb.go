@@ -59,6 +59,7 @@
 //   ABORTED             the job was aborted or the operation cancelled
 //   PERMISSION_DENIED   the caller may not do this
 //   UNAVAILABLE         the backend cannot reach what it needs right now
+//   CANCELLED           read by the host like ABORTED
 //   anything else       an error of no particular kind
 //
 // The host cannot tell an UNAVAILABLE sent by the backend from one caused by
@@ -1328,7 +1329,8 @@ func (x *DirectModexRequest) GetTimeout() *durationpb.Duration {
 // DirectModexResponse carries the target's data.
 type DirectModexResponse struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
-	// data is the blob the target's node contributed to its latest fence.
+	// data is the concatenation of the blobs the target's node contributed
+	// to the job's fences so far; for rank -1, every node's.
 	Data          []byte `protobuf:"bytes,1,opt,name=data,proto3" json:"data,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache

@@ -59,6 +59,7 @@
 //   ABORTED             the job was aborted or the operation cancelled
 //   PERMISSION_DENIED   the caller may not do this
 //   UNAVAILABLE         the backend cannot reach what it needs right now
+//   CANCELLED           read by the host like ABORTED
 //   anything else       an error of no particular kind
 //
 // The host cannot tell an UNAVAILABLE sent by the backend from one caused by
@@ -126,9 +127,9 @@ type ResourceManagerServiceClient interface {
 	// Configure registers the calling shim's job and node with the backend.
 	// It comes right after GetInfo, once per shim.
 	Configure(ctx context.Context, in *ConfigureRequest, opts ...grpc.CallOption) (*ConfigureResponse, error)
-	// ClientConnected reports that a task initialized PMI.
+	// ClientConnected reports that tasks initialized PMI (batched per node).
 	ClientConnected(ctx context.Context, in *ClientConnectedRequest, opts ...grpc.CallOption) (*ClientConnectedResponse, error)
-	// ClientFinalized reports that a task finalized PMI.
+	// ClientFinalized reports that tasks finalized PMI (batched per node).
 	ClientFinalized(ctx context.Context, in *ClientFinalizedRequest, opts ...grpc.CallOption) (*ClientFinalizedResponse, error)
 	// Abort ends processes with an exit status.
 	Abort(ctx context.Context, in *AbortRequest, opts ...grpc.CallOption) (*AbortResponse, error)
@@ -339,9 +340,9 @@ type ResourceManagerServiceServer interface {
 	// Configure registers the calling shim's job and node with the backend.
 	// It comes right after GetInfo, once per shim.
 	Configure(context.Context, *ConfigureRequest) (*ConfigureResponse, error)
-	// ClientConnected reports that a task initialized PMI.
+	// ClientConnected reports that tasks initialized PMI (batched per node).
 	ClientConnected(context.Context, *ClientConnectedRequest) (*ClientConnectedResponse, error)
-	// ClientFinalized reports that a task finalized PMI.
+	// ClientFinalized reports that tasks finalized PMI (batched per node).
 	ClientFinalized(context.Context, *ClientFinalizedRequest) (*ClientFinalizedResponse, error)
 	// Abort ends processes with an exit status.
 	Abort(context.Context, *AbortRequest) (*AbortResponse, error)
