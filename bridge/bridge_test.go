@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -460,6 +461,13 @@ func TestJobConnectAndForeignGet(t *testing.T) {
 	k.init2()
 	k.send("cmd=job-connect;jobid=job-9;")
 	k.expect("cmd=job-connect-response;rc=0;kvscopy=FALSE;")
+	w.rm.mu.Lock()
+	connects := w.rm.connects
+	w.rm.mu.Unlock()
+	wantProcs := []plugin.Proc{{Nspace: "job-1", Rank: plugin.RankWildcard}, {Nspace: "job-9", Rank: plugin.RankWildcard}}
+	if len(connects) != 1 || !slices.Equal(connects[0].Procs, wantProcs) {
+		t.Fatalf("backend connects = %+v, want one of %v", connects, wantProcs)
+	}
 	k.send("cmd=kvs-get;jobid=job-9;srcid=0;key=card;")
 	k.expect("cmd=kvs-get-response;rc=0;found=TRUE;value=v9;")
 	k.send("cmd=kvs-get;jobid=job-8;key=card;")
@@ -611,6 +619,21 @@ func TestGroupBarrier(t *testing.T) {
 	w.task(2).send("cmd=barrier_in group=1,2:7")
 	w.task(1).expect("cmd=barrier_out rc=0 tag=7")
 	w.task(2).expect("cmd=barrier_out rc=0 tag=7")
+	// WORLD:0 is the plain world barrier: ranks meet in it whether or not
+	// they name it, and only those that named it get the tag back.
+	for _, k := range w.tasks {
+		if k.rank%2 == 0 {
+			k.send("cmd=barrier_in group=WORLD:0")
+		} else {
+			k.send("cmd=barrier_in")
+		}
+	}
+	for _, k := range w.tasks {
+		m := k.expect("cmd=barrier_out rc=0")
+		if named := k.rank%2 == 0; m.Has("tag") != named {
+			t.Errorf("rank %d (group named: %v): reply %+v", k.rank, named, m.Args)
+		}
+	}
 }
 
 func TestProcessMapping(t *testing.T) {

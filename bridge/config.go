@@ -2,6 +2,7 @@ package bridge
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/gopmi/gopmi/bridge/pmi2"
@@ -70,13 +71,12 @@ func (t Timeouts) withDefaults() Timeouts {
 
 // layout is what the engine derives once from the job description.
 type layout struct {
-	rankNode  []int32 // rank -> node index in Job.Nodes
-	local     []int32 // this node's ranks, ascending
-	isLocal   map[int32]bool
-	node      plugin.Node
-	appnum    []int32 // rank -> appnum, nil when there is one app
-	mapping   string  // PMI_process_mapping, "" when it does not fit
-	localSize int
+	rankNode []int32 // rank -> node index in Job.Nodes
+	local    []int32 // this node's ranks, ascending
+	isLocal  map[int32]bool
+	node     plugin.Node
+	appnum   []int32 // rank -> appnum, nil when there is one app
+	mapping  string  // PMI_process_mapping, "" when it does not fit
 }
 
 func buildLayout(cfg *Config) (*layout, error) {
@@ -122,11 +122,10 @@ func buildLayout(cfg *Config) (*layout, error) {
 			return nil, fmt.Errorf("bridge config: rank %d is on no node", r)
 		}
 	}
-	sortInt32(l.local)
+	slices.Sort(l.local)
 	for _, r := range l.local {
 		l.isLocal[r] = true
 	}
-	l.localSize = len(l.local)
 	if len(job.Apps) > 1 {
 		l.appnum = make([]int32, job.Size)
 		for i, a := range job.Apps {
@@ -146,13 +145,4 @@ func (l *layout) appnumOf(rank int32) int32 {
 		return 0
 	}
 	return l.appnum[rank]
-}
-
-func sortInt32(s []int32) {
-	// Insertion sort is enough: node rank lists arrive sorted or nearly.
-	for i := 1; i < len(s); i++ {
-		for j := i; j > 0 && s[j] < s[j-1]; j-- {
-			s[j], s[j-1] = s[j-1], s[j]
-		}
-	}
 }

@@ -3,12 +3,14 @@ package bridge
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/gopmi/gopmi/bridge/kvs"
 	"github.com/gopmi/gopmi/bridge/pmi1"
+	"github.com/gopmi/gopmi/bridge/wire"
 	"github.com/gopmi/gopmi/plugin"
 )
 
@@ -64,7 +66,7 @@ func (j *Job) group(pg pmi1.Group, self int32) (group, error) {
 	if !member {
 		return group{}, fmt.Errorf("the group does not include the caller, rank %d", self)
 	}
-	sortInt32(ranks)
+	slices.Sort(ranks)
 	ids := make([]string, len(ranks))
 	g := group{ranks: ranks, nodeOnly: true}
 	for i, r := range ranks {
@@ -102,13 +104,20 @@ type fence struct {
 	seq     int
 	local   []int32
 	arrived map[int32]bool
-	waiters []*request // answered when the fence completes
-	replyKV []string   // extra reply pairs (PMI 1.2 tag)
-	data    []byte     // the local participants' records
-	ready   bool       // every local participant arrived
-	started bool       // handed to the backend
-	err     error      // set when the fence failed
+	waiters []fenceWaiter // answered when the fence completes
+	data    []byte        // the local participants' records
+	ready   bool          // every local participant arrived
+	started bool          // handed to the backend
+	err     error         // set when the fence failed
 	stop    func() bool
+}
+
+// fenceWaiter is a request parked in a fence with the extra pairs of its
+// success answer (the PMI 1.2 tag), which are the request's own: ranks
+// meet in one fence whether or not they named its group.
+type fenceWaiter struct {
+	r       *request
+	replyKV []string
 }
 
 func (f *fence) stopTimer() {
@@ -132,7 +141,7 @@ func (j *Job) enterCollective(r *request, g group, answerNow bool, replyKV []str
 	if j.ended {
 		err := j.result.Err
 		j.mu.Unlock()
-		r.fail(rcFail, fmt.Errorf("%s: job has ended: %w", r.cmd, err))
+		r.fail(wire.RcFail, fmt.Errorf("%s: job has ended: %w", r.cmd, err))
 		return
 	}
 	t := j.tasks[r.rank]
@@ -141,14 +150,14 @@ func (j *Job) enterCollective(r *request, g group, answerNow bool, replyKV []str
 	id := fenceID(g.name, seq)
 	f := j.fences[id]
 	if f == nil {
-		f = &fence{id: id, g: g, seq: seq, local: j.localMembers(g), arrived: make(map[int32]bool), replyKV: replyKV}
+		f = &fence{id: id, g: g, seq: seq, local: j.localMembers(g), arrived: make(map[int32]bool)}
 		j.fences[id] = f
 		f.stop = j.afterFunc(j.cfg.Timeouts.Fence, func() { j.fenceTimedOut(f) })
 	}
 	if f.err != nil {
 		err := f.err
 		j.mu.Unlock()
-		r.fail(rcFail, err)
+		r.fail(wire.RcFail, err)
 		return
 	}
 	f.arrived[r.rank] = true
@@ -156,7 +165,7 @@ func (j *Job) enterCollective(r *request, g group, answerNow bool, replyKV []str
 	f.data = append(f.data, extra...)
 	t.pending = nil
 	if !answerNow {
-		f.waiters = append(f.waiters, r)
+		f.waiters = append(f.waiters, fenceWaiter{r: r, replyKV: replyKV})
 		r.park()
 	}
 	if len(f.arrived) == len(f.local) {
@@ -180,11 +189,14 @@ func (j *Job) startNextLocked(gname string) {
 	}
 	f.started = true
 	if f.g.nodeOnly {
-		j.wg.Add(1)
-		go func() {
-			defer j.wg.Done()
-			j.completeFence(f, f.data, nil)
-		}()
+		// completeFence takes j.mu, which the caller holds. Once Shutdown
+		// began the job has ended and there is nothing to complete.
+		if j.track() {
+			go func() {
+				defer j.wg.Done()
+				j.completeFence(f, f.data, nil)
+			}()
+		}
 		return
 	}
 	collect := !(f.g.name == worldName && j.cfg.FenceMode == FenceModex)
@@ -256,20 +268,20 @@ func (j *Job) completeFence(f *fence, blob []byte, err error) {
 	if f.g.name == worldName {
 		answers = j.wakeLazyLocked(f.seq, err)
 	}
-	for _, r := range f.waiters {
-		r.unpark()
+	for _, w := range f.waiters {
+		w.r.unpark()
 	}
 	j.startNextLocked(f.g.name)
 	j.mu.Unlock()
 
-	for _, r := range f.waiters {
+	for _, w := range f.waiters {
 		switch {
 		case err != nil:
-			r.fail(rcFail, err)
+			w.r.fail(wire.RcFail, err)
 		case ring != nil:
-			j.answerRing(r, ring)
+			j.answerRing(w.r, ring)
 		default:
-			r.ok(f.replyKV...)
+			w.r.ok(w.replyKV...)
 		}
 	}
 	for _, a := range answers {
@@ -300,13 +312,13 @@ func (j *Job) fenceTimedOut(f *fence) {
 	if f.g.name == worldName {
 		answers = j.wakeLazyLocked(f.seq, err)
 	}
-	for _, r := range f.waiters {
-		r.unpark()
+	for _, w := range f.waiters {
+		w.r.unpark()
 	}
 	j.mu.Unlock()
 	j.log.Error().Err(err).Msg("fence timed out")
-	for _, r := range f.waiters {
-		r.fail(rcFail, err)
+	for _, w := range f.waiters {
+		w.r.fail(wire.RcFail, err)
 	}
 	for _, a := range answers {
 		a()
@@ -325,10 +337,10 @@ const ringKey = "\x00ring"
 // gives a count and its left and right values; it gets back the sum of
 // the counts before it, the right value of its left neighbour and the left
 // value of its right neighbour (wrapping).
-func (s *Session) ring(r *request, m interface{ Value(string) string }) {
-	count, err := strconv.Atoi(strings.TrimSpace(m.Value("ring-count")))
+func (s *Session) ring(r *request, m *wire.Message) {
+	count, err := m.Int("ring-count", -1)
 	if err != nil || count < 0 {
-		r.fail(rcInvalid, fmt.Errorf("ring: bad ring-count=%q", m.Value("ring-count")))
+		r.fail(wire.RcInvalidArg, fmt.Errorf("ring: bad ring-count=%q", m.Value("ring-count")))
 		return
 	}
 	v := strconv.Itoa(count) + "\x00" + m.Value("ring-left") + "\x00" + m.Value("ring-right")
@@ -361,7 +373,7 @@ func decodeRing(blob []byte) (map[int32]ringEntry, error) {
 func (j *Job) answerRing(r *request, ring map[int32]ringEntry) {
 	size := j.cfg.Job.Size
 	if int32(len(ring)) != size {
-		r.fail(rcFail, fmt.Errorf("ring: %d of %d ranks contributed", len(ring), size))
+		r.fail(wire.RcFail, fmt.Errorf("ring: %d of %d ranks contributed", len(ring), size))
 		return
 	}
 	before := 0

@@ -24,7 +24,7 @@ func (s *Session) dispatch1(r *request, m *wire.Message) {
 		return
 	}
 	if s.rank < 0 {
-		r.fail(rcFail, fmt.Errorf("%s: this connection has no rank yet: send \"cmd=initack pmiid=<PMI_ID>\" first", m.Cmd))
+		r.fail(wire.RcFail, fmt.Errorf("%s: this connection has no rank yet: send \"cmd=initack pmiid=<PMI_ID>\" first", m.Cmd))
 		return
 	}
 	switch m.Cmd {
@@ -41,27 +41,16 @@ func (s *Session) dispatch1(r *request, m *wire.Message) {
 		if !s.checkKVSName(r, m) {
 			return
 		}
-		key, ok := m.Get("key")
-		if !ok {
-			r.fail(rcKey, fmt.Errorf("put: missing key="))
-			return
+		if key, val, ok := needKeyValue(r, m); ok {
+			s.put(r, key, val)
 		}
-		val, ok := m.Get("value")
-		if !ok {
-			r.fail(rcVal, fmt.Errorf("put %s: missing value=", key))
-			return
-		}
-		s.put(r, key, val)
 	case "get":
 		if !s.checkKVSName(r, m) {
 			return
 		}
-		key, ok := m.Get("key")
-		if !ok {
-			r.fail(rcKey, fmt.Errorf("get: missing key="))
-			return
+		if key, ok := needKey(r, m); ok {
+			s.get(r, j.cfg.Job.Nspace, -1, key, true)
 		}
-		s.get(r, j.cfg.Job.Nspace, -1, key, true)
 	case "barrier_in":
 		s.barrier1(r, m)
 	case "finalize":
@@ -69,15 +58,15 @@ func (s *Session) dispatch1(r *request, m *wire.Message) {
 	case "abort":
 		s.abort(r, exitCode(m), firstOf(m, "message", "msg", "error_msg"), true)
 	case "publish_name":
-		s.publish(r, m.Value("service"), m.Value("port"), m.Has("service"), m.Has("port"), nil)
+		s.publish(r, m.Value("service"), m.Value("port"), m.Has("port"), nil)
 	case "unpublish_name":
-		s.unpublish(r, m.Value("service"), m.Has("service"), nil)
+		s.unpublish(r, m.Value("service"), nil)
 	case "lookup_name":
-		s.lookup(r, m.Value("service"), m.Has("service"), nil)
+		s.lookup(r, m.Value("service"), nil)
 	case "getbyidx", "create_kvs", "destroy_kvs":
-		r.fail(rcFail, fmt.Errorf("%s is not supported by gopmi (PMI-1 KVS iteration and extra KVS spaces were dropped from MPICH long ago)", m.Cmd))
+		r.fail(wire.RcFail, fmt.Errorf("%s is not supported by gopmi (PMI-1 KVS iteration and extra KVS spaces were dropped from MPICH long ago)", m.Cmd))
 	default:
-		r.fail(rcFail, fmt.Errorf("unknown PMI-1 command %q", m.Cmd))
+		r.fail(wire.RcFail, fmt.Errorf("unknown PMI-1 command %q", m.Cmd))
 	}
 }
 
@@ -103,6 +92,27 @@ func firstOf(m *wire.Message, keys ...string) string {
 	return ""
 }
 
+// needKey returns the request's key=, or answers it with INVALID_KEY.
+func needKey(r *request, m *wire.Message) (string, bool) {
+	key, ok := m.Get("key")
+	if !ok {
+		r.fail(wire.RcInvalidKey, fmt.Errorf("%s: missing key=", m.Cmd))
+	}
+	return key, ok
+}
+
+// needKeyValue returns the request's key= and value=, or answers it with
+// INVALID_KEY or INVALID_VAL.
+func needKeyValue(r *request, m *wire.Message) (key, val string, ok bool) {
+	if key, ok = needKey(r, m); !ok {
+		return "", "", false
+	}
+	if val, ok = m.Get("value"); !ok {
+		r.fail(wire.RcInvalidVal, fmt.Errorf("%s %s: missing value=", m.Cmd, key))
+	}
+	return key, val, ok
+}
+
 // checkKVSName refuses a put or get that names another job's KVS: PMI-1
 // has no cross-job KVS, and silently using our own would hide a bug.
 func (s *Session) checkKVSName(r *request, m *wire.Message) bool {
@@ -110,20 +120,20 @@ func (s *Session) checkKVSName(r *request, m *wire.Message) bool {
 	if !ok || name == s.j.cfg.Job.Nspace {
 		return true
 	}
-	r.fail(rcInvalid, fmt.Errorf("%s: kvsname %q is not this job's KVS (%s)", m.Cmd, name, s.j.cfg.Job.Nspace))
+	r.fail(wire.RcInvalidArg, fmt.Errorf("%s: kvsname %q is not this job's KVS (%s)", m.Cmd, name, s.j.cfg.Job.Nspace))
 	return false
 }
 
 // init answers the first line of both protocols.
 func (s *Session) init(r *request, m *wire.Message) {
 	if s.version != 0 {
-		r.fail(rcFail, fmt.Errorf("init: already initialized with PMI-%d", s.version))
+		r.fail(wire.RcFail, fmt.Errorf("init: already initialized with PMI-%d", s.version))
 		return
 	}
 	ver, err1 := m.Int("pmi_version", 1)
 	sub, err2 := m.Int("pmi_subversion", 1)
 	if err1 != nil || err2 != nil {
-		r.fail(rcInvalid, fmt.Errorf("init: bad version fields: %v", firstErr(err1, err2)))
+		r.fail(wire.RcInvalidArg, fmt.Errorf("init: bad version fields: %v", firstErr(err1, err2)))
 		return
 	}
 	switch {
@@ -136,7 +146,7 @@ func (s *Session) init(r *request, m *wire.Message) {
 		r.ok("pmi_version", "2", "pmi_subversion", "0")
 		s.version = 2
 	default:
-		r.fail(rcFail, fmt.Errorf("init: PMI version %d.%d is not supported (gopmi serves 1.0, 1.1, 1.2 and 2.0)", ver, sub))
+		r.fail(wire.RcFail, fmt.Errorf("init: PMI version %d.%d is not supported (gopmi serves 1.0, 1.1, 1.2 and 2.0)", ver, sub))
 	}
 }
 
@@ -153,25 +163,23 @@ func firstErr(errs ...error) error {
 func (s *Session) initack(r *request, m *wire.Message) {
 	id, err := m.Int("pmiid", -1)
 	if err != nil || id < 0 {
-		r.fail(rcInvalid, fmt.Errorf("initack: missing or bad pmiid= (%q)", m.Value("pmiid")))
+		r.fail(wire.RcInvalidArg, fmt.Errorf("initack: missing or bad pmiid= (%q)", m.Value("pmiid")))
 		return
 	}
 	if s.rank >= 0 && int32(id) != s.rank {
-		r.fail(rcInvalid, fmt.Errorf("initack: pmiid %d does not match this connection's rank %d", id, s.rank))
+		r.fail(wire.RcInvalidArg, fmt.Errorf("initack: pmiid %d does not match this connection's rank %d", id, s.rank))
 		return
 	}
 	if err := s.j.bind(s, int32(id)); err != nil {
-		r.fail(rcInvalid, fmt.Errorf("initack: %w", err))
+		r.fail(wire.RcInvalidArg, fmt.Errorf("initack: %w", err))
 		return
 	}
 	r.rank = s.rank
-	debug := "0"
+	debug := 0
 	if s.j.cfg.PMIDebug {
-		debug = "1"
+		debug = 1
 	}
-	var b []byte
-	b = fmt.Appendf(b, "cmd=initack rc=0\ncmd=set size=%d\ncmd=set rank=%d\ncmd=set debug=%s\n", s.j.cfg.Job.Size, s.rank, debug)
-	r.sendRaw(b)
+	r.sendRaw(pmi1.AppendInitack(nil, int(s.rank), int(s.j.cfg.Job.Size), debug))
 }
 
 // barrier1 enters a PMI-1 barrier; PMI 1.2's group= names a subset and
@@ -180,12 +188,12 @@ func (s *Session) barrier1(r *request, m *wire.Message) {
 	spec, grouped := m.Get("group")
 	pg, err := pmi1.ParseGroup(spec)
 	if err != nil {
-		r.fail(rcInvalid, fmt.Errorf("barrier_in: %w", err))
+		r.fail(wire.RcInvalidArg, fmt.Errorf("barrier_in: %w", err))
 		return
 	}
 	g, err := s.j.group(pg, s.rank)
 	if err != nil {
-		r.fail(rcInvalid, fmt.Errorf("barrier_in group=%s: %w", spec, err))
+		r.fail(wire.RcInvalidArg, fmt.Errorf("barrier_in group=%s: %w", spec, err))
 		return
 	}
 	var extra []string

@@ -15,33 +15,24 @@ func (s *Session) dispatch2(r *request, m *wire.Message) {
 		return
 	}
 	if s.rank < 0 {
-		r.fail(rcFail, fmt.Errorf("%s: this connection has no rank yet: send fullinit with pmirank= first", m.Cmd))
+		r.fail(wire.RcFail, fmt.Errorf("%s: this connection has no rank yet: send fullinit with pmirank= first", m.Cmd))
 		return
 	}
 	switch m.Cmd {
 	case "job-getid":
 		r.ok("jobid", j.cfg.Job.Nspace)
 	case "kvs-put":
-		key, ok := m.Get("key")
-		if !ok {
-			r.fail(rcKey, fmt.Errorf("kvs-put: missing key="))
-			return
+		if key, val, ok := needKeyValue(r, m); ok {
+			s.put(r, key, val)
 		}
-		val, ok := m.Get("value")
-		if !ok {
-			r.fail(rcVal, fmt.Errorf("kvs-put %s: missing value=", key))
-			return
-		}
-		s.put(r, key, val)
 	case "kvs-get":
-		key, ok := m.Get("key")
+		key, ok := needKey(r, m)
 		if !ok {
-			r.fail(rcKey, fmt.Errorf("kvs-get: missing key="))
 			return
 		}
 		src, err := m.Int("srcid", -1)
 		if err != nil {
-			r.fail(rcInvalid, fmt.Errorf("kvs-get %s: %w", key, err))
+			r.fail(wire.RcInvalidArg, fmt.Errorf("kvs-get %s: %w", key, err))
 			return
 		}
 		jobid := m.Value("jobid")
@@ -52,57 +43,45 @@ func (s *Session) dispatch2(r *request, m *wire.Message) {
 	case "kvs-fence":
 		s.j.enterFence(r, j.worldGroup(), j.cfg.FenceMode == FenceLazy, nil)
 	case "info-putnodeattr":
-		key, ok := m.Get("key")
-		if !ok {
-			r.fail(rcKey, fmt.Errorf("info-putnodeattr: missing key="))
-			return
+		if key, val, ok := needKeyValue(r, m); ok {
+			s.putNodeAttr(r, key, val)
 		}
-		val, ok := m.Get("value")
-		if !ok {
-			r.fail(rcVal, fmt.Errorf("info-putnodeattr %s: missing value=", key))
-			return
-		}
-		s.putNodeAttr(r, key, val)
 	case "info-getnodeattr":
-		key, ok := m.Get("key")
+		key, ok := needKey(r, m)
 		if !ok {
-			r.fail(rcKey, fmt.Errorf("info-getnodeattr: missing key="))
 			return
 		}
 		wait, err := m.Bool("wait", false)
 		if err != nil {
-			r.fail(rcInvalid, fmt.Errorf("info-getnodeattr %s: %w", key, err))
+			r.fail(wire.RcInvalidArg, fmt.Errorf("info-getnodeattr %s: %w", key, err))
 			return
 		}
 		s.getNodeAttr(r, key, wait)
 	case "info-getjobattr":
-		key, ok := m.Get("key")
-		if !ok {
-			r.fail(rcKey, fmt.Errorf("info-getjobattr: missing key="))
-			return
+		if key, ok := needKey(r, m); ok {
+			s.getJobAttr(r, key)
 		}
-		s.getJobAttr(r, key)
 	case "name-publish":
 		info, err := infoList(m)
 		if err != nil {
-			r.fail(rcInvalid, fmt.Errorf("name-publish: %w", err))
+			r.fail(wire.RcInvalidArg, fmt.Errorf("name-publish: %w", err))
 			return
 		}
-		s.publish(r, m.Value("name"), m.Value("port"), m.Has("name"), m.Has("port"), info)
+		s.publish(r, m.Value("name"), m.Value("port"), m.Has("port"), info)
 	case "name-unpublish":
 		info, err := infoList(m)
 		if err != nil {
-			r.fail(rcInvalid, fmt.Errorf("name-unpublish: %w", err))
+			r.fail(wire.RcInvalidArg, fmt.Errorf("name-unpublish: %w", err))
 			return
 		}
-		s.unpublish(r, m.Value("name"), m.Has("name"), info)
+		s.unpublish(r, m.Value("name"), info)
 	case "name-lookup":
 		info, err := infoList(m)
 		if err != nil {
-			r.fail(rcInvalid, fmt.Errorf("name-lookup: %w", err))
+			r.fail(wire.RcInvalidArg, fmt.Errorf("name-lookup: %w", err))
 			return
 		}
-		s.lookup(r, m.Value("name"), m.Has("name"), info)
+		s.lookup(r, m.Value("name"), info)
 	case "spawn":
 		s.spawn2(r, m)
 	case "job-connect":
@@ -110,18 +89,16 @@ func (s *Session) dispatch2(r *request, m *wire.Message) {
 	case "job-disconnect":
 		s.jobDisconnect(r, m)
 	case "abort":
-		// MPICH >= 4.1 sends no isworld: that is a world abort.
-		world, err := m.Bool("isworld", true)
-		if err != nil {
-			world = true
-		}
+		// MPICH >= 4.1 sends no isworld: that is a world abort, and so is
+		// one whose isworld= does not read (Bool then returns the default).
+		world, _ := m.Bool("isworld", true)
 		s.abort(r, exitCode(m), firstOf(m, "message", "msg", "error_msg"), world)
 	case "ring":
 		s.ring(r, m)
 	case "finalize":
 		s.finalize(r)
 	default:
-		r.fail(rcOther, fmt.Errorf("unknown PMI-2 command %q", m.Cmd))
+		r.fail(wire.RcErrOther, fmt.Errorf("unknown PMI-2 command %q", m.Cmd))
 	}
 }
 
@@ -134,7 +111,7 @@ func (s *Session) fullinit(r *request, m *wire.Message) {
 		if v, ok := m.Get(k); ok {
 			n, err := strconv.ParseInt(v, 10, 32)
 			if err != nil {
-				r.fail(rcInvalid, fmt.Errorf("fullinit: bad %s=%q", k, v))
+				r.fail(wire.RcInvalidArg, fmt.Errorf("fullinit: bad %s=%q", k, v))
 				return
 			}
 			rank = n
@@ -143,16 +120,16 @@ func (s *Session) fullinit(r *request, m *wire.Message) {
 	}
 	switch {
 	case s.rank < 0 && rank < 0:
-		r.fail(rcInvalid, fmt.Errorf("fullinit: a PMI_PORT connection must name its rank with pmirank="))
+		r.fail(wire.RcInvalidArg, fmt.Errorf("fullinit: a PMI_PORT connection must name its rank with pmirank="))
 		return
 	case s.rank < 0:
 		if err := j.bind(s, int32(rank)); err != nil {
-			r.fail(rcInvalid, fmt.Errorf("fullinit: %w", err))
+			r.fail(wire.RcInvalidArg, fmt.Errorf("fullinit: %w", err))
 			return
 		}
 		r.rank = s.rank
 	case rank >= 0 && int32(rank) != s.rank:
-		r.fail(rcInvalid, fmt.Errorf("fullinit: pmirank %d does not match this connection's rank %d (PMI_RANK)", rank, s.rank))
+		r.fail(wire.RcInvalidArg, fmt.Errorf("fullinit: pmirank %d does not match this connection's rank %d (PMI_RANK)", rank, s.rank))
 		return
 	}
 	if id, ok := m.Get("pmijobid"); ok && id != "" && id != j.cfg.Job.Nspace {
@@ -168,7 +145,7 @@ func (s *Session) fullinit(r *request, m *wire.Message) {
 		"size", strconv.Itoa(int(j.cfg.Job.Size)),
 		"appnum", strconv.Itoa(int(j.lay.appnumOf(s.rank))),
 		"debugged", "FALSE",
-		"pmiverbose", boolText(j.cfg.PMIDebug),
+		"pmiverbose", wire.FormatBool(j.cfg.PMIDebug),
 	}
 	if p := j.cfg.Job.Parent; p != "" {
 		kv = append(kv, "spawner-jobid", p)

@@ -1,7 +1,6 @@
 package bridge
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -501,7 +500,7 @@ func (f *fakeRM) snapshot() (aborts []*plugin.AbortRequest, events []*plugin.Eve
 	return append(aborts, f.aborts...), append(events, f.events...), append(spawns, f.spawns...)
 }
 
-// waitFor polls cond (a fake RM's record of calls made on the job's own
+// eventually polls cond (a fake RM's record of calls made on the job's own
 // goroutines) until it holds or the deadline passes.
 func eventually(t testing.TB, what string, cond func() bool) {
 	t.Helper()
@@ -568,5 +567,3 @@ func (c *manualClock) advance(d time.Duration) {
 		t.f()
 	}
 }
-
-var _ = bytes.Equal

@@ -10,6 +10,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/gopmi/gopmi/bridge/kvs"
+	"github.com/gopmi/gopmi/bridge/wire"
 	"github.com/gopmi/gopmi/plugin"
 )
 
@@ -102,7 +103,7 @@ func NewJob(ctx context.Context, cfg Config, be plugin.Full) (*Job, error) {
 		ctx:       jctx,
 		cancel:    cancel,
 		done:      make(chan struct{}),
-		tasks:     make(map[int32]*task, lay.localSize),
+		tasks:     make(map[int32]*task, len(lay.local)),
 		store:     kvs.NewStore(),
 		fences:    make(map[string]*fence),
 		groupDone: make(map[string]int),
@@ -122,7 +123,7 @@ func NewJob(ctx context.Context, cfg Config, be plugin.Full) (*Job, error) {
 			j.setInfo(&BackendReady{Info: &plugin.BackendInfo{Name: cfg.BackendName, Capabilities: cfg.Capabilities}}, nil)
 		})
 	}
-	if lay.localSize == 0 {
+	if len(lay.local) == 0 {
 		j.end(Result{})
 	}
 	return j, nil
@@ -224,13 +225,6 @@ func (j *Job) jobAttrs() map[string]string {
 		a[kv.Key] = kv.Value
 	}
 	return a
-}
-
-func boolText(b bool) string {
-	if b {
-		return "TRUE"
-	}
-	return "FALSE"
 }
 
 func (j *Job) universeSize() int32 {
@@ -341,7 +335,7 @@ func (j *Job) end(res Result) {
 		err = errors.New("the job has ended")
 	}
 	for _, r := range reqs {
-		r.fail(rcFail, err)
+		r.fail(wire.RcFail, err)
 	}
 	close(j.done)
 }
@@ -391,15 +385,11 @@ func (j *Job) track() bool {
 	return true
 }
 
-// goNotify runs a notification to the backend. Unlike goBackend its
-// context outlives the job: the last finalize ends the job, and its
-// notification must still reach the RM.
-func (j *Job) goNotify(call func(ctx context.Context)) {
-	j.goNotifyFn(call)
-}
-
-// goNotifyFn is goNotify reporting whether the goroutine started.
-func (j *Job) goNotifyFn(call func(ctx context.Context)) bool {
+// goNotify runs a notification to the backend and reports whether it
+// started (not once Shutdown began). Unlike goBackend its context outlives
+// the job: the last finalize ends the job, and its notification must still
+// reach the RM.
+func (j *Job) goNotify(call func(ctx context.Context)) bool {
 	if !j.track() {
 		return false
 	}

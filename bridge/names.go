@@ -16,11 +16,11 @@ func (s *Session) asyncCap(r *request, capName, what string, d timeoutKind, call
 	s.async(r, d, func(ctx context.Context) {
 		caps, err := s.j.capabilities(ctx)
 		if err != nil {
-			r.fail(rcFail, fmt.Errorf("%s: %w", r.cmd, err))
+			r.fail(wire.RcFail, fmt.Errorf("%s: %w", r.cmd, err))
 			return
 		}
 		if !caps[capName] {
-			r.fail(rcFail, fmt.Errorf("%s: %s does not provide %s (capability %q)", r.cmd, s.j.beName, what, capName))
+			r.fail(wire.RcFail, fmt.Errorf("%s: %s does not provide %s (capability %q)", r.cmd, s.j.beName, what, capName))
 			return
 		}
 		call(ctx)
@@ -35,7 +35,7 @@ func (s *Session) async(r *request, d timeoutKind, call func(ctx context.Context
 	if j.ended {
 		err := j.result.Err
 		j.mu.Unlock()
-		r.fail(rcFail, fmt.Errorf("%s: job has ended: %w", r.cmd, err))
+		r.fail(wire.RcFail, fmt.Errorf("%s: job has ended: %w", r.cmd, err))
 		return
 	}
 	r.park()
@@ -86,16 +86,16 @@ func rcOf(err error) int {
 	if errors.Is(err, plugin.ErrNotFound) || errors.Is(err, plugin.ErrAlreadyExists) {
 		return 1
 	}
-	return rcFail
+	return wire.RcFail
 }
 
-func (s *Session) publish(r *request, name, port string, hasName, hasPort bool, info []wire.Arg) {
-	if !hasName || name == "" {
-		r.failKV(rcInvalid, fmt.Errorf("%s: missing service name", r.cmd), nsFailKV(r)...)
+func (s *Session) publish(r *request, name, port string, hasPort bool, info []wire.Arg) {
+	if name == "" {
+		r.failKV(wire.RcInvalidArg, fmt.Errorf("%s: missing service name", r.cmd), nsFailKV(r)...)
 		return
 	}
 	if !hasPort {
-		r.failKV(rcInvalid, fmt.Errorf("%s %s: missing port=", r.cmd, name), nsFailKV(r)...)
+		r.failKV(wire.RcInvalidArg, fmt.Errorf("%s %s: missing port=", r.cmd, name), nsFailKV(r)...)
 		return
 	}
 	req := &plugin.PublishRequest{Proc: s.j.proc(s.rank), Data: []plugin.Info{{Key: name, Value: port}}, Info: toInfo(info)}
@@ -108,9 +108,9 @@ func (s *Session) publish(r *request, name, port string, hasName, hasPort bool, 
 	})
 }
 
-func (s *Session) unpublish(r *request, name string, hasName bool, info []wire.Arg) {
-	if !hasName || name == "" {
-		r.failKV(rcInvalid, fmt.Errorf("%s: missing service name", r.cmd), nsFailKV(r)...)
+func (s *Session) unpublish(r *request, name string, info []wire.Arg) {
+	if name == "" {
+		r.failKV(wire.RcInvalidArg, fmt.Errorf("%s: missing service name", r.cmd), nsFailKV(r)...)
 		return
 	}
 	req := &plugin.UnpublishRequest{Proc: s.j.proc(s.rank), Keys: []string{name}, Info: toInfo(info)}
@@ -123,16 +123,16 @@ func (s *Session) unpublish(r *request, name string, hasName bool, info []wire.A
 	})
 }
 
-func (s *Session) lookup(r *request, name string, hasName bool, info []wire.Arg) {
-	if !hasName || name == "" {
-		r.failKV(rcInvalid, fmt.Errorf("%s: missing service name", r.cmd), lookupFailKV(r)...)
+func (s *Session) lookup(r *request, name string, info []wire.Arg) {
+	if name == "" {
+		r.failKV(wire.RcInvalidArg, fmt.Errorf("%s: missing service name", r.cmd), lookupFailKV(r)...)
 		return
 	}
 	req := &plugin.LookupRequest{Proc: s.j.proc(s.rank), Keys: []string{name}, Info: toInfo(info), Timeout: s.j.cfg.Timeouts.Lookup}
 	s.asyncCap(r, plugin.CapPublish, "a name service", toLookup, func(ctx context.Context) {
 		resp, err := s.j.be.Lookup(ctx, req)
 		if err == nil && (resp == nil || len(resp.Data) == 0) {
-			err = fmt.Errorf("%w", plugin.ErrNotFound)
+			err = plugin.ErrNotFound
 		}
 		if err != nil {
 			r.failKV(rcOf(err), fmt.Errorf("lookup %s: %w", name, err), lookupFailKV(r)...)
@@ -175,20 +175,14 @@ func lookupFailKV(r *request) []string {
 func (s *Session) jobConnect(r *request, m *wire.Message) {
 	jobid, ok := m.Get("jobid")
 	if !ok || jobid == "" {
-		r.fail(rcInvalid, fmt.Errorf("job-connect: missing jobid="))
+		r.fail(wire.RcInvalidArg, fmt.Errorf("job-connect: missing jobid="))
 		return
 	}
 	j := s.j
-	req := &plugin.ConnectRequest{
-		Procs: []plugin.Proc{
-			{Nspace: j.cfg.Job.Nspace, Rank: plugin.RankWildcard},
-			{Nspace: jobid, Rank: plugin.RankWildcard},
-		},
-		Timeout: j.cfg.Timeouts.Fence,
-	}
+	req := &plugin.ConnectRequest{Procs: j.connectProcs(jobid), Timeout: j.cfg.Timeouts.Fence}
 	s.asyncCap(r, plugin.CapConnect, "job-connect", toBackend, func(ctx context.Context) {
 		if _, err := j.be.Connect(ctx, req); err != nil {
-			r.fail(rcFail, fmt.Errorf("job-connect %s: %w", jobid, err))
+			r.fail(wire.RcFail, fmt.Errorf("job-connect %s: %w", jobid, err))
 			return
 		}
 		// Foreign gets go through the backend, so no KVS copy is made.
@@ -196,23 +190,26 @@ func (s *Session) jobConnect(r *request, m *wire.Message) {
 	})
 }
 
+// connectProcs are the parties of a job-connect or job-disconnect: this
+// job and jobid, whole.
+func (j *Job) connectProcs(jobid string) []plugin.Proc {
+	return []plugin.Proc{
+		{Nspace: j.cfg.Job.Nspace, Rank: plugin.RankWildcard},
+		{Nspace: jobid, Rank: plugin.RankWildcard},
+	}
+}
+
 func (s *Session) jobDisconnect(r *request, m *wire.Message) {
 	jobid, ok := m.Get("jobid")
 	if !ok || jobid == "" {
-		r.fail(rcInvalid, fmt.Errorf("job-disconnect: missing jobid="))
+		r.fail(wire.RcInvalidArg, fmt.Errorf("job-disconnect: missing jobid="))
 		return
 	}
 	j := s.j
-	req := &plugin.DisconnectRequest{
-		Procs: []plugin.Proc{
-			{Nspace: j.cfg.Job.Nspace, Rank: plugin.RankWildcard},
-			{Nspace: jobid, Rank: plugin.RankWildcard},
-		},
-		Timeout: j.cfg.Timeouts.Fence,
-	}
+	req := &plugin.DisconnectRequest{Procs: j.connectProcs(jobid), Timeout: j.cfg.Timeouts.Fence}
 	s.asyncCap(r, plugin.CapConnect, "job-disconnect", toBackend, func(ctx context.Context) {
 		if err := j.be.Disconnect(ctx, req); err != nil {
-			r.fail(rcFail, fmt.Errorf("job-disconnect %s: %w", jobid, err))
+			r.fail(wire.RcFail, fmt.Errorf("job-disconnect %s: %w", jobid, err))
 			return
 		}
 		r.ok()

@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/gopmi/gopmi/bridge/kvs"
+	"github.com/gopmi/gopmi/bridge/wire"
 	"github.com/gopmi/gopmi/plugin"
 )
 
@@ -52,7 +53,7 @@ func (j *Job) flushNoticesLocked() {
 		return
 	}
 	j.notices.busy = true
-	started := j.goNotifyFn(func(ctx context.Context) {
+	started := j.goNotify(func(ctx context.Context) {
 		if !j.backendUp(ctx) {
 			// A job that never needed its backend ended without it: the
 			// RM saw its tasks come and go without gopmi's word.
@@ -132,13 +133,13 @@ func (s *Session) put(r *request, key, val string) {
 	l := j.cfg.Limits
 	switch {
 	case key == "":
-		r.fail(rcKey, fmt.Errorf("put: empty key"))
+		r.fail(wire.RcInvalidKey, fmt.Errorf("put: empty key"))
 		return
 	case len(key) > l.KeyMax:
-		r.fail(rcKeyLen, fmt.Errorf("put: key of %d bytes exceeds keylen_max=%d", len(key), l.KeyMax))
+		r.fail(wire.RcInvalidKeyLength, fmt.Errorf("put: key of %d bytes exceeds keylen_max=%d", len(key), l.KeyMax))
 		return
 	case len(val) > l.ValMax:
-		r.fail(rcValLen, fmt.Errorf("put %s: value of %d bytes exceeds vallen_max=%d", key, len(val), l.ValMax))
+		r.fail(wire.RcInvalidValLength, fmt.Errorf("put %s: value of %d bytes exceeds vallen_max=%d", key, len(val), l.ValMax))
 		return
 	}
 	j.mu.Lock()
@@ -183,7 +184,7 @@ func (s *Session) get(r *request, jobid string, src int32, key string, v1 bool) 
 	if j.ended {
 		err := j.result.Err
 		j.mu.Unlock()
-		r.fail(rcFail, fmt.Errorf("get %s: %w", key, err))
+		r.fail(wire.RcFail, fmt.Errorf("get %s: %w", key, err))
 		return
 	}
 	t := j.tasks[s.rank]
@@ -244,7 +245,7 @@ func (r *request) notFound(key string) {
 		r.ok("found", "FALSE")
 		return
 	}
-	r.fail(rcFail, fmt.Errorf("key %s not found", key))
+	r.fail(wire.RcFail, fmt.Errorf("key %s not found", key))
 }
 
 func (j *Job) parkLazyLocked(r *request, key string, need int) {
@@ -263,7 +264,7 @@ func (j *Job) parkLazyLocked(r *request, key string, need int) {
 		r.unpark()
 		j.mu.Unlock()
 		if found {
-			r.fail(rcFail, fmt.Errorf("get %s: %s did not complete within %s", key, fenceID(worldName, need), j.cfg.Timeouts.Get))
+			r.fail(wire.RcFail, fmt.Errorf("get %s: %s did not complete within %s", key, fenceID(worldName, need), j.cfg.Timeouts.Get))
 		}
 	})
 	j.lazyWaits = append(j.lazyWaits, w)
@@ -283,22 +284,29 @@ func (j *Job) wakeLazyLocked(done int, ferr error) []func() {
 		w.req.unpark()
 		r, key := w.req, w.key
 		if ferr != nil {
-			out = append(out, func() { r.fail(rcFail, fmt.Errorf("get %s: %w", key, ferr)) })
+			out = append(out, func() { r.fail(wire.RcFail, fmt.Errorf("get %s: %w", key, ferr)) })
 			continue
 		}
-		if v, _, ok := j.store.Get(key); ok {
-			out = append(out, func() { r.foundValue(v) })
-		} else if v, ok := j.attrs[key]; ok && r.v == 2 {
-			out = append(out, func() { r.foundValue(v) })
-		} else {
-			out = append(out, func() { r.notFound(key) })
-		}
+		out = append(out, j.heldAnswerLocked(r, key))
 	}
 	for i := len(keep); i < len(j.lazyWaits); i++ {
 		j.lazyWaits[i] = nil
 	}
 	j.lazyWaits = keep
 	return out
+}
+
+// heldAnswerLocked is the answer to a parked get once what it waited for
+// is here: the committed value, else (PMI-2) the job attribute, else not
+// found. Run it after unlocking.
+func (j *Job) heldAnswerLocked(r *request, key string) func() {
+	if v, _, ok := j.store.Get(key); ok {
+		return func() { r.foundValue(v) }
+	}
+	if v, ok := j.attrs[key]; ok && r.v == 2 {
+		return func() { r.foundValue(v) }
+	}
+	return func() { r.notFound(key) }
 }
 
 // modexGetLocked fetches a missing key from the node that holds it. It
@@ -347,11 +355,9 @@ func (j *Job) modexGetLocked(r *request, src int32, key string) func() {
 			w.req.unpark()
 			r, key := w.req, w.key
 			if err != nil {
-				out = append(out, func() { r.fail(rcFail, fmt.Errorf("get %s from %s: %w", key, target, err)) })
-			} else if v, _, ok := j.store.Get(key); ok {
-				out = append(out, func() { r.foundValue(v) })
+				out = append(out, func() { r.fail(wire.RcFail, fmt.Errorf("get %s from %s: %w", key, target, err)) })
 			} else {
-				out = append(out, func() { r.notFound(key) })
+				out = append(out, j.heldAnswerLocked(r, key))
 			}
 		}
 		j.mu.Unlock()
@@ -374,7 +380,7 @@ func (s *Session) foreignGet(r *request, jobid string, src int32, key string) {
 	s.async(r, toGet, func(ctx context.Context) {
 		resp, err := j.be.DirectModex(ctx, &plugin.ModexRequest{Requestor: requestor, Proc: target, Key: key, Timeout: j.cfg.Timeouts.Get})
 		if err != nil {
-			r.fail(rcFail, fmt.Errorf("get %s from job %s: %w", key, jobid, err))
+			r.fail(wire.RcFail, fmt.Errorf("get %s from job %s: %w", key, jobid, err))
 			return
 		}
 		var val string
@@ -387,7 +393,7 @@ func (s *Session) foreignGet(r *request, jobid string, src int32, key string) {
 		})
 		switch {
 		case derr != nil:
-			r.fail(rcFail, fmt.Errorf("get %s from job %s: %w", key, jobid, derr))
+			r.fail(wire.RcFail, fmt.Errorf("get %s from job %s: %w", key, jobid, derr))
 		case found:
 			r.foundValue(val)
 		default:
@@ -400,11 +406,11 @@ func (s *Session) foreignGet(r *request, jobid string, src int32, key string) {
 func (s *Session) putNodeAttr(r *request, key, val string) {
 	j := s.j
 	if len(key) > j.cfg.Limits.KeyMax {
-		r.fail(rcKeyLen, fmt.Errorf("info-putnodeattr: key of %d bytes exceeds %d", len(key), j.cfg.Limits.KeyMax))
+		r.fail(wire.RcInvalidKeyLength, fmt.Errorf("info-putnodeattr: key of %d bytes exceeds %d", len(key), j.cfg.Limits.KeyMax))
 		return
 	}
 	if len(val) > j.cfg.Limits.ValMax {
-		r.fail(rcValLen, fmt.Errorf("info-putnodeattr %s: value of %d bytes exceeds %d", key, len(val), j.cfg.Limits.ValMax))
+		r.fail(wire.RcInvalidValLength, fmt.Errorf("info-putnodeattr %s: value of %d bytes exceeds %d", key, len(val), j.cfg.Limits.ValMax))
 		return
 	}
 	j.mu.Lock()
@@ -440,7 +446,7 @@ func (s *Session) getNodeAttr(r *request, key string, wait bool) {
 	if j.ended {
 		err := j.result.Err
 		j.mu.Unlock()
-		r.failKV(rcFail, fmt.Errorf("info-getnodeattr %s: the job has ended: %w", key, err), "found", "FALSE")
+		r.failKV(wire.RcFail, fmt.Errorf("info-getnodeattr %s: the job has ended: %w", key, err), "found", "FALSE")
 		return
 	}
 	w := &waiter{req: r, key: key}
@@ -459,7 +465,7 @@ func (s *Session) getNodeAttr(r *request, key string, wait bool) {
 		r.unpark()
 		j.mu.Unlock()
 		if found {
-			r.failKV(rcFail, fmt.Errorf("info-getnodeattr %s: no task on node %s put it within %s", key, j.lay.node.Name, j.cfg.Timeouts.NodeAttr), "found", "FALSE")
+			r.failKV(wire.RcFail, fmt.Errorf("info-getnodeattr %s: no task on node %s put it within %s", key, j.lay.node.Name, j.cfg.Timeouts.NodeAttr), "found", "FALSE")
 		}
 	})
 	j.attrWaits[key] = append(j.attrWaits[key], w)
@@ -495,9 +501,9 @@ func (s *Session) hasNameServ(r *request) {
 	s.async(r, toBackend, func(ctx context.Context) {
 		caps, err := s.j.capabilities(ctx)
 		if err != nil {
-			r.fail(rcFail, fmt.Errorf("%s %s: %w", r.cmd, hasNameServ, err))
+			r.fail(wire.RcFail, fmt.Errorf("%s %s: %w", r.cmd, hasNameServ, err))
 			return
 		}
-		r.foundValue(boolText(caps[plugin.CapPublish]))
+		r.foundValue(wire.FormatBool(caps[plugin.CapPublish]))
 	})
 }

@@ -13,20 +13,6 @@ import (
 	"github.com/gopmi/gopmi/bridge/wire"
 )
 
-// PMI return codes the bridge answers with (see wire.Rc*).
-const (
-	rcOK      = 0
-	rcFail    = -1
-	rcInvalid = 3 // INVALID_ARG
-	rcKey     = 4 // INVALID_KEY
-	rcKeyLen  = 5 // INVALID_KEY_LENGTH
-	rcVal     = 6 // INVALID_VAL
-	rcValLen  = 7 // INVALID_VAL_LENGTH
-	rcLength  = 8 // INVALID_LENGTH
-	rcArgs    = 10
-	rcOther   = 14
-)
-
 // Session is one task connection. Feed and Close are called from one
 // goroutine (the shim's reader for this connection); replies may be sent
 // from any goroutine.
@@ -123,12 +109,12 @@ func (s *Session) frameError(frame []byte, err error) {
 		// and stop reading this connection.
 		s.fatal = true
 		s.j.log.Error().Int32("rank", s.rank).Err(err).Msg("unrecoverable framing error")
-		r.fail(rcLength, fmt.Errorf("%w; closing the connection", err))
+		r.fail(wire.RcInvalidLength, fmt.Errorf("%w; closing the connection", err))
 		s.closeOut()
 	case errors.Is(err, wire.ErrTooLong):
-		r.fail(rcLength, fmt.Errorf("%s request longer than %d bytes: %w", cmdName(cmd), s.j.cfg.Limits.LineMax, err))
+		r.fail(wire.RcInvalidLength, fmt.Errorf("%s request longer than %d bytes: %w", cmdName(cmd), s.j.cfg.Limits.LineMax, err))
 	default:
-		r.fail(rcInvalid, err)
+		r.fail(wire.RcInvalidArg, err)
 	}
 }
 
@@ -186,7 +172,7 @@ func (s *Session) handle(frame []byte) {
 	}
 	if err != nil {
 		r := s.newRequest(peekCmd(frame), "")
-		r.fail(rcInvalid, fmt.Errorf("cannot parse request: %w", err))
+		r.fail(wire.RcInvalidArg, fmt.Errorf("cannot parse request: %w", err))
 		return
 	}
 	thrid := ""
@@ -195,7 +181,7 @@ func (s *Session) handle(frame []byte) {
 	}
 	r := s.newRequest(m.Cmd, thrid)
 	if key, dup := m.Duplicate(); dup && !allowsDuplicates(m) {
-		r.fail(rcInvalid, fmt.Errorf("%s: field %q given twice", m.Cmd, key))
+		r.fail(wire.RcInvalidArg, fmt.Errorf("%s: field %q given twice", m.Cmd, key))
 		return
 	}
 	if v == 2 {
@@ -242,7 +228,7 @@ func (r *request) unpark() {
 
 // ok answers rc=0 with the given key, value pairs (value= last).
 func (r *request) ok(kv ...string) {
-	r.answer(rcOK, nil, kv...)
+	r.answer(wire.RcSuccess, nil, kv...)
 }
 
 // fail answers rc with err's text as msg (PMI-1) or errmsg (PMI-2).

@@ -27,7 +27,7 @@ func (s *Session) spawnBlock(r *request, m *wire.Message) {
 			return
 		}
 		s.spawn1, s.spawnErr = nil, nil
-		r.fail(rcInvalid, fmt.Errorf("spawn: %w", err))
+		r.fail(wire.RcInvalidArg, fmt.Errorf("spawn: %w", err))
 		return
 	}
 	s.spawn1 = append(s.spawn1, b)
@@ -38,12 +38,12 @@ func (s *Session) spawnBlock(r *request, m *wire.Message) {
 	blocks, perr := s.spawn1, s.spawnErr
 	s.spawn1, s.spawnErr = nil, nil
 	if perr != nil {
-		r.fail(rcInvalid, fmt.Errorf("spawn: %w", perr))
+		r.fail(wire.RcInvalidArg, fmt.Errorf("spawn: %w", perr))
 		return
 	}
 	sp, err := pmi1.CollectSpawn(blocks)
 	if err != nil {
-		r.fail(rcInvalid, fmt.Errorf("spawn: %w", err))
+		r.fail(wire.RcInvalidArg, fmt.Errorf("spawn: %w", err))
 		return
 	}
 	s.spawn(r, sp)
@@ -53,7 +53,7 @@ func (s *Session) spawnBlock(r *request, m *wire.Message) {
 func (s *Session) spawn2(r *request, m *wire.Message) {
 	sp, err := pmi2.ParseSpawn(m)
 	if err != nil {
-		r.fail(rcInvalid, fmt.Errorf("spawn: %w", err))
+		r.fail(wire.RcInvalidArg, fmt.Errorf("spawn: %w", err))
 		return
 	}
 	s.spawn(r, sp)
@@ -65,7 +65,7 @@ func (s *Session) spawn2(r *request, m *wire.Message) {
 func (s *Session) spawn(r *request, sp *wire.Spawn) {
 	for i, c := range sp.Cmds {
 		if c.MaxProcs < 1 {
-			r.fail(rcInvalid, fmt.Errorf("spawn: command %d (%s) asks for %d processes; at least 1 is needed", i+1, c.Cmd, c.MaxProcs))
+			r.fail(wire.RcInvalidArg, fmt.Errorf("spawn: command %d (%s) asks for %d processes; at least 1 is needed", i+1, c.Cmd, c.MaxProcs))
 			return
 		}
 	}
@@ -89,7 +89,7 @@ func (s *Session) spawn(r *request, sp *wire.Spawn) {
 	s.asyncCap(r, plugin.CapSpawn, "spawn", toSpawn, func(ctx context.Context) {
 		resp, err := j.be.Spawn(ctx, req)
 		if err != nil {
-			r.fail(rcFail, fmt.Errorf("spawn of %s: %w", sp.Cmds[0].Cmd, err))
+			r.fail(wire.RcFail, fmt.Errorf("spawn of %s: %w", sp.Cmds[0].Cmd, err))
 			return
 		}
 		if r.v == 2 {

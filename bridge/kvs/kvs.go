@@ -109,6 +109,3 @@ func (s *Store) Get(key string) (value string, rank int32, ok bool) {
 	e, ok := s.m[key]
 	return e.value, e.rank, ok
 }
-
-// Len returns the number of keys.
-func (s *Store) Len() int { return len(s.m) }

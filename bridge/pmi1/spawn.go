@@ -1,17 +1,17 @@
 package pmi1
 
 import (
-	"errors"
 	"fmt"
+	"slices"
 	"strconv"
-	"strings"
 
 	"github.com/gopmi/gopmi/bridge/wire"
 )
 
 // ErrSpawn marks a spawn request that is incomplete or inconsistent; the
-// error text names the key or count at fault.
-var ErrSpawn = errors.New("bad spawn request")
+// error text names the key or count at fault. It is wire.ErrSpawn, which
+// pmi2 shares.
+var ErrSpawn = wire.ErrSpawn
 
 // SpawnBlock is one decoded mcmd=spawn block: one executable of a
 // (possibly multi-command) spawn.
@@ -44,15 +44,16 @@ func ParseSpawnBlock(m *wire.Message) (*SpawnBlock, error) {
 	if k, dup := m.Duplicate(); dup {
 		return nil, fmt.Errorf("%w: key %s given twice", ErrSpawn, k)
 	}
+	f := wire.NewSpawnFields(m, "the block")
 	b := &SpawnBlock{}
 	var err error
-	if b.Cmd.MaxProcs, err = needInt(m, "nprocs"); err != nil {
+	if b.Cmd.MaxProcs, err = f.Int("nprocs"); err != nil {
 		return nil, err
 	}
-	if b.Total, err = needInt(m, "totspawns"); err != nil {
+	if b.Total, err = f.Int("totspawns"); err != nil {
 		return nil, err
 	}
-	if b.Index, err = needInt(m, "spawnssofar"); err != nil {
+	if b.Index, err = f.Int("spawnssofar"); err != nil {
 		return nil, err
 	}
 	if b.Total < 1 {
@@ -66,21 +67,18 @@ func ParseSpawnBlock(m *wire.Message) (*SpawnBlock, error) {
 		return nil, fmt.Errorf("%w: missing execname", ErrSpawn)
 	}
 	b.Cmd.Cmd = exec
-
-	used := map[string]bool{"nprocs": true, "totspawns": true, "spawnssofar": true, "execname": true}
-	if b.Cmd.Args, err = indexed(m, used, "argcnt", "arg", 1); err != nil {
+	f.Use("execname")
+	if b.Cmd.Args, err = f.List("argcnt", "arg", 1); err != nil {
 		return nil, err
 	}
-	if b.Preput, err = indexedPairs(m, used, "preput_num", "preput_key_", "preput_val_"); err != nil {
+	if b.Preput, err = f.Pairs("preput_num", "preput_key_", "preput_val_"); err != nil {
 		return nil, err
 	}
-	if b.Cmd.Info, err = indexedPairs(m, used, "info_num", "info_key_", "info_val_"); err != nil {
+	if b.Cmd.Info, err = f.Pairs("info_num", "info_key_", "info_val_"); err != nil {
 		return nil, err
 	}
-	for _, a := range m.Args {
-		if !used[a.Key] {
-			return nil, fmt.Errorf("%w: unknown key %s in mcmd=spawn block", ErrSpawn, a.Key)
-		}
+	if k, ok := f.Unknown(); ok {
+		return nil, fmt.Errorf("%w: unknown key %s in mcmd=spawn block", ErrSpawn, k)
 	}
 	return b, nil
 }
@@ -106,7 +104,7 @@ func CollectSpawn(blocks []*SpawnBlock) (*wire.Spawn, error) {
 		if b.Index != i+1 {
 			return nil, fmt.Errorf("%w: block %d has spawnssofar=%d", ErrSpawn, i+1, b.Index)
 		}
-		if i > 0 && len(b.Preput) > 0 && !sameArgs(b.Preput, blocks[0].Preput) {
+		if i > 0 && len(b.Preput) > 0 && !slices.Equal(b.Preput, blocks[0].Preput) {
 			return nil, fmt.Errorf("%w: block %d carries preputs that differ from block 1's", ErrSpawn, i+1)
 		}
 		s.Cmds = append(s.Cmds, b.Cmd)
@@ -138,115 +136,4 @@ func SpawnBlocks(s *wire.Spawn) []*wire.Message {
 		out = append(out, m)
 	}
 	return out
-}
-
-func sameArgs(a, b []wire.Arg) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
-}
-
-func needInt(m *wire.Message, key string) (int, error) {
-	v, ok := m.Get(key)
-	if !ok {
-		return 0, fmt.Errorf("%w: missing %s", ErrSpawn, key)
-	}
-	return atoiNonNeg(key, v)
-}
-
-func atoiNonNeg(key, v string) (int, error) {
-	n, err := strconv.Atoi(strings.TrimSpace(v))
-	if err != nil {
-		return 0, fmt.Errorf("%w: %s=%q is not an integer", ErrSpawn, key, v)
-	}
-	if n < 0 {
-		return 0, fmt.Errorf("%w: %s=%d is negative", ErrSpawn, key, n)
-	}
-	return n, nil
-}
-
-// countOf reads an optional count and checks it against the number of
-// pairs, so a huge count cannot make us allocate.
-func countOf(m *wire.Message, used map[string]bool, countKey string, per int) (int, error) {
-	used[countKey] = true
-	v, ok := m.Get(countKey)
-	if !ok {
-		return 0, nil
-	}
-	n, err := atoiNonNeg(countKey, v)
-	if err != nil {
-		return 0, err
-	}
-	if n*per > len(m.Args) {
-		return 0, fmt.Errorf("%w: %s=%d but the block has only %d lines", ErrSpawn, countKey, n, len(m.Args))
-	}
-	return n, nil
-}
-
-// indexed reads prefix<base>..prefix<base+n-1> and refuses any other
-// prefix<digits> key.
-func indexed(m *wire.Message, used map[string]bool, countKey, prefix string, base int) ([]string, error) {
-	n, err := countOf(m, used, countKey, 1)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]string, n)
-	for i := 0; i < n; i++ {
-		k := prefix + strconv.Itoa(base+i)
-		v, ok := m.Get(k)
-		if !ok {
-			return nil, fmt.Errorf("%w: %s=%d but %s is missing", ErrSpawn, countKey, n, k)
-		}
-		out[i] = v
-		used[k] = true
-	}
-	if err := strayIndexed(m, used, prefix, countKey, n); err != nil {
-		return nil, err
-	}
-	return out, nil
-}
-
-func indexedPairs(m *wire.Message, used map[string]bool, countKey, keyPrefix, valPrefix string) ([]wire.Arg, error) {
-	n, err := countOf(m, used, countKey, 2)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]wire.Arg, n)
-	for i := 0; i < n; i++ {
-		kk, vk := keyPrefix+strconv.Itoa(i), valPrefix+strconv.Itoa(i)
-		k, ok := m.Get(kk)
-		if !ok {
-			return nil, fmt.Errorf("%w: %s=%d but %s is missing", ErrSpawn, countKey, n, kk)
-		}
-		v, ok := m.Get(vk)
-		if !ok {
-			return nil, fmt.Errorf("%w: %s=%d but %s is missing", ErrSpawn, countKey, n, vk)
-		}
-		out[i] = wire.Arg{Key: k, Value: v}
-		used[kk], used[vk] = true, true
-	}
-	for _, p := range []string{keyPrefix, valPrefix} {
-		if err := strayIndexed(m, used, p, countKey, n); err != nil {
-			return nil, err
-		}
-	}
-	return out, nil
-}
-
-func strayIndexed(m *wire.Message, used map[string]bool, prefix, countKey string, n int) error {
-	for _, a := range m.Args {
-		if used[a.Key] {
-			continue
-		}
-		if _, ok := wire.MatchKey(prefix+"#", a.Key); ok {
-			return fmt.Errorf("%w: %s is beyond %s=%d", ErrSpawn, a.Key, countKey, n)
-		}
-	}
-	return nil
 }

@@ -1,17 +1,16 @@
 package pmi2
 
 import (
-	"errors"
 	"fmt"
 	"strconv"
-	"strings"
 
 	"github.com/gopmi/gopmi/bridge/wire"
 )
 
 // ErrSpawn marks a spawn request that is incomplete or inconsistent; the
-// error text names the key or count at fault.
-var ErrSpawn = errors.New("bad spawn request")
+// error text names the key or count at fault. It is wire.ErrSpawn, which
+// pmi1 shares.
+var ErrSpawn = wire.ErrSpawn
 
 // ParseSpawn validates a PMI-2 spawn command and decodes it. The pairs
 // before the first subcmd= are the global part (ncmds, preputcount,
@@ -43,7 +42,8 @@ func ParseSpawn(m *wire.Message) (*wire.Spawn, error) {
 	if k, dup := global.Duplicate(); dup {
 		return nil, fmt.Errorf("%w: key %s given twice before the first subcmd", ErrSpawn, k)
 	}
-	ncmds, err := needInt(global, "ncmds", "")
+	g := wire.NewSpawnFields(global, "")
+	ncmds, err := g.Int("ncmds")
 	if err != nil {
 		return nil, err
 	}
@@ -53,40 +53,18 @@ func ParseSpawn(m *wire.Message) (*wire.Spawn, error) {
 	if len(sections) != ncmds {
 		return nil, fmt.Errorf("%w: ncmds=%d but %d subcmd sections", ErrSpawn, ncmds, len(sections))
 	}
-	used := map[string]bool{"ncmds": true, "thrid": true}
+	g.Use("thrid")
 	s := &wire.Spawn{}
-	if s.Preput, err = indexedPairs(global, used, "preputcount", "ppkey", "ppval", ""); err != nil {
+	if s.Preput, err = g.Pairs("preputcount", "ppkey", "ppval"); err != nil {
 		return nil, err
 	}
-	for _, a := range global.Args {
-		if !used[a.Key] {
-			return nil, fmt.Errorf("%w: unknown key %s before the first subcmd", ErrSpawn, a.Key)
-		}
+	if k, ok := g.Unknown(); ok {
+		return nil, fmt.Errorf("%w: unknown key %s before the first subcmd", ErrSpawn, k)
 	}
 	for i, sec := range sections {
-		where := fmt.Sprintf(" in section %d", i+1)
-		if k, dup := sec.Duplicate(); dup {
-			return nil, fmt.Errorf("%w: key %s given twice%s", ErrSpawn, k, where)
-		}
-		var c wire.SpawnCmd
-		c.Cmd = sec.Value("subcmd")
-		if c.Cmd == "" {
-			return nil, fmt.Errorf("%w: empty subcmd%s", ErrSpawn, where)
-		}
-		if c.MaxProcs, err = needInt(sec, "maxprocs", where); err != nil {
-			return nil, err
-		}
-		used := map[string]bool{"subcmd": true, "maxprocs": true}
-		if c.Args, err = indexed(sec, used, "argc", "argv", where); err != nil {
-			return nil, err
-		}
-		if c.Info, err = indexedPairs(sec, used, "infokeycount", "infokey", "infoval", where); err != nil {
-			return nil, err
-		}
-		for _, a := range sec.Args {
-			if !used[a.Key] {
-				return nil, fmt.Errorf("%w: unknown key %s%s", ErrSpawn, a.Key, where)
-			}
+		c, err := parseSection(sec)
+		if err != nil {
+			return nil, fmt.Errorf("%w in section %d", err, i+1)
 		}
 		s.Cmds = append(s.Cmds, c)
 	}
@@ -114,94 +92,30 @@ func SpawnMessage(s *wire.Spawn) *wire.Message {
 	return m
 }
 
-func needInt(m *wire.Message, key, where string) (int, error) {
-	v, ok := m.Get(key)
-	if !ok {
-		return 0, fmt.Errorf("%w: missing %s%s", ErrSpawn, key, where)
+// parseSection decodes one subcmd section; the caller says which.
+func parseSection(sec *wire.Message) (wire.SpawnCmd, error) {
+	var c wire.SpawnCmd
+	if k, dup := sec.Duplicate(); dup {
+		return c, fmt.Errorf("%w: key %s given twice", ErrSpawn, k)
 	}
-	return atoiNonNeg(key, v, where)
-}
-
-func atoiNonNeg(key, v, where string) (int, error) {
-	n, err := strconv.Atoi(strings.TrimSpace(v))
-	if err != nil {
-		return 0, fmt.Errorf("%w: %s=%q is not an integer%s", ErrSpawn, key, v, where)
+	c.Cmd = sec.Value("subcmd")
+	if c.Cmd == "" {
+		return c, fmt.Errorf("%w: empty subcmd", ErrSpawn)
 	}
-	if n < 0 {
-		return 0, fmt.Errorf("%w: %s=%d is negative%s", ErrSpawn, key, n, where)
+	f := wire.NewSpawnFields(sec, "")
+	f.Use("subcmd")
+	var err error
+	if c.MaxProcs, err = f.Int("maxprocs"); err != nil {
+		return c, err
 	}
-	return n, nil
-}
-
-func countOf(m *wire.Message, used map[string]bool, countKey string, per int, where string) (int, error) {
-	used[countKey] = true
-	v, ok := m.Get(countKey)
-	if !ok {
-		return 0, nil
+	if c.Args, err = f.List("argc", "argv", 0); err != nil {
+		return c, err
 	}
-	n, err := atoiNonNeg(countKey, v, where)
-	if err != nil {
-		return 0, err
+	if c.Info, err = f.Pairs("infokeycount", "infokey", "infoval"); err != nil {
+		return c, err
 	}
-	if n*per > len(m.Args) {
-		return 0, fmt.Errorf("%w: %s=%d but only %d pairs%s", ErrSpawn, countKey, n, len(m.Args), where)
+	if k, ok := f.Unknown(); ok {
+		return c, fmt.Errorf("%w: unknown key %s", ErrSpawn, k)
 	}
-	return n, nil
-}
-
-func indexed(m *wire.Message, used map[string]bool, countKey, prefix, where string) ([]string, error) {
-	n, err := countOf(m, used, countKey, 1, where)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]string, n)
-	for i := 0; i < n; i++ {
-		k := prefix + strconv.Itoa(i)
-		v, ok := m.Get(k)
-		if !ok {
-			return nil, fmt.Errorf("%w: %s=%d but %s is missing%s", ErrSpawn, countKey, n, k, where)
-		}
-		out[i] = v
-		used[k] = true
-	}
-	return out, strayIndexed(m, used, prefix, countKey, n, where)
-}
-
-func indexedPairs(m *wire.Message, used map[string]bool, countKey, keyPrefix, valPrefix, where string) ([]wire.Arg, error) {
-	n, err := countOf(m, used, countKey, 2, where)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]wire.Arg, n)
-	for i := 0; i < n; i++ {
-		kk, vk := keyPrefix+strconv.Itoa(i), valPrefix+strconv.Itoa(i)
-		k, ok := m.Get(kk)
-		if !ok {
-			return nil, fmt.Errorf("%w: %s=%d but %s is missing%s", ErrSpawn, countKey, n, kk, where)
-		}
-		v, ok := m.Get(vk)
-		if !ok {
-			return nil, fmt.Errorf("%w: %s=%d but %s is missing%s", ErrSpawn, countKey, n, vk, where)
-		}
-		out[i] = wire.Arg{Key: k, Value: v}
-		used[kk], used[vk] = true, true
-	}
-	for _, p := range []string{keyPrefix, valPrefix} {
-		if err := strayIndexed(m, used, p, countKey, n, where); err != nil {
-			return nil, err
-		}
-	}
-	return out, nil
-}
-
-func strayIndexed(m *wire.Message, used map[string]bool, prefix, countKey string, n int, where string) error {
-	for _, a := range m.Args {
-		if used[a.Key] {
-			continue
-		}
-		if _, ok := wire.MatchKey(prefix+"#", a.Key); ok {
-			return fmt.Errorf("%w: %s is beyond %s=%d%s", ErrSpawn, a.Key, countKey, n, where)
-		}
-	}
-	return nil
+	return c, nil
 }

@@ -73,12 +73,18 @@ func readTranscripts(t *testing.T) []txSession {
 			case strings.HasPrefix(line, "== "):
 				out = append(out, txSession{name: filepath.Base(f) + ":" + line[3:]})
 			case strings.HasPrefix(line, "C> "), strings.HasPrefix(line, "S< "):
+				if len(out) == 0 {
+					t.Fatalf("%s:%d: line before the first session header", f, n)
+				}
 				d, tr, total := decodeTx(line[3:])
 				s := &out[len(out)-1]
 				s.lines = append(s.lines, txLine{dir: line[0], data: d, truncated: tr, total: total, where: filepath.Base(f) + ":" + strconv.Itoa(n)})
 			}
 		}
 		fh.Close()
+		if err := sc.Err(); err != nil {
+			t.Fatal(err)
+		}
 	}
 	return out
 }

@@ -48,21 +48,16 @@ func (m *Message) Get(key string) (string, bool) {
 	return "", false
 }
 
+// Has reports whether key is present.
+func (m *Message) Has(key string) bool {
+	_, ok := m.Get(key)
+	return ok
+}
+
 // Value returns the value of key, or "" when absent.
 func (m *Message) Value(key string) string {
 	v, _ := m.Get(key)
 	return v
-}
-
-// Count returns how many times key occurs.
-func (m *Message) Count(key string) int {
-	n := 0
-	for _, a := range m.Args {
-		if a.Key == key {
-			n++
-		}
-	}
-	return n
 }
 
 // Add appends a pair and returns m.
@@ -79,17 +74,6 @@ func (m *Message) AddInt(key string, v int) *Message {
 // AddBool appends a boolean pair written TRUE or FALSE and returns m.
 func (m *Message) AddBool(key string, v bool) *Message {
 	return m.Add(key, FormatBool(v))
-}
-
-// Set replaces the first key's value, or appends the pair.
-func (m *Message) Set(key, value string) *Message {
-	for i := range m.Args {
-		if m.Args[i].Key == key {
-			m.Args[i].Value = value
-			return m
-		}
-	}
-	return m.Add(key, value)
 }
 
 // Duplicate returns the first key that occurs more than once, if any.
@@ -178,9 +162,3 @@ var (
 	// ErrBadLength: a PMI-2 length prefix is not a number.
 	ErrBadLength = errors.New("bad PMI-2 length prefix")
 )
-
-// Has reports whether key is present.
-func (m *Message) Has(key string) bool {
-	_, ok := m.Get(key)
-	return ok
-}
