@@ -3,7 +3,6 @@ package shim
 import (
 	"fmt"
 	"io"
-	"sort"
 	"strings"
 	"time"
 
@@ -52,7 +51,6 @@ const (
 type config struct {
 	job      plugin.Job
 	nodeID   int32
-	nodeName string
 	tasks    []task
 	portFD   string
 	backend  backendSpec
@@ -62,7 +60,8 @@ type config struct {
 	timeouts bridge.Timeouts
 	// backendStart bounds launching the backend plus Configure.
 	backendStart time.Duration
-	// connect bounds how long PMI_PORT tasks take to connect; 0: no check.
+	// connect bounds how long a task takes to send its first byte, and
+	// the PMI_PORT tasks to connect; 0: no check.
 	connect   time.Duration
 	shutdown  time.Duration
 	fenceMode bridge.FenceMode
@@ -334,7 +333,7 @@ func (c *config) setNodeAndTasks(b *shimv1.Bootstrap) error {
 	for _, n := range c.job.Nodes {
 		ids = append(ids, fmt.Sprint(n.ID))
 		if n.ID == b.GetNodeId() {
-			found, local, c.nodeName = true, n.Ranks, n.Name
+			found, local = true, n.Ranks
 		}
 	}
 	if !found {
@@ -348,7 +347,7 @@ func (c *config) setNodeAndTasks(b *shimv1.Bootstrap) error {
 		mine[r] = true
 	}
 	if len(b.GetTasks()) == 0 {
-		return fieldErr("tasks", "empty; node %d hosts ranks %s", c.nodeID, rankList(local))
+		return fieldErr("tasks", "empty; node %d hosts %s", c.nodeID, plugin.RankList(local))
 	}
 	byRank := map[int32]int{}
 	byFD := map[string]int{}
@@ -356,7 +355,7 @@ func (c *config) setNodeAndTasks(b *shimv1.Bootstrap) error {
 		f := fmt.Sprintf("tasks[%d]", i)
 		r := t.GetRank()
 		if !mine[r] {
-			return fieldErr(f+".rank", "rank %d is not on node %d (its ranks: %s)", r, c.nodeID, rankList(local))
+			return fieldErr(f+".rank", "rank %d is not on node %d (which hosts %s)", r, c.nodeID, plugin.RankList(local))
 		}
 		if prev, dup := byRank[r]; dup {
 			return fieldErr(f+".rank", "rank %d already used by tasks[%d]", r, prev)
@@ -461,33 +460,11 @@ func (c *config) setTimeouts(t *shimv1.Timeouts) error {
 	return nil
 }
 
-// rankList formats ranks for a message: "0, 1, 2".
-func rankList(ranks []int32) string {
-	rs := append([]int32(nil), ranks...)
-	sort.Slice(rs, func(i, j int) bool { return rs[i] < rs[j] })
-	var sb strings.Builder
-	for i, r := range rs {
-		if i > 0 {
-			sb.WriteString(", ")
-		}
-		if i == 16 {
-			fmt.Fprintf(&sb, "... (%d in all)", len(rs))
-			break
-		}
-		fmt.Fprint(&sb, r)
-	}
-	return sb.String()
-}
-
 // parseBootstrap reads and validates the bootstrap.
 func parseBootstrap(r io.Reader) (*config, error) {
 	b, err := readBootstrap(r)
 	if err != nil {
 		return nil, err
 	}
-	c, err := newConfig(b)
-	if err != nil {
-		return nil, err
-	}
-	return c, nil
+	return newConfig(b)
 }

@@ -68,8 +68,8 @@ func TestNewConfigDefaults(t *testing.T) {
 	if diff := cmp.Diff([]task{{0, "rank0"}, {1, "rank1"}}, c.tasks, cmp.AllowUnexported(task{})); diff != "" {
 		t.Errorf("tasks (-want +got):\n%s", diff)
 	}
-	if c.backend.binaryName() != "gopmi-rm-local" || c.nodeName != "n0" {
-		t.Errorf("backend %q node %q", c.backend.binaryName(), c.nodeName)
+	if c.backend.binaryName() != "gopmi-rm-local" {
+		t.Errorf("backend %q", c.backend.binaryName())
 	}
 }
 
@@ -165,8 +165,8 @@ func TestNewConfigErrors(t *testing.T) {
 		}, "job.attrs[0].value", "newline"},
 		{"attr bad key", func(b *shimv1.Bootstrap) { b.Job.Attrs = []*shimv1.KeyValue{{Key: "a=b"}} }, "job.attrs[0].key", "cannot carry"},
 		{"node id unknown", func(b *shimv1.Bootstrap) { b.NodeId = 7 }, "node_id", "7 is not in job.nodes (ids 0, 1)"},
-		{"no tasks", func(b *shimv1.Bootstrap) { b.Tasks = nil }, "tasks", "empty; node 0 hosts ranks 0, 1"},
-		{"task rank elsewhere", func(b *shimv1.Bootstrap) { b.Tasks[1].Rank = 2 }, "tasks[1].rank", "rank 2 is not on node 0"},
+		{"no tasks", func(b *shimv1.Bootstrap) { b.Tasks = nil }, "tasks", "empty; node 0 hosts ranks 0-1"},
+		{"task rank elsewhere", func(b *shimv1.Bootstrap) { b.Tasks[1].Rank = 2 }, "tasks[1].rank", "rank 2 is not on node 0 (which hosts ranks 0-1)"},
 		{"task rank twice", func(b *shimv1.Bootstrap) { b.Tasks[1].Rank = 0 }, "tasks[1].rank", "already used by tasks[0]"},
 		{"task missing", func(b *shimv1.Bootstrap) { b.Tasks = b.Tasks[:1] }, "tasks", "rank 1 of node 0 has no task"},
 		{"fd name dup", func(b *shimv1.Bootstrap) { b.Tasks[1].FdName = "rank0" }, "tasks[1].fd_name", `"rank0" already used by tasks[0]`},
@@ -286,5 +286,18 @@ func TestBootstrapRoundTrip(t *testing.T) {
 	}
 	if !proto.Equal(b, got) {
 		t.Errorf("round trip changed the message:\n%v\n%v", b, got)
+	}
+}
+
+// No backend call gives up before the backend may have come up.
+func TestBridgeTimeoutsCoverBackendStart(t *testing.T) {
+	b := oneNode(1)
+	b.Timeouts = &shimv1.Timeouts{BackendStart: durationpb.New(90 * time.Second)}
+	c, err := newConfig(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := c.bridgeTimeouts().Backend; got != 90*time.Second {
+		t.Fatalf("bridge backend time-out %v, want 90s", got)
 	}
 }

@@ -63,7 +63,6 @@ type taskConn struct {
 
 	wake    chan struct{} // capacity 1: the queue or closing changed
 	written chan struct{} // closed when the writer has exited
-	read    chan struct{} // closed when the reader has exited
 }
 
 func newTaskConn(conn net.Conn, maxQueue int, log zerolog.Logger) *taskConn {
@@ -78,7 +77,6 @@ func newTaskConn(conn net.Conn, maxQueue int, log zerolog.Logger) *taskConn {
 		maxQueue: maxQueue,
 		wake:     make(chan struct{}, 1),
 		written:  make(chan struct{}),
-		read:     make(chan struct{}),
 	}
 }
 
@@ -232,7 +230,6 @@ func (c *taskConn) writeLoop() {
 // readLoop feeds what the task writes to the session until EOF or an
 // error, then tells the session why it ended.
 func (c *taskConn) readLoop(sess *bridge.Session) {
-	defer close(c.read)
 	buf := make([]byte, readBufSize)
 	for !c.stopped.Load() {
 		n, err := c.conn.Read(buf)

@@ -3,9 +3,11 @@
 //
 // A step daemon (slurmstepd with the mpi/gopmi plugin, `gopmi run`, a
 // vendor's node agent) creates one socketpair per local task, starts the
-// shim with the server ends and a bootstrap message, waits for the shim's
-// readiness and then starts the tasks with PMI_FD, PMI_RANK, PMI_SIZE. The
-// shim's life is the job step's: it never daemonizes, and it ends when
+// shim with the server ends and a bootstrap message, and starts the tasks
+// with PMI_FD, PMI_RANK, PMI_SIZE. It need not wait for the shim's
+// readiness first (`gopmi run` does not): a task's requests wait in its
+// socket until the shim reads them, and readiness or a start-up failure
+// arrives on NOTIFY_SOCKET meanwhile. The shim's life is the job step's: it never daemonizes, and it ends when
 // every local task has finalized and closed its connection, when the job
 // fails, or when it is told to stop.
 //
@@ -28,10 +30,12 @@
 // builds the bridge.Job, attaches every task connection and reports
 // readiness with sd_notify: "READY=1" means the tasks are served. Only then
 // does the backend start, with a private 0700 socket directory, and get its
-// Configure: a task's local requests (init, put, a one-node fence, get) are
+// Configure: at once for a job on several nodes, whose fences need it, and
+// for a job on one node only when a request first needs it (many never
+// do). A task's local requests (init, put, a one-node fence, get) are
 // answered meanwhile, and those that need the backend wait for it within
-// their own deadlines. A job that ends before its backend is up does not
-// wait for it. A failure before READY is reported as
+// their own deadlines. A job that ends cleanly before its backend is up
+// does not wait for it. A failure before READY is reported as
 // "STATUS=<error>\nERRNO=<n>" before the shim exits; a later one (the backend
 // failed to start or died) as "STOPPING=1\nSTATUS=<reason>", so the step
 // daemon can say why either way. NOTIFY_SOCKET is read and removed from the

@@ -88,6 +88,17 @@ func twoNodes() *shimv1.Bootstrap {
 	return b
 }
 
+// portJob is oneNode(2) with rank 1 connecting through PMI_PORT: the
+// bootstrap, the listening socket to hand Run, and its address.
+func portJob(t *testing.T) (*shimv1.Bootstrap, *os.File, string) {
+	t.Helper()
+	b := oneNode(2)
+	b.PmiPortFd = "pmiport"
+	b.Tasks[1].FdName = ""
+	lf, addr := listenerFile(t, b.PmiPortFd)
+	return b, lf, addr
+}
+
 // notifyListener is the step daemon's end of NOTIFY_SOCKET.
 type notifyListener struct {
 	conn *net.UnixConn
@@ -204,6 +215,21 @@ func (p *pmiTask) sendParked(line string) {
 	p.t.Helper()
 	p.send(line)
 	p.call("cmd=get_my_kvsname", "my_kvsname")
+}
+
+// backendFailsInFence has both tasks of a two-node job init and enter a
+// barrier, whose fence goes to the backend; fail then makes the backend
+// fail, and both barriers must fail. It returns rank 0's answer.
+func backendFailsInFence(r0, r1 *pmiTask, fail func()) map[string]string {
+	r0.t.Helper()
+	r0.init()
+	r1.init()
+	r0.send("cmd=barrier_in")
+	r1.send("cmd=barrier_in")
+	fail()
+	kv := r0.expect("barrier_out", false)
+	r1.expect("barrier_out", false)
+	return kv
 }
 
 // eof waits for the shim to close the connection.

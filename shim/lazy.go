@@ -53,23 +53,29 @@ func (l *lazyBackend) need() {
 	l.demandOnce.Do(func() { close(l.demand) })
 }
 
-// wait is the bridge's Config.WaitBackend.
-func (l *lazyBackend) wait(ctx context.Context) (*bridge.BackendReady, error) {
+// await asks for the backend and waits until its start ended or ctx did.
+func (l *lazyBackend) await(ctx context.Context) error {
 	l.need()
 	select {
 	case <-l.ready:
-		return l.state, l.err
+		return nil
 	case <-ctx.Done():
-		return nil, fmt.Errorf("waiting for the backend: %w", ctx.Err())
+		return ctx.Err()
 	}
 }
 
-func (l *lazyBackend) get(ctx context.Context, call string) (plugin.Full, error) {
-	l.need()
-	select {
-	case <-l.ready:
-		return l.be, l.err
-	case <-ctx.Done():
-		return nil, fmt.Errorf("%s: waiting for the backend to start: %w", call, ctx.Err())
+// wait is the bridge's Config.WaitBackend.
+func (l *lazyBackend) wait(ctx context.Context) (*bridge.BackendReady, error) {
+	if err := l.await(ctx); err != nil {
+		return nil, fmt.Errorf("waiting for the backend: %w", err)
 	}
+	return l.state, l.err
+}
+
+// get is the Deferred's Resolve.
+func (l *lazyBackend) get(ctx context.Context, call string) (plugin.Full, error) {
+	if err := l.await(ctx); err != nil {
+		return nil, fmt.Errorf("%s: waiting for the backend to start: %w", call, err)
+	}
+	return l.be, l.err
 }

@@ -85,16 +85,11 @@ func TestRunRealPluginKilled(t *testing.T) {
 	w := watchFences(t)
 	p := startRun(t, twoNodes(), runOpts{backendEnv: []string{raceEnv(), envFakeFence + "=block", envFakeNotify + "=" + w.addr}})
 	p.ready()
-	r0, r1 := p.tasks[0], p.tasks[1]
-	r0.init()
-	r1.init()
-	r0.send("cmd=barrier_in")
-	r1.send("cmd=barrier_in")
-	if err := syscall.Kill(w.pid(t), syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	r0.expect("barrier_out", false)
-	r1.expect("barrier_out", false)
+	backendFailsInFence(p.tasks[0], p.tasks[1], func() {
+		if err := syscall.Kill(w.pid(t), syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+	})
 	p.waitExit(ExitBackend, "gopmi-rm-fake exited")
 }
 
@@ -225,16 +220,11 @@ func TestShimProcessBackendKilled(t *testing.T) {
 	w := watchFences(t)
 	p := startShim(t, twoNodes(), envFakeFence+"=block", envFakeNotify+"="+w.addr)
 	p.ready()
-	r0, r1 := p.tasks[0], p.tasks[1]
-	r0.init()
-	r1.init()
-	r0.send("cmd=barrier_in")
-	r1.send("cmd=barrier_in")
-	if err := syscall.Kill(w.pid(t), syscall.SIGKILL); err != nil {
-		t.Fatal(err)
-	}
-	r0.expect("barrier_out", false)
-	r1.expect("barrier_out", false)
+	backendFailsInFence(p.tasks[0], p.tasks[1], func() {
+		if err := syscall.Kill(w.pid(t), syscall.SIGKILL); err != nil {
+			t.Fatal(err)
+		}
+	})
 	p.expectExit(ExitBackend, "gopmi-rm-fake exited")
 }
 

@@ -242,6 +242,13 @@ func (s *server) run(ctx context.Context) (retErr error) {
 	}
 	defer fds.close()
 
+	// A missing backend binary, the likeliest mistake, fails the start
+	// before anything is served.
+	path, err := s.backendPath()
+	if err != nil {
+		return err
+	}
+
 	dir, err := os.MkdirTemp("", "gopmi-shim-")
 	if err != nil {
 		return fmt.Errorf("create socket dir: %w", err)
@@ -262,7 +269,7 @@ func (s *server) run(ctx context.Context) (retErr error) {
 		Preput:      c.preput,
 		Attrs:       c.attrs,
 		Limits:      c.limits,
-		Timeouts:    c.timeouts,
+		Timeouts:    c.bridgeTimeouts(),
 		FenceMode:   c.fenceMode,
 		PMIDebug:    c.pmiDebug,
 		BackendName: name,
@@ -274,7 +281,8 @@ func (s *server) run(ctx context.Context) (retErr error) {
 		return fmt.Errorf("%w: build the PMI engine: %w", ErrUsage, err)
 	}
 	s.job = job
-	// startFailed ends a job whose backend never came up.
+	// startFailed ends a job that failed before READY; its backend never
+	// started.
 	startFailed := func(err error) error {
 		lazy.fail(err)
 		job.Fail(err)
@@ -300,10 +308,6 @@ func (s *server) run(ctx context.Context) (retErr error) {
 		go s.acceptLoop(s.port)
 	}
 
-	path, err := s.backendPath()
-	if err != nil {
-		return startFailed(err)
-	}
 	// READY means the tasks are served; the backend's own start-up
 	// failures come after it, as a job failure with its STATUS.
 	if err := s.notify.ready(len(c.tasks)); err != nil {
@@ -377,7 +381,7 @@ func (s *server) startBackendAside(ctx context.Context, job *bridge.Job, lazy *l
 			lazy.fail(errors.New("the job ended before it needed its backend"))
 			return
 		}
-		bp, info, attrs, err := s.bringUpBackend(startCtx, ctx, path, dir)
+		bp, info, attrs, err := s.bringUpBackend(startCtx, path, dir)
 		if err != nil {
 			lazy.fail(err)
 			if !endedCleanly(job) {
@@ -407,24 +411,44 @@ func (bs *backendStart) close(log zerolog.Logger) {
 	}
 }
 
-// bringUpBackend starts and configures the backend. startCtx cuts the
-// start short; ctx is the shim's, which says whether a failure came from
-// a signal.
-func (s *server) bringUpBackend(startCtx, ctx context.Context, path, dir string) (backendProc, *plugin.BackendInfo, []plugin.Info, error) {
+// bringUpBackend starts and configures the backend, both within the
+// backend start time-out. startCtx cuts it short: the shim stopping (a
+// signal) or a job that no longer needs the backend.
+func (s *server) bringUpBackend(startCtx context.Context, path, dir string) (backendProc, *plugin.BackendInfo, []plugin.Info, error) {
 	c := s.cfg
-	bp, err := s.startBackend(startCtx, path, dir)
+	start := s.rc.start
+	if start == nil {
+		start = startPlugin
+	}
+	ctx, cancel := context.WithTimeout(startCtx, c.backendStart)
+	defer cancel()
+	// Start honours ctx only while it runs (a signal during start-up
+	// kills the plugin); afterwards the shim ends the plugin with Close.
+	s.log.Debug().Str("path", path).Strs("args", c.backend.args).Msg("starting backend")
+	bp, err := start(ctx, launch{
+		path:      path,
+		spec:      c.backend,
+		socketDir: dir,
+		log:       s.log.With().Str("backend", c.backend.binaryName()).Logger(),
+		env:       s.rc.backendEnv,
+		timeout:   c.backendStart,
+	})
 	if err != nil {
+		switch {
+		case startCtx.Err() != nil:
+			err = stopped(startCtx, "start "+path)
+		case !errors.Is(err, ErrBackend):
+			err = fmt.Errorf("%w: %w", ErrBackend, err)
+		}
 		return nil, nil, nil, err
 	}
-	cctx, cancel := context.WithTimeout(startCtx, c.backendStart)
-	attrs, info, err := configureBackend(cctx, bp, c)
-	cancel()
+	attrs, info, err := configureBackend(ctx, bp, c)
 	if err != nil {
 		if cerr := bp.Close(); cerr != nil {
 			s.log.Warn().Err(cerr).Msg("close backend")
 		}
-		if ctx.Err() != nil {
-			err = stopped(ctx, "configure "+c.backend.binaryName())
+		if startCtx.Err() != nil {
+			err = stopped(startCtx, "configure "+c.backend.binaryName())
 		}
 		return nil, nil, nil, err
 	}
@@ -455,8 +479,7 @@ func stopped(ctx context.Context, step string) error {
 	return fmt.Errorf("%w: %s: shim stopped: %w", ErrJobFailed, step, context.Cause(ctx))
 }
 
-// backendPath resolves the backend binary. It runs before READY: a
-// missing binary, the likeliest mistake, fails the start at once.
+// backendPath resolves the backend binary.
 func (s *server) backendPath() (string, error) {
 	self := s.rc.Executable
 	if self == "" {
@@ -465,39 +488,6 @@ func (s *server) backendPath() (string, error) {
 		}
 	}
 	return resolveBackend(s.cfg.backend, self, s.getenv)
-}
-
-// startBackend launches the backend binary within the backend start
-// time-out.
-func (s *server) startBackend(ctx context.Context, path, dir string) (backendProc, error) {
-	c := s.cfg
-	start := s.rc.start
-	if start == nil {
-		start = startPlugin
-	}
-	// Start honours ctx only while it runs (a signal during start-up
-	// kills the plugin); afterwards the shim ends the plugin with Close.
-	tctx, cancel := context.WithTimeout(ctx, c.backendStart)
-	defer cancel()
-	s.log.Debug().Str("path", path).Strs("args", c.backend.args).Msg("starting backend")
-	bp, err := start(tctx, launch{
-		path:      path,
-		spec:      c.backend,
-		socketDir: dir,
-		log:       s.log.With().Str("backend", c.backend.binaryName()).Logger(),
-		env:       s.rc.backendEnv,
-		timeout:   c.backendStart,
-	})
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil, stopped(ctx, "start "+path)
-		}
-		if errors.Is(err, ErrBackend) {
-			return nil, err
-		}
-		return nil, fmt.Errorf("%w: %w", ErrBackend, err)
-	}
-	return bp, nil
 }
 
 // attach hands one PMI_FD connection to the bridge and starts its
@@ -661,10 +651,8 @@ func (s *server) checkConnected() error {
 	}
 	want := s.portTasks()
 	switch {
-	case len(silent) == 1:
-		return fmt.Errorf("connect: rank %d sent nothing within %v", silent[0], s.cfg.connect)
-	case len(silent) > 1:
-		return fmt.Errorf("connect: ranks %s sent nothing within %v", rankList(silent), s.cfg.connect)
+	case len(silent) > 0:
+		return fmt.Errorf("connect: %s sent nothing within %v", plugin.RankList(silent), s.cfg.connect)
 	case s.portSeen < want:
 		return fmt.Errorf("connect: %d of %d PMI_PORT tasks connected within %v", s.portSeen, want, s.cfg.connect)
 	}
@@ -735,4 +723,13 @@ func (s *server) shutdown() {
 		}
 		<-drained
 	}
+}
+
+// bridgeTimeouts are the engine's time-outs. A call to the backend may wait
+// for the backend to come up, which the bootstrap allows backend_start
+// for: no backend call gives up sooner than that.
+func (c *config) bridgeTimeouts() bridge.Timeouts {
+	t := c.timeouts
+	t.Backend = max(t.Backend, bridge.DefaultBackendTimeout, c.backendStart)
+	return t
 }

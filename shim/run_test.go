@@ -207,22 +207,17 @@ func TestRunBackendDies(t *testing.T) {
 	}})
 	p := startRun(t, twoNodes(), runOpts{start: proc.start()})
 	p.ready()
-	r0, r1 := p.tasks[0], p.tasks[1]
-	r0.init()
-	r1.init()
-	r0.send("cmd=barrier_in")
-	r1.send("cmd=barrier_in")
-	select {
-	case <-entered:
-	case <-time.After(waitTimeout):
-		t.Fatal("fence never reached the backend")
-	}
-	proc.die()
-	kv := r0.expect("barrier_out", false)
+	kv := backendFailsInFence(p.tasks[0], p.tasks[1], func() {
+		select {
+		case <-entered:
+		case <-time.After(waitTimeout):
+			t.Fatal("fence never reached the backend")
+		}
+		proc.die()
+	})
 	if !strings.Contains(kv["_line"], "backend_gopmi-rm-fake_exited") {
 		t.Errorf("error answer %q does not name the backend", kv["_line"])
 	}
-	r1.expect("barrier_out", false)
 	p.waitExit(ExitBackend, "gopmi-rm-fake exited")
 }
 
@@ -253,10 +248,7 @@ func TestRunConnectTimeout(t *testing.T) {
 
 func TestRunPMIPort(t *testing.T) {
 	proc := newFakeProc(&fakeBackend{})
-	b := oneNode(2)
-	b.PmiPortFd = "pmiport"
-	b.Tasks[1].FdName = ""
-	lf, addr := listenerFile(t, "pmiport")
+	b, lf, addr := portJob(t)
 	p := startRun(t, b, runOpts{start: proc.start(), files: []*os.File{lf}})
 	p.ready()
 	c, err := net.DialTimeout("unix", addr, waitTimeout)
@@ -277,11 +269,8 @@ func TestRunPMIPort(t *testing.T) {
 
 func TestRunPMIPortConnectTimeout(t *testing.T) {
 	proc := newFakeProc(&fakeBackend{})
-	b := oneNode(2)
-	b.PmiPortFd = "pmiport"
-	b.Tasks[1].FdName = ""
+	b, lf, _ := portJob(t)
 	b.Timeouts = &shimv1.Timeouts{Connect: durationpb.New(300 * time.Millisecond)}
-	lf, _ := listenerFile(t, "pmiport")
 	p := startRun(t, b, runOpts{start: proc.start(), files: []*os.File{lf}})
 	p.ready()
 	p.tasks[0].init()

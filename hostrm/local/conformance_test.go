@@ -4,7 +4,6 @@ import (
 	"context"
 	"net"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
@@ -72,11 +71,8 @@ func TestConformanceServed(t *testing.T) {
 func TestConformanceForwarder(t *testing.T) {
 	u := NewUniverse(UniverseOptions{})
 	addr := serveUniverse(t, u)
-	var mu sync.Mutex
 	plugintest.RunConformance(t, plugintest.Harness{
 		NewNode: func(t *testing.T, job plugin.Job, nodeID int32) plugin.Backend {
-			mu.Lock()
-			defer mu.Unlock()
 			f := newForwarder([]string{"-universe", addr}, func(string) string { return "" })
 			t.Cleanup(func() { f.Close() })
 			return f

@@ -56,7 +56,11 @@
 // close-on-exec socketpair per task, starts gopmi-shim with the shim ends
 // as fds 3.. (LISTEN_FDS, LISTEN_FDNAMES=rank<r>:..., LISTEN_PID unset:
 // the shim takes them as its own), the bootstrap as protojson on stdin and
-// NOTIFY_SOCKET for readiness, waits for READY=1 and then starts the tasks.
+// NOTIFY_SOCKET for readiness, then starts the tasks at once, without
+// waiting for READY=1: a task's first request waits in its socket until
+// the shim reads it. A job has started once every shim said READY=1; a
+// shim that fails before that fails the job's start and takes its tasks
+// down.
 // Every child is started from one goroutine locked to its OS thread for
 // the run's life, with Pdeathsig=SIGKILL, so nothing outlives a killed
 // gopmi run. A failing task, shim or abort ends the run: SIGTERM to

@@ -23,7 +23,6 @@ const (
 // result are written before done closes, so a waiter reads them after
 // <-done without the lock.
 type fence struct {
-	key       string
 	id        string
 	nspaces   []string           // sorted namespaces of the participants
 	desc      string             // canonical participant list, to match nodes' requests
@@ -94,9 +93,9 @@ func canonicalProcs(procs []plugin.Proc) (desc string, nspaces []string) {
 
 // newFence builds a collective from its participant list. Called with mu
 // held.
-func (u *Universe) newFence(key, id, desc string, nspaces []string, procs []plugin.Proc) (*fence, error) {
+func (u *Universe) newFence(id, desc string, nspaces []string, procs []plugin.Proc) (*fence, error) {
 	f := &fence{
-		key: key, id: id, desc: desc, nspaces: nspaces,
+		id: id, desc: desc, nspaces: nspaces,
 		parts: make(map[string][]uint8, len(nspaces)),
 		start: time.Now(), done: make(chan struct{}),
 	}
@@ -276,7 +275,7 @@ func (u *Universe) Fence(ctx context.Context, req *plugin.FenceRequest) (*plugin
 			}
 		}
 		var err error
-		if f, err = u.newFence(key, req.ID, desc, nspaces, procs); err != nil {
+		if f, err = u.newFence(req.ID, desc, nspaces, procs); err != nil {
 			u.mu.Unlock()
 			return nil, err
 		}

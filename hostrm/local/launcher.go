@@ -656,10 +656,7 @@ func (l *Launcher) onProcFailed(p plugin.Proc, reason string) {
 		}
 	}
 	l.pending = append(l.pending, pendingLine{proc: p, line: fmt.Sprintf("gopmi: rank %d (job %s) failed: %s", p.Rank, p.Nspace, reason), early: true})
-	l.after(failureSettle, func() {
-		l.flushLocked()
-		l.terminateLocked(syscall.SIGTERM)
-	})
+	l.settleLocked()
 }
 
 // Dump writes the universe's and the launcher's state (SIGUSR1).

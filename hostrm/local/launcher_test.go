@@ -125,17 +125,12 @@ func (r *run) wait(t *testing.T) (int, error) {
 }
 
 // bootstrap reads the bootstrap the fake shim of a job's node received.
-// Tasks start while their shim comes up, so a task may finish before its
-// fake shim has saved the bootstrap: wait for the file, within waitLimit.
+// Tasks start while their shim comes up, so a task may run before its
+// shim has saved the bootstrap: call it once Run has returned, when every
+// shim has exited, each having saved its bootstrap first thing.
 func (r *run) bootstrap(t *testing.T, ns string, node int) *shimv1.Bootstrap {
 	t.Helper()
-	path := filepath.Join(r.boots, ns+"-"+strconv.Itoa(node)+".json")
-	deadline := time.Now().Add(waitLimit)
-	b, err := os.ReadFile(path)
-	for err != nil && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-		b, err = os.ReadFile(path)
-	}
+	b, err := os.ReadFile(filepath.Join(r.boots, ns+"-"+strconv.Itoa(node)+".json"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -232,6 +227,13 @@ func TestRunTasks(t *testing.T) {
 					t.Errorf("rank %d: args %v, want [%s]", rank, tc2.Args, wantArg)
 				}
 			}
+			for _, tc2 := range tasks {
+				tc2.send(t, "exit 0")
+			}
+			code, err := r.wait(t)
+			if code != 0 || err != nil {
+				t.Errorf("Run: %d, %v; stderr:\n%s", code, err, r.stderr)
+			}
 			for n := range tc.nodes {
 				b := r.bootstrap(t, ns, n)
 				if b.GetFenceMode() != shimv1.FenceMode_FENCE_MODE_LAZY || b.GetLimits().GetValMax() != 2048 ||
@@ -242,13 +244,6 @@ func TestRunTasks(t *testing.T) {
 				if tc.pmiPort != (b.GetPmiPortFd() == pmiPortFD) {
 					t.Errorf("node %d: pmi_port_fd %q", n, b.GetPmiPortFd())
 				}
-			}
-			for _, tc2 := range tasks {
-				tc2.send(t, "exit 0")
-			}
-			code, err := r.wait(t)
-			if code != 0 || err != nil {
-				t.Errorf("Run: %d, %v; stderr:\n%s", code, err, r.stderr)
 			}
 			if s := r.stderr.String(); strings.Contains(s, "gopmi:") {
 				t.Errorf("messages on a clean run:\n%s", s)
@@ -370,7 +365,11 @@ func TestRunStartFailures(t *testing.T) {
 			}
 			// Tasks start while their shim comes up; a shim that never
 			// gets ready takes them down with it.
-			for _, row := range r.procTable(t, ns) {
+			rows := r.procTable(t, ns)
+			if len(rows) != 2 {
+				t.Fatalf("proc table %q, want 2 rows", rows)
+			}
+			for _, row := range rows {
 				for _, live := range []string{" started", " connected", " finalized"} {
 					if strings.HasSuffix(row, live) {
 						t.Errorf("task still alive after a failed start: %q", row)
@@ -469,13 +468,6 @@ func TestRunSpawn(t *testing.T) {
 			}
 		}
 	}
-	// One shim per node: ppn 1 makes three.
-	for n := range 3 {
-		b := r.bootstrap(t, child, n)
-		if b.GetJob().GetParent() != ns || len(b.GetJob().GetPreput()) != 1 || b.GetJob().GetPreput()[0].GetKey() != "PARENT_ROOT_PORT_NAME" {
-			t.Errorf("child node %d bootstrap job: %v", n, b.GetJob())
-		}
-	}
 
 	// An unknown info key is refused by name and starts nothing.
 	bad := *req
@@ -507,6 +499,13 @@ func TestRunSpawn(t *testing.T) {
 	}
 	if got := query(t, u, plugin.Proc{Nspace: child}, QueryJobStatus, nil); got != "finished" {
 		t.Errorf("spawned job status %q", got)
+	}
+	// One shim per node: ppn 1 makes three.
+	for n := range 3 {
+		b := r.bootstrap(t, child, n)
+		if b.GetJob().GetParent() != ns || len(b.GetJob().GetPreput()) != 1 || b.GetJob().GetPreput()[0].GetKey() != "PARENT_ROOT_PORT_NAME" {
+			t.Errorf("child node %d bootstrap job: %v", n, b.GetJob())
+		}
 	}
 }
 

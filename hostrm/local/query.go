@@ -125,12 +125,13 @@ func (u *Universe) answer(key string, quals []plugin.Info, who plugin.Proc) (str
 		}
 		ranks := slices.Clone(j.layout.Nodes[i].Ranks)
 		slices.Sort(ranks)
-		return compressList(ranks), true
+		return commaList(ranks), true
 	}
 	return "", false
 }
 
-func compressList(ranks []int32) string {
+// commaList formats ranks as local-peers does: "0,1,2,3".
+func commaList(ranks []int32) string {
 	s := make([]string, len(ranks))
 	for i, r := range ranks {
 		s[i] = strconv.Itoa(int(r))

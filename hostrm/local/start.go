@@ -26,6 +26,9 @@ import (
 // pmiPortFD names the PMI_PORT listener among the shim's inherited fds.
 const pmiPortFD = "pmi-port"
 
+// taskFDName names rank r's socket among its shim's inherited fds.
+func taskFDName(r int32) string { return "rank" + strconv.Itoa(int(r)) }
+
 // nodeStart is what starting one node of a job needs.
 type nodeStart struct {
 	rn      *runNode
@@ -35,7 +38,8 @@ type nodeStart struct {
 }
 
 // notifier receives one shim's sd_notify datagrams for its whole life:
-// READY=1 before the tasks start, STATUS= and ERRNO= whenever it fails.
+// READY=1 once its tasks are served, STATUS= with ERRNO= when it fails to
+// start, STATUS= with STOPPING=1 when it ends.
 type notifier struct {
 	conn   *net.UnixConn
 	ready  chan struct{} // closed on READY=1
@@ -118,9 +122,9 @@ func (ns *nodeStart) closeFiles() {
 
 // launch starts one job: one shim per node, each with its task sockets
 // and bootstrap, and that node's tasks; then it waits for every shim to
-// be ready. It
-// returns when every task started, or an error after killing what it
-// started. It is the universe's Launch hook for spawned jobs.
+// be ready. It returns when every task started and every shim is ready,
+// or an error after killing what it started. It is the universe's Launch
+// hook for spawned jobs.
 func (l *Launcher) launch(ctx context.Context, spec *JobSpec) (err error) {
 	ns := spec.Job.Nspace
 	ctx, cancel := context.WithTimeout(ctx, l.cfg.StartTimeout)
@@ -149,20 +153,23 @@ func (l *Launcher) launch(ctx context.Context, spec *JobSpec) (err error) {
 			}
 		}
 		rj.launching = false
-		if err != nil && l.terminating {
-			// A signal ended the run during the start: the tear-down
-			// that follows signals tasks and shims as for any job.
+		if err != nil {
 			rj.failure = err.Error()
-		} else if err != nil {
-			rj.failure = err.Error()
-			l.failed = l.failed || !spec.Spawned
-			// Nothing of a job that failed to start may linger.
-			l.signalTasksLocked(rj, syscall.SIGKILL)
-			l.signalShimsLocked(rj, syscall.SIGKILL)
+			// When a signal ended the run during the start, the
+			// tear-down that follows signals tasks and shims as for any
+			// job.
+			if !l.terminating {
+				l.failed = l.failed || !spec.Spawned
+				// Nothing of a job that failed to start may linger.
+				l.signalTasksLocked(rj, syscall.SIGKILL)
+				l.signalShimsLocked(rj, syscall.SIGKILL)
+			}
 		} else {
+			// reapShim left the shims that exited during the start to
+			// be judged here, as it judges any other.
 			for _, s := range starts {
-				if st := s.rn.state; st != nil && !st.Success() && !s.rn.signalled {
-					l.shimFailedLocked(rj, s.rn)
+				if s.rn.state != nil {
+					l.shimExitedLocked(rj, s.rn)
 				}
 			}
 		}
@@ -221,7 +228,7 @@ func (l *Launcher) prepareNode(rj *runJob, node plugin.Node) (*nodeStart, error)
 		s.servers = []*os.File{f}
 	} else {
 		for _, r := range node.Ranks {
-			srv, cli, err := socketpair("rank" + strconv.Itoa(int(r)))
+			srv, cli, err := socketpair(taskFDName(r))
 			if err != nil {
 				return s, fmt.Errorf("job %s node %d: %w", rj.spec.Job.Nspace, node.ID, err)
 			}
@@ -258,7 +265,7 @@ func (l *Launcher) bootstrap(rj *runJob, s *nodeStart) ([]byte, error) {
 	for _, r := range s.rn.node.Ranks {
 		t := &shimv1.Task{Rank: r}
 		if !l.cfg.PMIPort {
-			t.FdName = "rank" + strconv.Itoa(int(r))
+			t.FdName = taskFDName(r)
 		}
 		tasks = append(tasks, t)
 	}
@@ -306,7 +313,7 @@ func (l *Launcher) startShim(rj *runJob, s *nodeStart) error {
 		names = append(names, pmiPortFD)
 	} else {
 		for _, r := range s.rn.node.Ranks {
-			names = append(names, "rank"+strconv.Itoa(int(r)))
+			names = append(names, taskFDName(r))
 		}
 	}
 	env := childEnv(os.Environ())
@@ -405,8 +412,8 @@ func (l *Launcher) startTasks(rj *runJob, s *nodeStart) error {
 	base = append(base, l.cfg.Env...)
 	nlocal := strconv.Itoa(len(s.rn.node.Ranks))
 	for i, r := range s.rn.node.Ranks {
-		app, appEnv := l.appOf(rj, r)
-		env := append(append([]string(nil), base...), appEnv...)
+		app := l.appOf(rj, r)
+		env := append(append([]string(nil), base...), app.Env...)
 		env = append(env,
 			"PMI_RANK="+strconv.Itoa(int(r)),
 			"PMI_SIZE="+strconv.Itoa(int(j.Size)),
@@ -424,6 +431,9 @@ func (l *Launcher) startTasks(rj *runJob, s *nodeStart) error {
 			Dir:    app.Dir,
 			Stdout: l.cfg.Stdout,
 			Stderr: l.cfg.Stderr,
+			// Output that is not a file is copied through a pipe: a
+			// process the task left behind must not hold its reaping up.
+			WaitDelay: time.Second,
 		}
 		if l.cfg.PMIPort {
 			cmd.Env = append(cmd.Env, "PMI_PORT=127.0.0.1:"+strconv.Itoa(s.port), "PMI_ID="+strconv.Itoa(int(r)))
@@ -461,16 +471,16 @@ func (l *Launcher) startTasks(rj *runJob, s *nodeStart) error {
 	return nil
 }
 
-// appOf finds the app a rank belongs to and its extra environment.
-func (l *Launcher) appOf(rj *runJob, r int32) (AppSpec, []string) {
+// appOf finds the app a rank belongs to.
+func (l *Launcher) appOf(rj *runJob, r int32) AppSpec {
 	first := int32(0)
 	for _, a := range rj.spec.Apps {
 		if r < first+a.Procs {
-			return a, a.Env
+			return a
 		}
 		first += a.Procs
 	}
-	return rj.spec.Apps[len(rj.spec.Apps)-1], nil
+	return rj.spec.Apps[len(rj.spec.Apps)-1]
 }
 
 // reapTask waits for a task and applies the failure policy.
@@ -498,10 +508,7 @@ func (l *Launcher) reapTask(rj *runJob, t *runTask, cmd *exec.Cmd) {
 			rj.failure = fmt.Sprintf("rank %d %s", t.proc.Rank, how)
 		}
 		l.pending = append(l.pending, pendingLine{proc: t.proc, line: fmt.Sprintf("gopmi: rank %d (job %s) %s", t.proc.Rank, t.proc.Nspace, how), signaled: status > 128 && ps.ExitCode() < 0})
-		l.after(failureSettle, func() {
-			l.flushLocked()
-			l.terminateLocked(syscall.SIGTERM)
-		})
+		l.settleLocked()
 	}
 	l.checkJobLocked(rj)
 }
@@ -515,22 +522,39 @@ func (l *Launcher) reapShim(rj *runJob, n *runNode, cmd *exec.Cmd) {
 	n.state = cmd.ProcessState
 	close(n.exited)
 	rj.procs--
-	if !n.state.Success() && !n.signalled && !rj.launching {
-		if code := n.state.ExitCode(); code == shimExitJobFailed || code == shimExitAborted {
-			// The shim reports what a task did (an early exit, an
-			// abort); the task's own exit or the abort, arriving within
-			// failureSettle, is the news.
-			l.failed = true
-			l.pending = append(l.pending, pendingLine{line: l.shimFailureLine(rj, n), shim: true})
-			l.after(failureSettle, func() {
-				l.flushLocked()
-				l.terminateLocked(syscall.SIGTERM)
-			})
-		} else {
-			l.shimFailedLocked(rj, n)
-		}
+	if !rj.launching {
+		// Otherwise launch, once done, judges the exit or the failed
+		// start.
+		l.shimExitedLocked(rj, n)
 	}
 	l.checkJobLocked(rj)
+}
+
+// shimExitedLocked applies the failure policy to a reaped shim: a shim
+// that failed on its own fails the run.
+func (l *Launcher) shimExitedLocked(rj *runJob, n *runNode) {
+	if n.state.Success() || n.signalled {
+		return
+	}
+	if code := n.state.ExitCode(); code == shimExitJobFailed || code == shimExitAborted {
+		// The shim reports what a task did (an early exit, an abort);
+		// the task's own exit or the abort, arriving within
+		// failureSettle, is the news.
+		l.failed = true
+		l.pending = append(l.pending, pendingLine{line: l.shimFailureLine(rj, n), shim: true})
+		l.settleLocked()
+		return
+	}
+	l.shimFailedLocked(rj, n)
+}
+
+// settleLocked reports the pending failure lines and ends the run after
+// failureSettle, so that the failure's cause, not its echoes, is the news.
+func (l *Launcher) settleLocked() {
+	l.after(failureSettle, func() {
+		l.flushLocked()
+		l.terminateLocked(syscall.SIGTERM)
+	})
 }
 
 // The shim's exit statuses for a job that failed or was aborted by a task

@@ -104,7 +104,6 @@ type Universe struct {
 // job is the universe's record of one job.
 type job struct {
 	layout     plugin.Job
-	spec       *JobSpec                // nil when registered by Configure
 	nodeIndex  map[int32]int           // node ID -> index in layout.Nodes
 	rankNode   []int32                 // rank -> node ID
 	configured map[int32]bool          // node IDs whose shim called Configure
@@ -113,7 +112,6 @@ type job struct {
 	state      string                  // running, finished, aborted, failed
 	detail     string                  // why it is not running
 	abort      *AbortEvent
-	created    time.Time
 }
 
 // procInfo is one row of the proc table.
@@ -225,22 +223,20 @@ func (u *Universe) NewJob(apps []AppSpec, parent string, spawned bool, preput []
 		Spawned: spawned,
 	}
 	spec.Job.Parent = parent
-	u.addJob(spec.Job, spec)
+	u.addJob(spec.Job)
 	return spec, nil
 }
 
 // addJob registers a layout. Called with mu held; the layout is valid.
-func (u *Universe) addJob(layout plugin.Job, spec *JobSpec) *job {
+func (u *Universe) addJob(layout plugin.Job) *job {
 	j := &job{
 		layout:     layout,
-		spec:       spec,
 		nodeIndex:  make(map[int32]int, len(layout.Nodes)),
 		rankNode:   make([]int32, layout.Size),
 		configured: make(map[int32]bool),
 		procs:      make([]procInfo, layout.Size),
 		modex:      make(map[int32]*contribution),
 		state:      jobRunning,
-		created:    time.Now(),
 	}
 	for i, n := range layout.Nodes {
 		j.nodeIndex[n.ID] = i
@@ -323,7 +319,7 @@ func (u *Universe) Configure(_ context.Context, req *plugin.ConfigureRequest) (*
 	}
 	j := u.jobs[req.Job.Nspace]
 	if j == nil {
-		j = u.addJob(req.Job, nil)
+		j = u.addJob(req.Job)
 	} else if d := sameLayout(j.layout, req.Job); d != "" {
 		return nil, errorf(plugin.ErrInvalidArgument, "configure: job %s: layout differs: %s", req.Job.Nspace, d)
 	}

@@ -53,29 +53,33 @@ func procs(ns string, ranks ...int32) []plugin.Proc {
 
 func world(ns string) []plugin.Proc { return procs(ns, plugin.RankWildcard) }
 
-// async runs f in a goroutine; the returned function waits for its result.
 // waitFence waits, within waitLimit, until a fence with this ID has an
 // arrival in the universe.
 func waitFence(t *testing.T, u *Universe, id string) {
 	t.Helper()
-	deadline := time.Now().Add(waitLimit)
+	deadline := time.NewTimer(waitLimit)
+	defer deadline.Stop()
 	for {
 		u.mu.Lock()
 		found := false
 		for _, f := range u.fences {
 			found = found || (f.id == id && f.narrived > 0)
 		}
+		// An arrival broadcasts the change.
+		changed := u.changed
 		u.mu.Unlock()
 		if found {
 			return
 		}
-		if time.Now().After(deadline) {
+		select {
+		case <-changed:
+		case <-deadline.C:
 			t.Fatalf("fence %s never registered", id)
 		}
-		time.Sleep(time.Millisecond)
 	}
 }
 
+// async runs f in a goroutine; the returned function waits for its result.
 func async[T any](t *testing.T, f func() (T, error)) func() (T, error) {
 	t.Helper()
 	type result struct {
