@@ -25,7 +25,7 @@ func TestCleanRunIsQuiet(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			r := gopmiRun(t, runOpts{}, c.args...)
-			verify(t, r, exitCode(0), noFail(), func(r clients.Result) error {
+			verify(t, r, clients.ExitCode(0), clients.NoFail(), func(r clients.Result) error {
 				var ours []string
 				for _, l := range strings.Split(r.Stderr, "\n") {
 					if strings.HasPrefix(l, "gopmi") || strings.Contains(l, " WRN ") || strings.Contains(l, " ERR ") {

@@ -3,11 +3,13 @@ package integration
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -15,6 +17,7 @@ import (
 	"time"
 
 	"github.com/gopmi/gopmi/integration/clients"
+	"github.com/gopmi/gopmi/integration/internal/proc"
 )
 
 // Every failure must end the job promptly: well under the runs' own
@@ -24,8 +27,8 @@ const promptly = 20 * time.Second
 // noBarrierCompleted: the ranks waiting for a failed rank must get a PMI
 // error or be killed; a barrier that completes without the failed rank is
 // wrong.
-func noBarrierCompleted() check {
-	return stdoutLacks("barrier-completed")
+func noBarrierCompleted() clients.Check {
+	return clients.StdoutLacks("barrier-completed")
 }
 
 // TestTaskExitsBeforeFinalize: rank 1 runs PMI init and exits 0 without
@@ -37,7 +40,7 @@ func TestTaskExitsBeforeFinalize(t *testing.T) {
 		t.Run("ppn="+ppn, func(t *testing.T) {
 			r := gopmiRun(t, runOpts{env: []string{taskRun}}, append([]string{"-ppn", ppn, "-n", "4"}, taskArgs("nofinalize")...)...)
 			verify(t, r, failed(), within(promptly), noBarrierCompleted(),
-				stdoutHas("exiting-without-finalize rank=1"),
+				clients.StdoutHas("exiting-without-finalize rank=1"),
 				gopmiLine("rank 1", "before finalize"))
 			allExited(t, "task", taskPids(r.Stdout))
 		})
@@ -53,10 +56,15 @@ func TestTaskKilledBySignal(t *testing.T) {
 	// failure the shim reports for the lost connection (1); both name
 	// rank 1.
 	verify(t, r, failed(), within(promptly), noBarrierCompleted(),
-		stdoutHas("killing-myself rank=1"), gopmiLine("rank 1"))
-	if err := gopmiLine("rank 1", "killed by signal 9")(r); err != nil {
-		t.Logf("note: exit status %d (128+9 = %d): %v", r.ExitCode, 128+int(syscall.SIGKILL), err)
-	}
+		clients.StdoutHas("killing-myself rank=1"), gopmiLine("rank 1"), func(r clients.Result) error {
+			switch r.ExitCode {
+			case 128 + int(syscall.SIGKILL):
+				return gopmiLine("rank 1", "killed by signal 9")(r)
+			case 1:
+				return nil
+			}
+			return fmt.Errorf("exit code %d, want %d (the signal) or 1 (the lost connection)", r.ExitCode, 128+int(syscall.SIGKILL))
+		})
 	allExited(t, "task", taskPids(r.Stdout))
 }
 
@@ -71,7 +79,7 @@ func TestFenceTimeout(t *testing.T) {
 			args := append([]string{"-ppn", ppn, "-timeout", fenceTimeout.String(), "-n", "4"}, taskArgs("hold")...)
 			r := gopmiRun(t, runOpts{env: []string{taskRun}}, args...)
 			verify(t, r, failed(), within(fenceTimeout+10*time.Second), noBarrierCompleted(),
-				stdoutHas("holding rank=3"), anyGopmiLine())
+				clients.StdoutHas("holding rank=3"), anyGopmiLine())
 			// The error must say who is missing, not just that the barrier
 			// failed. A rank may be ended by the first one's exit before it
 			// prints; across nodes a rank may instead get the failure that
@@ -126,7 +134,7 @@ func namesMissing(s string, rank int) bool {
 }
 
 // stderrMissing wants a line on stderr saying that rank did not arrive.
-func stderrMissing(rank int) check {
+func stderrMissing(rank int) clients.Check {
 	return func(r clients.Result) error {
 		for _, l := range strings.Split(r.Stderr, "\n") {
 			if namesMissing(l, rank) {
@@ -169,23 +177,16 @@ func TestBackendDies(t *testing.T) {
 			}()
 
 			readyErr := waitReady(ctx, ln, c.n)
-			var victims, watched []procInfo
+			var backends, shims []proc.Info
 			if readyErr == nil {
-				for _, p := range descendants(os.Getpid()) {
-					switch p.comm {
-					case "gopmi-rm-local":
-						victims = append(victims, p)
-						watched = append(watched, p)
-					case "gopmi-shim":
-						watched = append(watched, p)
-					}
-				}
-				if len(victims) == 0 {
-					readyErr = fmt.Errorf("no gopmi-rm-local below the test process")
-				} else {
-					// One backend is enough: the job cannot go on without it.
-					readyErr = syscall.Kill(victims[0].pid, syscall.SIGKILL)
-				}
+				backends, shims, readyErr = gopmiHelpers()
+			}
+			if readyErr == nil && len(backends) == 0 {
+				readyErr = errors.New("no gopmi-rm-local below the test process")
+			}
+			if readyErr == nil {
+				// One backend is enough: the job cannot go on without it.
+				readyErr = syscall.Kill(backends[0].PID, syscall.SIGKILL)
 			}
 			if readyErr != nil {
 				cancel()
@@ -198,18 +199,36 @@ func TestBackendDies(t *testing.T) {
 			if o.err != nil {
 				t.Fatalf("%v\n%s", o.err, output(o.r))
 			}
-			t.Logf("killed gopmi-rm-local pid %d (of %d)", victims[0].pid, len(victims))
+			t.Logf("killed gopmi-rm-local pid %d (of %d)", backends[0].PID, len(backends))
 			// The gopmi: summary may name a consequence (a rank that exited
 			// after its barrier failed); the cause must be on stderr.
 			verify(t, o.r, failed(), within(promptly), noBarrierCompleted(), anyGopmiLine(),
 				stderrLine("backend", "gopmi-rm-local", "exited"))
 			pids := taskPids(o.r.Stdout)
-			for _, p := range watched {
-				pids = append(pids, p.pid)
+			for _, p := range slices.Concat(backends, shims) {
+				pids = append(pids, p.PID)
 			}
 			allExited(t, "task, shim or backend", pids)
 		})
 	}
+}
+
+// gopmiHelpers finds the backends (gopmi-rm-local) and shims below the
+// test process.
+func gopmiHelpers() (backends, shims []proc.Info, err error) {
+	below, err := proc.Descendants(os.Getpid())
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, p := range below {
+		switch p.Comm {
+		case "gopmi-rm-local":
+			backends = append(backends, p)
+		case "gopmi-shim":
+			shims = append(shims, p)
+		}
+	}
+	return backends, shims, nil
 }
 
 // waitReady accepts one "ready" report per rank on ln, within ctx.
@@ -252,11 +271,11 @@ func TestBadWireInput(t *testing.T) {
 	for _, role := range []string{"wire1", "wire2"} {
 		t.Run(role, func(t *testing.T) {
 			r := gopmiRun(t, runOpts{env: []string{taskRun}}, append([]string{"-n", "2"}, taskArgs(role)...)...)
-			checks := []check{exitCode(0), noFail(), quiet()}
+			checks := []clients.Check{clients.ExitCode(0), clients.NoFail(), quiet()}
 			for _, step := range recoverable[role] {
 				checks = append(checks, stepRejected(step, 2))
 			}
-			verify(t, r, append(checks, stdoutHas("wire rank=0 still-usable"), stdoutHas("wire rank=1 still-usable"))...)
+			verify(t, r, append(checks, clients.StdoutHas("wire rank=0 still-usable"), clients.StdoutHas("wire rank=1 still-usable"))...)
 		})
 	}
 
@@ -271,9 +290,9 @@ func TestBadWireInput(t *testing.T) {
 	} {
 		t.Run(c.role, func(t *testing.T) {
 			r := gopmiRun(t, runOpts{env: []string{taskRun}}, append([]string{"-n", "1"}, taskArgs(c.role)...)...)
-			checks := []check{failed(), within(promptly), noFail(), gopmiLine(c.stderr...)}
+			checks := []clients.Check{failed(), within(promptly), clients.NoFail(), gopmiLine(c.stderr...)}
 			for _, s := range c.stdout {
-				checks = append(checks, stdoutHas(s))
+				checks = append(checks, clients.StdoutHas(s))
 			}
 			if c.role == "wire2-badlen" {
 				checks = append(checks, stepRejected("bad-length", 1), stderrLine("length prefix"))
@@ -286,7 +305,7 @@ func TestBadWireInput(t *testing.T) {
 
 // stepRejected wants, from each of n ranks, the reply to a malformed step
 // with rc != 0 and a non-empty message.
-func stepRejected(step string, n int) check {
+func stepRejected(step string, n int) clients.Check {
 	return func(r clients.Result) error {
 		seen := map[string]bool{}
 		for _, l := range clients.Lines(r.Stdout, "wire rank=") {

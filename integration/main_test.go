@@ -10,7 +10,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -178,16 +177,21 @@ type runOpts struct {
 	env     []string
 }
 
-// gopmiRun runs `gopmi run args...` and returns its result; a run that
-// has to be killed at its deadline fails the test with the output so far.
+// gopmiRun runs `gopmi run args...` with runArgv.
 func gopmiRun(t *testing.T, o runOpts, args ...string) clients.Result {
+	t.Helper()
+	return runArgv(t, o, append([]string{gopmiBin, "run"}, args...))
+}
+
+// runArgv runs argv and returns its result; a run that has to be killed at
+// its deadline fails the test with the output so far.
+func runArgv(t *testing.T, o runOpts, argv []string) clients.Result {
 	t.Helper()
 	if o.timeout == 0 {
 		o.timeout = defaultTimeout
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), o.timeout)
 	defer cancel()
-	argv := append([]string{gopmiBin, "run"}, args...)
 	r, err := clients.Run(ctx, argv, clients.RunOptions{Env: o.env})
 	logRun(t, r)
 	if err != nil {
@@ -217,49 +221,19 @@ func shortArgv(argv []string) string {
 // output is a run's output for failure messages, cut to its last lines.
 func output(r clients.Result) string {
 	return fmt.Sprintf("--- %s (exit %d, %s)\n--- stdout\n%s--- stderr\n%s", shortArgv(r.Argv), r.ExitCode,
-		r.Wall.Round(time.Millisecond), tail(r.Stdout, 40), tail(r.Stderr, 30))
+		r.Wall.Round(time.Millisecond), clients.Tail(r.Stdout, 40), clients.Tail(r.Stderr, 30))
 }
-
-func tail(s string, n int) string {
-	lines := strings.SplitAfter(s, "\n")
-	if len(lines) > n {
-		lines = append([]string{fmt.Sprintf("... (%d lines cut)\n", len(lines)-n)}, lines[len(lines)-n:]...)
-	}
-	out := strings.Join(lines, "")
-	if out != "" && !strings.HasSuffix(out, "\n") {
-		out += "\n"
-	}
-	return out
-}
-
-// check is one expectation on a run.
-type check func(clients.Result) error
 
 // verify applies every check and reports all that fail, with the output.
-func verify(t *testing.T, r clients.Result, checks ...check) {
+func verify(t *testing.T, r clients.Result, checks ...clients.Check) {
 	t.Helper()
-	var errs []error
-	for _, c := range checks {
-		if err := c(r); err != nil {
-			errs = append(errs, err)
-		}
-	}
-	if len(errs) > 0 {
-		t.Errorf("%v\n%s", errors.Join(errs...), output(r))
-	}
-}
-
-func exitCode(want int) check {
-	return func(r clients.Result) error {
-		if r.ExitCode != want {
-			return fmt.Errorf("exit code %d, want %d", r.ExitCode, want)
-		}
-		return nil
+	if err := clients.All(checks...)(r); err != nil {
+		t.Errorf("%v\n%s", err, output(r))
 	}
 }
 
 // failed wants a non-zero exit (gopmi's own, not a kill by the test).
-func failed() check {
+func failed() clients.Check {
 	return func(r clients.Result) error {
 		if r.ExitCode <= 0 {
 			return fmt.Errorf("exit code %d, want a non-zero exit status", r.ExitCode)
@@ -269,7 +243,7 @@ func failed() check {
 }
 
 // within wants the run to have ended in less than d.
-func within(d time.Duration) check {
+func within(d time.Duration) clients.Check {
 	return func(r clients.Result) error {
 		if r.Wall >= d {
 			return fmt.Errorf("took %s, want less than %s", r.Wall.Round(time.Millisecond), d)
@@ -280,32 +254,38 @@ func within(d time.Duration) check {
 
 // gopmiLine wants every sub (any case) on one "gopmi:" line of stderr, so
 // a message is judged as a whole rather than word by word across lines.
-func gopmiLine(subs ...string) check {
+func gopmiLine(subs ...string) clients.Check {
 	return func(r clients.Result) error {
-		for _, l := range clients.Lines(r.Stderr, "gopmi: ") {
-			if containsAll(strings.ToLower(l), subs...) {
-				return nil
-			}
+		if !someLineHasAll(clients.Lines(r.Stderr, "gopmi: "), subs) {
+			return fmt.Errorf("no \"gopmi:\" line on stderr contains all of %q", subs)
 		}
-		return fmt.Errorf("no \"gopmi:\" line on stderr contains all of %q", subs)
+		return nil
 	}
 }
 
 // stderrLine wants every sub (any case) on one line of stderr, gopmi's
 // summary or a log line.
-func stderrLine(subs ...string) check {
+func stderrLine(subs ...string) clients.Check {
 	return func(r clients.Result) error {
-		for _, l := range strings.Split(r.Stderr, "\n") {
-			if containsAll(strings.ToLower(l), subs...) {
-				return nil
-			}
+		if !someLineHasAll(strings.Split(r.Stderr, "\n"), subs) {
+			return fmt.Errorf("no line on stderr contains all of %q", subs)
 		}
-		return fmt.Errorf("no line on stderr contains all of %q", subs)
+		return nil
 	}
 }
 
+// someLineHasAll reports whether one of lines holds every sub, in any case.
+func someLineHasAll(lines, subs []string) bool {
+	for _, l := range lines {
+		if containsAll(l, subs...) {
+			return true
+		}
+	}
+	return false
+}
+
 // anyGopmiLine wants at least one "gopmi:" line saying the job failed.
-func anyGopmiLine() check {
+func anyGopmiLine() clients.Check {
 	return func(r clients.Result) error {
 		if len(clients.Lines(r.Stderr, "gopmi: ")) == 0 {
 			return fmt.Errorf("no \"gopmi:\" line on stderr says why the job failed")
@@ -314,7 +294,9 @@ func anyGopmiLine() check {
 	}
 }
 
+// containsAll reports whether s holds every sub, in any case.
 func containsAll(s string, subs ...string) bool {
+	s = strings.ToLower(s)
 	for _, sub := range subs {
 		if !strings.Contains(s, strings.ToLower(sub)) {
 			return false
@@ -324,78 +306,10 @@ func containsAll(s string, subs ...string) bool {
 }
 
 // quiet wants no "gopmi:" failure line on stderr (a clean run says nothing).
-func quiet() check {
+func quiet() clients.Check {
 	return func(r clients.Result) error {
 		if l := clients.Lines(r.Stderr, "gopmi: "); len(l) > 0 {
 			return fmt.Errorf("a clean run printed %d \"gopmi:\" lines, first: %s", len(l), l[0])
-		}
-		return nil
-	}
-}
-
-func stdoutHas(sub string) check {
-	return func(r clients.Result) error {
-		if !strings.Contains(r.Stdout, sub) {
-			return fmt.Errorf("stdout lacks %q", sub)
-		}
-		return nil
-	}
-}
-
-func stdoutLacks(sub string) check {
-	return func(r clients.Result) error {
-		if strings.Contains(r.Stdout, sub) {
-			return fmt.Errorf("stdout has %q", sub)
-		}
-		return nil
-	}
-}
-
-// noFail wants no "fail " line from the tasks.
-func noFail() check {
-	return func(r clients.Result) error {
-		if l := clients.Lines(r.Stdout, "fail "); len(l) > 0 {
-			return fmt.Errorf("%d fail lines, first: %s", len(l), l[0])
-		}
-		return nil
-	}
-}
-
-// eachRank wants exactly one line starting with prefix per rank 0..n-1,
-// each of whose key=value fields passes f (nil: any).
-func eachRank(prefix string, n int, f func(rank int, fields map[string]string) error) check {
-	return func(r clients.Result) error {
-		seen := make(map[int]bool, n)
-		for _, l := range clients.Lines(r.Stdout, prefix) {
-			fl := clients.Fields(l)
-			rank, err := strconv.Atoi(fl["rank"])
-			if err != nil || rank < 0 || rank >= n {
-				return fmt.Errorf("bad rank in %q", l)
-			}
-			if seen[rank] {
-				return fmt.Errorf("rank %d twice: %q", rank, l)
-			}
-			seen[rank] = true
-			if f != nil {
-				if err := f(rank, fl); err != nil {
-					return fmt.Errorf("%q: %w", l, err)
-				}
-			}
-		}
-		if len(seen) != n {
-			return fmt.Errorf("%d of %d ranks printed %q", len(seen), n, prefix)
-		}
-		return nil
-	}
-}
-
-// fieldsAre wants the given key=value fields.
-func fieldsAre(kv ...string) func(int, map[string]string) error {
-	return func(_ int, f map[string]string) error {
-		for i := 0; i+1 < len(kv); i += 2 {
-			if f[kv[i]] != kv[i+1] {
-				return fmt.Errorf("%s=%s, want %s", kv[i], f[kv[i]], kv[i+1])
-			}
 		}
 		return nil
 	}
@@ -442,20 +356,10 @@ func tableCase(t *testing.T, name string) clients.Case {
 // runCase runs c under `gopmi run flags... -n N`, judges it with the
 // table's own expectations (Verify as "gopmi") and the extra checks, and
 // returns the result.
-func runCase(t *testing.T, c clients.Case, flags []string, extra ...check) clients.Result {
+func runCase(t *testing.T, c clients.Case, flags []string, extra ...clients.Check) clients.Result {
 	t.Helper()
 	l := gopmiLauncher(flags...)
-	prog, ok := progs[c.Program]
-	if !ok {
-		t.Fatalf("no built program %s", c.Program)
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), c.Timeout)
-	defer cancel()
-	r, err := clients.Run(ctx, l.Argv(c.N, prog, c.Args...), clients.RunOptions{})
-	logRun(t, r)
-	if err != nil {
-		t.Fatalf("%s: %v\n%s", c.Name, err, output(r))
-	}
+	r := runArgv(t, runOpts{timeout: c.Timeout}, l.Argv(c.N, prog(t, c.Program), c.Args...))
 	if err := c.Verify(l.Name, r); err != nil {
 		t.Error(err)
 	}

@@ -1,7 +1,6 @@
 package integration
 
 import (
-	"context"
 	"fmt"
 	"strconv"
 	"testing"
@@ -15,8 +14,8 @@ import (
 
 // helloSum wants "ok hello rank=R size=n sum=n(n+1)/2" from every rank:
 // MPI_Allreduce across the whole job worked.
-func helloSum(n int) check {
-	return eachRank("ok hello ", n, fieldsAre("size", strconv.Itoa(n), "sum", strconv.Itoa(n*(n+1)/2)))
+func helloSum(n int) clients.Check {
+	return clients.PerRank("ok hello ", n, clients.FieldsAre("size", strconv.Itoa(n), "sum", strconv.Itoa(n*(n+1)/2)))
 }
 
 func TestMPICHHello(t *testing.T) {
@@ -28,14 +27,14 @@ func TestMPICHHello(t *testing.T) {
 	}
 	t.Run("hello/n=64", func(t *testing.T) {
 		r := gopmiRun(t, runOpts{timeout: 2 * time.Minute}, "-n", "64", prog(t, clients.MPIHello))
-		verify(t, r, exitCode(0), noFail(), quiet(), helloSum(64))
+		verify(t, r, clients.ExitCode(0), clients.NoFail(), quiet(), helloSum(64))
 	})
 }
 
 func TestMPICHAlltoall(t *testing.T) {
 	begin(t)
 	r := gopmiRun(t, runOpts{timeout: 2 * time.Minute}, "-n", "32", prog(t, clients.MPIAlltoall))
-	verify(t, r, exitCode(0), noFail(), quiet(), eachRank("ok alltoall ", 32, fieldsAre("size", "32")))
+	verify(t, r, clients.ExitCode(0), clients.NoFail(), quiet(), clients.PerRank("ok alltoall ", 32, clients.FieldsAre("size", "32")))
 }
 
 // TestMPICHAbort: MPI_Abort's code is gopmi run's exit status, stderr names
@@ -51,19 +50,13 @@ func TestMPICHAbort(t *testing.T) {
 	t.Run("abort/code=5/shell", func(t *testing.T) {
 		// What a user's shell sees as $?.
 		script := fmt.Sprintf("'%s' run -n 2 '%s' code=5 rank=1; echo shell-saw-status=$?", gopmiBin, prog(t, clients.MPIAbort))
-		ctx, cancel := context.WithTimeout(context.Background(), defaultTimeout)
-		defer cancel()
-		r, err := clients.Run(ctx, []string{"/bin/sh", "-c", script}, clients.RunOptions{})
-		logRun(t, r)
-		if err != nil {
-			t.Fatalf("%v\n%s", err, output(r))
-		}
-		verify(t, r, exitCode(0), stdoutHas("shell-saw-status=5\n"), gopmiLine("rank 1", "aborted", "exit 5"))
+		r := runArgv(t, runOpts{}, []string{"/bin/sh", "-c", script})
+		verify(t, r, clients.ExitCode(0), clients.StdoutHas("shell-saw-status=5\n"), gopmiLine("rank 1", "aborted", "exit 5"))
 	})
 	t.Run("abort/code=42/rank=3/n=4/ppn=2", func(t *testing.T) {
 		r := gopmiRun(t, runOpts{}, "-ppn", "2", "-n", "4", prog(t, clients.MPIAbort), "code=42", "rank=3")
-		verify(t, r, exitCode(42), within(promptly), stdoutHas("aborting rank=3 size=4 code=42"),
-			stdoutLacks("barrier-completed"), gopmiLine("rank 3", "aborted", "exit 42"))
+		verify(t, r, clients.ExitCode(42), within(promptly), clients.StdoutHas("aborting rank=3 size=4 code=42"),
+			clients.StdoutLacks("barrier-completed"), gopmiLine("rank 3", "aborted", "exit 42"))
 	})
 }
 
@@ -71,9 +64,9 @@ func TestMPICHAbort(t *testing.T) {
 // them from PMI: appnum per MPMD section, universe size N or -usize.
 func TestMPICHAttrs(t *testing.T) {
 	begin(t)
-	attrs := func(size, usize int, appnum func(rank int) int) check {
-		return eachRank("ok attrs ", size, func(rank int, f map[string]string) error {
-			return fieldsAre("size", strconv.Itoa(size), "usize", strconv.Itoa(usize), "appnum", strconv.Itoa(appnum(rank)))(rank, f)
+	attrs := func(size, usize int, appnum func(rank int) int) clients.Check {
+		return clients.PerRank("ok attrs ", size, func(rank int, f map[string]string) error {
+			return clients.FieldsAre("size", strconv.Itoa(size), "usize", strconv.Itoa(usize), "appnum", strconv.Itoa(appnum(rank)))(rank, f)
 		})
 	}
 	zero := func(int) int { return 0 }
@@ -82,17 +75,17 @@ func TestMPICHAttrs(t *testing.T) {
 	})
 	t.Run("usize=8", func(t *testing.T) {
 		r := gopmiRun(t, runOpts{}, "-usize", "8", "-n", "2", prog(t, clients.MPIAttrs))
-		verify(t, r, exitCode(0), noFail(), quiet(), attrs(2, 8, zero))
+		verify(t, r, clients.ExitCode(0), clients.NoFail(), quiet(), attrs(2, 8, zero))
 	})
 	t.Run("mpmd", func(t *testing.T) {
 		a := prog(t, clients.MPIAttrs)
 		r := gopmiRun(t, runOpts{}, "-n", "2", a, ":", "-n", "2", a)
-		verify(t, r, exitCode(0), noFail(), quiet(), attrs(4, 4, func(rank int) int { return rank / 2 }))
+		verify(t, r, clients.ExitCode(0), clients.NoFail(), quiet(), attrs(4, 4, func(rank int) int { return rank / 2 }))
 	})
 	t.Run("mpmd/ppn=1/usize=6", func(t *testing.T) {
 		a := prog(t, clients.MPIAttrs)
 		r := gopmiRun(t, runOpts{}, "-ppn", "1", "-usize", "6", "-n", "1", a, ":", "-n", "2", a)
-		verify(t, r, exitCode(0), noFail(), quiet(), attrs(3, 6, func(rank int) int { return min(rank, 1) }))
+		verify(t, r, clients.ExitCode(0), clients.NoFail(), quiet(), attrs(3, 6, func(rank int) int { return min(rank, 1) }))
 	})
 }
 
@@ -101,11 +94,11 @@ func TestMPICHPubname(t *testing.T) {
 	runCase(t, tableCase(t, "pubname/n=2"), nil, quiet())
 	// Across simulated nodes the name goes through the universe.
 	r := gopmiRun(t, runOpts{}, "-ppn", "1", "-n", "2", prog(t, clients.MPIPubname))
-	verify(t, r, exitCode(0), noFail(), quiet(),
-		stdoutHas("ok pubname rank=0 step=publish"),
-		stdoutHas("ok pubname rank=1 step=lookup port=fake-port-string#1"),
-		stdoutHas("ok pubname rank=1 step=lookup-missing"),
-		stdoutHas("ok pubname rank=0 step=unpublish"),
-		stdoutHas("ok pubname rank=0 size=2\n"),
-		stdoutHas("ok pubname rank=1 size=2\n"))
+	verify(t, r, clients.ExitCode(0), clients.NoFail(), quiet(),
+		clients.StdoutHas("ok pubname rank=0 step=publish"),
+		clients.StdoutHas("ok pubname rank=1 step=lookup port=fake-port-string#1"),
+		clients.StdoutHas("ok pubname rank=1 step=lookup-missing"),
+		clients.StdoutHas("ok pubname rank=0 step=unpublish"),
+		clients.StdoutHas("ok pubname rank=0 size=2\n"),
+		clients.StdoutHas("ok pubname rank=1 size=2\n"))
 }

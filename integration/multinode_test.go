@@ -1,7 +1,6 @@
 package integration
 
 import (
-	"fmt"
 	"testing"
 	"time"
 
@@ -16,11 +15,11 @@ func TestMultiNode(t *testing.T) {
 	begin(t)
 	t.Run("hello/n=16/ppn=4", func(t *testing.T) {
 		r := gopmiRun(t, runOpts{}, "-ppn", "4", "-n", "16", prog(t, clients.MPIHello))
-		verify(t, r, exitCode(0), noFail(), quiet(), helloSum(16))
+		verify(t, r, clients.ExitCode(0), clients.NoFail(), quiet(), helloSum(16))
 	})
 	t.Run("alltoall/n=32/ppn=8", func(t *testing.T) {
 		r := gopmiRun(t, runOpts{timeout: 2 * time.Minute}, "-ppn", "8", "-n", "32", prog(t, clients.MPIAlltoall))
-		verify(t, r, exitCode(0), noFail(), quiet(), eachRank("ok alltoall ", 32, fieldsAre("size", "32")))
+		verify(t, r, clients.ExitCode(0), clients.NoFail(), quiet(), clients.PerRank("ok alltoall ", 32, clients.FieldsAre("size", "32")))
 	})
 }
 
@@ -30,7 +29,7 @@ func TestPMIPort(t *testing.T) {
 	begin(t)
 	t.Run("hello/n=4", func(t *testing.T) {
 		r := gopmiRun(t, runOpts{}, "-pmi-port", "-n", "4", prog(t, clients.MPIHello))
-		verify(t, r, exitCode(0), noFail(), quiet(), helloSum(4))
+		verify(t, r, clients.ExitCode(0), clients.NoFail(), quiet(), helloSum(4))
 	})
 	t.Run("pmi1/n=4", func(t *testing.T) {
 		runCase(t, tableCase(t, "pmi1/n=4"), []string{"-pmi-port"}, quiet())
@@ -51,43 +50,30 @@ func TestFenceModes(t *testing.T) {
 		t.Run(mode, func(t *testing.T) {
 			t.Run("hello/n=8/ppn=2", func(t *testing.T) {
 				r := gopmiRun(t, runOpts{}, "-fence-mode", mode, "-ppn", "2", "-n", "8", prog(t, clients.MPIHello))
-				verify(t, r, exitCode(0), noFail(), quiet(), helloSum(8))
+				verify(t, r, clients.ExitCode(0), clients.NoFail(), quiet(), helloSum(8))
 			})
 			t.Run("pmi1/n=8/ppn=2", func(t *testing.T) {
 				r := gopmiRun(t, runOpts{}, "-fence-mode", mode, "-ppn", "2", "-n", "8", prog(t, clients.PMI1Only))
-				verify(t, r, exitCode(0), noFail(), quiet(), eachRank("ok pmi1 ", 8, fieldsAre("peers", "7")))
+				verify(t, r, clients.ExitCode(0), clients.NoFail(), quiet(), clients.PerRank("ok pmi1 ", 8, clients.FieldsAre("peers", "7")))
 			})
 			t.Run("pmi2/default/n=4/ppn=2", func(t *testing.T) {
 				runCase(t, pmi2Default, []string{"-fence-mode", mode, "-ppn", "2"}, quiet(),
-					jobAttr("PMI_process_mapping", "(vector,(0,2,2))"))
+					jobAttr(pmi2Default.N, "PMI_process_mapping", "(vector,(0,2,2))"))
 			})
 			if mode != "collect" {
 				t.Run("pmi2/default/n=4", func(t *testing.T) {
 					runCase(t, pmi2Default, []string{"-fence-mode", mode}, quiet(),
-						jobAttr("PMI_process_mapping", "(vector,(0,1,4))"))
+						jobAttr(pmi2Default.N, "PMI_process_mapping", "(vector,(0,1,4))"))
 				})
 			}
 		})
 	}
 }
 
-// jobAttr wants every pmi2_test rank to have read the job attribute key
-// with the given value.
-func jobAttr(key, want string) check {
-	return func(r clients.Result) error {
-		n := 0
-		for _, l := range clients.Lines(r.Stdout, "ok pmi2 rank=") {
-			f := clients.Fields(l)
-			if f["step"] == "jobattr" && f["key"] == key {
-				if f["value"] != want {
-					return fmt.Errorf("rank %s read %s=%s, want %s", f["rank"], key, f["value"], want)
-				}
-				n++
-			}
-		}
-		if n == 0 {
-			return fmt.Errorf("no rank printed job attribute %s", key)
-		}
-		return nil
-	}
+// jobAttr wants each of the n pmi2_test ranks to have read the job
+// attribute key once, with the given value.
+func jobAttr(n int, key, want string) clients.Check {
+	return clients.PerRankWhere("ok pmi2 rank=", n, func(f map[string]string) bool {
+		return f["step"] == "jobattr" && f["key"] == key
+	}, clients.FieldsAre("value", want))
 }

@@ -90,18 +90,9 @@ type task struct {
 	params map[string]string
 }
 
-// victim is the rank a role singles out: victim=R, default 1, modulo the
-// job size; for hold the last rank.
-func (t *task) victim(def int) int {
-	v := def
-	if s, ok := t.params["victim"]; ok {
-		v, _ = strconv.Atoi(s)
-	}
-	if v < 0 {
-		v += t.env.Size
-	}
-	return v % t.env.Size
-}
+// victim is the rank the failing roles single out: rank 1, or rank 0 in a
+// job of one.
+func (t *task) victim() int { return 1 % t.env.Size }
 
 func (t *task) failf(format string, args ...any) int {
 	fmt.Printf("fail task rank=%d reason=%q\n", t.env.Rank, fmt.Sprintf(format, args...))
@@ -153,7 +144,7 @@ func (t *task) noFinalize() int {
 	if err != nil {
 		return t.failf("init: %v", err)
 	}
-	if t.env.Rank == t.victim(1) {
+	if t.env.Rank == t.victim() {
 		fmt.Printf("exiting-without-finalize rank=%d\n", t.env.Rank)
 		return 0
 	}
@@ -166,7 +157,7 @@ func (t *task) sigkill() int {
 	if err != nil {
 		return t.failf("init: %v", err)
 	}
-	if t.env.Rank == t.victim(1) {
+	if t.env.Rank == t.victim() {
 		fmt.Printf("killing-myself rank=%d\n", t.env.Rank)
 		_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
 		// Delivery may lag Kill's return in a multi-threaded process.
@@ -176,8 +167,8 @@ func (t *task) sigkill() int {
 	return t.barrierThenFinalize(c)
 }
 
-// hold: every rank inits, puts and publishes a name; the victim (default: the last rank)
-// never joins the barrier and waits on its connection instead, so the
+// hold: every rank inits, puts and publishes a name; the last rank never
+// joins the barrier and waits on its connection instead, so the
 // barrier stays open. With sockEnv set each rank reports on that socket
 // just before it blocks.
 func (t *task) hold() int {
@@ -201,7 +192,7 @@ func (t *task) hold() int {
 	if err := t.report(); err != nil {
 		return t.failf("report to the test: %v", err)
 	}
-	if t.env.Rank == t.victim(-1) {
+	if t.env.Rank == t.env.Size-1 {
 		fmt.Printf("holding rank=%d\n", t.env.Rank)
 		// Nothing is owed to this rank; the read ends when gopmi ends the
 		// job (SIGTERM, or the connection closing) or at the deadline.
@@ -231,6 +222,13 @@ func (t *task) report() error {
 	return err
 }
 
+// rawConn is the byte-level side of both PMI clients.
+type rawConn interface {
+	SendRaw(ctx context.Context, b []byte) error
+	Recv(ctx context.Context) (*wire.Message, error)
+	Close() error
+}
+
 // wireStep is one malformed request and the reply it gets.
 type wireStep struct {
 	name string
@@ -239,11 +237,11 @@ type wireStep struct {
 
 // exchange writes raw bytes and prints the one reply they get; the test
 // wants rc != 0 and a message for every step.
-func exchange(ctx context.Context, rank int, s wireStep, send func(context.Context, []byte) error, recv func(context.Context) (*wire.Message, error)) error {
-	if err := send(ctx, s.raw); err != nil {
+func exchange(ctx context.Context, rank int, s wireStep, c rawConn) error {
+	if err := c.SendRaw(ctx, s.raw); err != nil {
 		return fmt.Errorf("step %s: %w", s.name, err)
 	}
-	m, err := recv(ctx)
+	m, err := c.Recv(ctx)
 	if err != nil {
 		return fmt.Errorf("step %s: %w", s.name, err)
 	}
@@ -284,7 +282,7 @@ func (t *task) wire1() int {
 		{"wrong-kvsname", line("cmd=get kvsname=no-such-kvs key=k")},
 	}
 	for _, s := range steps {
-		if err := exchange(t.ctx, t.env.Rank, s, c.SendRaw, c.Recv); err != nil {
+		if err := exchange(t.ctx, t.env.Rank, s, c); err != nil {
 			return t.failf("%v", err)
 		}
 	}
@@ -328,7 +326,7 @@ func (t *task) wire2() int {
 		{"garbled-body", frame2("garbage without structure")},
 	}
 	for _, s := range steps {
-		if err := exchange(t.ctx, t.env.Rank, s, c.SendRaw, c.Recv); err != nil {
+		if err := exchange(t.ctx, t.env.Rank, s, c); err != nil {
 			return t.failf("%v", err)
 		}
 	}
@@ -352,11 +350,11 @@ func (t *task) wire2() int {
 
 // closeMidMessage writes the start of a request, closes the connection
 // and exits 0, as a task that crashes while writing would.
-func (t *task) closeMidMessage(send func(context.Context, []byte) error, close func() error, partial []byte) int {
-	if err := send(t.ctx, partial); err != nil {
+func (t *task) closeMidMessage(c rawConn, partial []byte) int {
+	if err := c.SendRaw(t.ctx, partial); err != nil {
 		return t.failf("send the partial request: %v", err)
 	}
-	if err := close(); err != nil {
+	if err := c.Close(); err != nil {
 		return t.failf("close: %v", err)
 	}
 	fmt.Printf("closed-mid-message rank=%d\n", t.env.Rank)
@@ -368,7 +366,7 @@ func (t *task) wire1MidClose() int {
 	if err != nil {
 		return t.failf("init: %v", err)
 	}
-	return t.closeMidMessage(c.SendRaw, c.Close, []byte("cmd=put kvsname=x key=k value=cut-he"))
+	return t.closeMidMessage(c, []byte("cmd=put kvsname=x key=k value=cut-he"))
 }
 
 func (t *task) wire2MidClose() int {
@@ -376,7 +374,7 @@ func (t *task) wire2MidClose() int {
 	if err != nil {
 		return t.failf("init: %v", err)
 	}
-	return t.closeMidMessage(c.SendRaw, c.Close, []byte("60    cmd=kvs-put;key=k;val"))
+	return t.closeMidMessage(c, []byte("60    cmd=kvs-put;key=k;val"))
 }
 
 // wire2BadLength sends a PMI-2 frame whose length prefix is not a number:
@@ -387,7 +385,7 @@ func (t *task) wire2BadLength() int {
 	if err != nil {
 		return t.failf("init: %v", err)
 	}
-	if err := exchange(t.ctx, t.env.Rank, wireStep{"bad-length", []byte("abcdefcmd=kvs-fence;")}, c.SendRaw, c.Recv); err != nil {
+	if err := exchange(t.ctx, t.env.Rank, wireStep{"bad-length", []byte("abcdefcmd=kvs-fence;")}, c); err != nil {
 		return t.failf("%v", err)
 	}
 	m, err := c.Recv(t.ctx)
@@ -415,7 +413,8 @@ func (t *task) bigValue() int {
 		return t.failf("init: %v", err)
 	}
 	value := func(r int) string {
-		return fmt.Sprintf("<%d>", r) + strings.Repeat(string(rune('a'+r%26)), n)[len(fmt.Sprintf("<%d>", r)):]
+		head := fmt.Sprintf("<%d>", r)
+		return head + strings.Repeat(string(rune('a'+r%26)), max(n-len(head), 0))
 	}
 	if err := c.KVSPut(t.ctx, "big-"+strconv.Itoa(t.env.Rank), value(t.env.Rank)); err != nil {
 		fmt.Printf("bigval-put-error rank=%d len=%d err=%q\n", t.env.Rank, n, err.Error())

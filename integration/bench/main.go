@@ -71,9 +71,7 @@ type config struct {
 // big jobs, whose runs take seconds and vary less.
 func (c *config) runsFor(n int) (runs, warmup int) {
 	switch {
-	case c.quick:
-		return 1, 0
-	case n >= 512:
+	case c.quick, n >= 512:
 		return 1, 0
 	case n >= 64:
 		return c.runsLarge, c.warmup
@@ -389,8 +387,8 @@ func common(res clients.Result, n int) (sample, error) {
 	if res.ExitCode != 0 {
 		return sample{}, errors.New(res.Summary())
 	}
-	if f := clients.Lines(res.Stdout, "fail "); len(f) > 0 {
-		return sample{}, fmt.Errorf("task failed: %s", f[0])
+	if err := clients.NoFail()(res); err != nil {
+		return sample{}, fmt.Errorf("task failed: %w", err)
 	}
 	task, count := clients.TaskCPU(res.Stdout)
 	if count != n {
@@ -409,10 +407,7 @@ func parseHello(res clients.Result, n int) (sample, error) {
 	if err != nil {
 		return smp, err
 	}
-	if got := len(clients.Lines(res.Stdout, "ok hello ")); got != n {
-		return smp, fmt.Errorf("%d of %d ranks printed ok", got, n)
-	}
-	return smp, nil
+	return smp, clients.PerRank("ok hello ", n, nil)(res)
 }
 
 func parsePMI2(res clients.Result, n int) (sample, error) {

@@ -41,6 +41,22 @@ func ratio(ref, other float64) (string, string) {
 	return fmt.Sprintf("%.2f", other/ref), fmt.Sprintf("%.2fx", ref/other)
 }
 
+// ratioCols is, for each launcher in others, the two ratio columns of one
+// measure against ref at a size of a section ("-" where either failed).
+func (r *report) ratioCols(section string, n int, ref string, others []string, measure func(*cell) float64) []string {
+	a := r.find(section, n, ref)
+	var cols []string
+	for _, o := range others {
+		if b := r.find(section, n, o); ok(a) && ok(b) {
+			x, y := ratio(measure(a), measure(b))
+			cols = append(cols, x, y)
+		} else {
+			cols = append(cols, "-", "-")
+		}
+	}
+	return cols
+}
+
 func printReport(w io.Writer, cfg *config, r *report) {
 	ref := r.Reference
 	var names, others []string
@@ -86,15 +102,7 @@ func printReport(w io.Writer, cfg *config, r *report) {
 				row = append(row, "-")
 			}
 		}
-		for _, o := range others {
-			a, b := r.find("hello", n, ref), r.find("hello", n, o)
-			if ok(a) && ok(b) {
-				x, y := ratio(a.Median.WallMS, b.Median.WallMS)
-				row = append(row, x, y)
-			} else {
-				row = append(row, "-", "-")
-			}
-		}
+		row = append(row, r.ratioCols("hello", n, ref, others, func(c *cell) float64 { return c.Median.WallMS })...)
 		fmt.Fprintln(tw, strings.Join(row, "\t"))
 	}
 	tw.Flush()
@@ -158,15 +166,7 @@ func printReport(w io.Writer, cfg *config, r *report) {
 					row = append(row, "-")
 				}
 			}
-			for _, o := range others {
-				a, b := r.find(sec.name, n, ref), r.find(sec.name, n, o)
-				if ok(a) && ok(b) {
-					x, y := ratio(a.Median.PMCPUMS, b.Median.PMCPUMS)
-					row = append(row, x, y)
-				} else {
-					row = append(row, "-", "-")
-				}
-			}
+			row = append(row, r.ratioCols(sec.name, n, ref, others, func(c *cell) float64 { return c.Median.PMCPUMS })...)
 			fmt.Fprintln(tw, strings.Join(row, "\t"))
 		}
 	}

@@ -223,7 +223,7 @@ func buildOne(ctx context.Context, src, dir string, hdr []byte, p program) (stri
 		_ = os.Remove(tmp)
 		msg := outb.String()
 		if missingDep(msg) {
-			return "", fmt.Errorf("build %s: %w: %s (install: %s)", p.name, ErrMissingTool, firstLine(msg), InstallHint)
+			return "", fmt.Errorf("build %s: %w: %s (install: %s)", p.name, ErrMissingTool, firstErrorLine(msg), InstallHint)
 		}
 		return "", fmt.Errorf("build %s: %s %s: %w\n%s", p.name, cc, strings.Join(args, " "), err, msg)
 	}
@@ -247,7 +247,7 @@ func missingDep(msg string) bool {
 	return false
 }
 
-func firstLine(s string) string {
+func firstErrorLine(s string) string {
 	for _, l := range strings.Split(s, "\n") {
 		if strings.Contains(l, "error") || strings.Contains(l, "cannot find") {
 			return strings.TrimSpace(l)

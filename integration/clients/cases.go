@@ -19,10 +19,10 @@ type Case struct {
 	// N is the number of tasks.
 	N int
 	// Check judges a run on a correct process manager.
-	Check func(Result) error
+	Check Check
 	// Hydra judges the run under MPICH's hydra 4.0.2 where hydra is known
 	// to deviate from Check; nil means hydra must pass Check.
-	Hydra func(Result) error
+	Hydra Check
 	// HydraNote says how and why hydra deviates.
 	HydraNote string
 	// Heavy marks runs that take minutes on a two-core machine (hundreds of
@@ -40,48 +40,13 @@ func (c Case) Verify(launcher string, r Result) error {
 		check = c.Hydra
 	}
 	if err := check(r); err != nil {
-		return fmt.Errorf("%s under %s: %w\n--- stdout\n%s--- stderr\n%s", c.Name, launcher, err, tail(r.Stdout, 40), tail(r.Stderr, 20))
+		return fmt.Errorf("%s under %s: %w\n--- stdout\n%s--- stderr\n%s", c.Name, launcher, err, Tail(r.Stdout, 40), Tail(r.Stderr, 20))
 	}
 	return nil
 }
 
-func tail(s string, n int) string {
-	l := strings.SplitAfter(s, "\n")
-	if len(l) > n {
-		l = append([]string{fmt.Sprintf("... (%d lines cut)\n", len(l)-n)}, l[len(l)-n:]...)
-	}
-	return strings.Join(l, "")
-}
-
-// check is one expectation on a run.
-type check func(Result) error
-
-func all(cs ...check) func(Result) error {
-	return func(r Result) error {
-		var errs []error
-		for _, c := range cs {
-			if err := c(r); err != nil {
-				errs = append(errs, err)
-			}
-		}
-		return errors.Join(errs...)
-	}
-}
-
-func exitCode(want int) check {
-	return func(r Result) error {
-		if r.TimedOut {
-			return fmt.Errorf("timed out after %s, want exit %d", r.Wall.Round(time.Millisecond), want)
-		}
-		if r.ExitCode != want {
-			return fmt.Errorf("exit code %d, want %d", r.ExitCode, want)
-		}
-		return nil
-	}
-}
-
 // exitFailed wants a prompt non-zero exit, not a time-out.
-func exitFailed() check {
+func exitFailed() Check {
 	return func(r Result) error {
 		if r.TimedOut {
 			return fmt.Errorf("timed out after %s, want a non-zero exit", r.Wall.Round(time.Millisecond))
@@ -98,12 +63,12 @@ func exitFailed() check {
 // the step that hydra gets wrong. The tasks' fail lines name the reason, but
 // they are not required: hydra tears a job down as soon as one task exits
 // non-zero and drops output it has not forwarded yet.
-func knownFailure(successMarker string) func(Result) error {
-	return all(exitFailed(), stdoutLacks(successMarker))
+func knownFailure(successMarker string) Check {
+	return All(exitFailed(), StdoutLacks(successMarker))
 }
 
 // failedOrTimedOut accepts a hang ended by the time-out as well as an exit.
-func failedOrTimedOut() check {
+func failedOrTimedOut() Check {
 	return func(r Result) error {
 		if !r.TimedOut && r.ExitCode == 0 {
 			return errors.New("exit code 0, want a failure or a time-out")
@@ -112,35 +77,8 @@ func failedOrTimedOut() check {
 	}
 }
 
-func noFail() check {
-	return func(r Result) error {
-		if l := Lines(r.Stdout, "fail "); len(l) > 0 {
-			return fmt.Errorf("%d fail lines, first: %s", len(l), l[0])
-		}
-		return nil
-	}
-}
-
-func stdoutHas(sub string) check {
-	return func(r Result) error {
-		if !strings.Contains(r.Stdout, sub) {
-			return fmt.Errorf("stdout lacks %q", sub)
-		}
-		return nil
-	}
-}
-
-func stdoutLacks(sub string) check {
-	return func(r Result) error {
-		if strings.Contains(r.Stdout, sub) {
-			return fmt.Errorf("stdout has %q", sub)
-		}
-		return nil
-	}
-}
-
 // count wants exactly n lines starting with prefix.
-func count(prefix string, n int) check {
+func count(prefix string, n int) Check {
 	return func(r Result) error {
 		if got := len(Lines(r.Stdout, prefix)); got != n {
 			return fmt.Errorf("%d lines %q, want %d", got, prefix, n)
@@ -149,43 +87,9 @@ func count(prefix string, n int) check {
 	}
 }
 
-// perRank wants exactly one line starting with prefix for each rank 0..n-1
-// carrying size=n, and each passing f (which may be nil).
-func perRank(prefix string, n int, f func(map[string]string) error) check {
-	return func(r Result) error {
-		seen := make(map[int]bool, n)
-		for _, l := range Lines(r.Stdout, prefix) {
-			if strings.TrimSpace(l) == "" {
-				continue
-			}
-			fl := Fields(l)
-			rank, err := strconv.Atoi(fl["rank"])
-			if err != nil || rank < 0 || rank >= n {
-				return fmt.Errorf("bad rank in %q", l)
-			}
-			if seen[rank] {
-				return fmt.Errorf("rank %d twice: %q", rank, l)
-			}
-			seen[rank] = true
-			if s, ok := fl["size"]; ok && s != strconv.Itoa(n) {
-				return fmt.Errorf("size %s, want %d: %q", s, n, l)
-			}
-			if f != nil {
-				if err := f(fl); err != nil {
-					return fmt.Errorf("%w: %q", err, l)
-				}
-			}
-		}
-		if len(seen) != n {
-			return fmt.Errorf("%d of %d ranks printed %q", len(seen), n, prefix)
-		}
-		return nil
-	}
-}
-
 // stepLines wants, for each of the ranks given, one "ok pmi2 rank=R
 // step=<step>" line.
-func stepLines(step string, ranks ...int) check {
+func stepLines(step string, ranks ...int) Check {
 	return func(r Result) error {
 		for _, rank := range ranks {
 			pre := fmt.Sprintf("ok pmi2 rank=%d step=%s", rank, step)
@@ -211,15 +115,6 @@ func ranks(lo, hi int) []int {
 	return out
 }
 
-func fieldIs(key, want string) func(map[string]string) error {
-	return func(f map[string]string) error {
-		if f[key] != want {
-			return fmt.Errorf("%s=%s, want %s", key, f[key], want)
-		}
-		return nil
-	}
-}
-
 // Cases is the conformance table: every program at the sizes that matter,
 // with hydra's known deviations. Callers run the ones they need through a
 // Launcher and Verify the results.
@@ -230,30 +125,30 @@ func Cases() []Case {
 		want := strconv.Itoa(n * (n + 1) / 2)
 		cs = append(cs, Case{
 			Name: fmt.Sprintf("hello/n=%d", n), Program: MPIHello, Args: []string{"cpu"}, N: n,
-			Check: all(exitCode(0), noFail(), perRank("ok hello ", n, fieldIs("sum", want)), count("cpu_us=", n)),
+			Check: All(ExitCode(0), NoFail(), PerRank("ok hello ", n, FieldsAre("sum", want)), PerRank("cpu_us=", n, nil)),
 		})
 	}
 	cs = append(cs,
 		Case{
 			Name: "alltoall/n=8", Program: MPIAlltoall, N: 8,
-			Check: all(exitCode(0), noFail(), perRank("ok alltoall ", 8, nil)),
+			Check: All(ExitCode(0), NoFail(), PerRank("ok alltoall ", 8, nil)),
 		},
 		Case{
 			Name: "abort/n=4", Program: MPIAbort, N: 4,
-			Check:     all(exitCode(7), stdoutHas("aborting rank=1 size=4 code=7"), stdoutLacks("barrier-completed")),
-			Hydra:     all(exitCode(7), stdoutLacks("barrier-completed")),
+			Check:     All(ExitCode(7), StdoutHas("aborting rank=1 size=4 code=7"), StdoutLacks("barrier-completed")),
+			Hydra:     All(ExitCode(7), StdoutLacks("barrier-completed")),
 			HydraNote: "hydra kills the job on MPI_Abort before forwarding the tasks' last lines (rarely)",
 		},
 		Case{
 			Name: "abort/code=3/rank=0/n=2", Program: MPIAbort, Args: []string{"code=3", "rank=0"}, N: 2,
-			Check: all(exitCode(3), stdoutHas("aborting rank=0 size=2 code=3"), stdoutLacks("barrier-completed")),
+			Check: All(ExitCode(3), StdoutHas("aborting rank=0 size=2 code=3"), StdoutLacks("barrier-completed")),
 			// Right exit code; only the output is hydra's weak spot.
-			Hydra:     all(exitCode(3), stdoutLacks("barrier-completed")),
+			Hydra:     All(ExitCode(3), StdoutLacks("barrier-completed")),
 			HydraNote: "hydra kills the job on MPI_Abort before forwarding the tasks' last lines (seen about 1 run in 3)",
 		},
 		Case{
 			Name: "attrs/n=2", Program: MPIAttrs, N: 2,
-			Check: all(exitCode(0), noFail(), perRank("ok attrs ", 2, func(f map[string]string) error {
+			Check: All(ExitCode(0), NoFail(), PerRank("ok attrs ", 2, func(_ int, f map[string]string) error {
 				if f["appnum"] != "0" {
 					return fmt.Errorf("appnum=%s, want 0", f["appnum"])
 				}
@@ -269,16 +164,16 @@ func Cases() []Case {
 		},
 		Case{
 			Name: "pubname/n=2", Program: MPIPubname, N: 2,
-			Check: all(exitCode(0), noFail(), perRankFinal("pubname", 2),
-				stdoutHas("ok pubname rank=0 step=publish"),
-				stdoutHas("ok pubname rank=1 step=lookup port=fake-port-string#1"),
-				stdoutHas("ok pubname rank=1 step=lookup-missing"),
-				stdoutHas("ok pubname rank=0 step=unpublish")),
+			Check: All(ExitCode(0), NoFail(), perRankFinal("pubname", 2),
+				StdoutHas("ok pubname rank=0 step=publish"),
+				StdoutHas("ok pubname rank=1 step=lookup port=fake-port-string#1"),
+				StdoutHas("ok pubname rank=1 step=lookup-missing"),
+				StdoutHas("ok pubname rank=0 step=unpublish")),
 		},
 	)
 
 	for _, n := range []int{2, 4} {
-		full := all(exitCode(0), noFail(), perRankMode(n, "default"),
+		full := All(ExitCode(0), NoFail(), perRankMode(n, "default"),
 			stepLines("kvs round=0", ranks(0, n)...), stepLines("kvs round=2", ranks(0, n)...),
 			stepLines("get-missing", ranks(0, n)...), stepLines("jobattr key=PMI_process_mapping", ranks(0, n)...),
 			stepLines("nodeattr value=node-val", ranks(0, n)...))
@@ -295,7 +190,7 @@ func Cases() []Case {
 			},
 			Case{
 				Name: fmt.Sprintf("pmi2/ns/n=%d", n), Program: PMI2Test, Args: []string{"ns"}, N: n,
-				Check: all(exitCode(0), noFail(), perRankMode(n, "ns"), stepLines("publish", 0),
+				Check: All(ExitCode(0), NoFail(), perRankMode(n, "ns"), stepLines("publish", 0),
 					stepLines("lookup port=port-xyz", ranks(1, n)...), stepLines("lookup-missing", ranks(1, n)...),
 					stepLines("unpublish", 0)),
 				Hydra:     knownFailure("step=lookup port="),
@@ -303,7 +198,7 @@ func Cases() []Case {
 			},
 			Case{
 				Name: fmt.Sprintf("pmi2/long/n=%d", n), Program: PMI2Test, Args: []string{"long"}, N: n,
-				Check: all(exitCode(0), noFail(), perRankMode(n, "long"),
+				Check: All(ExitCode(0), NoFail(), perRankMode(n, "long"),
 					stepLines("long key=long0-"+strconv.Itoa(1%n)+" len=1024", 0),
 					stepLines("long key=long1-"+strconv.Itoa(1%n)+" len=1024", 0)),
 				Hydra:     knownFailure("len=1024"),
@@ -314,12 +209,12 @@ func Cases() []Case {
 	cs = append(cs,
 		Case{
 			Name: "pmi2/long-1023-nosemi/n=2", Program: PMI2Test, Args: []string{"long", "nosemi", "len=1023"}, N: 2,
-			Check: all(exitCode(0), noFail(), perRankMode(2, "long"), stepLines("long key=long0-1 len=1023", 0)),
+			Check: All(ExitCode(0), NoFail(), perRankMode(2, "long"), stepLines("long key=long0-1 len=1023", 0)),
 		},
 		Case{
 			Name: "pmi2/spawn/n=2", Program: PMI2Test, Args: []string{"spawn"}, N: 2,
-			Check: all(exitCode(0), noFail(), perRankMode(2, "spawn"), stepLines("spawn", 0),
-				perRank("ok pmi2-child ", 2, func(f map[string]string) error {
+			Check: All(ExitCode(0), NoFail(), perRankMode(2, "spawn"), stepLines("spawn", 0),
+				PerRank("ok pmi2-child ", 2, func(_ int, f map[string]string) error {
 					if f["spawned"] != "1" || f["preput"] != "preput-val" {
 						return errors.New("child not spawned or preput missing")
 					}
@@ -329,7 +224,7 @@ func Cases() []Case {
 		},
 		Case{
 			Name: "pmi2/abort/n=2", Program: PMI2Test, Args: []string{"abort"}, N: 2,
-			Check: all(exitFailed(), stdoutHas("aborting pmi2 rank=1 size=2"), stdoutLacks("fence-completed-after-abort")),
+			Check: All(exitFailed(), StdoutHas("aborting pmi2 rank=1 size=2"), StdoutLacks("fence-completed-after-abort")),
 			Hydra: exitFailed(),
 			HydraNote: "hydra 4.0.2 has no PMI-2 abort command (\"Unrecognized PMI command: abort\"); " +
 				"the job fails because rank 1 exits 1, but in most runs hydra first answers rank 0's " +
@@ -337,37 +232,37 @@ func Cases() []Case {
 		},
 		Case{
 			Name: "pmi2/ring/n=4", Program: PMI2Test, Args: []string{"ring"}, N: 4,
-			Check:     all(exitCode(0), noFail(), perRankMode(4, "ring"), stepLines("ring ring-rank=0 ranks=4 left=ring-3 right=ring-1", 0)),
+			Check:     All(ExitCode(0), NoFail(), perRankMode(4, "ring"), stepLines("ring ring-rank=0 ranks=4 left=ring-3 right=ring-1", 0)),
 			Hydra:     knownFailure("step=ring"),
 			HydraNote: "hydra 4.0.2 does not implement PMIX_Ring's ring command",
 		},
 		Case{
 			Name: "pmi2_bench/n=16", Program: PMI2Bench, N: 16,
-			Check: all(exitCode(0), noFail(), count("bench n=16 ", 1), count("cpu_us=", 16)),
+			Check: All(ExitCode(0), NoFail(), count("bench n=16 ", 1), PerRank("cpu_us=", 16, nil)),
 		},
 		Case{
 			Name: "pmi1/n=4", Program: PMI1Only, Args: []string{"cpu"}, N: 4,
-			Check: all(exitCode(0), noFail(), perRank("ok pmi1 ", 4, fieldIs("peers", "3")), count("cpu_us=", 4)),
+			Check: All(ExitCode(0), NoFail(), PerRank("ok pmi1 ", 4, FieldsAre("peers", "3")), PerRank("cpu_us=", 4, nil)),
 		},
 		Case{
 			Name: "pmi1/n=64", Program: PMI1Only, N: 64,
-			Check: all(exitCode(0), noFail(), perRank("ok pmi1 ", 64, fieldIs("peers", "16"))),
+			Check: All(ExitCode(0), NoFail(), PerRank("ok pmi1 ", 64, FieldsAre("peers", "16"))),
 		},
 		Case{
 			Name: "pmi1/n=1024", Program: PMI1Only, N: 1024, Heavy: true, Timeout: 240 * time.Second,
-			Check:     all(exitCode(0), noFail(), perRank("ok pmi1 ", 1024, fieldIs("peers", "16"))),
+			Check:     All(ExitCode(0), NoFail(), PerRank("ok pmi1 ", 1024, FieldsAre("peers", "16"))),
 			Hydra:     failedOrTimedOut(),
 			HydraNote: "hydra 4.0.2 deadlocks from about 512 PMI-1 tasks: mpiexec and its proxy both block writing to each other",
 		},
 		Case{
 			Name: "pmi2_bench/n=256", Program: PMI2Bench, N: 256, Heavy: true, Timeout: 180 * time.Second,
-			Check:     all(exitCode(0), noFail(), count("bench n=256 ", 1), count("cpu_us=", 256)),
+			Check:     All(ExitCode(0), NoFail(), count("bench n=256 ", 1), PerRank("cpu_us=", 256, nil)),
 			Hydra:     failedOrTimedOut(),
 			HydraNote: "hydra 4.0.2 fails a PMI-2 fence from about 236 tasks (k=8 v=64; 232 passes): write error (Interrupted system call), then hangs",
 		},
 		Case{
 			Name: "pmi2_bench/n=1024", Program: PMI2Bench, N: 1024, Heavy: true, Timeout: 300 * time.Second,
-			Check:     all(exitCode(0), noFail(), count("bench n=1024 ", 1), count("cpu_us=", 1024)),
+			Check:     All(ExitCode(0), NoFail(), count("bench n=1024 ", 1), PerRank("cpu_us=", 1024, nil)),
 			Hydra:     failedOrTimedOut(),
 			HydraNote: "as pmi2_bench/n=256",
 		},
@@ -381,28 +276,15 @@ func Cases() []Case {
 }
 
 // perRankMode wants the closing "ok pmi2 rank=R size=N mode=M" of every rank.
-func perRankMode(n int, mode string) check {
-	return func(r Result) error {
-		var lines []string
-		for _, l := range Lines(r.Stdout, "ok pmi2 rank=") {
-			if Fields(l)["mode"] == mode {
-				lines = append(lines, l)
-			}
-		}
-		return perRank("", n, nil)(Result{Stdout: strings.Join(lines, "\n")})
-	}
+func perRankMode(n int, mode string) Check {
+	return PerRankWhere("ok pmi2 rank=", n, func(f map[string]string) bool { return f["mode"] == mode }, nil)
 }
 
 // perRankFinal wants the closing "ok <what> rank=R size=N" of every rank
 // (lines with a step= are not closing lines).
-func perRankFinal(what string, n int) check {
-	return func(r Result) error {
-		var lines []string
-		for _, l := range Lines(r.Stdout, "ok "+what+" rank=") {
-			if _, step := Fields(l)["step"]; !step {
-				lines = append(lines, l)
-			}
-		}
-		return perRank("", n, nil)(Result{Stdout: strings.Join(lines, "\n")})
-	}
+func perRankFinal(what string, n int) Check {
+	return PerRankWhere("ok "+what+" rank=", n, func(f map[string]string) bool {
+		_, step := f["step"]
+		return !step
+	}, nil)
 }

@@ -16,6 +16,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/gopmi/gopmi/integration/clients"
+	"github.com/gopmi/gopmi/integration/internal/proc"
 )
 
 // bins is filled once by TestMain; a build failure fails every test that
@@ -64,6 +65,7 @@ func TestMain(m *testing.M) {
 
 func TestBuildIsCachedAndComplete(t *testing.T) {
 	b := needBins(t)
+	before := map[string]time.Time{}
 	for _, name := range clients.Names() {
 		path, ok := b[name]
 		if !ok {
@@ -73,10 +75,6 @@ func TestBuildIsCachedAndComplete(t *testing.T) {
 		if err != nil || st.Mode()&0o111 == 0 {
 			t.Fatalf("%s: not an executable file: %v", path, err)
 		}
-	}
-	before := map[string]time.Time{}
-	for name, path := range b {
-		st, _ := os.Stat(path)
 		before[name] = st.ModTime()
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -89,7 +87,10 @@ func TestBuildIsCachedAndComplete(t *testing.T) {
 		t.Fatalf("second Build returned other paths (-first +second):\n%s", diff)
 	}
 	for name, path := range again {
-		st, _ := os.Stat(path)
+		st, err := os.Stat(path)
+		if err != nil {
+			t.Fatal(err)
+		}
 		if !st.ModTime().Equal(before[name]) {
 			t.Errorf("%s was rebuilt although its sources did not change", name)
 		}
@@ -228,6 +229,57 @@ func TestChecksCanFail(t *testing.T) {
 	}
 }
 
+// TestPerRank feeds made-up output to the exported per-rank checks: each
+// bad form must be rejected and the good one accepted.
+func TestPerRank(t *testing.T) {
+	mode := func(m string) func(map[string]string) bool {
+		return func(f map[string]string) bool { return f["mode"] == m }
+	}
+	tests := []struct {
+		name   string
+		check  clients.Check
+		stdout string
+		ok     bool
+	}{
+		{"all ranks", clients.PerRank("ok x ", 2, nil), "ok x rank=1 size=2\nok x rank=0 size=2\n", true},
+		{"missing rank", clients.PerRank("ok x ", 2, nil), "ok x rank=1 size=2\n", false},
+		{"rank twice", clients.PerRank("ok x ", 2, nil), "ok x rank=0\nok x rank=0\nok x rank=1\n", false},
+		{"rank out of range", clients.PerRank("ok x ", 2, nil), "ok x rank=0\nok x rank=2\n", false},
+		{"no rank", clients.PerRank("ok x ", 1, nil), "ok x size=1\n", false},
+		{"wrong size", clients.PerRank("ok x ", 2, nil), "ok x rank=0 size=3\nok x rank=1 size=2\n", false},
+		{"fields", clients.PerRank("ok x ", 1, clients.FieldsAre("a", "1", "b", "2")), "ok x rank=0 a=1 b=2\n", true},
+		{"field differs", clients.PerRank("ok x ", 1, clients.FieldsAre("a", "1", "b", "2")), "ok x rank=0 a=1 b=3\n", false},
+		{"field missing", clients.PerRank("ok x ", 1, clients.FieldsAre("a", "1")), "ok x rank=0\n", false},
+		{"where keeps", clients.PerRankWhere("ok x ", 1, mode("m"), nil), "ok x rank=0 step=s\nok x rank=0 mode=m\n", true},
+		{"where drops all", clients.PerRankWhere("ok x ", 1, mode("m"), nil), "ok x rank=0 mode=other\n", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := tt.check(clients.Result{Stdout: tt.stdout})
+			if (err == nil) != tt.ok {
+				t.Fatalf("err = %v, want ok=%v", err, tt.ok)
+			}
+		})
+	}
+}
+
+func TestTail(t *testing.T) {
+	for _, tt := range []struct {
+		in   string
+		n    int
+		want string
+	}{
+		{"", 2, ""},
+		{"a\nb", 2, "a\nb\n"},
+		{"a\nb\nc\nd\n", 2, "... (2 lines cut)\nc\nd\n"},
+		{"a\nb\nc\nd", 2, "... (2 lines cut)\nc\nd\n"},
+	} {
+		if got := clients.Tail(tt.in, tt.n); got != tt.want {
+			t.Errorf("Tail(%q, %d) = %q, want %q", tt.in, tt.n, got, tt.want)
+		}
+	}
+}
+
 func okHello(n, print int, cpu bool) string {
 	var b strings.Builder
 	for r := 0; r < print; r++ {
@@ -256,31 +308,10 @@ func TestRunKillsTreeOnTimeout(t *testing.T) {
 	if err != nil {
 		t.Fatalf("no child pid in %q", res.Stdout)
 	}
-	deadline := time.Now().Add(5 * time.Second)
-	for {
-		state := procState(pid)
-		// Gone, or a zombie waiting for init to reap it: either way dead.
-		if state == "" || state == "Z" {
-			return
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("grandchild %d still in state %s after the run was killed", pid, state)
-		}
-		time.Sleep(20 * time.Millisecond) // polling a process state, not synchronising
+	// Gone, or a zombie waiting for init to reap it: either way dead.
+	if err := proc.WaitExited(pid, 5*time.Second); err != nil {
+		t.Fatalf("grandchild after the run was killed: %v", err)
 	}
-}
-
-func procState(pid int) string {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return ""
-	}
-	s := string(b)
-	i := strings.LastIndexByte(s, ')')
-	if i < 0 || i+2 >= len(s) {
-		return ""
-	}
-	return strings.Fields(s[i+1:])[0]
 }
 
 func TestRunReportsExitAndCPU(t *testing.T) {
@@ -344,7 +375,7 @@ func TestHydraPMIPort(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.ExitCode != 0 || len(clients.Lines(res.Stdout, "ok pmi1 ")) != 3 {
-		t.Fatalf("pmi1_only over PMI_PORT: %s\n%s%s", res.Summary(), res.Stdout, res.Stderr)
+	if err := clients.All(clients.ExitCode(0), clients.NoFail(), clients.PerRank("ok pmi1 ", 3, nil))(res); err != nil {
+		t.Fatalf("pmi1_only over PMI_PORT: %v\n%s%s", err, res.Stdout, res.Stderr)
 	}
 }

@@ -14,5 +14,6 @@
 // Cases lists every run with the outcome a correct process manager gives,
 // and, where MPICH's hydra 4.0.2 is known to deviate, the outcome hydra
 // gives instead; the same table checks hydra today and gopmi by changing only
-// the launcher.
+// the launcher. The checks the table is made of (Check, All, ExitCode,
+// PerRank, ...) are exported for the tests that judge runs of their own.
 package clients

@@ -11,6 +11,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/gopmi/gopmi/integration/internal/proc"
 )
 
 // ErrTimeout reports that a run did not end before its context's deadline;
@@ -190,57 +192,13 @@ func hasEnv(env []string, name string) bool {
 // killTree SIGKILLs the process group of root and every process below root
 // in the /proc parent links. root must not have been reaped yet. The tree is
 // collected before anything is killed, so children are found before they
-// are re-parented.
+// are re-parented. Without /proc only the group is reached.
 func killTree(root int) {
-	victims := descendants(root)
+	victims, _ := proc.Descendants(root)
 	_ = syscall.Kill(-root, syscall.SIGKILL)
-	for _, pid := range victims {
-		_ = syscall.Kill(pid, syscall.SIGKILL)
+	for _, p := range victims {
+		_ = syscall.Kill(p.PID, syscall.SIGKILL)
 	}
-}
-
-func descendants(root int) []int {
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		return nil
-	}
-	children := map[int][]int{}
-	for _, e := range entries {
-		pid, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		// The command name in parentheses may hold spaces: parse after ')'.
-		s := string(b)
-		i := strings.LastIndexByte(s, ')')
-		if i < 0 {
-			continue
-		}
-		f := strings.Fields(s[i+1:])
-		if len(f) < 2 {
-			continue
-		}
-		ppid, err := strconv.Atoi(f[1])
-		if err != nil {
-			continue
-		}
-		children[ppid] = append(children[ppid], pid)
-	}
-	var out []int
-	queue := []int{root}
-	for len(queue) > 0 {
-		p := queue[0]
-		queue = queue[1:]
-		for _, c := range children[p] {
-			out = append(out, c)
-			queue = append(queue, c)
-		}
-	}
-	return out
 }
 
 // Lines returns the lines of s that start with prefix.

@@ -250,9 +250,38 @@ func (t *transport) recv(ctx context.Context) (*wire.Message, error) {
 	return m, nil
 }
 
-func (t *transport) close() error { return t.conn.Close() }
+// session is what Client and Client2 share: the transport and the calls
+// that do not depend on the protocol.
+type session struct {
+	t *transport
+}
 
-// checkRc turns rc != 0 into *Error; msgKey is msg (PMI-1) or errmsg.
+// SetTimeout replaces DefaultTimeout for calls without a deadline.
+func (s *session) SetTimeout(d time.Duration) { s.t.timeout = d }
+
+// Close closes the connection.
+func (s *session) Close() error { return s.t.conn.Close() }
+
+// SendRaw writes b as is, for junk and malformed-input tests.
+func (s *session) SendRaw(ctx context.Context, b []byte) error { return s.t.send(ctx, "raw", b) }
+
+// Recv reads one message: a PMI-1 line, or a PMI-2 frame once a Client2's
+// InitLine succeeded.
+func (s *session) Recv(ctx context.Context) (*wire.Message, error) { return s.t.recv(ctx) }
+
+// abortMessage is abort in MPICH >= 4.1's form, for both protocols:
+// exitcode=, and message= when msg is not empty.
+func abortMessage(code int, msg string) *wire.Message {
+	m := wire.New("abort").AddInt("exitcode", code)
+	if msg != "" {
+		m.Add("message", msg)
+	}
+	return m
+}
+
+// checkRc turns rc != 0 into *Error. The message is msgKey's value (msg
+// for PMI-1, errmsg for PMI-2), else the other protocol's key, since
+// servers mix them up.
 func checkRc(cmd string, m *wire.Message, msgKey string) error {
 	rc, err := m.Int("rc", 0)
 	if err != nil {
@@ -263,10 +292,11 @@ func checkRc(cmd string, m *wire.Message, msgKey string) error {
 	}
 	msg := m.Value(msgKey)
 	if msg == "" {
-		msg = m.Value("msg")
-		if msg == "" {
-			msg = m.Value("errmsg")
+		other := "errmsg"
+		if msgKey == "errmsg" {
+			other = "msg"
 		}
+		msg = m.Value(other)
 	}
 	return &Error{Cmd: cmd, Rc: rc, Msg: msg, Reply: m}
 }

@@ -4,10 +4,8 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"os"
 	"strconv"
 	"strings"
-	"time"
 
 	"github.com/gopmi/gopmi/bridge/pmi1"
 	"github.com/gopmi/gopmi/bridge/wire"
@@ -20,11 +18,11 @@ import (
 // a reply with rc != 0 is an *Error and the Client stays usable. Calls are
 // serialised.
 type Client struct {
-	t *transport
+	session
 }
 
 // New returns a PMI-1 client on conn.
-func New(conn net.Conn) *Client { return &Client{t: newTransport(conn)} }
+func New(conn net.Conn) *Client { return &Client{session{newTransport(conn)}} }
 
 // Dial connects as env says: PMI_FD, else PMI_PORT. In PMI_PORT mode
 // call Initack with env.ID before Init, as MPICH does.
@@ -36,22 +34,6 @@ func Dial(ctx context.Context, env Env) (*Client, error) {
 	return New(c), nil
 }
 
-// DialFromEnv is Dial with the process environment.
-func DialFromEnv(ctx context.Context) (*Client, Env, error) {
-	env, err := EnvFrom(os.Getenv)
-	if err != nil {
-		return nil, env, err
-	}
-	c, err := Dial(ctx, env)
-	return c, env, err
-}
-
-// SetTimeout replaces DefaultTimeout for calls without a deadline.
-func (c *Client) SetTimeout(d time.Duration) { c.t.timeout = d }
-
-// Close closes the connection.
-func (c *Client) Close() error { return c.t.close() }
-
 // Do sends m and reads its reply, which must be cmd=pmi1.ReplyName(m.Cmd).
 // It does not look at rc; see the typed methods for that.
 func (c *Client) Do(ctx context.Context, m *wire.Message) (*wire.Message, error) {
@@ -62,12 +44,6 @@ func (c *Client) Do(ctx context.Context, m *wire.Message) (*wire.Message, error)
 func (c *Client) Send(ctx context.Context, m *wire.Message) error {
 	return c.t.send(ctx, m.Cmd, pmi1.Encode(m))
 }
-
-// SendRaw writes b as is, for malformed-input tests.
-func (c *Client) SendRaw(ctx context.Context, b []byte) error { return c.t.send(ctx, "raw", b) }
-
-// Recv reads one message.
-func (c *Client) Recv(ctx context.Context) (*wire.Message, error) { return c.t.recv(ctx) }
 
 func (c *Client) call(ctx context.Context, m *wire.Message) (*wire.Message, error) {
 	r, err := c.Do(ctx, m)
@@ -83,11 +59,9 @@ type Version struct{ Version, Subversion int }
 // Initack performs the PMI_PORT handshake for PMI_ID id and returns the
 // rank, size and debug level the three set lines carry.
 func (c *Client) Initack(ctx context.Context, id int) (rank, size, debug int, err error) {
-	r, err := c.call(ctx, wire.New("initack").AddInt("pmiid", id))
-	if err != nil {
+	if _, err := c.call(ctx, wire.New("initack").AddInt("pmiid", id)); err != nil {
 		return 0, 0, 0, err
 	}
-	_ = r
 	for _, key := range []string{"size", "rank", "debug"} {
 		m, err := c.Recv(ctx)
 		if err != nil {
@@ -290,11 +264,7 @@ func (c *Client) Spawn(ctx context.Context, s *wire.Spawn) (*SpawnResult, error)
 // Abort sends abort exitcode=code and, when msg is not empty, message=msg
 // (MPICH >= 4.1's form). No reply is read.
 func (c *Client) Abort(ctx context.Context, code int, msg string) error {
-	m := wire.New("abort").AddInt("exitcode", code)
-	if msg != "" {
-		m.Add("message", msg)
-	}
-	return c.Send(ctx, m)
+	return c.Send(ctx, abortMessage(code, msg))
 }
 
 // Finalize sends finalize and waits for finalize_ack.

@@ -4,8 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"os"
-	"time"
 
 	"github.com/gopmi/gopmi/bridge/pmi1"
 	"github.com/gopmi/gopmi/bridge/pmi2"
@@ -19,11 +17,11 @@ import (
 // as exactly TRUE or FALSE, so a server that writes anything else fails
 // here as it would under a real client.
 type Client2 struct {
-	t *transport
+	session
 }
 
 // New2 returns a PMI-2 client on conn. Call Init first.
-func New2(conn net.Conn) *Client2 { return &Client2{t: newTransport(conn)} }
+func New2(conn net.Conn) *Client2 { return &Client2{session{newTransport(conn)}} }
 
 // Dial2 connects as env says: PMI_FD, else PMI_PORT (PMI-2 clients send
 // no initack).
@@ -34,22 +32,6 @@ func Dial2(ctx context.Context, env Env) (*Client2, error) {
 	}
 	return New2(c), nil
 }
-
-// Dial2FromEnv is Dial2 with the process environment.
-func Dial2FromEnv(ctx context.Context) (*Client2, Env, error) {
-	env, err := EnvFrom(os.Getenv)
-	if err != nil {
-		return nil, env, err
-	}
-	c, err := Dial2(ctx, env)
-	return c, env, err
-}
-
-// SetTimeout replaces DefaultTimeout for calls without a deadline.
-func (c *Client2) SetTimeout(d time.Duration) { c.t.timeout = d }
-
-// Close closes the connection.
-func (c *Client2) Close() error { return c.t.close() }
 
 // Do sends m and reads its reply, which must be cmd=m.Cmd+"-response". It
 // does not look at rc.
@@ -69,12 +51,6 @@ func (c *Client2) Send(ctx context.Context, m *wire.Message) error {
 	}
 	return c.t.send(ctx, m.Cmd, b)
 }
-
-// SendRaw writes b as is, for junk and malformed-input tests.
-func (c *Client2) SendRaw(ctx context.Context, b []byte) error { return c.t.send(ctx, "raw", b) }
-
-// Recv reads one message (PMI-2 frames once InitLine succeeded).
-func (c *Client2) Recv(ctx context.Context) (*wire.Message, error) { return c.t.recv(ctx) }
 
 func encode2(m *wire.Message) ([]byte, error) {
 	if n := pmi2.BodyLen(m); n > pmi2.MaxBody {
@@ -328,11 +304,7 @@ func (c *Client2) Spawn(ctx context.Context, s *wire.Spawn) (*SpawnResult, error
 // empty, no isworld) and reads no reply. Use Send for Slurm's form
 // (isworld=, msg=).
 func (c *Client2) Abort(ctx context.Context, code int, msg string) error {
-	m := wire.New("abort").AddInt("exitcode", code)
-	if msg != "" {
-		m.Add("message", msg)
-	}
-	return c.Send(ctx, m)
+	return c.Send(ctx, abortMessage(code, msg))
 }
 
 // Ring is the result of the PMIX_Ring extension.

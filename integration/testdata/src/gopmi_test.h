@@ -129,4 +129,44 @@ static GT_UNUSED int gt_has(int argc, char **argv, const char *word)
     return 0;
 }
 
+/* Helpers for the two client libraries; each is compiled only when the
+ * program included the library's header before this one. */
+
+#ifdef MPI_VERSION
+/* gt_mpi_init runs MPI_Init and reads the rank and size of MPI_COMM_WORLD;
+ * a failed init is a fail line with the launcher's rank. */
+static GT_UNUSED void gt_mpi_init(const char *prog, int *argc, char ***argv, int *rank, int *size)
+{
+    int rc = MPI_Init(argc, argv);
+    if (rc != MPI_SUCCESS) gt_fail(prog, gt_rank_hint(), "MPI_Init-rc-%d", rc);
+    MPI_Comm_rank(MPI_COMM_WORLD, rank);
+    MPI_Comm_size(MPI_COMM_WORLD, size);
+}
+
+static GT_UNUSED void gt_mpi_finalize(const char *prog, int rank)
+{
+    int rc = MPI_Finalize();
+    if (rc != MPI_SUCCESS) gt_fail(prog, rank, "MPI_Finalize-rc-%d", rc);
+}
+#endif
+
+#ifdef PMI2_H_INCLUDED
+/* gt_pmi2_init runs PMI2_Init and reads the job id into jobid. */
+static GT_UNUSED void gt_pmi2_init(const char *prog, int *spawned, int *size, int *rank, int *appnum,
+                                   char *jobid, int jobidlen)
+{
+    int rc = PMI2_Init(spawned, size, rank, appnum);
+    if (rc != PMI2_SUCCESS) gt_fail(prog, gt_rank_hint(), "PMI2_Init-rc-%d", rc);
+    rc = PMI2_Job_GetId(jobid, jobidlen);
+    if (rc != PMI2_SUCCESS) gt_fail(prog, *rank, "Job_GetId-rc-%d", rc);
+}
+
+/* gt_pmi2_fence is PMI2_KVS_Fence; why names the fence in a fail line. */
+static GT_UNUSED void gt_pmi2_fence(const char *prog, int rank, const char *why)
+{
+    int rc = PMI2_KVS_Fence();
+    if (rc != PMI2_SUCCESS) gt_fail(prog, rank, "fence-%s-rc-%d", why, rc);
+}
+#endif
+
 #endif

@@ -11,15 +11,12 @@
 
 int main(int argc, char **argv)
 {
-    int rank = -1, size = 0, rc;
+    int rank = -1, size = 0;
     int code = atoi(gt_arg(argc, argv, "code", "7"));
     int who = atoi(gt_arg(argc, argv, "rank", "1"));
 
     gt_setup("abort");
-    rc = MPI_Init(&argc, &argv);
-    if (rc != MPI_SUCCESS) gt_fail("abort", gt_rank_hint(), "MPI_Init-rc-%d", rc);
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    gt_mpi_init("abort", &argc, &argv, &rank, &size);
     who = who % size;
 
     if (rank == who) {

@@ -16,10 +16,7 @@ int main(int argc, char **argv)
     int right, left;
 
     gt_setup("alltoall");
-    rc = MPI_Init(&argc, &argv);
-    if (rc != MPI_SUCCESS) gt_fail("alltoall", gt_rank_hint(), "MPI_Init-rc-%d", rc);
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    gt_mpi_init("alltoall", &argc, &argv, &rank, &size);
 
     sendbuf = calloc((size_t)size, sizeof(int));
     recvbuf = calloc((size_t)size, sizeof(int));
@@ -45,7 +42,6 @@ int main(int argc, char **argv)
     printf("ok alltoall rank=%d size=%d\n", rank, size);
     free(sendbuf);
     free(recvbuf);
-    rc = MPI_Finalize();
-    if (rc != MPI_SUCCESS) gt_fail("alltoall", rank, "MPI_Finalize-rc-%d", rc);
+    gt_mpi_finalize("alltoall", rank);
     return 0;
 }

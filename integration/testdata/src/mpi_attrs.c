@@ -19,18 +19,14 @@ static void fmt_attr(int keyval, char *buf, size_t len)
 
 int main(int argc, char **argv)
 {
-    int rank = -1, size = 0, rc;
+    int rank = -1, size = 0;
     char appnum[32], usize[32];
 
     gt_setup("attrs");
-    rc = MPI_Init(&argc, &argv);
-    if (rc != MPI_SUCCESS) gt_fail("attrs", gt_rank_hint(), "MPI_Init-rc-%d", rc);
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    gt_mpi_init("attrs", &argc, &argv, &rank, &size);
     fmt_attr(MPI_APPNUM, appnum, sizeof appnum);
     fmt_attr(MPI_UNIVERSE_SIZE, usize, sizeof usize);
     printf("ok attrs rank=%d size=%d appnum=%s usize=%s\n", rank, size, appnum, usize);
-    rc = MPI_Finalize();
-    if (rc != MPI_SUCCESS) gt_fail("attrs", rank, "MPI_Finalize-rc-%d", rc);
+    gt_mpi_finalize("attrs", rank);
     return 0;
 }

@@ -14,10 +14,7 @@ int main(int argc, char **argv)
     long long mine, sum = 0, want;
 
     gt_setup("hello");
-    rc = MPI_Init(&argc, &argv);
-    if (rc != MPI_SUCCESS) gt_fail("hello", gt_rank_hint(), "MPI_Init-rc-%d", rc);
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    gt_mpi_init("hello", &argc, &argv, &rank, &size);
 
     mine = rank + 1;
     rc = MPI_Allreduce(&mine, &sum, 1, MPI_LONG_LONG, MPI_SUM, MPI_COMM_WORLD);
@@ -26,8 +23,7 @@ int main(int argc, char **argv)
     if (sum != want) gt_fail("hello", rank, "sum-%lld-want-%lld", sum, want);
     printf("ok hello rank=%d size=%d sum=%lld\n", rank, size, sum);
 
-    rc = MPI_Finalize();
-    if (rc != MPI_SUCCESS) gt_fail("hello", rank, "MPI_Finalize-rc-%d", rc);
+    gt_mpi_finalize("hello", rank);
     if (gt_has(argc, argv, "cpu")) gt_print_cpu(rank);
     return 0;
 }

@@ -34,10 +34,7 @@ int main(int argc, char **argv)
     char port[MPI_MAX_PORT_NAME + 1];
 
     gt_setup("pubname");
-    rc = MPI_Init(&argc, &argv);
-    if (rc != MPI_SUCCESS) gt_fail("pubname", gt_rank_hint(), "MPI_Init-rc-%d", rc);
-    MPI_Comm_rank(MPI_COMM_WORLD, &rank);
-    MPI_Comm_size(MPI_COMM_WORLD, &size);
+    gt_mpi_init("pubname", &argc, &argv, &rank, &size);
     if (size < 2) gt_fail("pubname", rank, "needs-2-ranks-got-%d", size);
     /* Name-service calls have no communicator; MPI-4 raises their errors
      * on MPI_COMM_SELF, older MPICH on MPI_COMM_WORLD: cover both. */
@@ -67,7 +64,6 @@ int main(int argc, char **argv)
         printf("ok pubname rank=%d step=unpublish\n", rank);
     }
     printf("ok pubname rank=%d size=%d\n", rank, size);
-    rc = MPI_Finalize();
-    if (rc != MPI_SUCCESS) gt_fail("pubname", rank, "MPI_Finalize-rc-%d", rc);
+    gt_mpi_finalize("pubname", rank);
     return 0;
 }

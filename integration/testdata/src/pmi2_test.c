@@ -36,11 +36,7 @@ static int rank = -1, size = 0, spawned = 0, appnum = -1;
 static int nosemi;
 static char jobid[256];
 
-static void fence(const char *why)
-{
-    int rc = PMI2_KVS_Fence();
-    if (rc != PMI2_SUCCESS) gt_fail(P, rank, "fence-%s-rc-%d", why, rc);
-}
+static void fence(const char *why) { gt_pmi2_fence(P, rank, why); }
 
 static void kvs_value(char *buf, size_t len, int round, int r)
 {
@@ -54,12 +50,9 @@ static void kvs_value(char *buf, size_t len, int round, int r)
 
 static void init_common(void)
 {
-    int rc = PMI2_Init(&spawned, &size, &rank, &appnum);
-    if (rc != PMI2_SUCCESS) gt_fail(P, gt_rank_hint(), "PMI2_Init-rc-%d", rc);
+    gt_pmi2_init(P, &spawned, &size, &rank, &appnum, jobid, sizeof jobid);
     printf("ok " P " rank=%d step=init size=%d spawned=%d appnum=%d\n", rank, size, spawned,
            appnum);
-    rc = PMI2_Job_GetId(jobid, sizeof jobid);
-    if (rc != PMI2_SUCCESS) gt_fail(P, rank, "Job_GetId-rc-%d", rc);
     printf("ok " P " rank=%d step=jobid jobid=%s\n", rank, jobid);
 }
 
