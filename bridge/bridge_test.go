@@ -144,7 +144,8 @@ func TestLazyFence(t *testing.T) {
 	b.expect("cmd=kvs-get-response;rc=0;found=TRUE;value=1;")
 }
 
-// A job on one node needs no exchange: its fences never reach the backend.
+// A job on one node needs no exchange: its fences complete on the node,
+// whatever the backend says.
 func TestSingleNodeFenceStaysLocal(t *testing.T) {
 	w := newWorld(t, 2, 1)
 	w.rm.fenceErr = errors.New("the backend must not be asked")
@@ -158,6 +159,186 @@ func TestSingleNodeFenceStaysLocal(t *testing.T) {
 		k.expect("cmd=kvs-fence-response;rc=0;")
 		k.send("cmd=kvs-get;jobid=job-1;key=k;")
 		k.expect("cmd=kvs-get-response;rc=0;found=TRUE;value=v;")
+	}
+}
+
+// publishedRecords decodes what the fake RM received in the publish
+// fences (not PMI fences) of node.
+func publishedRecords(t *testing.T, rm *fakeRM, node string) (reqs []*plugin.FenceRequest, recs map[string]string) {
+	t.Helper()
+	recs = map[string]string{}
+	for _, req := range rm.fenceRequests() {
+		if !strings.HasPrefix(req.ID, "publish:"+node+"/") {
+			continue
+		}
+		reqs = append(reqs, req)
+		if req.Collect || req.Node != node {
+			t.Errorf("publish fence %s: collect=%v node=%q", req.ID, req.Collect, req.Node)
+		}
+		if err := kvs.Decode(req.Data, func(r kvs.Record) error {
+			recs[r.Key] = fmt.Sprintf("%d:%s", r.Rank, r.Value)
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return reqs, recs
+}
+
+// A job on one node still gives its fence data to a backend that is up,
+// so other jobs (parent, children, connected jobs) can read it.
+func TestSingleNodeFencePublished(t *testing.T) {
+	w := newWorld(t, 2, 1)
+	for _, k := range w.tasks {
+		k.init2()
+		k.send(fmt.Sprintf("cmd=kvs-put;key=k%d;value=v%d;", k.rank, k.rank))
+		k.expect("cmd=kvs-put-response;rc=0;")
+		k.send("cmd=kvs-fence;")
+	}
+	for _, k := range w.tasks {
+		k.expect("cmd=kvs-fence-response;rc=0;")
+	}
+	want := map[string]string{"k0": "0:v0", "k1": "1:v1"}
+	eventually(t, "both puts published", func() bool {
+		_, recs := publishedRecords(t, w.rm, "n0")
+		return fmt.Sprint(recs) == fmt.Sprint(want)
+	})
+	reqs, _ := publishedRecords(t, w.rm, "n0")
+	if len(reqs) != 1 || len(reqs[0].Procs) != 1 || reqs[0].Procs[0].Rank != plugin.RankWildcard || len(reqs[0].LocalProcs) != 2 {
+		t.Fatalf("publish fences: %+v", reqs)
+	}
+	// A fence with no new puts publishes nothing.
+	for _, k := range w.tasks {
+		k.send("cmd=kvs-fence;")
+	}
+	for _, k := range w.tasks {
+		k.expect("cmd=kvs-fence-response;rc=0;")
+	}
+	if reqs, _ := publishedRecords(t, w.rm, "n0"); len(reqs) != 1 {
+		t.Fatalf("%d publish fences after an empty fence, want 1", len(reqs))
+	}
+}
+
+// Before its backend is up a one-node job keeps its fence data, and
+// sends it once something brought the backend up; it never starts the
+// backend for this alone.
+func TestSingleNodePublishWaitsForBackend(t *testing.T) {
+	ready := make(chan struct{})
+	asked := make(chan struct{})
+	w := newWorld(t, 1, 1, func(c *Config) {
+		c.WaitBackend = func(ctx context.Context) (*BackendReady, error) {
+			close(asked)
+			select {
+			case <-ready:
+				return &BackendReady{Info: &plugin.BackendInfo{Name: "late", Capabilities: []string{plugin.CapPublish}}}, nil
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}
+	})
+	k := w.task(0)
+	k.init2()
+	k.send("cmd=kvs-put;key=a;value=1;")
+	k.expect("cmd=kvs-put-response;rc=0;")
+	k.send("cmd=kvs-fence;")
+	k.expect("cmd=kvs-fence-response;rc=0;")
+	k.send("cmd=kvs-put;key=b;value=2;")
+	k.expect("cmd=kvs-put-response;rc=0;")
+	k.send("cmd=kvs-fence;")
+	k.expect("cmd=kvs-fence-response;rc=0;")
+	select {
+	case <-asked:
+		t.Fatal("fences of a one-node job asked for the backend")
+	default:
+	}
+	if reqs := w.rm.fenceRequests(); len(reqs) != 0 {
+		t.Fatalf("fences reached a backend that is not up: %+v", reqs)
+	}
+	// The name service needs the backend; once it is up the kept data
+	// follows.
+	k.send("cmd=name-publish;name=svc;port=p;infokeycount=0;")
+	<-asked
+	close(ready)
+	k.expect("cmd=name-publish-response;rc=0;")
+	want := map[string]string{"a": "0:1", "b": "0:2"}
+	eventually(t, "kept puts published", func() bool {
+		_, recs := publishedRecords(t, w.rm, "n0")
+		return fmt.Sprint(recs) == fmt.Sprint(want)
+	})
+	// From now on each fence publishes its own puts.
+	k.send("cmd=kvs-put;key=c;value=3;")
+	k.expect("cmd=kvs-put-response;rc=0;")
+	k.send("cmd=kvs-fence;")
+	k.expect("cmd=kvs-fence-response;rc=0;")
+	want["c"] = "0:3"
+	eventually(t, "later puts published", func() bool {
+		_, recs := publishedRecords(t, w.rm, "n0")
+		return fmt.Sprint(recs) == fmt.Sprint(want)
+	})
+}
+
+// A spawned job on one node asks for its backend to publish its fence
+// data: its parent reads it.
+func TestSpawnedJobPublishes(t *testing.T) {
+	asked := make(chan struct{})
+	w := newWorld(t, 1, 1, withParent("job-0"), func(c *Config) {
+		c.WaitBackend = func(ctx context.Context) (*BackendReady, error) {
+			close(asked)
+			return &BackendReady{Info: &plugin.BackendInfo{Name: "fake"}}, nil
+		}
+	})
+	k := w.task(0)
+	k.init2()
+	k.send("cmd=kvs-fence;")
+	k.expect("cmd=kvs-fence-response;rc=0;")
+	select {
+	case <-asked:
+		t.Fatal("a fence without puts asked for the backend")
+	default:
+	}
+	k.send("cmd=kvs-put;key=a;value=1;")
+	k.expect("cmd=kvs-put-response;rc=0;")
+	k.send("cmd=kvs-fence;")
+	k.expect("cmd=kvs-fence-response;rc=0;")
+	select {
+	case <-asked:
+	case <-time.After(waitFor):
+		t.Fatal("the spawned job did not ask for its backend")
+	}
+	eventually(t, "the spawned job's puts published", func() bool {
+		_, recs := publishedRecords(t, w.rm, "n0")
+		return recs["a"] == "0:1"
+	})
+}
+
+// Puts that a PMI 1.2 NODE barrier committed on one node of several
+// reach the other nodes with the next world fence.
+func TestNodeBarrierDataReachesOtherNodes(t *testing.T) {
+	w := newWorld(t, 4, 2)
+	for _, k := range w.tasks {
+		k.send("cmd=init pmi_version=1 pmi_subversion=2")
+		k.expect("cmd=response_to_init rc=0 pmi_version=1 pmi_subversion=2")
+	}
+	w.task(0).send("cmd=put kvsname=job-1 key=shm value=seg0")
+	w.task(0).expect("cmd=put_result rc=0")
+	w.task(0).send("cmd=barrier_in group=NODE:5")
+	w.task(1).send("cmd=barrier_in group=NODE:5")
+	w.task(0).expect("cmd=barrier_out rc=0 tag=5")
+	w.task(1).expect("cmd=barrier_out rc=0 tag=5")
+	w.task(1).send("cmd=get kvsname=job-1 key=shm")
+	w.task(1).expect("cmd=get_result rc=0 value=seg0")
+	for _, k := range w.tasks {
+		k.send("cmd=barrier_in")
+	}
+	for _, k := range w.tasks {
+		k.expect("cmd=barrier_out rc=0")
+	}
+	for _, k := range w.tasks[2:] {
+		k.send("cmd=get kvsname=job-1 key=shm")
+		k.expect("cmd=get_result rc=0 value=seg0")
+	}
+	if reqs, _ := publishedRecords(t, w.rm, "n0"); len(reqs) != 0 {
+		t.Fatalf("a job on two nodes published: %+v", reqs)
 	}
 }
 

@@ -189,6 +189,13 @@ func (j *Job) startNextLocked(gname string) {
 	}
 	f.started = true
 	if f.g.nodeOnly {
+		if len(j.cfg.Job.Nodes) == 1 {
+			j.publishLocked(f.data)
+		} else {
+			// A node barrier's puts are the other nodes' too, from
+			// the next world fence on.
+			j.carry = append(j.carry, f.data...)
+		}
 		// completeFence takes j.mu, which the caller holds. Once Shutdown
 		// began the job has ended and there is nothing to complete.
 		if j.track() {
@@ -200,12 +207,17 @@ func (j *Job) startNextLocked(gname string) {
 		return
 	}
 	collect := !(f.g.name == worldName && j.cfg.FenceMode == FenceModex)
+	data := f.data
+	if f.g.name == worldName && len(j.carry) > 0 {
+		data = append(j.carry, f.data...)
+		j.carry = nil
+	}
 	req := &plugin.FenceRequest{
 		ID:         f.id,
 		Procs:      j.groupProcs(f.g),
 		LocalProcs: j.procs(f.local),
 		Node:       j.lay.node.Name,
-		Data:       f.data,
+		Data:       data,
 		Collect:    collect,
 		Timeout:    j.cfg.Timeouts.Fence,
 	}
@@ -223,6 +235,62 @@ func (j *Job) startNextLocked(gname string) {
 			blob = f.data
 		}
 		j.completeFence(f, blob, err)
+	})
+}
+
+// publishLocked gives the backend the data of a fence of a one-node job,
+// which completed on this node alone, so that other jobs (a parent, a
+// child, a connected job) can read it by direct modex: without it, a job
+// on one node would keep its keys to itself.
+// It is a Fence whose participants are all here, without collect, and
+// nothing waits for it. Before the backend is up the data is kept, and
+// sent once the backend is up. A spawned job asks for its backend for
+// this (its parent is the likely reader); a first job does not: if it
+// never needs its backend, nobody else can have asked for its data.
+func (j *Job) publishLocked(data []byte) {
+	if len(data) == 0 {
+		return
+	}
+	if !j.backendKnown() {
+		j.unpublished = append(j.unpublished, data...)
+		if j.cfg.Job.Parent != "" {
+			j.needBackend()
+		}
+		return
+	}
+	j.sendPublishLocked(data)
+}
+
+// flushUnpublishedLocked sends what was kept while the backend came up.
+func (j *Job) flushUnpublishedLocked() {
+	data := j.unpublished
+	j.unpublished = nil
+	if len(data) > 0 {
+		j.sendPublishLocked(data)
+	}
+}
+
+func (j *Job) sendPublishLocked(data []byte) {
+	if j.infoErr != nil || j.ended {
+		return // no backend, or no job: nobody can read it from elsewhere
+	}
+	j.publishSeq++
+	procs := j.procs(j.lay.local)
+	if len(j.cfg.Job.Nodes) == 1 {
+		procs = []plugin.Proc{j.proc(plugin.RankWildcard)}
+	}
+	req := &plugin.FenceRequest{
+		ID:         "publish:" + j.lay.node.Name + "/" + strconv.Itoa(j.publishSeq),
+		Procs:      procs,
+		LocalProcs: j.procs(j.lay.local),
+		Node:       j.lay.node.Name,
+		Data:       data,
+		Timeout:    j.cfg.Timeouts.Fence,
+	}
+	j.goBackend(j.cfg.Timeouts.Fence+grace, func(ctx context.Context) {
+		if _, err := j.be.Fence(ctx, req); err != nil && ctx.Err() == nil {
+			j.log.Warn().Err(err).Msg("publishing this node's fence data failed: other nodes and jobs cannot read it")
+		}
 	})
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -326,6 +327,7 @@ type fakeRM struct {
 	aborts    []*plugin.AbortRequest
 	events    []*plugin.EventRequest
 	connects  []*plugin.ConnectRequest
+	fenceReqs []*plugin.FenceRequest
 	modex     []*plugin.ModexRequest
 	fenceErr  error         // when set, every Fence fails with it
 	holdFence chan struct{} // when set, Fence waits for it
@@ -359,6 +361,7 @@ func (f *fakeRM) Fence(ctx context.Context, req *plugin.FenceRequest) (*plugin.F
 		f.mu.Unlock()
 		return nil, err
 	}
+	f.fenceReqs = append(f.fenceReqs, req)
 	hold := f.holdFence
 	ff := f.fences[req.ID]
 	if ff == nil {
@@ -368,7 +371,7 @@ func (f *fakeRM) Fence(ctx context.Context, req *plugin.FenceRequest) (*plugin.F
 	ff.nodes[req.Node] = true
 	ff.data = append(ff.data, req.Data...)
 	f.data[req.Node] = append([]byte(nil), req.Data...)
-	if len(ff.nodes) == len(f.job.Nodes) {
+	if len(ff.nodes) == f.nodesOf(req.Procs) {
 		close(ff.done)
 	}
 	f.mu.Unlock()
@@ -390,6 +393,27 @@ func (f *fakeRM) Fence(ctx context.Context, req *plugin.FenceRequest) (*plugin.F
 		return &plugin.FenceResponse{}, nil
 	}
 	return &plugin.FenceResponse{Data: ff.data}, nil
+}
+
+// nodesOf counts the nodes hosting procs. Called with mu held.
+func (f *fakeRM) nodesOf(procs []plugin.Proc) int {
+	n := 0
+	for _, node := range f.job.Nodes {
+		for _, p := range procs {
+			if p.Rank == plugin.RankWildcard || slices.Contains(node.Ranks, p.Rank) {
+				n++
+				break
+			}
+		}
+	}
+	return n
+}
+
+// fenceRequests returns the Fence requests received so far.
+func (f *fakeRM) fenceRequests() []*plugin.FenceRequest {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.fenceReqs)
 }
 
 func (f *fakeRM) DirectModex(ctx context.Context, req *plugin.ModexRequest) (*plugin.ModexResponse, error) {

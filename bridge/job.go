@@ -39,11 +39,20 @@ type Job struct {
 	closing bool           // guarded by wgMu; no new goroutines once set
 	done    chan struct{}
 
-	mu         sync.Mutex
-	tasks      map[int32]*task       // guarded by mu; one per local rank
-	store      *kvs.Store            // guarded by mu
-	fences     map[string]*fence     // guarded by mu; open and in-flight fences by ID
-	groupDone  map[string]int        // guarded by mu; last finished seq per fence group
+	mu        sync.Mutex
+	tasks     map[int32]*task   // guarded by mu; one per local rank
+	store     *kvs.Store        // guarded by mu
+	fences    map[string]*fence // guarded by mu; open and in-flight fences by ID
+	groupDone map[string]int    // guarded by mu; last finished seq per fence group
+	// unpublished is what fences that completed on this node alone
+	// committed before the backend was up; publishSeq numbers the
+	// publications. Both guarded by mu.
+	unpublished []byte
+	publishSeq  int
+	// carry is what node barriers of a job on several nodes committed
+	// here since the last world fence, which takes it to the other
+	// nodes. Guarded by mu.
+	carry      []byte
 	nodeAttrs  map[string]string     // guarded by mu
 	attrWaits  map[string][]*waiter  // guarded by mu; info-getnodeattr with wait
 	lazyWaits  []*waiter             // guarded by mu; gets waiting for a world fence
@@ -198,6 +207,9 @@ func (j *Job) needBackend() {
 			ctx, cancel := context.WithTimeout(context.Background(), j.cfg.Timeouts.Backend)
 			defer cancel()
 			j.setInfo(j.cfg.WaitBackend(ctx))
+			j.mu.Lock()
+			j.flushUnpublishedLocked()
+			j.mu.Unlock()
 		}()
 	})
 }

@@ -3,6 +3,7 @@ package integration
 import (
 	"fmt"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/gopmi/gopmi/integration/clients"
@@ -94,4 +95,70 @@ func TestPMI2ValueLimit(t *testing.T) {
 				})
 		})
 	}
+}
+
+// TestPMI2JobConnect runs libpmi2's PMI2_Job_Connect and
+// PMI2_Job_Disconnect between a job and the job it spawned: every rank of
+// the parent connects to the children's job (libpmi2 wants rc=0 and
+// kvscopy=FALSE), reads the children's keys with a foreign kvs-get, first
+// from any rank (PMI2_ID_NULL) then by rank, and disconnects. A connect to
+// a job that does not exist fails at once, not by a time-out, and a
+// disconnect once too often fails. On one node the children's fences
+// complete in their shim, which publishes their data to the universe;
+// with -ppn 1 the jobs span two simulated nodes and their fences go
+// through the universe.
+func TestPMI2JobConnect(t *testing.T) {
+	begin(t)
+	for _, tc := range []struct {
+		name string
+		args []string
+	}{
+		{"one node", nil},
+		{"two nodes", []string{"-ppn", "1"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) { testJobConnect(t, tc.args) })
+	}
+}
+
+func testJobConnect(t *testing.T, args []string) {
+	const n = 2
+	r := gopmiRun(t, runOpts{}, append(args, "-n", strconv.Itoa(n), prog(t, clients.PMI2Test), "connect")...)
+	// lines wants one "ok pmi2 rank=R ..." line of each of ranks 0..n-1
+	// whose fields include kv (key, value, ...), each passing f.
+	lines := func(n int, f clients.RankCheck, kv ...string) clients.Check {
+		var what []string
+		for i := 0; i+1 < len(kv); i += 2 {
+			what = append(what, kv[i]+"="+kv[i+1])
+		}
+		c := clients.PerRankWhere("ok pmi2 rank=", n, func(fl map[string]string) bool {
+			for i := 0; i+1 < len(kv); i += 2 {
+				if fl[kv[i]] != kv[i+1] {
+					return false
+				}
+			}
+			return true
+		}, f)
+		return func(r clients.Result) error {
+			if err := c(r); err != nil {
+				return fmt.Errorf("lines with %s: %w", strings.Join(what, " "), err)
+			}
+			return nil
+		}
+	}
+	failedRC := func(rank int, f map[string]string) error {
+		if rc, err := strconv.Atoi(f["rc"]); err != nil || rc == 0 {
+			return fmt.Errorf("rank %d: rc=%s, want a non-zero rc", rank, f["rc"])
+		}
+		return nil
+	}
+	verify(t, r, clients.ExitCode(0), clients.NoFail(), quiet(), within(promptly),
+		lines(n, failedRC, "step", "connect-missing"),
+		lines(n, nil, "step", "connect"),
+		lines(n, clients.FieldsAre("src", "-1", "value", "conn-v0"), "step", "connect-get", "key", "conn-k0"),
+		lines(n, clients.FieldsAre("src", "1", "value", "conn-v1"), "step", "connect-get", "key", "conn-k1"),
+		lines(n, nil, "step", "disconnect"),
+		lines(1, failedRC, "step", "disconnect-again"),
+		lines(n, nil, "mode", "connect"),
+		clients.PerRank("ok pmi2-connect-child ", 2, nil),
+		lines(2, nil, "mode", "connect-child"))
 }

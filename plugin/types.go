@@ -148,7 +148,11 @@ type AbortRequest struct {
 // FenceRequest is one node's part of a collective. The host calls Fence
 // once per node per fence, after every local participant arrived, and
 // only when the participants span more than one node: a fence within one
-// node has nothing to exchange and completes in the host.
+// node has nothing to exchange and completes in the host. One exception:
+// a job on one node publishes its fence data for other jobs as a Fence
+// whose participants are all local, without Collect (ID
+// "publish:<node>/<n>"), and only once its backend is up; the backend
+// keeps the data for DirectModex like any other contribution.
 type FenceRequest struct {
 	// ID names the collective; it is the same on every node for the same
 	// fence (e.g. "world/3"), so a backend matches calls by (nspace, ID).

@@ -8,7 +8,6 @@ import (
 	"net"
 	"os"
 	"os/signal"
-	"runtime/debug"
 	"sync"
 	"syscall"
 	"time"
@@ -22,10 +21,6 @@ import (
 // bootstrapTimeout bounds reading stdin: a step daemon writes the
 // bootstrap at once and closes the pipe.
 const bootstrapTimeout = 30 * time.Second
-
-// gcPercent trades a little CPU for a smaller heap, as containerd's shim
-// does: one shim runs per job per node next to the tasks it serves.
-const gcPercent = 40
 
 // RunConfig is what Run takes from its process. The zero value means the
 // real process: stdin, stderr, the environment, inherited fds and signals.
@@ -57,12 +52,8 @@ type RunConfig struct {
 }
 
 // Main runs the shim as a process and returns its exit status:
-// os.Exit(shim.Main()) is gopmi-shim's whole main. GOGC, when set,
-// overrides the shim's own GC setting.
+// os.Exit(shim.Main()) is gopmi-shim's whole main.
 func Main() int {
-	if os.Getenv("GOGC") == "" {
-		debug.SetGCPercent(gcPercent)
-	}
 	return ExitCode(Run(context.Background(), RunConfig{}))
 }
 

@@ -42,6 +42,24 @@
 //   - Spawn resolves the apps (info keys wdir, path, env, host/hosts of
 //     this machine; any other key is refused with plugin.ErrNotSupported
 //     naming it), registers the new job and has the launcher start it.
+//   - Connect (PMI-2 job-connect) records a connection between jobs of the
+//     run: every job must be known and running, or the call fails naming
+//     it (plugin.ErrNotFound for an unknown or finished job). job-connect
+//     is a call of one process, not a collective, so Connect never waits
+//     for the other side; the universe counts Connects per pair of jobs
+//     (each rank of a job may connect) and each Disconnect undoes one.
+//     The ID depends on the set of jobs only. Disconnecting jobs that are
+//     not connected fails with plugin.ErrNotFound naming them.
+//   - A connection is not needed to read another job's data: DirectModex
+//     answers for any job of the run, connected or not. The bridge sends
+//     every get of another job's key there, job-connect or not (a spawner
+//     reading its children's keys, a child its parent's), and a host has
+//     no PMI-1 way to connect first. Connect is bookkeeping that makes
+//     PMI-2 job-connect succeed (it answers kvscopy=FALSE: foreign gets go
+//     through DirectModex) and shows in the SIGUSR1 dump. A job on one
+//     node completes its fences in its shim, which gives the data to the
+//     universe as a Fence of that node alone (ID "publish:<node>/<n>",
+//     no collect) once its backend is up; DirectModex waits for it.
 //   - Abort records the status, fails the job's waits, and the launcher
 //     ends the run with that status. NotifyEvent(proc-aborted) fails the
 //     run too.

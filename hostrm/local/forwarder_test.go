@@ -3,6 +3,7 @@ package local
 import (
 	"context"
 	"errors"
+	"slices"
 	"testing"
 	"time"
 
@@ -70,5 +71,38 @@ func TestForwarderErrorsUnchanged(t *testing.T) {
 	_, err = f.Spawn(ctx, &plugin.SpawnRequest{Requestor: plugin.Proc{Nspace: job.Nspace}, Apps: []plugin.SpawnApp{{Cmd: "x", MaxProcs: 1}}})
 	if !errors.Is(err, plugin.ErrNotSupported) {
 		t.Errorf("Spawn through the forwarder: %v, want ErrNotSupported", err)
+	}
+	_, err = f.Connect(ctx, &plugin.ConnectRequest{Procs: jobsOf(job.Nspace, "x")})
+	want = `connect gopmi.test.0,x: no job "x" in this run`
+	if !errors.Is(err, plugin.ErrNotFound) || err.Error() != want {
+		t.Errorf("Connect through the forwarder: %v\nwant ErrNotFound with %q", err, want)
+	}
+	err = f.Disconnect(ctx, &plugin.DisconnectRequest{Procs: jobsOf(job.Nspace, "x")})
+	want = `disconnect gopmi.test.0,x: jobs gopmi.test.0 and x are not connected`
+	if !errors.Is(err, plugin.ErrNotFound) || err.Error() != want {
+		t.Errorf("Disconnect through the forwarder: %v\nwant ErrNotFound with %q", err, want)
+	}
+}
+
+// Connect and Disconnect reach the universe through the forwarder, as a
+// shim's job-connect does.
+func TestForwarderConnect(t *testing.T) {
+	u, job := testUniverse(t, UniverseOptions{}, 2, 0)
+	child := newTestJob(t, u, job.Nspace, 1)
+	addr := serveUniverse(t, u)
+	f := newForwarder([]string{"-universe", addr}, func(string) string { return "" })
+	defer f.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
+	defer cancel()
+	info, err := f.GetInfo(ctx)
+	if err != nil || !slices.Contains(info.Capabilities, plugin.CapConnect) {
+		t.Fatalf("GetInfo through the forwarder: %+v, %v; want capability %q", info, err, plugin.CapConnect)
+	}
+	resp, err := f.Connect(ctx, &plugin.ConnectRequest{Procs: jobsOf(job.Nspace, child)})
+	if want := "connect:gopmi.test.0,gopmi.test.1"; err != nil || resp.ID != want {
+		t.Fatalf("Connect through the forwarder: %+v, %v; want ID %q", resp, err, want)
+	}
+	if err := f.Disconnect(ctx, &plugin.DisconnectRequest{Procs: jobsOf(child, job.Nspace)}); err != nil {
+		t.Errorf("Disconnect through the forwarder: %v", err)
 	}
 }

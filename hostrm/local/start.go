@@ -485,7 +485,7 @@ func (l *Launcher) appOf(rj *runJob, r int32) AppSpec {
 
 // reapTask waits for a task and applies the failure policy.
 func (l *Launcher) reapTask(rj *runJob, t *runTask, cmd *exec.Cmd) {
-	_ = cmd.Wait()
+	_ = wait(cmd)
 	ps := cmd.ProcessState
 	status, state, how := exitInfo(ps)
 	l.u.TaskExited(t.proc, state)
@@ -515,7 +515,7 @@ func (l *Launcher) reapTask(rj *runJob, t *runTask, cmd *exec.Cmd) {
 
 // reapShim waits for a shim; a shim that fails on its own fails the run.
 func (l *Launcher) reapShim(rj *runJob, n *runNode, cmd *exec.Cmd) {
-	_ = cmd.Wait()
+	_ = wait(cmd)
 	n.notify.close()
 	l.mu.Lock()
 	defer l.mu.Unlock()

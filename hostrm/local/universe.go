@@ -98,6 +98,7 @@ type Universe struct {
 	order   []string          // namespaces in creation order; guarded by mu
 	fences  map[string]*fence // pending and failed collectives; guarded by mu
 	names   []*name           // published names; guarded by mu
+	conns   map[jobPair]int   // Connects not yet undone, per pair of jobs; guarded by mu
 	changed chan struct{}     // closed and replaced on every change waiters watch; guarded by mu
 }
 
@@ -164,6 +165,7 @@ func NewUniverse(opts UniverseOptions) *Universe {
 		started: time.Now(),
 		jobs:    make(map[string]*job),
 		fences:  make(map[string]*fence),
+		conns:   make(map[jobPair]int),
 		changed: make(chan struct{}),
 	}
 	if u.stderr == nil {
@@ -183,7 +185,7 @@ func (u *Universe) broadcast() {
 
 // GetInfo names the backend "local" and lists what it implements.
 func (u *Universe) GetInfo(context.Context) (*plugin.BackendInfo, error) {
-	caps := []string{plugin.CapPublish, plugin.CapQuery, plugin.CapLog, plugin.CapNotify}
+	caps := []string{plugin.CapPublish, plugin.CapConnect, plugin.CapQuery, plugin.CapLog, plugin.CapNotify}
 	if u.opts.Launch != nil {
 		caps = append(caps, plugin.CapSpawn)
 	}
@@ -545,6 +547,7 @@ func (u *Universe) Dump(w io.Writer) {
 		fmt.Fprintf(w, "  fence %s of %s: pending %s, %d/%d arrived, missing %s\n",
 			f.id, strings.Join(f.nspaces, ","), roundDuration(time.Since(f.start)), f.narrived, f.nexpected, u.missing(f, 10))
 	}
+	u.dumpConnections(w)
 	fmt.Fprintf(w, "  %d published names\n", len(u.names))
 }
 

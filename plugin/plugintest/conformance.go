@@ -49,7 +49,9 @@ var jobSeq atomic.Int64
 // in-process gRPC pair ("grpc"), so the suite also covers the conversions
 // a real plugin's calls go through. Each case makes its own 2-node,
 // 4-rank job (ranks 0-1 on node n0, 2-3 on node n1) with a fresh
-// namespace.
+// namespace; the Connect case makes a second such job and connects the
+// two, so a backend that advertises "connect" must know every job
+// configured through the harness's nodes.
 func RunConformance(t *testing.T, h Harness) {
 	if h.NewNode == nil {
 		t.Fatal("conformance: Harness.NewNode is nil")
@@ -70,6 +72,7 @@ func RunConformance(t *testing.T, h Harness) {
 		{"FenceCancel", testFenceCancel},
 		{"FenceThenDirectModex", testFenceModex},
 		{"NameService", testNameService},
+		{"Connect", testConnect},
 		{"Capabilities", testCapabilities},
 		{"Abort", testAbort},
 	}
@@ -86,10 +89,11 @@ func RunConformance(t *testing.T, h Harness) {
 
 // env is one case's job and its two nodes' backends.
 type env struct {
-	h     Harness
-	job   plugin.Job
-	nodes []plugin.Full
-	info  *plugin.BackendInfo // node 0's GetInfo
+	h        Harness
+	overGRPC bool // the nodes are reached through an in-process gRPC pair
+	job      plugin.Job
+	nodes    []plugin.Full
+	info     *plugin.BackendInfo // node 0's GetInfo
 }
 
 func newEnv(t *testing.T, h Harness, overGRPC bool) *env {
@@ -105,7 +109,7 @@ func newEnv(t *testing.T, h Harness, overGRPC bool) *env {
 		},
 		Apps: []plugin.App{{FirstRank: 0, Size: 4, Cmd: "conformance-app"}},
 	}
-	e := &env{h: h, job: job}
+	e := &env{h: h, overGRPC: overGRPC, job: job}
 	for _, n := range job.Nodes {
 		b := h.NewNode(t, job, n.ID)
 		if b == nil {
@@ -462,6 +466,54 @@ func testNameService(t *testing.T, e *env) {
 	// Leave nothing behind in a long-lived daemon.
 	if err := e.nodes[0].Unpublish(ctx, &plugin.UnpublishRequest{Proc: e.proc(1), Keys: []string{later}}); err != nil {
 		t.Errorf("Unpublish(%s): %v", later, err)
+	}
+}
+
+// testConnect connects the case's job with a second job made the same
+// way, as PMI-2 job-connect does from each side, and disconnects them;
+// a job the backend never heard of must be named in an ErrNotFound.
+func testConnect(t *testing.T, e *env) {
+	if !e.has(plugin.CapConnect) {
+		t.Skipf("backend does not advertise %q", plugin.CapConnect)
+	}
+	other := newEnv(t, e.h, e.overGRPC)
+	ctx, cancel := e.ctx()
+	defer cancel()
+	whole := func(nss ...string) []plugin.Proc {
+		var ps []plugin.Proc
+		for _, ns := range nss {
+			ps = append(ps, plugin.Proc{Nspace: ns, Rank: plugin.RankWildcard})
+		}
+		return ps
+	}
+
+	unknown := "unknown-" + e.job.Nspace
+	_, err := e.nodes[0].Connect(ctx, &plugin.ConnectRequest{Procs: whole(e.job.Nspace, unknown), Timeout: e.h.Timeout})
+	if !errors.Is(err, plugin.ErrNotFound) || !strings.Contains(err.Error(), unknown) {
+		t.Errorf("Connect of unknown job %s: %v; want an error wrapping plugin.ErrNotFound that names the job", unknown, err)
+	}
+
+	// Each side connects on its own: job-connect is not a collective.
+	sides := []struct {
+		b     plugin.Full
+		procs []plugin.Proc
+	}{
+		{e.nodes[0], whole(e.job.Nspace, other.job.Nspace)},
+		{other.nodes[1], whole(other.job.Nspace, e.job.Nspace)},
+	}
+	for _, s := range sides {
+		resp, err := s.b.Connect(ctx, &plugin.ConnectRequest{Procs: s.procs, Timeout: e.h.Timeout})
+		if err != nil {
+			t.Fatalf("Connect(%v): %v", s.procs, err)
+		}
+		if resp == nil || resp.ID == "" {
+			t.Errorf("Connect(%v) = %+v; want a response with an ID", s.procs, resp)
+		}
+	}
+	for _, s := range sides {
+		if err := s.b.Disconnect(ctx, &plugin.DisconnectRequest{Procs: s.procs, Timeout: e.h.Timeout}); err != nil {
+			t.Errorf("Disconnect(%v) after Connect: %v", s.procs, err)
+		}
 	}
 }
 

@@ -34,6 +34,7 @@ var brokenBackends = map[string]struct {
 	"untyped-timeout":    {faults{fenceTimeoutUntyped: true}, "want an error wrapping plugin.ErrTimeout"},
 	"lying-capabilities": {faults{advertiseUnsupported: true}, `capability "spawn" is advertised`},
 	"ignores-cancel":     {faults{ignoreCancel: true}, "cancelled fence"},
+	"connects-any-job":   {faults{connectAnyJob: true}, "want an error wrapping plugin.ErrNotFound that names the job"},
 }
 
 // TestConformanceBrokenHelper is not a test on its own: TestConformanceCatches

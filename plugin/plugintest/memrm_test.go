@@ -23,6 +23,8 @@ type universe struct {
 	fences  map[string]*fence           // by nspace + "/" + id; guarded by mu
 	modex   map[plugin.Proc][]byte      // latest fence data by rank; guarded by mu
 	names   map[string]plugin.Published // guarded by mu
+	jobs    map[string]bool             // configured namespaces; guarded by mu
+	conns   map[string]int              // Connects not undone, by sorted namespaces; guarded by mu
 }
 
 type faults struct {
@@ -30,6 +32,7 @@ type faults struct {
 	fenceTimeoutUntyped  bool // a fence time-out is not plugin.ErrTimeout
 	advertiseUnsupported bool // advertises "spawn" but does not implement it
 	ignoreCancel         bool // a fence waits out its Timeout even if ctx ends
+	connectAnyJob        bool // Connect accepts jobs it never heard of
 }
 
 type fence struct {
@@ -46,6 +49,8 @@ func newUniverse(f faults) *universe {
 		fences:  map[string]*fence{},
 		modex:   map[plugin.Proc][]byte{},
 		names:   map[string]plugin.Published{},
+		jobs:    map[string]bool{},
+		conns:   map[string]int{},
 	}
 }
 
@@ -69,7 +74,7 @@ func (u *universe) notifyLocked() {
 func (n *node) GetInfo(context.Context) (*plugin.BackendInfo, error) {
 	info := &plugin.BackendInfo{
 		Name: "mem", Version: "test", APIVersions: []string{plugin.APIVersion1},
-		Capabilities: []string{plugin.CapPublish},
+		Capabilities: []string{plugin.CapPublish, plugin.CapConnect},
 	}
 	if n.u.faults.advertiseUnsupported {
 		info.Capabilities = append(info.Capabilities, plugin.CapSpawn)
@@ -81,6 +86,9 @@ func (n *node) Configure(_ context.Context, req *plugin.ConfigureRequest) (*plug
 	if req.APIVersion != plugin.APIVersion1 {
 		return nil, fmt.Errorf("configure: api version %q: %w", req.APIVersion, plugin.ErrNotSupported)
 	}
+	n.u.mu.Lock()
+	n.u.jobs[req.Job.Nspace] = true
+	n.u.mu.Unlock()
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	n.job, n.id = req.Job, req.NodeID
@@ -257,5 +265,52 @@ func (n *node) Unpublish(_ context.Context, req *plugin.UnpublishRequest) error 
 		}
 	}
 	u.notifyLocked()
+	return nil
+}
+
+// connection returns the sorted namespaces of procs as a key; two jobs at
+// least.
+func connection(procs []plugin.Proc) (string, error) {
+	var nss []string
+	for _, p := range procs {
+		nss = append(nss, p.Nspace)
+	}
+	slices.Sort(nss)
+	nss = slices.Compact(nss)
+	if len(nss) < 2 {
+		return "", fmt.Errorf("connect: %d jobs: %w", len(nss), plugin.ErrInvalidArgument)
+	}
+	return strings.Join(nss, ","), nil
+}
+
+func (n *node) Connect(_ context.Context, req *plugin.ConnectRequest) (*plugin.ConnectResponse, error) {
+	key, err := connection(req.Procs)
+	if err != nil {
+		return nil, err
+	}
+	u := n.u
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	for _, p := range req.Procs {
+		if !u.jobs[p.Nspace] && !u.faults.connectAnyJob {
+			return nil, fmt.Errorf("connect %s: no job %s: %w", key, p.Nspace, plugin.ErrNotFound)
+		}
+	}
+	u.conns[key]++
+	return &plugin.ConnectResponse{ID: key}, nil
+}
+
+func (n *node) Disconnect(_ context.Context, req *plugin.DisconnectRequest) error {
+	key, err := connection(req.Procs)
+	if err != nil {
+		return err
+	}
+	u := n.u
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.conns[key] == 0 {
+		return fmt.Errorf("disconnect %s: not connected: %w", key, plugin.ErrNotFound)
+	}
+	u.conns[key]--
 	return nil
 }

@@ -12,6 +12,17 @@
  *   spawn    rank 0 spawns 2 copies of this program with argument "child" and
  *            the preput key gopmi-preput=preput-val
  *   child    (used by spawn) checks the spawned flag and the preput key
+ *   connect  rank 0 spawns 2 copies of this program with argument
+ *            "connect-child" and puts the new job id; after a fence every
+ *            rank checks that PMI2_Job_Connect to a job that does not exist
+ *            fails, connects to the children's job, reads their keys with
+ *            PMI2_KVS_Get(childjob, PMI2_ID_NULL, ...) and by rank, and
+ *            disconnects; after another fence rank 0 checks that a second
+ *            disconnect fails (every connect is undone) and publishes
+ *            "gopmi-connect-done-<childjob>"
+ *   connect-child  (used by connect) puts conn-k<rank>, fences, then looks
+ *            the parent's done name up until it appears (60s at most), so
+ *            the job is still running while the parent connects
  *   abort    rank 1 (modulo size) calls PMI2_Abort(1, "boom"); the others
  *            wait in a fence. Expected: the launcher exits non-zero.
  *   ring     PMIX_Ring, checks rank, count and the neighbours' values
@@ -155,37 +166,46 @@ static void mode_ns(void)
     }
 }
 
-static void mode_spawn(void)
+/* spawn_self starts 2 copies of this program with the one argument arg
+ * and, when preput is not NULL, that preput key; the new job id goes to
+ * newjob. */
+static void spawn_self(const char *arg, const struct MPID_Info *preput, char *newjob, int len)
 {
-    char exe[4096], newjob[256];
+    char exe[4096];
     const char *cmds[1], *argv0[1], **argvs[1];
     int argcs[1] = {1}, maxprocs[1] = {2}, infosizes[1] = {0}, errors[2] = {-1, -1};
     const struct MPID_Info *infos[1] = {NULL};
-    struct MPID_Info pp;
-    const struct MPID_Info *preput[1];
+    const struct MPID_Info *preputs[1] = {preput};
     ssize_t n;
     int rc;
 
-    if (rank != 0) return;
     /* An absolute path: the spawned job may start in another directory. */
     n = readlink("/proc/self/exe", exe, sizeof exe - 1);
     if (n <= 0) gt_fail(P, rank, "readlink-self");
     exe[n] = 0;
     cmds[0] = exe;
-    argv0[0] = "child";
+    argv0[0] = arg;
     argvs[0] = argv0;
-    memset(&pp, 0, sizeof pp);
-    pp.key = "gopmi-preput";
-    pp.value = "preput-val";
-    preput[0] = &pp;
-    memset(newjob, 0, sizeof newjob);
-    rc = PMI2_Job_Spawn(1, cmds, argcs, argvs, maxprocs, infosizes, infos, 1, preput, newjob,
-                        sizeof newjob, errors);
+    memset(newjob, 0, len);
+    rc = PMI2_Job_Spawn(1, cmds, argcs, argvs, maxprocs, infosizes, infos, preput != NULL ? 1 : 0,
+                        preputs, newjob, len, errors);
     if (rc != PMI2_SUCCESS) gt_fail(P, rank, "spawn-rc-%d", rc);
     if (errors[0] != 0 || errors[1] != 0)
         gt_fail(P, rank, "spawn-errors-%d,%d", errors[0], errors[1]);
     printf("ok " P " rank=%d step=spawn jobid=%s errors=%d,%d\n", rank, newjob, errors[0],
            errors[1]);
+}
+
+static void mode_spawn(void)
+{
+    char newjob[256];
+    struct MPID_Info pp;
+
+    if (rank != 0) return;
+    memset(&pp, 0, sizeof pp);
+    pp.key = "gopmi-preput";
+    pp.value = "preput-val";
+    spawn_self("child", &pp, newjob, sizeof newjob);
 }
 
 static void mode_child(void)
@@ -216,6 +236,92 @@ static void mode_child(void)
     printf("ok " P "-child rank=%d size=%d spawned=%d appnum=%d preput=preput-val jobid=%s "
            "mapping=%s\n",
            rank, size, spawned, appnum, jobid, found ? val : "unset");
+}
+
+static void mode_connect(void)
+{
+    char child[256], key[PMI2_MAX_KEYLEN], want[64], val[PMI2_MAX_VALLEN + 1], name[300];
+    PMI2_Connect_comm_t conn;
+    int vallen = 0, rc;
+
+    if (rank == 0) {
+        spawn_self("connect-child", NULL, child, sizeof child);
+        rc = PMI2_KVS_Put("gopmi-child-jobid", child);
+        if (rc != PMI2_SUCCESS) gt_fail(P, rank, "put-child-jobid-rc-%d", rc);
+    }
+    fence("child-jobid");
+    memset(child, 0, sizeof child);
+    get_key("gopmi-child-jobid", child, sizeof child, &vallen, "connect");
+
+    /* Not a hang, not a success: the job does not exist. */
+    memset(&conn, 0, sizeof conn);
+    rc = PMI2_Job_Connect("gopmi-no-such-job", &conn);
+    if (rc == PMI2_SUCCESS) gt_fail(P, rank, "connect-to-missing-job-succeeded");
+    printf("ok " P " rank=%d step=connect-missing rc=%d\n", rank, rc);
+
+    memset(&conn, 0, sizeof conn);
+    rc = PMI2_Job_Connect(child, &conn);
+    if (rc != PMI2_SUCCESS) gt_fail(P, rank, "connect-rc-%d", rc);
+    printf("ok " P " rank=%d step=connect jobid=%s\n", rank, child);
+
+    /* Any child (PMI2_ID_NULL), then the owner by rank. The children put
+     * before their first fence; the server waits for that fence. */
+    for (int r = 0; r < 2; r++) {
+        int src = r == 0 ? PMI2_ID_NULL : r;
+        snprintf(key, sizeof key, "conn-k%d", r);
+        snprintf(want, sizeof want, "conn-v%d", r);
+        memset(val, 0, sizeof val);
+        rc = PMI2_KVS_Get(child, src, key, val, sizeof val, &vallen);
+        if (rc != PMI2_SUCCESS) gt_fail(P, rank, "connect-get-%s-src-%d-rc-%d", key, src, rc);
+        if (strcmp(val, want) != 0)
+            gt_fail(P, rank, "connect-get-%s-got-[%s]-want-[%s]", key, val, want);
+        printf("ok " P " rank=%d step=connect-get key=%s src=%d value=%s\n", rank, key, src, val);
+    }
+
+    rc = PMI2_Job_Disconnect(child);
+    if (rc != PMI2_SUCCESS) gt_fail(P, rank, "disconnect-rc-%d", rc);
+    printf("ok " P " rank=%d step=disconnect\n", rank);
+    fence("disconnect");
+    if (rank != 0) return;
+    /* Every rank's connect is undone: one more disconnect is an error. */
+    rc = PMI2_Job_Disconnect(child);
+    if (rc == PMI2_SUCCESS) gt_fail(P, rank, "disconnect-unconnected-succeeded");
+    printf("ok " P " rank=%d step=disconnect-again rc=%d\n", rank, rc);
+
+    snprintf(name, sizeof name, "gopmi-connect-done-%s", child);
+    rc = PMI2_Nameserv_publish(name, NULL, "done");
+    if (rc != PMI2_SUCCESS) gt_fail(P, rank, "publish-done-rc-%d", rc);
+}
+
+static void mode_connect_child(void)
+{
+    char key[PMI2_MAX_KEYLEN], val[64], name[300], port[PMI2_MAX_VALLEN + 1];
+    long long deadline;
+    int rc, tries = 0;
+
+    if (!spawned) gt_fail(P, rank, "connect-child-not-spawned");
+    snprintf(key, sizeof key, "conn-k%d", rank);
+    snprintf(val, sizeof val, "conn-v%d", rank);
+    rc = PMI2_KVS_Put(key, val);
+    if (rc != PMI2_SUCCESS) gt_fail(P, rank, "connect-child-put-rc-%d", rc);
+    fence("connect-child");
+
+    /* Stay up until the parent has read our keys: the server refuses a
+     * connect to a job that has finished. */
+    snprintf(name, sizeof name, "gopmi-connect-done-%s", jobid);
+    deadline = gt_now_us() + 60LL * 1000000LL;
+    for (;;) {
+        memset(port, 0, sizeof port);
+        rc = PMI2_Nameserv_lookup(name, NULL, port, sizeof port);
+        tries++;
+        if (rc == PMI2_SUCCESS) break;
+        if (gt_now_us() > deadline)
+            gt_fail(P, rank, "connect-child-no-done-name-after-%d-lookups-rc-%d", tries, rc);
+        usleep(20000);
+    }
+    if (strcmp(port, "done") != 0) gt_fail(P, rank, "connect-child-done-got-[%s]", port);
+    printf("ok " P "-connect-child rank=%d size=%d jobid=%s lookups=%d\n", rank, size, jobid,
+           tries);
 }
 
 static void mode_abort(void)
@@ -316,6 +422,10 @@ int main(int argc, char **argv)
         mode_spawn();
     else if (strcmp(mode, "child") == 0)
         mode_child();
+    else if (strcmp(mode, "connect") == 0)
+        mode_connect();
+    else if (strcmp(mode, "connect-child") == 0)
+        mode_connect_child();
     else if (strcmp(mode, "abort") == 0)
         mode_abort();
     else if (strcmp(mode, "ring") == 0)

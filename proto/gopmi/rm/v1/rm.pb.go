@@ -1092,7 +1092,10 @@ func (*AbortResponse) Descriptor() ([]byte, []int) {
 
 // FenceRequest is one node's part of a collective. The host calls Fence once
 // per node per fence, after every local participant arrived, and only when
-// the participants span more than one node.
+// the participants span more than one node. One exception: a job on one node
+// publishes its fence data for other jobs as a fence whose participants are
+// all local, without collect (id "publish:<node>/<n>"), once its backend is
+// up; the backend keeps the data for DirectModex like any other contribution.
 type FenceRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// id names the collective; it is the same on every node for the same
