@@ -240,16 +240,6 @@ func (s *server) run(ctx context.Context) (retErr error) {
 		return err
 	}
 
-	dir, err := os.MkdirTemp("", "gopmi-shim-")
-	if err != nil {
-		return fmt.Errorf("create socket dir: %w", err)
-	}
-	defer func() {
-		if err := os.RemoveAll(dir); err != nil {
-			s.log.Warn().Err(err).Str("dir", dir).Msg("remove socket dir")
-		}
-	}()
-
 	name := c.backend.binaryName()
 	// The tasks are served from here on, while the backend starts: their
 	// local requests need no backend, and those that do wait for it.
@@ -313,7 +303,7 @@ func (s *server) run(ctx context.Context) (retErr error) {
 	// may never need it. A job that ends cleanly first does not wait for
 	// it.
 	eager := len(c.job.Nodes) > 1
-	bs := s.startBackendAside(ctx, job, lazy, path, dir, eager)
+	bs := s.startBackendAside(ctx, job, lazy, path, eager)
 	defer bs.close(s.log)
 
 	backendDied := s.wait(ctx, name, bs)
@@ -342,6 +332,7 @@ func (s *server) run(ctx context.Context) (retErr error) {
 type backendStart struct {
 	done chan struct{} // closed when the bring-up ended
 	bp   backendProc   // the running backend; set before done closes
+	dir  string        // the backend's private socket directory, if made
 	err  error         // why it failed, when that fails the job
 	stop context.CancelFunc
 }
@@ -350,7 +341,7 @@ type backendStart struct {
 // when eager, else when the job first needs it. A job that ends cleanly
 // meanwhile cuts the start short; one that fails or aborts lets it finish,
 // since the RM must hear of that.
-func (s *server) startBackendAside(ctx context.Context, job *bridge.Job, lazy *lazyBackend, path, dir string, eager bool) *backendStart {
+func (s *server) startBackendAside(ctx context.Context, job *bridge.Job, lazy *lazyBackend, path string, eager bool) *backendStart {
 	c := s.cfg
 	startCtx, stop := context.WithCancel(ctx)
 	bs := &backendStart{done: make(chan struct{}), stop: stop}
@@ -372,6 +363,16 @@ func (s *server) startBackendAside(ctx context.Context, job *bridge.Job, lazy *l
 			lazy.fail(errors.New("the job ended before it needed its backend"))
 			return
 		}
+		// The socket directory is made only for a backend that starts:
+		// most jobs on one node never need theirs.
+		dir, err := os.MkdirTemp("", "gopmi-shim-")
+		if err != nil {
+			err = fmt.Errorf("%w: create socket dir: %w", ErrBackend, err)
+			lazy.fail(err)
+			bs.err = err
+			return
+		}
+		bs.dir = dir
 		bp, info, attrs, err := s.bringUpBackend(startCtx, path, dir)
 		if err != nil {
 			lazy.fail(err)
@@ -398,6 +399,11 @@ func (bs *backendStart) close(log zerolog.Logger) {
 	if bs.bp != nil {
 		if err := bs.bp.Close(); err != nil {
 			log.Warn().Err(err).Msg("close backend")
+		}
+	}
+	if bs.dir != "" {
+		if err := os.RemoveAll(bs.dir); err != nil {
+			log.Warn().Err(err).Str("dir", bs.dir).Msg("remove socket dir")
 		}
 	}
 }

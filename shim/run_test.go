@@ -515,3 +515,31 @@ func TestRunOneNodeJobNeedsNoBackend(t *testing.T) {
 		t.Fatalf("backend started %d times", n)
 	}
 }
+
+// The backend's private socket directory exists only for a backend that
+// starts, and is gone when the shim is.
+func TestRunSocketDirLifetime(t *testing.T) {
+	dirs := make(chan string, 1)
+	start := func(_ context.Context, l launch) (backendProc, error) {
+		st, err := os.Stat(l.socketDir)
+		if err != nil || !st.IsDir() || st.Mode().Perm() != 0o700 {
+			t.Errorf("socket dir %q at start: %v, %v", l.socketDir, st, err)
+		}
+		dirs <- l.socketDir
+		return nil, errors.New("handshake: garbage on stdout")
+	}
+	p := startRun(t, oneNode(1), runOpts{start: start})
+	p.ready()
+	p.tasks[0].init()
+	p.tasks[0].send("cmd=publish_name service=svc port=p1")
+	p.tasks[0].expect("publish_result", false)
+	p.waitExit(ExitBackend, "garbage on stdout")
+	select {
+	case dir := <-dirs:
+		if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+			t.Errorf("socket dir %s left behind: %v", dir, err)
+		}
+	default:
+		t.Fatal("the backend was never started")
+	}
+}

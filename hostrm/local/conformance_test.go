@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/gopmi/gopmi/plugin"
-	"github.com/gopmi/gopmi/plugin/grpcplugin"
+	"github.com/gopmi/gopmi/plugin/grpcplugin/direct"
 	"github.com/gopmi/gopmi/plugin/plugintest"
 )
 
@@ -23,12 +23,12 @@ func serveUniverse(t *testing.T, u *Universe) string {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan error, 1)
-	go func() { served <- grpcplugin.ServeListener(ctx, ln, u, grpcplugin.WithGracePeriod(time.Second)) }()
+	go func() { served <- direct.Serve(ctx, ln, u, direct.WithGracePeriod(time.Second)) }()
 	t.Cleanup(func() {
 		u.Close()
 		cancel()
 		if err := <-served; err != nil {
-			t.Errorf("ServeListener: %v", err)
+			t.Errorf("direct.Serve: %v", err)
 		}
 	})
 	return "unix://" + sock
@@ -46,7 +46,7 @@ func TestConformanceDirect(t *testing.T) {
 }
 
 // TestConformanceServed runs the suite through the path the shims use: the
-// universe served by ServeListener, each node a connection made by Dial.
+// universe served by direct.Serve, each node a connection made by direct.Dial.
 func TestConformanceServed(t *testing.T) {
 	u := NewUniverse(UniverseOptions{})
 	addr := serveUniverse(t, u)
@@ -54,7 +54,7 @@ func TestConformanceServed(t *testing.T) {
 		NewNode: func(t *testing.T, job plugin.Job, nodeID int32) plugin.Backend {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			defer cancel()
-			c, err := grpcplugin.Dial(ctx, addr)
+			c, err := direct.Dial(ctx, addr)
 			if err != nil {
 				t.Fatalf("dial universe: %v", err)
 			}

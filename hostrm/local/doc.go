@@ -5,10 +5,10 @@
 // # Processes
 //
 //	gopmi run ── Launcher (the step-daemon role) + Universe (the RM)
-//	  │            Universe served by grpcplugin.ServeListener on
+//	  │            Universe served by direct.Serve on
 //	  │            <private 0700 dir>/universe.sock
 //	  ├── per job, per simulated node: gopmi-shim
-//	  │      └── go-plugin ──► gopmi-rm-local = Forwarder: grpcplugin.Dial(universe),
+//	  │      └── go-plugin ──► gopmi-rm-local = Forwarder: direct.Dial(universe),
 //	  │                         every call forwarded, errors unchanged
 //	  └── the tasks, PMI_FD=3 (a socketpair end) or PMI_PORT/PMI_ID
 //

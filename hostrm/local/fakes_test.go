@@ -22,7 +22,7 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/gopmi/gopmi/plugin"
-	"github.com/gopmi/gopmi/plugin/grpcplugin"
+	"github.com/gopmi/gopmi/plugin/grpcplugin/direct"
 	shimv1 "github.com/gopmi/gopmi/proto/gopmi/shim/v1"
 )
 
@@ -75,7 +75,7 @@ func openFDList() []string {
 
 // fakeShim checks what the launcher gave it, reports READY=1 and serves a
 // line protocol on the task connections: "die" exits 3, "abort <status>
-// <msg>" and "failed" reach the universe through grpcplugin.Dial. It
+// <msg>" and "failed" reach the universe through direct.Dial. It
 // exits 0 when every task connection closed.
 func fakeShim(fds []string) int {
 	in, err := io.ReadAll(os.Stdin)
@@ -202,7 +202,7 @@ func shimCommand(b *shimv1.Bootstrap, rank int32, line string) {
 	case "abort", "failed":
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		c, err := grpcplugin.Dial(ctx, os.Getenv(EnvUniverse))
+		c, err := direct.Dial(ctx, os.Getenv(EnvUniverse))
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "fake shim:", err)
 			os.Exit(1)

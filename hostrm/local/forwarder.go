@@ -11,7 +11,7 @@ import (
 	"sync"
 
 	"github.com/gopmi/gopmi/plugin"
-	"github.com/gopmi/gopmi/plugin/grpcplugin"
+	"github.com/gopmi/gopmi/plugin/grpcplugin/direct"
 )
 
 // EnvUniverse names the environment variable holding the universe's
@@ -44,10 +44,10 @@ type Forwarder struct {
 	getenv func(string) string
 
 	mu   sync.Mutex
-	addr string           // guarded by mu
-	conn *grpcplugin.Conn // guarded by mu
-	full plugin.Full      // guarded by mu
-	dial func(ctx context.Context, target string) (*grpcplugin.Conn, error)
+	addr string       // guarded by mu
+	conn *direct.Conn // guarded by mu
+	full plugin.Full  // guarded by mu
+	dial func(ctx context.Context, target string) (*direct.Conn, error)
 }
 
 var _ plugin.Full = (*Forwarder)(nil)
@@ -59,8 +59,8 @@ func NewForwarder() *Forwarder {
 }
 
 func newForwarder(args []string, getenv func(string) string) *Forwarder {
-	f := &Forwarder{args: args, getenv: getenv, dial: func(ctx context.Context, target string) (*grpcplugin.Conn, error) {
-		return grpcplugin.Dial(ctx, target)
+	f := &Forwarder{args: args, getenv: getenv, dial: func(ctx context.Context, target string) (*direct.Conn, error) {
+		return direct.Dial(ctx, target)
 	}}
 	f.Resolve = f.backend
 	return f

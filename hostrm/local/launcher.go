@@ -18,7 +18,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/gopmi/gopmi/plugin"
-	"github.com/gopmi/gopmi/plugin/grpcplugin"
+	"github.com/gopmi/gopmi/plugin/grpcplugin/direct"
 )
 
 // Environment variables that point gopmi run at binaries, for tests and
@@ -382,7 +382,7 @@ func (l *Launcher) Run(ctx context.Context) (int, error) {
 	serveCtx, stopServe := context.WithCancel(context.Background())
 	served := make(chan error, 1)
 	go func() {
-		served <- grpcplugin.ServeListener(serveCtx, ln, l.u, grpcplugin.WithGracePeriod(time.Second), grpcplugin.WithLogger(l.log))
+		served <- direct.Serve(serveCtx, ln, l.u, direct.WithGracePeriod(time.Second), direct.WithLogger(l.log))
 	}()
 	l.start = newStarter()
 	defer func() {

@@ -1,6 +1,7 @@
 package local
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -304,10 +305,6 @@ func (l *Launcher) bootstrap(rj *runJob, s *nodeStart) ([]byte, error) {
 // of the shim's ends.
 func (l *Launcher) startShim(rj *runJob, s *nodeStart) error {
 	ns := rj.spec.Job.Nspace
-	boot, err := l.bootstrap(rj, s)
-	if err != nil {
-		return fmt.Errorf("job %s node %d: bootstrap: %w", ns, s.rn.node.ID, err)
-	}
 	names := make([]string, 0, len(s.servers))
 	if l.cfg.PMIPort {
 		names = append(names, pmiPortFD)
@@ -328,11 +325,19 @@ func (l *Launcher) startShim(rj *runJob, s *nodeStart) error {
 	)
 	s.rn.tail = &tailWriter{w: l.out, quiet: &l.quiet}
 	cmd := &exec.Cmd{
-		Path:       l.shimPath,
-		Args:       []string{ShimBinary},
-		Env:        env,
-		Dir:        l.dir,
-		Stdin:      strings.NewReader(string(boot)),
+		Path: l.shimPath,
+		Args: []string{ShimBinary},
+		Env:  env,
+		Dir:  l.dir,
+		// The bootstrap is built on exec's stdin goroutine, while the
+		// tasks start: the shim reads it only once its runtime is up.
+		Stdin: &lazyReader{make: func() ([]byte, error) {
+			b, err := l.bootstrap(rj, s)
+			if err != nil {
+				l.log.Error().Err(err).Str("job", ns).Int32("node", s.rn.node.ID).Msg("bootstrap")
+			}
+			return b, err
+		}},
 		Stdout:     l.out,
 		Stderr:     s.rn.tail,
 		ExtraFiles: s.servers,
@@ -618,4 +623,22 @@ func (l *Launcher) checkJobLocked(rj *runJob) {
 		l.finished = true
 		close(l.done)
 	}
+}
+
+// lazyReader makes its content on the first Read.
+type lazyReader struct {
+	make func() ([]byte, error)
+	r    *bytes.Reader
+	err  error
+}
+
+func (z *lazyReader) Read(p []byte) (int, error) {
+	if z.r == nil && z.err == nil {
+		b, err := z.make()
+		z.r, z.err = bytes.NewReader(b), err
+	}
+	if z.err != nil {
+		return 0, z.err
+	}
+	return z.r.Read(p)
 }

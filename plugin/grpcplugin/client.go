@@ -17,6 +17,7 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/gopmi/gopmi/plugin"
+	"github.com/gopmi/gopmi/plugin/grpcplugin/direct"
 	"github.com/gopmi/gopmi/plugin/grpcplugin/internal/convert"
 	"github.com/gopmi/gopmi/plugin/grpcplugin/internal/hclogzero"
 	rmv1 "github.com/gopmi/gopmi/proto/gopmi/rm/v1"
@@ -66,7 +67,7 @@ type ClientConfig struct {
 type Client struct {
 	gp      *goplugin.Client
 	run     *procRunner
-	backend *remote
+	backend plugin.Full
 	info    *plugin.BackendInfo
 	name    string
 
@@ -163,7 +164,7 @@ func Start(ctx context.Context, cfg ClientConfig) (_ *Client, retErr error) {
 	if err != nil {
 		return nil, fmt.Errorf("start backend %s: dispense: %w", cfg.Path, err)
 	}
-	c.backend = &remote{c: raw.(rmv1.ResourceManagerServiceClient), gone: c.gone}
+	c.backend = direct.NewBackend(raw.(rmv1.ResourceManagerServiceClient), c.gone)
 	info, err := c.backend.GetInfo(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("start backend %s: %w", cfg.Path, err)
@@ -226,7 +227,7 @@ func (c *Client) Close() error {
 	return c.closeErr
 }
 
-// gone is remote's check: after the process exited or Close, every call
+// gone is the backend's check: after the process exited or Close, every call
 // fails with ErrBackendGone.
 func (c *Client) gone(wait bool) error {
 	if wait {

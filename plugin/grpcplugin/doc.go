@@ -10,8 +10,9 @@
 //     unix socket, Pdeathsig so the plugin dies with the host, and the
 //     plugin's stderr re-logged into the host's zerolog logger.
 //   - A plain socket, for backends that live in a long-running daemon
-//     (gopmi run's universe, a node daemon): ServeListener on the daemon's
-//     side, Dial on the caller's.
+//     (gopmi run's universe, a node daemon): package direct, Serve on the
+//     daemon's side, Dial on the caller's. It does not link go-plugin, and
+//     this package uses its server and client on go-plugin's connection.
 //
 // Errors keep their meaning across the wire: a backend's error wrapping a
 // plugin sentinel (plugin.ErrTimeout, ...) travels as a gRPC code plus an

@@ -3,7 +3,6 @@ package grpcplugin_test
 import (
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"time"
 
@@ -47,25 +46,4 @@ func ExampleStart() {
 	fmt.Println(c.Info().Name)
 	_, err = c.Backend().Fence(ctx, &plugin.FenceRequest{ID: "world/1", Collect: true})
 	fmt.Println(err)
-}
-
-// A daemon serves its backend on a socket; per-node callers dial it.
-func ExampleServeListener() {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	l, err := net.Listen("unix", "/run/gopmi/rm.sock")
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	go grpcplugin.ServeListener(ctx, l, myBackend{})
-
-	conn, err := grpcplugin.Dial(ctx, "unix:///run/gopmi/rm.sock")
-	if err != nil {
-		fmt.Println(err)
-		return
-	}
-	defer conn.Close()
-	info, err := conn.Backend().GetInfo(ctx)
-	fmt.Println(info, err)
 }

@@ -2,6 +2,8 @@ package grpcplugin
 
 import (
 	goplugin "github.com/hashicorp/go-plugin"
+
+	"github.com/gopmi/gopmi/plugin/grpcplugin/direct"
 )
 
 // Handshake is the go-plugin handshake the host and every backend plugin
@@ -26,7 +28,7 @@ const PluginName = "backend"
 // DefaultMaxMessageSize bounds one gRPC message in either direction unless
 // an option says otherwise: at scale a fence's collected data is hundreds
 // of MiB.
-const DefaultMaxMessageSize = 512 << 20
+const DefaultMaxMessageSize = direct.DefaultMaxMessageSize
 
 // EnvLogLevel is the environment variable through which Start passes the
 // host logger's level to the plugin, so that Serve's default logger does

@@ -11,6 +11,7 @@ import (
 
 	"github.com/gopmi/gopmi/plugin"
 	"github.com/gopmi/gopmi/plugin/grpcplugin"
+	"github.com/gopmi/gopmi/plugin/grpcplugin/direct"
 )
 
 // TestHandshakeByHandAndClosedStderr plays the host by hand, as a non-Go
@@ -59,7 +60,11 @@ func TestHandshakeByHandAndClosedStderr(t *testing.T) {
 		t.Fatalf("handshake line %q; want 1|1|unix|<path>|grpc", line)
 	}
 
-	c := dial(t, "unix://"+parts[3])
+	c, err := direct.Dial(testCtx(t), "unix://"+parts[3])
+	if err != nil {
+		t.Fatalf("Dial: %v", err)
+	}
+	t.Cleanup(func() { c.Close() })
 	b := c.Backend()
 	if info, err := b.GetInfo(testCtx(t)); err != nil || info.Name != "testrm" {
 		t.Fatalf("GetInfo = %+v, %v", info, err)

@@ -9,14 +9,14 @@ import (
 	"time"
 
 	"github.com/gopmi/gopmi/plugin"
-	"github.com/gopmi/gopmi/plugin/grpcplugin"
+	"github.com/gopmi/gopmi/plugin/grpcplugin/direct"
 )
 
 // pairTimeout bounds NewPair's set-up and tear-down.
 const pairTimeout = 10 * time.Second
 
-// NewPair serves b with grpcplugin.ServeListener on a unix socket and
-// returns a grpcplugin.Dial client of it: every call crosses real gRPC and
+// NewPair serves b with direct.Serve on a unix socket and
+// returns a direct.Dial client of it: every call crosses real gRPC and
 // both conversion directions. t.Cleanup closes the client first, then
 // stops the server, and fails t if the server does not stop in time (a
 // backend call that ignores its context).
@@ -37,7 +37,7 @@ func NewPair(t testing.TB, b plugin.Backend) plugin.Full {
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan error, 1)
 	go func() {
-		served <- grpcplugin.ServeListener(ctx, l, b, grpcplugin.WithGracePeriod(pairTimeout/4))
+		served <- direct.Serve(ctx, l, b, direct.WithGracePeriod(pairTimeout/4))
 	}()
 	stop := func() {
 		cancel()
@@ -53,7 +53,7 @@ func NewPair(t testing.TB, b plugin.Backend) plugin.Full {
 	}
 	dctx, dcancel := context.WithTimeout(context.Background(), pairTimeout)
 	defer dcancel()
-	conn, err := grpcplugin.Dial(dctx, "unix://"+sock)
+	conn, err := direct.Dial(dctx, "unix://"+sock)
 	if err != nil {
 		stop()
 		t.Fatalf("new pair: %v", err)

@@ -1,4 +1,4 @@
-package grpcplugin
+package direct
 
 import (
 	"context"
@@ -22,7 +22,10 @@ type server struct {
 
 var _ rmv1.ResourceManagerServiceServer = (*server)(nil)
 
-func newServer(b plugin.Backend) *server {
+// NewServer is the backend's side of the service: b served as
+// ResourceManagerService. Register it on a grpc.Server made with
+// Options.ServerOptions.
+func NewServer(b plugin.Backend) rmv1.ResourceManagerServiceServer {
 	return &server{b: plugin.Complete(b)}
 }
 

@@ -1,4 +1,4 @@
-package grpcplugin
+package direct
 
 import (
 	"context"
@@ -24,6 +24,19 @@ type remote struct {
 }
 
 var _ plugin.Full = (*remote)(nil)
+
+// NewBackend is the host's side of the service on c: a plugin.Full whose
+// every call converts its request, calls the service and converts the
+// answer or the error back (errors.Is holds for the backend's sentinel).
+// gone reports, wrapping plugin.ErrBackendGone, that the backend can no
+// longer answer (its process exited, the host closed the connection), or
+// nil; with wait set it may wait briefly for the process's exit to be
+// seen, so the message can carry its exit status. Calls fail at once
+// while gone says so, and a call that failed without an answer from the
+// backend reports gone's reason when there is one.
+func NewBackend(c rmv1.ResourceManagerServiceClient, gone func(wait bool) error) plugin.Full {
+	return &remote{c: c, gone: gone}
+}
 
 // call is the shape of every host-side call. A backend known to be gone
 // fails at once; otherwise the caller's ctx is the only bound.

@@ -1,4 +1,4 @@
-package grpcplugin_test
+package direct_test
 
 import (
 	"bytes"
@@ -11,17 +11,17 @@ import (
 	"time"
 
 	"github.com/gopmi/gopmi/plugin"
-	"github.com/gopmi/gopmi/plugin/grpcplugin"
+	"github.com/gopmi/gopmi/plugin/grpcplugin/direct"
 )
 
-// served is a backend served by ServeListener on a unix socket.
+// served is a backend served by Serve on a unix socket.
 type served struct {
 	target string
 	cancel context.CancelFunc
 	done   chan error
 }
 
-func serve(t *testing.T, b plugin.Backend, opts ...grpcplugin.ServeOption) *served {
+func serve(t *testing.T, b plugin.Backend, opts ...direct.ServeOption) *served {
 	t.Helper()
 	// Short path: unix socket paths are limited to 108 bytes.
 	dir, err := os.MkdirTemp("", "gopmi-gp-")
@@ -36,7 +36,7 @@ func serve(t *testing.T, b plugin.Backend, opts ...grpcplugin.ServeOption) *serv
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &served{target: "unix://" + sock, cancel: cancel, done: make(chan error, 1)}
-	go func() { s.done <- grpcplugin.ServeListener(ctx, l, b, opts...) }()
+	go func() { s.done <- direct.Serve(ctx, l, b, opts...) }()
 	t.Cleanup(func() { s.stop(t) })
 	return s
 }
@@ -47,19 +47,19 @@ func (s *served) stop(t *testing.T) {
 	select {
 	case err, ok := <-s.done:
 		if ok && err != nil {
-			t.Errorf("ServeListener: %v", err)
+			t.Errorf("Serve: %v", err)
 		}
 		if ok {
 			close(s.done)
 		}
 	case <-time.After(20 * time.Second):
-		t.Error("ServeListener did not return 20s after its context ended")
+		t.Error("Serve did not return 20s after its context ended")
 	}
 }
 
-func dial(t *testing.T, target string, opts ...grpcplugin.DialOption) *grpcplugin.Conn {
+func dial(t *testing.T, target string, opts ...direct.DialOption) *direct.Conn {
 	t.Helper()
-	c, err := grpcplugin.Dial(testCtx(t), target, opts...)
+	c, err := direct.Dial(testCtx(t), target, opts...)
 	if err != nil {
 		t.Fatalf("Dial: %v", err)
 	}
@@ -152,7 +152,7 @@ func TestListenerLargeMessage(t *testing.T) {
 		t.Errorf("echo of %d bytes came back as %d bytes", len(blob), len(resp.Data))
 	}
 
-	small := serve(t, testBackend{}, grpcplugin.WithMaxMessageSize(1<<20))
+	small := serve(t, testBackend{}, direct.WithMaxMessageSize(1<<20))
 	_, err = dial(t, small.target).Backend().Fence(testCtx(t), &plugin.FenceRequest{ID: "echo", Data: blob})
 	if err == nil {
 		t.Fatal("Fence over the server's 1 MiB limit succeeded")
@@ -163,7 +163,7 @@ func TestListenerLargeMessage(t *testing.T) {
 	}
 
 	// The same limit on the caller's side: the big answer is refused.
-	_, err = dial(t, s.target, grpcplugin.WithDialMaxMessageSize(1<<20)).Backend().Fence(testCtx(t), &plugin.FenceRequest{ID: "echo", Data: blob})
+	_, err = dial(t, s.target, direct.WithDialMaxMessageSize(1<<20)).Backend().Fence(testCtx(t), &plugin.FenceRequest{ID: "echo", Data: blob})
 	if err == nil {
 		t.Fatal("Fence over the caller's 1 MiB limit succeeded")
 	}
@@ -190,7 +190,7 @@ func (b entering) Fence(ctx context.Context, req *plugin.FenceRequest) (*plugin.
 
 func TestListenerShutdown(t *testing.T) {
 	be := entering{entered: make(chan string, 1)}
-	s := serve(t, be, grpcplugin.WithGracePeriod(100*time.Millisecond))
+	s := serve(t, be, direct.WithGracePeriod(100*time.Millisecond))
 	b := dial(t, s.target).Backend()
 	pending := make(chan error, 1)
 	go func() {
@@ -210,7 +210,7 @@ func TestListenerShutdown(t *testing.T) {
 	start := time.Now()
 	s.stop(t)
 	if d := time.Since(start); d > 5*time.Second {
-		t.Errorf("ServeListener took %s to stop with a 100ms grace period", d)
+		t.Errorf("Serve took %s to stop with a 100ms grace period", d)
 	}
 	select {
 	case err := <-pending:
@@ -244,7 +244,7 @@ func TestDialUnreachable(t *testing.T) {
 	dir := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	_, err := grpcplugin.Dial(ctx, filepath.Join(dir, "nobody.sock"))
+	_, err := direct.Dial(ctx, filepath.Join(dir, "nobody.sock"))
 	if !errors.Is(err, plugin.ErrUnavailable) {
 		t.Fatalf("Dial of a missing socket: %v; want ErrUnavailable", err)
 	}

@@ -1,4 +1,4 @@
-package grpcplugin
+package direct
 
 import (
 	"context"
@@ -34,7 +34,7 @@ func WithDialMaxMessageSize(n int) DialOption {
 	}
 }
 
-// Conn is a connection to a backend served by ServeListener.
+// Conn is a connection to a backend served by Serve.
 type Conn struct {
 	cc      *grpc.ClientConn
 	backend *remote
@@ -45,7 +45,7 @@ type Conn struct {
 	closeErr  error
 }
 
-// Dial connects to a backend served by ServeListener at target:
+// Dial connects to a backend served by Serve at target:
 // "unix:///path/to/socket", "/path/to/socket" or "host:port" (any gRPC
 // target). It returns once the connection works (a health check answers),
 // bounded by ctx; an unreachable target fails with plugin.ErrUnavailable.
