@@ -158,6 +158,12 @@ func Start(ctx context.Context, cfg ClientConfig) (_ *Client, retErr error) {
 		if time.Since(began) >= startTimeout {
 			return nil, fmt.Errorf("start backend %s: no handshake in %s: %w: %w", cfg.Path, startTimeout, res.err, plugin.ErrTimeout)
 		}
+		// A plugin that died before its handshake leaves go-plugin with an
+		// empty stdout ("Unrecognized remote plugin message"): how it
+		// ended says more.
+		if how, ok := run.exitedEarly(goneWait); ok {
+			return nil, fmt.Errorf("start backend %s: it exited before its handshake (%s): %w", cfg.Path, how, plugin.ErrBackendGone)
+		}
 		return nil, fmt.Errorf("start backend %s: %w", cfg.Path, res.err)
 	}
 	raw, err := res.proto.Dispense(PluginName)

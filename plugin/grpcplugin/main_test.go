@@ -19,7 +19,7 @@ import (
 // The test binary doubles as a plugin and as a host (the os/exec helper
 // process idiom), selected by these variables.
 const (
-	envPlugin = "GOPMI_TEST_PLUGIN" // "1": serve testBackend; "hang": never handshake
+	envPlugin = "GOPMI_TEST_PLUGIN" // "1": serve testBackend; "hang": never handshake; "die": exit 3 first
 	envHost   = "GOPMI_TEST_HOST"   // "1": start a plugin, print its pid, wait to be killed
 )
 
@@ -32,6 +32,8 @@ func TestMain(m *testing.M) {
 	case "1":
 		grpcplugin.Serve(testBackend{})
 		os.Exit(0)
+	case "die":
+		os.Exit(3)
 	case "hang":
 		// Never print the handshake; the host must give up and kill us.
 		time.Sleep(time.Minute)

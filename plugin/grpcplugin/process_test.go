@@ -246,12 +246,14 @@ func TestStartErrors(t *testing.T) {
 		cfg     grpcplugin.ClientConfig
 		timeout time.Duration
 		want    error
+		msg     string // the error says this
 	}{
-		{"no path", grpcplugin.ClientConfig{}, 5 * time.Second, plugin.ErrInvalidArgument},
-		{"missing binary", grpcplugin.ClientConfig{Path: "/nonexistent/gopmi-rm-x"}, 5 * time.Second, nil},
-		{"not a plugin", grpcplugin.ClientConfig{Path: "/bin/true"}, 5 * time.Second, nil},
-		{"hangs, ctx deadline", grpcplugin.ClientConfig{Path: os.Args[0], Env: []string{envPlugin + "=hang"}}, 300 * time.Millisecond, plugin.ErrTimeout},
-		{"hangs, start timeout", grpcplugin.ClientConfig{Path: os.Args[0], Env: []string{envPlugin + "=hang"}, StartTimeout: 300 * time.Millisecond}, 10 * time.Second, plugin.ErrTimeout},
+		{"no path", grpcplugin.ClientConfig{}, 5 * time.Second, plugin.ErrInvalidArgument, "no path"},
+		{"missing binary", grpcplugin.ClientConfig{Path: "/nonexistent/gopmi-rm-x"}, 5 * time.Second, nil, "no such file"},
+		{"not a plugin", grpcplugin.ClientConfig{Path: "/bin/true"}, 5 * time.Second, plugin.ErrBackendGone, "it exited before its handshake (exit status 0)"},
+		{"dies", grpcplugin.ClientConfig{Path: os.Args[0], Env: []string{envPlugin + "=die"}}, 5 * time.Second, plugin.ErrBackendGone, "it exited before its handshake (exit status 3)"},
+		{"hangs, ctx deadline", grpcplugin.ClientConfig{Path: os.Args[0], Env: []string{envPlugin + "=hang"}}, 300 * time.Millisecond, plugin.ErrTimeout, "context deadline exceeded"},
+		{"hangs, start timeout", grpcplugin.ClientConfig{Path: os.Args[0], Env: []string{envPlugin + "=hang"}, StartTimeout: 300 * time.Millisecond}, 10 * time.Second, plugin.ErrTimeout, "no handshake in 300ms"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -266,6 +268,9 @@ func TestStartErrors(t *testing.T) {
 			t.Logf("error: %v", err)
 			if tt.want != nil && !errors.Is(err, tt.want) {
 				t.Errorf("Start: %v; want %v", err, tt.want)
+			}
+			if !strings.Contains(err.Error(), tt.msg) {
+				t.Errorf("Start: %v; want it to say %q", err, tt.msg)
 			}
 			// Start kills what it started: none of these may take long.
 			if d := time.Since(start); d > 5*time.Second {

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/hashicorp/go-plugin/runner"
 )
@@ -105,6 +106,28 @@ func (r *procRunner) own(cmd *exec.Cmd, started chan<- error) {
 	started <- nil
 	r.waitErr = cmd.Wait()
 	close(r.exited)
+}
+
+// exitedEarly reports, waiting up to d for it, whether the process was
+// started and has exited, and how it ended.
+func (r *procRunner) exitedEarly(d time.Duration) (string, bool) {
+	r.mu.Lock()
+	started := r.cmd != nil
+	r.mu.Unlock()
+	if !started {
+		return "", false
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-r.exited:
+	case <-t.C:
+		return "", false
+	}
+	if r.waitErr != nil {
+		return r.waitErr.Error(), true
+	}
+	return "exit status 0", true
 }
 
 // Kill sends SIGKILL; it is a no-op once the process is gone.
