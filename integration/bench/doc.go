@@ -12,14 +12,63 @@
 //	    keys, fence, get G peers' keys, R rounds): fence, get and total time
 //	    at N = 16, 64, 128, 1024; a launcher that fails at some N is reported
 //	    as "fail (reason)" and not run at larger N
-//	(c) the process manager's own CPU: user+system CPU of the launcher's
-//	    whole waited-for process tree (wait4 rusage) minus the CPU every task
-//	    reports for itself (getrusage in the task, "cpu_us=" lines)
+//	(c) the process manager's own CPU, for both workloads, measured two
+//	    ways (below): by process with perf when perf works, and the rusage
+//	    estimate (c') always
+//
+// # Process-manager CPU
+//
+// perf (used when `perf record` works; -perf auto|on|off): after a size's
+// timed runs, each launcher runs -cpu-runs more times (5; N >= 512 and
+// -quick: 1), taking turns, under
+//
+//	perf record -q -e task-clock -c 100000 -o <tmp> -- <launcher argv>
+//
+// and each run is checked like a timed one. The timed runs never run under
+// perf, whose sampling costs time. `perf report --sort comm` gives one
+// sample per 0.1 ms of CPU of each thread, by process name (comm: per
+// thread, 15 characters). Each name's CPU is its samples times 0.1 ms; the
+// unfinished last period of each thread goes uncounted (under 0.1 ms per
+// thread).
+// The process-manager processes are picked by name, never as "everything
+// but the tasks", since tasks have helper threads of their own (UCX's is
+// "async"). The role split (the roles table, by the base name of the
+// launcher's command) is:
+//
+//	hydra  PM proper: mpiexec.hydra + hydra_pmi_proxy; no separate launcher
+//	gopmi  PM proper: gopmi-shim + gopmi-rm-local (shim and backend);
+//	       launcher: gopmi (`gopmi run`, in the step daemon's role: it
+//	       forks, watches and reaps the tasks, and hosts the local RM
+//	       that gopmi-rm-local forwards to, which a job on one node calls
+//	       only for spawn, the name service and the like)
+//	srun   srun (slurmstepd runs under slurmd, outside the measured tree)
+//	other  the command's base name, cut to 15 characters
+//
+// The report gives, as medians over the runs, the PM proper, the launcher
+// and "all" (PM proper + launcher; for hydra the same as the PM proper),
+// each the median of the runs' sums, with ratios against the reference
+// for the PM proper and for all. perf's own processes (perf, perf-exec)
+// are left out. A forked child keeps its parent's name until its execve
+// completes, so forking and exec'ing a task is charged to the process that
+// starts it: hydra_pmi_proxy for hydra, gopmi for gopmi.
+//
+// rusage (c'): user+system CPU of the launcher's whole waited-for process
+// tree (wait4 rusage) minus the CPU every task reports for itself
+// (getrusage in the task after MPI_Finalize, "cpu_us=" lines), medians of
+// the timed runs. It needs nothing but is biased against the process
+// manager: whatever a task spends after its report (the rest of the MPI
+// library's teardown, unmapping UCX's memory at exit: several ms per MPICH
+// task) counts as process-manager CPU, and it cannot tell gopmi's
+// processes apart. It is the only CPU table when perf is off or does not
+// work (a note says why), and is always in the JSON (pm_cpu_ms; the perf
+// measures are perf_cpu_ms by comm, pm_proper_cpu_ms, launcher_cpu_ms and
+// pm_all_cpu_ms, with the role split under "roles").
 //
 // Usage (from the repository root; `make bench` runs it):
 //
 //	go run ./integration/bench [-launcher 'name=command {n}']... [-slurm]
-//	    [-runs 10] [-runs-large 3] [-json out.json] [-quick]
+//	    [-runs 10] [-runs-large 3] [-perf auto|on|off] [-cpu-runs 5]
+//	    [-json out.json] [-quick]
 //
 // Without -launcher it measures hydra, plus gopmi when ./bin/gopmi exists
 // (the output says when it does not). -quick is a smoke run of a few

@@ -65,6 +65,18 @@ type config struct {
 	binDir     string
 	jsonPath   string
 	quick      bool
+	perfMode   string // -perf: auto, on or off
+	cpuRuns    int
+	// perf samples (c)'s runs; nil when perf is not used.
+	perf *perfCPU
+}
+
+// cpuRunsFor is how many runs under perf a size gets for (c).
+func (c *config) cpuRunsFor(n int) int {
+	if c.quick || n >= 512 {
+		return 1
+	}
+	return c.cpuRuns
 }
 
 // runsFor is how many timed runs (and warm-up runs) a size gets: fewer for
@@ -125,6 +137,8 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 		binDir    = fs.String("bin", "", "where to build the client programs (default integration/testdata/bin)")
 		jsonPath  = fs.String("json", "", "also write the results as JSON to this file")
 		quick     = fs.Bool("quick", false, "smoke mode: one run each at small N (seconds)")
+		perfMode  = fs.String("perf", "auto", "(c) per process with `perf record`: auto (when perf works), on (fail without it), off")
+		cpuRuns   = fs.Int("cpu-runs", 5, "runs per launcher under perf for (c), after the timed runs (N >= 512 and -quick: 1)")
 	)
 	fs.Var(&ls, "launcher", "`name=command template` with {n} for the task count; repeatable (default: hydra, and gopmi if -gopmi exists)")
 	if err := fs.Parse(args); err != nil {
@@ -140,6 +154,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 		runs: *runs, runsLarge: *runsLarge, warmup: *warmup,
 		k: *k, g: *g, v: *v, r: *rounds,
 		timeout: *timeout, binDir: *binDir, jsonPath: *jsonPath, quick: *quick,
+		perfMode: *perfMode, cpuRuns: *cpuRuns,
 	}
 	if *quick {
 		// Small unless the caller asked for something else.
@@ -166,8 +181,13 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	if c.pmi2Ns, err = parseInts(*pmi2); err != nil {
 		return nil, fmt.Errorf("-pmi2: %w", err)
 	}
-	if c.runs < 1 || c.runsLarge < 1 || c.warmup < 0 {
-		return nil, errors.New("-runs and -runs-large must be >= 1, -warmup >= 0")
+	if c.runs < 1 || c.runsLarge < 1 || c.warmup < 0 || c.cpuRuns < 1 {
+		return nil, errors.New("-runs, -runs-large and -cpu-runs must be >= 1, -warmup >= 0")
+	}
+	switch c.perfMode {
+	case "auto", "on", "off":
+	default:
+		return nil, fmt.Errorf("-perf %q: want auto, on or off", c.perfMode)
 	}
 
 	if len(ls) == 0 {
@@ -220,6 +240,19 @@ type cell struct {
 	// Median over Samples of each measure.
 	Median sample  `json:"median"`
 	MinMS  float64 `json:"min_wall_ms"`
+
+	// The runs under perf, for (c): CPU ms by comm, one map per run.
+	PerfRuns []map[string]float64 `json:"perf_runs_cpu_ms,omitempty"`
+	// PerfFail is why a run under perf failed ("" if none did); the
+	// launcher is not run under perf again at this size.
+	PerfFail string `json:"perf_fail,omitempty"`
+	// Medians over PerfRuns: by comm (0 in a run without the comm), and
+	// of each run's sum over the comms of a role (see roles), so the role
+	// medians need not add up exactly.
+	PerfCPUMS     map[string]float64 `json:"perf_cpu_ms,omitempty"`
+	PMProperCPUMS float64            `json:"pm_proper_cpu_ms,omitempty"`
+	LauncherCPUMS float64            `json:"launcher_cpu_ms,omitempty"`
+	PMAllCPUMS    float64            `json:"pm_all_cpu_ms,omitempty"`
 }
 
 type report struct {
@@ -229,7 +262,11 @@ type report struct {
 	Reference string            `json:"reference"`
 	Notes     []string          `json:"notes,omitempty"`
 	Params    map[string]int    `json:"params"`
-	Cells     []*cell           `json:"cells"`
+	// PerfNote is why (c) was not measured with perf ("" if it was).
+	PerfNote string `json:"perf_note,omitempty"`
+	// Roles is each launcher's role split for the perf measures.
+	Roles map[string]roleSplit `json:"roles"`
+	Cells []*cell              `json:"cells"`
 }
 
 // section is one workload measured at several sizes.
@@ -266,6 +303,28 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "bench:", err)
 		return 1
 	}
+	var (
+		p        *perfCPU
+		probeErr error
+	)
+	if cfg.perfMode != "off" {
+		pdir, err := os.MkdirTemp("", "gopmi-bench-perf-")
+		if err != nil {
+			fmt.Fprintln(stderr, "bench:", err)
+			return 1
+		}
+		defer os.RemoveAll(pdir)
+		p = &perfCPU{bin: "perf", dir: pdir}
+		probeErr = p.probe(ctx)
+	}
+	use, perfNote, err := perfDecision(cfg.perfMode, probeErr)
+	if err != nil {
+		fmt.Fprintln(stderr, "bench:", err)
+		return 1
+	}
+	if use {
+		cfg.perf = p
+	}
 
 	rep := &report{
 		Started:   time.Now(),
@@ -273,10 +332,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		Launchers: map[string]string{},
 		Reference: cfg.launchers[0].Name,
 		Notes:     cfg.notes,
-		Params:    map[string]int{"k": cfg.k, "g": cfg.g, "v": cfg.v, "rounds": cfg.r, "runs": cfg.runs, "runs_large": cfg.runsLarge, "warmup": cfg.warmup},
+		Params: map[string]int{"k": cfg.k, "g": cfg.g, "v": cfg.v, "rounds": cfg.r, "runs": cfg.runs,
+			"runs_large": cfg.runsLarge, "warmup": cfg.warmup, "cpu_runs": cfg.cpuRuns},
+		PerfNote: perfNote,
+		Roles:    map[string]roleSplit{},
 	}
 	for _, l := range cfg.launchers {
 		rep.Launchers[l.Name] = strings.Join(l.Template, " ")
+		rep.Roles[l.Name] = rolesOf(l)
 	}
 	sections := []section{
 		{
@@ -373,11 +436,51 @@ func measure(ctx context.Context, cfg *config, s section, prog string, rep *repo
 				one(l, true, i)
 			}
 		}
-		for _, c := range cells {
-			summarize(c)
+		// (c) under perf after the timed runs, which perf would slow down.
+		if cfg.perf != nil {
+			cpuRuns := cfg.cpuRunsFor(n)
+			for i := 0; i < cpuRuns; i++ {
+				for _, l := range active {
+					if ctx.Err() != nil {
+						return fmt.Errorf("interrupted: %w", ctx.Err())
+					}
+					perfOne(ctx, cfg, s, n, l, cells[l.Name], i, cpuRuns, progress)
+				}
+			}
+		}
+		for _, l := range active {
+			summarize(cells[l.Name])
+			summarizePerf(cells[l.Name], rolesOf(l))
 		}
 	}
 	return nil
+}
+
+// perfOne is one run of a launcher under perf for (c), checked like a
+// timed run.
+func perfOne(ctx context.Context, cfg *config, s section, n int, l clients.Launcher, c *cell, i, runs int, progress io.Writer) {
+	if c.Fail != "" || c.PerfFail != "" {
+		return
+	}
+	res, cpu, err := cfg.perf.run(ctx, c.Argv, cfg.timeoutFor(n))
+	if err == nil {
+		_, err = s.parse(res, n)
+	} else if res.TimedOut {
+		err = errors.New(res.Summary())
+	}
+	if err == nil && cpu == nil {
+		err = errors.New("no perf samples")
+	}
+	what := fmt.Sprintf("perf run %d/%d", i+1, runs)
+	if err != nil {
+		c.PerfFail = err.Error()
+		fmt.Fprintf(progress, "%s n=%d %s %s: fail (%s)\n", s.name, n, l.Name, what, c.PerfFail)
+		return
+	}
+	c.PerfRuns = append(c.PerfRuns, cpu)
+	r := rolesOf(l)
+	fmt.Fprintf(progress, "%s n=%d %s %s: CPU of the PM proper %.1f ms, with the launcher %.1f ms\n",
+		s.name, n, l.Name, what, sum(cpu, r.PM), sum(cpu, r.PM)+sum(cpu, r.Launcher))
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
@@ -477,6 +580,31 @@ func summarize(c *cell) {
 		GetUS:     int64(median(col(func(s sample) float64 { return float64(s.GetUS) }))),
 		TotalUS:   int64(median(col(func(s sample) float64 { return float64(s.TotalUS) }))),
 	}
+}
+
+// summarizePerf fills the perf medians of a cell from its runs.
+func summarizePerf(c *cell, r roleSplit) {
+	if len(c.PerfRuns) == 0 {
+		return
+	}
+	col := func(f func(map[string]float64) float64) float64 {
+		xs := make([]float64, len(c.PerfRuns))
+		for i, run := range c.PerfRuns {
+			xs[i] = f(run)
+		}
+		return median(xs)
+	}
+	c.PerfCPUMS = map[string]float64{}
+	for _, run := range c.PerfRuns {
+		for name := range run {
+			if _, done := c.PerfCPUMS[name]; !done {
+				c.PerfCPUMS[name] = col(func(m map[string]float64) float64 { return m[name] })
+			}
+		}
+	}
+	c.PMProperCPUMS = col(func(m map[string]float64) float64 { return sum(m, r.PM) })
+	c.LauncherCPUMS = col(func(m map[string]float64) float64 { return sum(m, r.Launcher) })
+	c.PMAllCPUMS = col(func(m map[string]float64) float64 { return sum(m, r.PM) + sum(m, r.Launcher) })
 }
 
 func hostInfo(ctx context.Context) map[string]string {

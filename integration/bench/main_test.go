@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -12,7 +13,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	"go.uber.org/goleak"
+
+	"github.com/gopmi/gopmi/integration/clients"
 )
 
 func TestMain(m *testing.M) {
@@ -52,7 +57,9 @@ func TestQuickHydra(t *testing.T) {
 		`(?m)^2\s+1\s+\d+\.\d \(\d+\.\d\)\s*$`,
 		`(?m)^\(b\) PMI-2 microbench`,
 		`(?m)^4\s+hydra\s+1\s+\d+\.\d\s+\d+\.\d\s+\d+\.\d\s+\d+\.\d`,
-		`(?m)^\(c\) process-manager CPU`,
+		// (c) from perf samples when perf works, else a note saying why.
+		`(?m)^\(c\) process-manager CPU by process( \(perf task-clock samples, 1 run\)|: not measured \(perf not used: )`,
+		`(?m)^\(c'\) process-manager CPU estimate: launcher's wait4 tree`,
 		`(?m)^hello\s+1\s+-?\d+\.\d\s*$`,
 		`(?m)^pmi2_bench\s+4\s+-?\d+\.\d\s*$`,
 	} {
@@ -90,9 +97,15 @@ func TestQuickHydra(t *testing.T) {
 // "fail (reason)" cell, is not run at larger sizes, and that the ratio
 // columns appear for a second launcher.
 func TestFailingLauncherIsReported(t *testing.T) {
-	out, rep := runBench(t, "-quick", "-pmi2", "4,8",
+	out, rep := runBench(t, "-quick", "-pmi2", "4,8", "-perf", "off",
 		"-launcher", "hydra=mpiexec.hydra -n {n}",
 		"-launcher", "broken=false -n {n}")
+	if !strings.Contains(out, "\n(c) process-manager CPU by process: not measured (perf not used: -perf off)\n") {
+		t.Errorf("no note that perf is off:\n%s", out)
+	}
+	if rep.PerfNote != "-perf off" {
+		t.Errorf("perf_note = %q, want -perf off", rep.PerfNote)
+	}
 	if !regexp.MustCompile(`(?m)^N\s+runs\s+hydra\s+broken\s+broken/hydra\s+speedup\s*$`).MatchString(out) {
 		t.Errorf("no ratio columns in (a):\n%s", out)
 	}
@@ -130,6 +143,8 @@ func TestParseFlags(t *testing.T) {
 		{"missing command", []string{"-launcher", "a=/no/such/launcher -n {n}"}, "not found"},
 		{"bad sizes", []string{"-hello", "1,x"}, "bad size"},
 		{"stray argument", []string{"extra"}, "unexpected arguments"},
+		{"bad perf mode", []string{"-perf", "yes"}, "want auto, on or off"},
+		{"no cpu runs", []string{"-cpu-runs", "0"}, "-cpu-runs must be >= 1"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -176,7 +191,274 @@ func TestRunsFor(t *testing.T) {
 			t.Errorf("runsFor(%d) = %d, %d; want %d, %d", tt.n, r, w, tt.runs, tt.warmup)
 		}
 	}
+	for _, tt := range []struct {
+		quick      bool
+		n, cpuRuns int
+	}{{false, 16, 5}, {false, 128, 5}, {false, 1024, 1}, {true, 16, 1}} {
+		cfg := &config{cpuRuns: 5, quick: tt.quick}
+		if got := cfg.cpuRunsFor(tt.n); got != tt.cpuRuns {
+			t.Errorf("quick=%v: cpuRunsFor(%d) = %d, want %d", tt.quick, tt.n, got, tt.cpuRuns)
+		}
+	}
 	if m := median([]float64{5, 1, 3, 2}); m != 2.5 {
 		t.Errorf("median = %v, want 2.5", m)
+	}
+}
+
+// perfHydraReport is `perf report --sort comm -n --stdio --no-children -g
+// none` of `perf record -e task-clock -c 100000 -- mpiexec.hydra -n 2
+// mpi_hello`, with perf's own comms added as they show when perf forks
+// the launcher.
+const perfHydraReport = `# To display the perf.data header info, please use --header/--header-only options.
+#
+#
+# Total Lost Samples: 0
+#
+# Samples: 813  of event 'task-clock'
+# Event count (approx.): 81300000
+#
+# Overhead       Samples  Command        
+# ........  ............  ...............
+#
+    88.19%           717  mpi_hello      
+     5.90%            48  hydra_pmi_proxy
+     4.80%            39  mpiexec.hydra  
+     0.49%             4  async          
+     0.37%             3  perf-exec      
+     0.25%             2  perf           
+
+
+#
+# (Tip: Create an archive with symtabs to analyse on other machine: perf archive)
+#
+`
+
+func TestParsePerfReport(t *testing.T) {
+	tests := []struct {
+		name    string
+		in      string
+		want    map[string]int
+		wantErr string
+	}{
+		{name: "hydra run", in: perfHydraReport, want: map[string]int{
+			"mpi_hello": 717, "hydra_pmi_proxy": 48, "mpiexec.hydra": 39, "async": 4, "perf-exec": 3, "perf": 2,
+		}},
+		{name: "comm with spaces", in: "# Total Lost Samples: 0\n    60.00%   3  Web Content    \n    40.00%   2  gopmi\n",
+			want: map[string]int{"Web Content": 3, "gopmi": 2}},
+		{name: "lost samples", in: "# Total Lost Samples: 12\n   100.00%   3  gopmi\n", wantErr: "lost samples"},
+		{name: "not a row", in: "# header\nError: something went wrong\n", wantErr: "unexpected line"},
+		{name: "no count", in: "   100.00%  gopmi\n", wantErr: "unexpected line"},
+		{name: "headers only", in: "# Samples: 0\n#\n\n", wantErr: "no samples"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := parsePerfReport(tt.in)
+			if tt.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.wantErr) {
+					t.Fatalf("err = %v, want one containing %q", err, tt.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tt.want, got); diff != "" {
+				t.Errorf("samples (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestPerfRoles checks the role split: which comms each launcher's PM
+// proper and launcher are, and that a cell's medians add them up run by
+// run, leaving out the tasks (and their helper threads) and perf.
+func TestPerfRoles(t *testing.T) {
+	hydra := clients.Launcher{Name: "mpich", Template: []string{"/usr/bin/mpiexec.hydra", "-n", "{n}"}}
+	gopmi := clients.Launcher{Name: "gopmi", Template: []string{"./bin/gopmi", "run", "-n", "{n}"}}
+	custom := clients.Launcher{Name: "mine", Template: []string{"/opt/x/my-process-manager-launcher", "{n}"}}
+	for _, tt := range []struct {
+		l    clients.Launcher
+		want roleSplit
+	}{
+		{hydra, roleSplit{PM: []string{"mpiexec.hydra", "hydra_pmi_proxy"}}},
+		{gopmi, roleSplit{PM: []string{"gopmi-shim", "gopmi-rm-local"}, Launcher: []string{"gopmi"}}},
+		{clients.Launcher{Name: "srun", Template: []string{"srun", "--mpi=pmi2", "-n", "{n}"}}, roleSplit{PM: []string{"srun"}}},
+		{custom, roleSplit{PM: []string{"my-process-mana"}}},
+	} {
+		if diff := cmp.Diff(tt.want, rolesOf(tt.l)); diff != "" {
+			t.Errorf("rolesOf(%s) (-want +got):\n%s", tt.l, diff)
+		}
+	}
+
+	samples, err := parsePerfReport(perfHydraReport)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cpu := cpuMS(samples)
+	approx := cmpopts.EquateApprox(0, 1e-9)
+	if diff := cmp.Diff(map[string]float64{"mpi_hello": 71.7, "hydra_pmi_proxy": 4.8, "mpiexec.hydra": 3.9, "async": 0.4}, cpu, approx); diff != "" {
+		t.Errorf("cpuMS (-want +got):\n%s", diff)
+	}
+	hc := &cell{PerfRuns: []map[string]float64{cpu}}
+	summarizePerf(hc, rolesOf(hydra))
+	if !cmp.Equal(hc.PMProperCPUMS, 8.7, approx) || !cmp.Equal(hc.PMAllCPUMS, 8.7, approx) || hc.LauncherCPUMS != 0 {
+		t.Errorf("hydra: pm=%v all=%v launcher=%v, want 8.7, 8.7, 0", hc.PMProperCPUMS, hc.PMAllCPUMS, hc.LauncherCPUMS)
+	}
+
+	// Three gopmi runs; the second has no backend (a one-node job starts
+	// it on demand). Role medians are medians of each run's sum.
+	gc := &cell{PerfRuns: []map[string]float64{
+		{"gopmi": 10, "gopmi-shim": 8, "gopmi-rm-local": 6, "mpi_hello": 70, "async": 1},
+		{"gopmi": 12, "gopmi-shim": 9, "mpi_hello": 75},
+		{"gopmi": 11, "gopmi-shim": 7, "gopmi-rm-local": 5, "mpi_hello": 72, "async": 2},
+	}}
+	summarizePerf(gc, rolesOf(gopmi))
+	want := map[string]float64{"gopmi": 11, "gopmi-shim": 8, "gopmi-rm-local": 5, "mpi_hello": 72, "async": 1}
+	if diff := cmp.Diff(want, gc.PerfCPUMS, approx); diff != "" {
+		t.Errorf("gopmi perf_cpu_ms (-want +got):\n%s", diff)
+	}
+	// pm per run: 14, 9, 12; launcher: 10, 12, 11; all: 24, 21, 23.
+	if gc.PMProperCPUMS != 12 || gc.LauncherCPUMS != 11 || gc.PMAllCPUMS != 23 {
+		t.Errorf("gopmi: pm=%v launcher=%v all=%v, want 12, 11, 23", gc.PMProperCPUMS, gc.LauncherCPUMS, gc.PMAllCPUMS)
+	}
+}
+
+func TestPerfDecision(t *testing.T) {
+	broken := errors.New("perf record: exit status 255: no access")
+	for _, tt := range []struct {
+		mode    string
+		probe   error
+		use     bool
+		note    string
+		wantErr bool
+	}{
+		{mode: "auto", use: true},
+		{mode: "on", use: true},
+		{mode: "off", probe: nil, note: "-perf off"},
+		{mode: "auto", probe: broken, note: "perf does not work here: perf record: exit status 255: no access"},
+		{mode: "on", probe: broken, wantErr: true},
+	} {
+		use, note, err := perfDecision(tt.mode, tt.probe)
+		if use != tt.use || note != tt.note || (err != nil) != tt.wantErr || (err != nil && !errors.Is(err, broken)) {
+			t.Errorf("perfDecision(%s, %v) = %v, %q, %v; want %v, %q, error %v", tt.mode, tt.probe, use, note, err, tt.use, tt.note, tt.wantErr)
+		}
+	}
+
+	p := &perfCPU{bin: "/no/such/perf", dir: t.TempDir()}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := p.probe(ctx); err == nil || !strings.Contains(err.Error(), "install linux-perf") {
+		t.Errorf("probe without perf: %v, want an error naming linux-perf", err)
+	}
+}
+
+// TestPrintWithoutPerf checks the report when perf is not used: the note
+// says why, and (c') is the only CPU table.
+func TestPrintWithoutPerf(t *testing.T) {
+	cfg := &config{launchers: []clients.Launcher{clients.Hydra}, helloNs: []int{1}, runs: 1, runsLarge: 1}
+	rep := &report{
+		Host: map[string]string{}, Launchers: map[string]string{"hydra": "mpiexec.hydra -n {n}"}, Reference: "hydra",
+		PerfNote: "perf does not work here: exec: \"perf\": executable file not found in $PATH (install linux-perf)",
+		Roles:    map[string]roleSplit{"hydra": rolesOf(clients.Hydra)},
+		Cells: []*cell{{Section: "hello", N: 1, Launcher: "hydra", Samples: []sample{{WallMS: 50, PMCPUMS: 9.5}},
+			Median: sample{WallMS: 50, PMCPUMS: 9.5}, MinMS: 50}},
+	}
+	var out bytes.Buffer
+	printReport(&out, cfg, rep)
+	for _, re := range []string{
+		`(?m)^\(c\) process-manager CPU by process: not measured \(perf not used: perf does not work here: .*install linux-perf\)\)$`,
+		`(?m)^\(c'\) process-manager CPU estimate`,
+		`(?m)^hello\s+1\s+9\.5\s*$`,
+	} {
+		if !regexp.MustCompile(re).MatchString(out.String()) {
+			t.Errorf("output lacks %s:\n%s", re, out.String())
+		}
+	}
+	if strings.Contains(out.String(), "task-clock") {
+		t.Errorf("perf table printed without perf:\n%s", out.String())
+	}
+}
+
+// repoGopmi is the repository's ./bin/gopmi, "" if it is not built.
+func repoGopmi(t *testing.T) string {
+	t.Helper()
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for d := wd; ; d = filepath.Dir(d) {
+		if _, err := os.Stat(filepath.Join(d, "go.mod")); err == nil {
+			p := filepath.Join(d, "bin", "gopmi")
+			if st, err := os.Stat(p); err == nil && st.Mode().IsRegular() {
+				return p
+			}
+			return ""
+		}
+		if filepath.Dir(d) == d {
+			return ""
+		}
+	}
+}
+
+// TestQuickPerfOn is a smoke run of (c) under perf: the perf table has
+// numbers for hydra and, when ./bin/gopmi is built, for gopmi's roles, and
+// the JSON holds the per-comm and per-role medians.
+func TestQuickPerfOn(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := (&perfCPU{bin: "perf", dir: t.TempDir()}).probe(ctx); err != nil {
+		t.Skipf("perf does not work on this machine (%v); the bench falls back to the rusage estimate", err)
+	}
+	gopmi := repoGopmi(t)
+	args := []string{"-quick", "-perf", "on", "-gopmi", "/no/such/gopmi"}
+	if gopmi != "" {
+		args[len(args)-1] = gopmi
+	} else {
+		t.Log("./bin/gopmi is not built (make build): measuring hydra only")
+	}
+	out, rep := runBench(t, args...)
+
+	num := `\d+\.\d`
+	ratio := `\d+\.\d\d \(\d+\.\d\dx\)`
+	res := []string{`(?m)^\(c\) process-manager CPU by process \(perf task-clock samples, 1 run\): ms, medians$`,
+		`(?m)^\(c'\) process-manager CPU estimate`}
+	if gopmi != "" {
+		res = append(res,
+			`(?m)^workload\s+N\s+hydra\s+gopmi pm\s+gopmi launcher\s+gopmi all\s+gopmi pm/hydra\s+gopmi all/hydra\s*$`,
+			`(?m)^hello\s+2\s+`+num+`\s+`+num+`\s+`+num+`\s+`+num+`\s+`+ratio+`\s+`+ratio+`\s*$`,
+			`(?m)^pmi2_bench\s+4\s+`+num+`\s+`+num+`\s+`+num+`\s+`+num+`\s+`+ratio+`\s+`+ratio+`\s*$`)
+	} else {
+		res = append(res, `(?m)^workload\s+N\s+hydra\s*$`, `(?m)^hello\s+2\s+`+num+`\s*$`, `(?m)^pmi2_bench\s+4\s+`+num+`\s*$`)
+	}
+	for _, re := range res {
+		if !regexp.MustCompile(re).MatchString(out) {
+			t.Errorf("output lacks %s", re)
+		}
+	}
+	if rep.PerfNote != "" || rep.Params["cpu_runs"] != 5 {
+		t.Errorf("perf_note = %q, cpu_runs = %d", rep.PerfNote, rep.Params["cpu_runs"])
+	}
+	launchers := map[string]bool{}
+	for _, c := range rep.Cells {
+		launchers[c.Launcher] = true
+		task := map[string]string{"hello": "mpi_hello", "pmi2": "pmi2_bench"}[c.Section]
+		if c.Fail != "" || c.PerfFail != "" || len(c.PerfRuns) != 1 {
+			t.Errorf("%s N=%d %s: fail=%q perf_fail=%q perf runs=%d", c.Section, c.N, c.Launcher, c.Fail, c.PerfFail, len(c.PerfRuns))
+			continue
+		}
+		if c.PerfCPUMS[task] <= 0 || c.PerfCPUMS["perf"] != 0 || c.PMProperCPUMS <= 0 {
+			t.Errorf("%s N=%d %s: perf_cpu_ms=%v pm_proper=%v", c.Section, c.N, c.Launcher, c.PerfCPUMS, c.PMProperCPUMS)
+		}
+		r := rep.Roles[c.Launcher]
+		pm, all := sum(c.PerfCPUMS, r.PM), sum(c.PerfCPUMS, r.PM)+sum(c.PerfCPUMS, r.Launcher)
+		if c.PMProperCPUMS != pm || c.PMAllCPUMS != all {
+			t.Errorf("%s N=%d %s: pm_proper=%v pm_all=%v, want %v, %v from %v", c.Section, c.N, c.Launcher, c.PMProperCPUMS, c.PMAllCPUMS, pm, all, c.PerfCPUMS)
+		}
+		if c.Launcher == "gopmi" && (c.LauncherCPUMS <= 0 || c.PerfCPUMS["gopmi-shim"] <= 0) {
+			t.Errorf("%s N=%d gopmi: launcher=%v perf_cpu_ms=%v", c.Section, c.N, c.LauncherCPUMS, c.PerfCPUMS)
+		}
+	}
+	if !launchers["hydra"] || launchers["gopmi"] != (gopmi != "") {
+		t.Errorf("cells of %v, want hydra and gopmi=%v", launchers, gopmi != "")
 	}
 }

@@ -32,6 +32,11 @@ func failText(c *cell) string {
 
 func ok(c *cell) bool { return c != nil && c.Fail == "" && len(c.Samples) > 0 }
 
+// okPerf is whether a cell has CPU measured under perf.
+func okPerf(c *cell) bool {
+	return c != nil && c.Fail == "" && c.PerfFail == "" && len(c.PerfRuns) > 0
+}
+
 // ratio formats other/ref (lower is better for times) and ref/other as the
 // speedup.
 func ratio(ref, other float64) (string, string) {
@@ -44,10 +49,15 @@ func ratio(ref, other float64) (string, string) {
 // ratioCols is, for each launcher in others, the two ratio columns of one
 // measure against ref at a size of a section ("-" where either failed).
 func (r *report) ratioCols(section string, n int, ref string, others []string, measure func(*cell) float64) []string {
+	return r.ratioColsIf(section, n, ref, others, ok, measure)
+}
+
+// ratioColsIf is ratioCols for the cells where has holds.
+func (r *report) ratioColsIf(section string, n int, ref string, others []string, has func(*cell) bool, measure func(*cell) float64) []string {
 	a := r.find(section, n, ref)
 	var cols []string
 	for _, o := range others {
-		if b := r.find(section, n, o); ok(a) && ok(b) {
+		if b := r.find(section, n, o); has(a) && has(b) {
 			x, y := ratio(measure(a), measure(b))
 			cols = append(cols, x, y)
 		} else {
@@ -141,7 +151,15 @@ func printReport(w io.Writer, cfg *config, r *report) {
 	tw.Flush()
 
 	// (c) process-manager CPU.
-	fmt.Fprintf(w, "\n(c) process-manager CPU: launcher tree user+sys (wait4) minus the tasks' own getrusage; ms, medians\n")
+	cpuSections := []cpuSection{{"hello", "hello", cfg.helloNs}, {"pmi2", "pmi2_bench", cfg.pmi2Ns}}
+	if cfg.perf != nil {
+		printPerfCPU(w, cfg, r, cpuSections, names, others)
+	} else {
+		fmt.Fprintf(w, "\n(c) process-manager CPU by process: not measured (perf not used: %s)\n", r.PerfNote)
+	}
+	fmt.Fprintf(w, "\n(c') process-manager CPU estimate: launcher's wait4 tree user+sys minus the tasks' own\n")
+	fmt.Fprintf(w, "     getrusage; includes each task's teardown after its report (end of MPI_Finalize, exit);\n")
+	fmt.Fprintf(w, "     ms, medians of the timed runs\n")
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	head = []string{"workload", "N"}
 	head = append(head, names...)
@@ -149,10 +167,7 @@ func printReport(w io.Writer, cfg *config, r *report) {
 		head = append(head, o+"/"+ref, ref+"/"+o)
 	}
 	fmt.Fprintln(tw, strings.Join(head, "\t"))
-	for _, sec := range []struct {
-		name, label string
-		ns          []int
-	}{{"hello", "hello", cfg.helloNs}, {"pmi2", "pmi2_bench", cfg.pmi2Ns}} {
+	for _, sec := range cpuSections {
 		for _, n := range sec.ns {
 			row := []string{sec.label, fmt.Sprint(n)}
 			for _, name := range names {
@@ -177,6 +192,9 @@ func printReport(w io.Writer, cfg *config, r *report) {
 		if c.Fail != "" && !strings.HasPrefix(c.Fail, "not run:") {
 			fails = append(fails, fmt.Sprintf("  %s N=%d %s: %s", c.Section, c.N, c.Launcher, shorten(c.Fail, 300)))
 		}
+		if c.PerfFail != "" {
+			fails = append(fails, fmt.Sprintf("  %s N=%d %s under perf: %s", c.Section, c.N, c.Launcher, shorten(c.PerfFail, 300)))
+		}
 	}
 	if len(fails) > 0 {
 		slices.Sort(fails)
@@ -188,4 +206,95 @@ func printReport(w io.Writer, cfg *config, r *report) {
 	if cfg.jsonPath != "" {
 		fmt.Fprintf(w, "\nJSON: %s\n", cfg.jsonPath)
 	}
+}
+
+// cpuSection is a workload's rows in the (c) tables.
+type cpuSection struct {
+	name, label string
+	ns          []int
+}
+
+// printPerfCPU is the (c) table: each launcher's process-manager CPU from
+// perf samples, split by role, with ratios against the reference for the
+// PM proper and for everything the launcher runs but the tasks.
+func printPerfCPU(w io.Writer, cfg *config, r *report, secs []cpuSection, names, others []string) {
+	ref := r.Reference
+	runs := fmt.Sprintf("%d runs", cfg.cpuRunsFor(1))
+	if cfg.cpuRunsFor(1) == 1 {
+		runs = "1 run"
+	}
+	for _, sec := range secs {
+		if slices.ContainsFunc(sec.ns, func(n int) bool { return cfg.cpuRunsFor(n) != cfg.cpuRunsFor(1) }) {
+			runs += ", N >= 512: 1"
+			break
+		}
+	}
+	fmt.Fprintf(w, "\n(c) process-manager CPU by process (perf task-clock samples, %s): ms, medians\n", runs)
+	var pm, launcher []string
+	for _, name := range names {
+		rs := r.Roles[name]
+		pm = append(pm, name+" = "+strings.Join(rs.PM, " + "))
+		if len(rs.Launcher) > 0 {
+			launcher = append(launcher, name+" = "+strings.Join(rs.Launcher, " + "))
+		}
+	}
+	fmt.Fprintf(w, "    pm (PM proper): %s\n", strings.Join(pm, "; "))
+	if len(launcher) > 0 {
+		fmt.Fprintf(w, "    launcher: %s; all = pm + launcher\n", strings.Join(launcher, "; "))
+		fmt.Fprintf(w, "    (gopmi run is the step daemon: it starts and reaps the tasks, and hosts the local RM)\n")
+	}
+	fmt.Fprintf(w, "    a task's fork and exec count for the process that starts it\n")
+
+	split := func(name string) bool { return len(r.Roles[name].Launcher) > 0 }
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	head := []string{"workload", "N"}
+	for _, name := range names {
+		if split(name) {
+			head = append(head, name+" pm", name+" launcher", name+" all")
+		} else {
+			head = append(head, name)
+		}
+	}
+	for _, o := range others {
+		head = append(head, o+" pm/"+ref, o+" all/"+ref)
+	}
+	fmt.Fprintln(tw, strings.Join(head, "\t"))
+	for _, sec := range secs {
+		for _, n := range sec.ns {
+			row := []string{sec.label, fmt.Sprint(n)}
+			for _, name := range names {
+				c := r.find(sec.name, n, name)
+				cols := 1
+				if split(name) {
+					cols = 3
+				}
+				switch {
+				case okPerf(c):
+					row = append(row, fmt.Sprintf("%.1f", c.PMProperCPUMS))
+					if cols == 3 {
+						row = append(row, fmt.Sprintf("%.1f", c.LauncherCPUMS), fmt.Sprintf("%.1f", c.PMAllCPUMS))
+					}
+				case c != nil && (c.Fail != "" || c.PerfFail != ""):
+					row = append(row, slices.Repeat([]string{"fail"}, cols)...)
+				default:
+					row = append(row, slices.Repeat([]string{"-"}, cols)...)
+				}
+			}
+			pmRatios := r.ratioColsIf(sec.name, n, ref, others, okPerf, func(c *cell) float64 { return c.PMProperCPUMS })
+			allRatios := r.ratioColsIf(sec.name, n, ref, others, okPerf, func(c *cell) float64 { return c.PMAllCPUMS })
+			for i := 0; i < len(pmRatios); i += 2 {
+				row = append(row, joinRatio(pmRatios[i], pmRatios[i+1]), joinRatio(allRatios[i], allRatios[i+1]))
+			}
+			fmt.Fprintln(tw, strings.Join(row, "\t"))
+		}
+	}
+	tw.Flush()
+}
+
+// joinRatio puts ratio's two forms in one column: "1.50 (0.67x)".
+func joinRatio(x, y string) string {
+	if x == "-" {
+		return "-"
+	}
+	return x + " (" + y + ")"
 }
