@@ -24,49 +24,52 @@ import (
 // thread ends only when the starter is closed, after every child was
 // reaped; if gopmi run itself dies, the kernel kills every child.
 type starter struct {
-	reqs chan startReq
+	reqs chan func()
 	done chan struct{}
 }
 
-type startReq struct {
-	cmd *exec.Cmd
-	err chan<- error
-}
-
 func newStarter() *starter {
-	s := &starter{reqs: make(chan startReq), done: make(chan struct{})}
+	s := &starter{reqs: make(chan func()), done: make(chan struct{})}
 	go func() {
 		defer close(s.done)
 		// Never unlocked: the thread exits with the goroutine.
 		runtime.LockOSThread()
-		for r := range s.reqs {
-			r.err <- r.cmd.Start()
+		for f := range s.reqs {
+			f()
 		}
 	}()
 	return s
 }
 
-// start runs cmd.Start on the starter's thread with Pdeathsig set.
-func (s *starter) start(cmd *exec.Cmd) error {
+// do runs f on the starter's thread and returns when f did. f starts
+// children with startChild, and must not call do. One do for a whole
+// launch keeps the launch on one thread: a hand-off per child cost up to
+// a millisecond of latency each, waking the other thread.
+func (s *starter) do(f func()) {
+	done := make(chan struct{})
+	s.reqs <- func() {
+		defer close(done)
+		f()
+	}
+	<-done
+}
+
+// startChild starts cmd with Pdeathsig and a pidfd for wait. Call it only
+// from a function do runs.
+func startChild(cmd *exec.Cmd) error {
 	if cmd.SysProcAttr == nil {
 		cmd.SysProcAttr = &syscall.SysProcAttr{}
 	}
 	cmd.SysProcAttr.Pdeathsig = syscall.SIGKILL
-	pidfd := -1
 	if pidfdWorks() {
+		// Start fills it in; on failure it closes it and sets -1.
+		pidfd := -1
 		cmd.SysProcAttr.PidFD = &pidfd
 	}
-	errc := make(chan error, 1)
-	s.reqs <- startReq{cmd: cmd, err: errc}
-	err := <-errc
-	if err != nil && pidfd >= 0 {
-		syscall.Close(pidfd)
-		*cmd.SysProcAttr.PidFD = -1
-	}
-	return err
+	return cmd.Start()
 }
 
-// wait is cmd.Wait for a child the starter started. It first parks on the
+// wait is cmd.Wait for a child startChild started. It first parks on the
 // runtime's poller until the child's pidfd says it exited, so the wait
 // itself never blocks: a job of N tasks would otherwise hold N threads
 // in the launcher, each created for one blocking waitid (measured: 72

@@ -184,20 +184,26 @@ func (l *Launcher) launch(ctx context.Context, spec *JobSpec) (err error) {
 			return err
 		}
 	}
-	for _, s := range starts {
-		if err := l.startShim(rj, s); err != nil {
-			return err
+	// Every child is started on the starter's thread (see starter), in
+	// one go. Tasks start while their shims are still coming up: their
+	// sockets already exist, so a task's first PMI request waits in the
+	// socket until the shim reads it, and process start-up, MPI library
+	// loading and backend start-up overlap instead of adding up. A shim
+	// that fails before READY still fails the launch, killing its tasks.
+	l.start.do(func() {
+		for _, s := range starts {
+			if err = l.startShim(rj, s); err != nil {
+				return
+			}
 		}
-	}
-	// Tasks start while their shims are still coming up: their sockets
-	// already exist, so a task's first PMI request waits in the socket
-	// until the shim reads it, and process start-up, MPI library loading
-	// and backend start-up overlap instead of adding up. A shim that
-	// fails before READY still fails the launch, killing its tasks.
-	for _, s := range starts {
-		if err := l.startTasks(rj, s); err != nil {
-			return err
+		for _, s := range starts {
+			if err = l.startTasks(rj, s); err != nil {
+				return
+			}
 		}
+	})
+	if err != nil {
+		return err
 	}
 	for _, s := range starts {
 		if err := l.waitReady(ctx, rj, s); err != nil {
@@ -301,7 +307,7 @@ func (l *Launcher) bootstrap(rj *runJob, s *nodeStart) ([]byte, error) {
 	return protojson.Marshal(b)
 }
 
-// startShim starts one node's gopmi-shim and closes the launcher's copies
+// startShim starts one node's gopmi-shim (on the starter's thread) and closes the launcher's copies
 // of the shim's ends.
 func (l *Launcher) startShim(rj *runJob, s *nodeStart) error {
 	ns := rj.spec.Job.Nspace
@@ -346,7 +352,7 @@ func (l *Launcher) startShim(rj *runJob, s *nodeStart) error {
 		SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
 		WaitDelay:   time.Second,
 	}
-	if err := l.start.start(cmd); err != nil {
+	if err := startChild(cmd); err != nil {
 		return fmt.Errorf("start %s for job %s node %d: %w", l.shimPath, ns, s.rn.node.ID, err)
 	}
 	for _, f := range s.servers {
@@ -410,7 +416,7 @@ func firstNonEmpty(s ...string) string {
 	return ""
 }
 
-// startTasks starts one node's tasks.
+// startTasks starts one node's tasks (on the starter's thread).
 func (l *Launcher) startTasks(rj *runJob, s *nodeStart) error {
 	j := rj.spec.Job
 	base := childEnv(os.Environ())
@@ -449,7 +455,7 @@ func (l *Launcher) startTasks(rj *runJob, s *nodeStart) error {
 		if r == 0 && !rj.spec.Spawned && l.cfg.Stdin != nil {
 			cmd.Stdin = l.cfg.Stdin
 		}
-		err := l.start.start(cmd)
+		err := startChild(cmd)
 		if s.clients != nil {
 			s.clients[i].Close()
 			s.clients[i] = nil
