@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -13,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/rs/zerolog"
 	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/gopmi/gopmi/plugin"
@@ -558,5 +560,33 @@ func TestRunManyTasks(t *testing.T) {
 				t.Errorf("last row %q of %d", rows[len(rows)-1], len(rows))
 			}
 		})
+	}
+}
+
+// A READY=1 still queued when the shim is reaped counts: close reads what
+// is left before it closes the socket.
+func TestNotifierKeepsQueuedReady(t *testing.T) {
+	dir := t.TempDir()
+	for i := range 200 {
+		path := filepath.Join(dir, "n"+strconv.Itoa(i))
+		n, err := newNotifier(path, zerolog.Nop())
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := net.DialUnix("unixgram", nil, &net.UnixAddr{Name: path, Net: "unixgram"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := c.Write([]byte("READY=1\nSTATUS=serving 1 tasks")); err != nil {
+			t.Fatal(err)
+		}
+		c.Close()
+		n.close()
+		if !isClosed(n.ready) {
+			t.Fatalf("round %d: READY=1 sent before close was lost", i)
+		}
+		if st, _ := n.lastStatus(); st != "serving 1 tasks" {
+			t.Fatalf("round %d: status %q", i, st)
+		}
 	}
 }

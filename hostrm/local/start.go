@@ -45,6 +45,8 @@ type notifier struct {
 	conn   *net.UnixConn
 	ready  chan struct{} // closed on READY=1
 	failed chan struct{} // closed on ERRNO=
+	read   chan struct{} // closed when the reader goroutine returned
+	log    zerolog.Logger
 
 	mu     sync.Mutex
 	status string // last STATUS=; guarded by mu
@@ -56,36 +58,42 @@ func newNotifier(path string, log zerolog.Logger) (*notifier, error) {
 	if err != nil {
 		return nil, err
 	}
-	n := &notifier{conn: conn, ready: make(chan struct{}), failed: make(chan struct{})}
+	n := &notifier{conn: conn, ready: make(chan struct{}), failed: make(chan struct{}), read: make(chan struct{}), log: log}
 	go func() {
+		defer close(n.read)
 		buf := make([]byte, 4096)
 		for {
 			size, _, err := conn.ReadFromUnix(buf)
 			if err != nil {
 				return
 			}
-			for line := range strings.SplitSeq(string(buf[:size]), "\n") {
-				k, v, _ := strings.Cut(line, "=")
-				n.mu.Lock()
-				switch k {
-				case "READY":
-					if v == "1" && !isClosed(n.ready) {
-						close(n.ready)
-					}
-				case "STATUS":
-					n.status = v
-					log.Debug().Str("status", v).Msg("shim status")
-				case "ERRNO":
-					n.errno = v
-					if !isClosed(n.failed) {
-						close(n.failed)
-					}
-				}
-				n.mu.Unlock()
-			}
+			n.handle(buf[:size])
 		}
 	}()
 	return n, nil
+}
+
+// handle applies one datagram.
+func (n *notifier) handle(b []byte) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for line := range strings.SplitSeq(string(b), "\n") {
+		k, v, _ := strings.Cut(line, "=")
+		switch k {
+		case "READY":
+			if v == "1" && !isClosed(n.ready) {
+				close(n.ready)
+			}
+		case "STATUS":
+			n.status = v
+			n.log.Debug().Str("status", v).Msg("shim status")
+		case "ERRNO":
+			n.errno = v
+			if !isClosed(n.failed) {
+				close(n.failed)
+			}
+		}
+	}
 }
 
 // isClosed reports whether ch is closed; callers serialize closing.
@@ -104,8 +112,27 @@ func (n *notifier) lastStatus() (status, errno string) {
 	return n.status, n.errno
 }
 
-// close ends the reader goroutine.
-func (n *notifier) close() { n.conn.Close() }
+// close ends the reader goroutine, after reading what is still queued:
+// a shim that said READY=1 and exited at once must not look as if it
+// never got ready.
+func (n *notifier) close() {
+	_ = n.conn.SetReadDeadline(time.Now())
+	<-n.read
+	_ = n.conn.SetReadDeadline(time.Time{})
+	if rc, err := n.conn.SyscallConn(); err == nil {
+		buf := make([]byte, 4096)
+		_ = rc.Read(func(fd uintptr) bool {
+			for {
+				size, _, err := syscall.Recvfrom(int(fd), buf, syscall.MSG_DONTWAIT)
+				if err != nil {
+					return true // EAGAIN: nothing more
+				}
+				n.handle(buf[:size])
+			}
+		})
+	}
+	n.conn.Close()
+}
 
 func (ns *nodeStart) closeFiles() {
 	for _, f := range ns.servers {
