@@ -315,10 +315,7 @@ func TestSpawnedJobPublishes(t *testing.T) {
 // reach the other nodes with the next world fence.
 func TestNodeBarrierDataReachesOtherNodes(t *testing.T) {
 	w := newWorld(t, 4, 2)
-	for _, k := range w.tasks {
-		k.send("cmd=init pmi_version=1 pmi_subversion=2")
-		k.expect("cmd=response_to_init rc=0 pmi_version=1 pmi_subversion=2")
-	}
+	w.init12()
 	w.task(0).send("cmd=put kvsname=job-1 key=shm value=seg0")
 	w.task(0).expect("cmd=put_result rc=0")
 	w.task(0).send("cmd=barrier_in group=NODE:5")
@@ -618,6 +615,34 @@ func TestRing(t *testing.T) {
 	}
 }
 
+// Puts made before a ring are not the ring's: the next fence commits
+// them, on one node and across nodes.
+func TestPutsSurviveRing(t *testing.T) {
+	for _, nodes := range []int{1, 2} {
+		t.Run(fmt.Sprintf("%d nodes", nodes), func(t *testing.T) {
+			w := newWorld(t, 2, nodes)
+			for _, k := range w.tasks {
+				k.init2()
+				k.send(fmt.Sprintf("cmd=kvs-put;key=k%d;value=v%d;", k.rank, k.rank))
+				k.expect("cmd=kvs-put-response;rc=0;")
+			}
+			for _, k := range w.tasks {
+				k.send("cmd=ring;ring-count=1;ring-left=l;ring-right=r;")
+			}
+			for _, k := range w.tasks {
+				k.expect("cmd=ring-response;rc=0;")
+				k.send("cmd=kvs-fence;")
+			}
+			for _, k := range w.tasks {
+				k.expect("cmd=kvs-fence-response;rc=0;")
+				other := 1 - k.rank
+				k.send(fmt.Sprintf("cmd=kvs-get;jobid=job-1;key=k%d;", other))
+				k.expect(fmt.Sprintf("cmd=kvs-get-response;rc=0;found=TRUE;value=v%d;", other))
+			}
+		})
+	}
+}
+
 func TestMissingCapabilityIsNamed(t *testing.T) {
 	w := newWorld(t, 1, 1, withCaps())
 	k := w.task(0)
@@ -785,10 +810,7 @@ func TestMixedVersionsAndFragments(t *testing.T) {
 
 func TestGroupBarrier(t *testing.T) {
 	w := newWorld(t, 4, 2)
-	for _, k := range w.tasks {
-		k.send("cmd=init pmi_version=1 pmi_subversion=2")
-		k.expect("cmd=response_to_init rc=0 pmi_version=1 pmi_subversion=2")
-	}
+	w.init12()
 	// NODE barrier completes per node, without the backend.
 	w.task(0).send("cmd=barrier_in group=NODE:5")
 	w.task(1).send("cmd=barrier_in group=NODE:5")

@@ -134,8 +134,8 @@ func (j *Job) enterFence(r *request, g group, answerNow bool, replyKV []string) 
 	j.enterCollective(r, g, answerNow, replyKV, nil)
 }
 
-// enterCollective is enterFence with an extra record for the caller (the
-// ring's contribution).
+// enterCollective is enterFence with, when extra is set, that record as
+// the caller's contribution instead of its puts (the ring's).
 func (j *Job) enterCollective(r *request, g group, answerNow bool, replyKV []string, extra []byte) {
 	j.mu.Lock()
 	if j.ended {
@@ -161,9 +161,13 @@ func (j *Job) enterCollective(r *request, g group, answerNow bool, replyKV []str
 		return
 	}
 	f.arrived[r.rank] = true
-	f.data = append(f.data, t.pending...)
-	f.data = append(f.data, extra...)
-	t.pending = nil
+	if extra != nil {
+		// The ring's contribution: the puts wait for the next fence.
+		f.data = append(f.data, extra...)
+	} else {
+		f.data = append(f.data, t.pending...)
+		t.pending = nil
+	}
 	if !answerNow {
 		f.waiters = append(f.waiters, fenceWaiter{r: r, replyKV: replyKV})
 		r.park()
@@ -189,9 +193,7 @@ func (j *Job) startNextLocked(gname string) {
 	}
 	f.started = true
 	if f.g.nodeOnly {
-		if len(j.cfg.Job.Nodes) == 1 {
-			j.publishLocked(f.data)
-		} else {
+		if len(j.cfg.Job.Nodes) > 1 {
 			// A node barrier's puts are the other nodes' too, from
 			// the next world fence on.
 			j.carry = append(j.carry, f.data...)
@@ -238,21 +240,20 @@ func (j *Job) startNextLocked(gname string) {
 	})
 }
 
-// publishLocked gives the backend the data of a fence of a one-node job,
-// which completed on this node alone, so that other jobs (a parent, a
-// child, a connected job) can read it by direct modex: without it, a job
-// on one node would keep its keys to itself.
-// It is a Fence whose participants are all here, without collect, and
-// nothing waits for it. Before the backend is up the data is kept, and
-// sent once the backend is up. A spawned job asks for its backend for
-// this (its parent is the likely reader); a first job does not: if it
-// never needs its backend, nobody else can have asked for its data.
+// publishLocked gives the backend what a fence of a one-node job
+// committed on this node alone, so that other jobs (a parent, a child, a
+// connected job) can read it by direct modex: without it, a job on one
+// node would keep its keys to itself. It is a Fence whose participants
+// are all here, without collect, and nothing waits for it. Before the
+// backend is up nothing is sent: once it is, flushStoreLocked sends the
+// whole store. A spawned job asks for its backend for this (its parent
+// is the likely reader); a first job does not: if it never needs its
+// backend, nobody else can have asked for its data.
 func (j *Job) publishLocked(data []byte) {
 	if len(data) == 0 {
 		return
 	}
 	if !j.backendKnown() {
-		j.unpublished = append(j.unpublished, data...)
 		if j.cfg.Job.Parent != "" {
 			j.needBackend()
 		}
@@ -261,12 +262,14 @@ func (j *Job) publishLocked(data []byte) {
 	j.sendPublishLocked(data)
 }
 
-// flushUnpublishedLocked sends what was kept while the backend came up.
-func (j *Job) flushUnpublishedLocked() {
-	data := j.unpublished
-	j.unpublished = nil
-	if len(data) > 0 {
-		j.sendPublishLocked(data)
+// flushStoreLocked publishes what a one-node job committed before its
+// backend was up. A fence committed meanwhile may go twice; the
+// records are the same.
+func (j *Job) flushStoreLocked() {
+	if len(j.cfg.Job.Nodes) == 1 {
+		if data := j.store.AppendAll(nil); len(data) > 0 {
+			j.sendPublishLocked(data)
+		}
 	}
 }
 
@@ -322,6 +325,8 @@ func (j *Job) completeFence(f *fence, blob []byte, err error) {
 			ring, err = decodeRing(blob)
 		} else if _, cerr := j.store.Commit(blob); cerr != nil {
 			err = fmt.Errorf("fence %s: %w", f.id, cerr)
+		} else if len(j.cfg.Job.Nodes) == 1 {
+			j.publishLocked(blob)
 		}
 	}
 	if err != nil {

@@ -298,6 +298,14 @@ func newWorldRM(t testing.TB, rm *fakeRM, size, nodes int, attach bool, opts ...
 
 func (w *world) task(r int) *tsk { return w.tasks[r] }
 
+// init12 initializes every task with PMI 1.2 (group barriers).
+func (w *world) init12() {
+	for _, k := range w.tasks {
+		k.send("cmd=init pmi_version=1 pmi_subversion=2")
+		k.expect("cmd=response_to_init rc=0 pmi_version=1 pmi_subversion=2")
+	}
+}
+
 func (w *world) job(node int) *Job { return w.jobs[node] }
 
 // waitDone waits for a job engine to end.

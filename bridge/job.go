@@ -39,16 +39,12 @@ type Job struct {
 	closing bool           // guarded by wgMu; no new goroutines once set
 	done    chan struct{}
 
-	mu        sync.Mutex
-	tasks     map[int32]*task   // guarded by mu; one per local rank
-	store     *kvs.Store        // guarded by mu
-	fences    map[string]*fence // guarded by mu; open and in-flight fences by ID
-	groupDone map[string]int    // guarded by mu; last finished seq per fence group
-	// unpublished is what fences that completed on this node alone
-	// committed before the backend was up; publishSeq numbers the
-	// publications. Both guarded by mu.
-	unpublished []byte
-	publishSeq  int
+	mu         sync.Mutex
+	tasks      map[int32]*task   // guarded by mu; one per local rank
+	store      *kvs.Store        // guarded by mu
+	fences     map[string]*fence // guarded by mu; open and in-flight fences by ID
+	groupDone  map[string]int    // guarded by mu; last finished seq per fence group
+	publishSeq int               // guarded by mu; numbers the publish fences
 	// carry is what node barriers of a job on several nodes committed
 	// here since the last world fence, which takes it to the other
 	// nodes. Guarded by mu.
@@ -208,7 +204,7 @@ func (j *Job) needBackend() {
 			defer cancel()
 			j.setInfo(j.cfg.WaitBackend(ctx))
 			j.mu.Lock()
-			j.flushUnpublishedLocked()
+			j.flushStoreLocked()
 			j.mu.Unlock()
 		}()
 	})

@@ -109,3 +109,12 @@ func (s *Store) Get(key string) (value string, rank int32, ok bool) {
 	e, ok := s.m[key]
 	return e.value, e.rank, ok
 }
+
+// AppendAll appends every committed entry to dst as a blob, in no
+// particular order.
+func (s *Store) AppendAll(dst []byte) []byte {
+	for k, e := range s.m {
+		dst = AppendRecord(dst, Record{Rank: e.rank, Key: k, Value: e.value})
+	}
+	return dst
+}

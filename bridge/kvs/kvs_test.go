@@ -81,3 +81,38 @@ func FuzzDecode(f *testing.F) {
 		}
 	})
 }
+
+func TestStoreAppendAll(t *testing.T) {
+	s := NewStore()
+	if got := s.AppendAll(nil); len(got) != 0 {
+		t.Fatalf("empty store: %q", got)
+	}
+	want := map[string]Record{
+		"a":     {Rank: 0, Key: "a", Value: "1"},
+		"b":     {Rank: 3, Key: "b", Value: "x;y=z"},
+		"pre":   {Rank: -1, Key: "pre", Value: ""},
+		"again": {Rank: 1, Key: "again", Value: "new"},
+	}
+	s.Put(Record{Rank: 1, Key: "again", Value: "old"})
+	for _, r := range want {
+		s.Put(r)
+	}
+	got := map[string]Record{}
+	if err := Decode(s.AppendAll([]byte(nil)), func(r Record) error {
+		if _, dup := got[r.Key]; dup {
+			t.Errorf("key %q twice", r.Key)
+		}
+		got[r.Key] = r
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if len(got) != len(want) {
+		t.Fatalf("got %v, want %v", got, want)
+	}
+	for k, r := range want {
+		if got[k] != r {
+			t.Errorf("%s: got %+v, want %+v", k, got[k], r)
+		}
+	}
+}
