@@ -368,12 +368,17 @@ func (s *server) startBackendAside(ctx context.Context, job *bridge.Job, lazy *l
 		dir, err := os.MkdirTemp("", "gopmi-shim-")
 		if err != nil {
 			err = fmt.Errorf("%w: create socket dir: %w", ErrBackend, err)
-			lazy.fail(err)
-			bs.err = err
-			return
+		} else {
+			bs.dir = dir
 		}
-		bs.dir = dir
-		bp, info, attrs, err := s.bringUpBackend(startCtx, path, dir)
+		var (
+			bp    backendProc
+			info  *plugin.BackendInfo
+			attrs []plugin.Info
+		)
+		if err == nil {
+			bp, info, attrs, err = s.bringUpBackend(startCtx, path, dir)
+		}
 		if err != nil {
 			lazy.fail(err)
 			if !endedCleanly(job) {
