@@ -224,18 +224,8 @@ func TestSingleNodeFencePublished(t *testing.T) {
 // backend for this alone.
 func TestSingleNodePublishWaitsForBackend(t *testing.T) {
 	ready := make(chan struct{})
-	asked := make(chan struct{})
-	w := newWorld(t, 1, 1, func(c *Config) {
-		c.WaitBackend = func(ctx context.Context) (*BackendReady, error) {
-			close(asked)
-			select {
-			case <-ready:
-				return &BackendReady{Info: &plugin.BackendInfo{Name: "late", Capabilities: []string{plugin.CapPublish}}}, nil
-			case <-ctx.Done():
-				return nil, ctx.Err()
-			}
-		}
-	})
+	late, asked := withLateBackend(ready, &BackendReady{Info: &plugin.BackendInfo{Name: "late", Capabilities: []string{plugin.CapPublish}}})
+	w := newWorld(t, 1, 1, late)
 	k := w.task(0)
 	k.init2()
 	k.send("cmd=kvs-put;key=a;value=1;")
@@ -280,13 +270,8 @@ func TestSingleNodePublishWaitsForBackend(t *testing.T) {
 // A spawned job on one node asks for its backend to publish its fence
 // data: its parent reads it.
 func TestSpawnedJobPublishes(t *testing.T) {
-	asked := make(chan struct{})
-	w := newWorld(t, 1, 1, withParent("job-0"), func(c *Config) {
-		c.WaitBackend = func(ctx context.Context) (*BackendReady, error) {
-			close(asked)
-			return &BackendReady{Info: &plugin.BackendInfo{Name: "fake"}}, nil
-		}
-	})
+	late, asked := withLateBackend(nil, &BackendReady{Info: &plugin.BackendInfo{Name: "fake"}})
+	w := newWorld(t, 1, 1, withParent("job-0"), late)
 	k := w.task(0)
 	k.init2()
 	k.send("cmd=kvs-fence;")
@@ -861,19 +846,11 @@ func TestProcessMapping(t *testing.T) {
 // answered at once, requests that need the backend wait for it.
 func TestBackendArrivesLater(t *testing.T) {
 	ready := make(chan struct{})
-	w := newWorld(t, 1, 1, func(c *Config) {
-		c.WaitBackend = func(ctx context.Context) (*BackendReady, error) {
-			select {
-			case <-ready:
-				return &BackendReady{
-					Info:  &plugin.BackendInfo{Name: "late", Capabilities: []string{plugin.CapPublish}},
-					Attrs: []plugin.Info{{Key: "PMI_hwloc_xmlfile", Value: "/tmp/topo.xml"}, {Key: "universeSize", Value: "99"}},
-				}, nil
-			case <-ctx.Done():
-				return nil, ctx.Err()
-			}
-		}
+	late, _ := withLateBackend(ready, &BackendReady{
+		Info:  &plugin.BackendInfo{Name: "late", Capabilities: []string{plugin.CapPublish}},
+		Attrs: []plugin.Info{{Key: "PMI_hwloc_xmlfile", Value: "/tmp/topo.xml"}, {Key: "universeSize", Value: "99"}},
 	})
+	w := newWorld(t, 1, 1, late)
 	k := w.task(0)
 	k.init2()
 	k.send("cmd=kvs-put;key=a;value=b;")

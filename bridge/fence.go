@@ -31,11 +31,14 @@ type group struct {
 	nodeOnly bool    // completes on this node without the backend
 }
 
+// oneNode reports whether every rank of the job is on this node.
+func (j *Job) oneNode() bool { return len(j.cfg.Job.Nodes) == 1 }
+
 // worldGroup is every rank of the job. When they all live on this node
 // the fence completes here: there is nothing to exchange, and a backend
 // round trip would only add latency to every MPI_Init.
 func (j *Job) worldGroup() group {
-	return group{name: worldName, nodeOnly: len(j.cfg.Job.Nodes) == 1}
+	return group{name: worldName, nodeOnly: j.oneNode()}
 }
 
 // group turns a PMI 1.2 barrier group into the fence group: WORLD with
@@ -193,7 +196,7 @@ func (j *Job) startNextLocked(gname string) {
 	}
 	f.started = true
 	if f.g.nodeOnly {
-		if len(j.cfg.Job.Nodes) > 1 {
+		if !j.oneNode() {
 			// A node barrier's puts are the other nodes' too, from
 			// the next world fence on.
 			j.carry = append(j.carry, f.data...)
@@ -266,7 +269,7 @@ func (j *Job) publishLocked(data []byte) {
 // backend was up. A fence committed meanwhile may go twice; the
 // records are the same.
 func (j *Job) flushStoreLocked() {
-	if len(j.cfg.Job.Nodes) == 1 {
+	if j.oneNode() {
 		if data := j.store.AppendAll(nil); len(data) > 0 {
 			j.sendPublishLocked(data)
 		}
@@ -278,13 +281,9 @@ func (j *Job) sendPublishLocked(data []byte) {
 		return // no backend, or no job: nobody can read it from elsewhere
 	}
 	j.publishSeq++
-	procs := j.procs(j.lay.local)
-	if len(j.cfg.Job.Nodes) == 1 {
-		procs = []plugin.Proc{j.proc(plugin.RankWildcard)}
-	}
 	req := &plugin.FenceRequest{
 		ID:         "publish:" + j.lay.node.Name + "/" + strconv.Itoa(j.publishSeq),
-		Procs:      procs,
+		Procs:      []plugin.Proc{j.proc(plugin.RankWildcard)}, // the whole job is here
 		LocalProcs: j.procs(j.lay.local),
 		Node:       j.lay.node.Name,
 		Data:       data,
@@ -325,7 +324,7 @@ func (j *Job) completeFence(f *fence, blob []byte, err error) {
 			ring, err = decodeRing(blob)
 		} else if _, cerr := j.store.Commit(blob); cerr != nil {
 			err = fmt.Errorf("fence %s: %w", f.id, cerr)
-		} else if len(j.cfg.Job.Nodes) == 1 {
+		} else if j.oneNode() {
 			j.publishLocked(blob)
 		}
 	}

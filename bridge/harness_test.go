@@ -234,6 +234,28 @@ func withPreput(kv ...string) jobOpt {
 		}
 	}
 }
+
+// withLateBackend gives the job a backend that comes up, answering br,
+// once ready closes (at once for nil); asked closes when the job first
+// asks for it.
+func withLateBackend(ready <-chan struct{}, br *BackendReady) (opt jobOpt, asked <-chan struct{}) {
+	ch := make(chan struct{})
+	return func(c *Config) {
+		c.WaitBackend = func(ctx context.Context) (*BackendReady, error) {
+			close(ch)
+			if ready == nil {
+				return br, nil
+			}
+			select {
+			case <-ready:
+				return br, nil
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}
+	}, ch
+}
+
 func withTimeouts(t Timeouts) jobOpt { return func(c *Config) { c.Timeouts = t } }
 
 // newWorld builds a job of size ranks on nodes nodes (block distribution)
