@@ -307,10 +307,7 @@ func (u *Universe) Fence(ctx context.Context, req *plugin.FenceRequest) (*plugin
 	u.broadcast()
 	u.mu.Unlock()
 
-	timeout := req.Timeout
-	if timeout <= 0 {
-		timeout = u.opts.FenceTimeout
-	}
+	timeout := orDefault(req.Timeout, u.opts.FenceTimeout)
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()
 	select {
@@ -383,10 +380,7 @@ func (u *Universe) recordContribution(req *plugin.FenceRequest) {
 // returned blob decides itself whether to ask again after the next fence.
 func (u *Universe) DirectModex(ctx context.Context, req *plugin.ModexRequest) (*plugin.ModexResponse, error) {
 	step := fmt.Sprintf("direct modex of %s for %s", req.Proc, req.Requestor)
-	timeout := req.Timeout
-	if timeout <= 0 {
-		timeout = u.opts.FenceTimeout
-	}
+	timeout := orDefault(req.Timeout, u.opts.FenceTimeout)
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()
 	for {

@@ -65,10 +65,7 @@ func (u *Universe) Spawn(ctx context.Context, req *plugin.SpawnRequest) (*plugin
 	if err != nil {
 		return nil, err
 	}
-	timeout := req.Timeout
-	if timeout <= 0 {
-		timeout = DefaultSpawnTimeout
-	}
+	timeout := orDefault(req.Timeout, DefaultSpawnTimeout)
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	if err := u.opts.Launch(ctx, spec); err != nil {

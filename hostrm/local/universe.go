@@ -24,6 +24,14 @@ const (
 	DefaultSpawnTimeout  = 120 * time.Second
 )
 
+// orDefault is a request's time-out, or def when it carries none.
+func orDefault(d, def time.Duration) time.Duration {
+	if d <= 0 {
+		return def
+	}
+	return d
+}
+
 // UniverseOptions configure a Universe. The zero value works for tests:
 // jobs are named "gopmi.<pid>.<seq>", spawn is not supported.
 type UniverseOptions struct {
