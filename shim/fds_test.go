@@ -7,7 +7,6 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -39,12 +38,7 @@ func socketpair(t *testing.T, name string) (*os.File, net.Conn) {
 // its address.
 func listenerFile(t *testing.T, name string) (*os.File, string) {
 	t.Helper()
-	dir, err := os.MkdirTemp("", "gopmi-test-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	addr := filepath.Join(dir, "port.sock")
+	addr := socketPath(t, "port.sock")
 	fd, err := syscall.Socket(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
 	if err != nil {
 		t.Fatal(err)

@@ -105,14 +105,22 @@ type notifyListener struct {
 	addr string
 }
 
-func listenNotify(t *testing.T) *notifyListener {
+// socketPath is a path for a unix socket in a fresh directory removed
+// after the test: short, unlike t.TempDir's, since a socket path is
+// limited to 108 bytes.
+func socketPath(t *testing.T, name string) string {
 	t.Helper()
-	dir, err := os.MkdirTemp("", "gopmi-notify-")
+	dir, err := os.MkdirTemp("", "gopmi-test-")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
-	addr := filepath.Join(dir, "notify")
+	return filepath.Join(dir, name)
+}
+
+func listenNotify(t *testing.T) *notifyListener {
+	t.Helper()
+	addr := socketPath(t, "notify")
 	c, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: addr, Net: "unixgram"})
 	if err != nil {
 		t.Fatal(err)

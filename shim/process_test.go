@@ -9,7 +9,6 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -45,12 +44,7 @@ type fenceWatch struct {
 
 func watchFences(t *testing.T) *fenceWatch {
 	t.Helper()
-	dir, err := os.MkdirTemp("", "gopmi-fence-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	addr := filepath.Join(dir, "fence.sock")
+	addr := socketPath(t, "fence.sock")
 	l, err := net.ListenUnix("unix", &net.UnixAddr{Name: addr, Net: "unix"})
 	if err != nil {
 		t.Fatal(err)
