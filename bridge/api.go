@@ -1,7 +1,6 @@
 package bridge
 
 import (
-	"context"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -65,27 +64,12 @@ type Config struct {
 	FenceMode FenceMode
 	// PMIDebug is served as pmiverbose / debug.
 	PMIDebug bool
-	// Capabilities are the names the backend advertised in GetInfo
-	// (plugin.Cap*); requests needing a missing one are refused by name.
-	Capabilities []string
-	// BackendName names the backend in error messages.
-	BackendName string
-	// WaitBackend, when set, blocks until the backend is up and then
-	// supplies its name, capabilities and job attributes in place of
-	// BackendName and Capabilities. The shim serves tasks while its
-	// backend starts: only requests that need the backend wait for it.
-	WaitBackend func(ctx context.Context) (*BackendReady, error)
+	// Backend is the job's backend, which may still be starting: requests
+	// that need it wait for it, the others never do.
+	Backend *Backend
 	// Clock is nil for real time.
 	Clock  Clock
 	Logger zerolog.Logger
-}
-
-// BackendReady is what the bridge learns once the backend is up.
-type BackendReady struct {
-	Info *plugin.BackendInfo
-	// Attrs are job attributes the backend owns (Configure's answer);
-	// they fill in keys the job's own attributes lack.
-	Attrs []plugin.Info
 }
 
 // Sender writes encoded bytes to one task's connection. Send must not block

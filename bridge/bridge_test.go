@@ -1,7 +1,6 @@
 package bridge
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -224,7 +223,7 @@ func TestSingleNodeFencePublished(t *testing.T) {
 // backend for this alone.
 func TestSingleNodePublishWaitsForBackend(t *testing.T) {
 	ready := make(chan struct{})
-	late, asked := withLateBackend(ready, &BackendReady{Info: &plugin.BackendInfo{Name: "late", Capabilities: []string{plugin.CapPublish}}})
+	late, asked := withLateBackend(ready, &plugin.BackendInfo{Name: "late", Capabilities: []string{plugin.CapPublish}})
 	w := newWorld(t, 1, 1, late)
 	k := w.task(0)
 	k.init2()
@@ -270,7 +269,7 @@ func TestSingleNodePublishWaitsForBackend(t *testing.T) {
 // A spawned job on one node asks for its backend to publish its fence
 // data: its parent reads it.
 func TestSpawnedJobPublishes(t *testing.T) {
-	late, asked := withLateBackend(nil, &BackendReady{Info: &plugin.BackendInfo{Name: "fake"}})
+	late, asked := withLateBackend(nil, &plugin.BackendInfo{Name: "fake"})
 	w := newWorld(t, 1, 1, withParent("job-0"), late)
 	k := w.task(0)
 	k.init2()
@@ -846,10 +845,8 @@ func TestProcessMapping(t *testing.T) {
 // answered at once, requests that need the backend wait for it.
 func TestBackendArrivesLater(t *testing.T) {
 	ready := make(chan struct{})
-	late, _ := withLateBackend(ready, &BackendReady{
-		Info:  &plugin.BackendInfo{Name: "late", Capabilities: []string{plugin.CapPublish}},
-		Attrs: []plugin.Info{{Key: "PMI_hwloc_xmlfile", Value: "/tmp/topo.xml"}, {Key: "universeSize", Value: "99"}},
-	})
+	late, _ := withLateBackend(ready, &plugin.BackendInfo{Name: "late", Capabilities: []string{plugin.CapPublish}},
+		plugin.Info{Key: "PMI_hwloc_xmlfile", Value: "/tmp/topo.xml"}, plugin.Info{Key: "universeSize", Value: "99"})
 	w := newWorld(t, 1, 1, late)
 	k := w.task(0)
 	k.init2()
@@ -884,9 +881,11 @@ func TestBackendArrivesLater(t *testing.T) {
 }
 
 func TestBackendThatNeverStarts(t *testing.T) {
-	w := newWorld(t, 1, 1, func(c *Config) {
-		c.WaitBackend = func(ctx context.Context) (*BackendReady, error) {
-			return nil, fmt.Errorf("gopmi-rm-x exited: %w", plugin.ErrBackendGone)
+	w := newWorld(t, 1, 1, func(c *jobSetup) {
+		c.backend = func(plugin.Full) *Backend {
+			b := NewBackend("gopmi-rm-x", nil)
+			b.Fail(fmt.Errorf("gopmi-rm-x exited: %w", plugin.ErrBackendGone))
+			return b
 		}
 	})
 	k := w.task(0)

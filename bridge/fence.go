@@ -256,7 +256,7 @@ func (j *Job) publishLocked(data []byte) {
 	if len(data) == 0 {
 		return
 	}
-	if !j.backendKnown() {
+	if !j.be.Known() {
 		if j.cfg.Job.Parent != "" {
 			j.needBackend()
 		}
@@ -277,7 +277,7 @@ func (j *Job) flushStoreLocked() {
 }
 
 func (j *Job) sendPublishLocked(data []byte) {
-	if j.infoErr != nil || j.ended {
+	if !j.be.IsUp() || j.ended {
 		return // no backend, or no job: nobody can read it from elsewhere
 	}
 	j.publishSeq++

@@ -220,43 +220,73 @@ type world struct {
 	clock *manualClock
 }
 
-type jobOpt func(*Config)
+// jobSetup is what a jobOpt may change: the job's Config and how each
+// node's backend comes up.
+type jobSetup struct {
+	Config
+	t testing.TB
+	// backend makes a node's handle on rm; nil: up at once, named "fake",
+	// with every capability the engine asks about.
+	backend func(rm plugin.Full) *Backend
+}
 
-func withMode(m FenceMode) jobOpt { return func(c *Config) { c.FenceMode = m } }
-func withClock(k Clock) jobOpt    { return func(c *Config) { c.Clock = k } }
-func withCaps(c ...string) jobOpt { return func(cfg *Config) { cfg.Capabilities = c } }
-func withValMax(n int) jobOpt     { return func(c *Config) { c.Limits.ValMax = n } }
-func withParent(p string) jobOpt  { return func(c *Config) { c.Job.Parent = p } }
+type jobOpt func(*jobSetup)
+
+func withMode(m FenceMode) jobOpt { return func(c *jobSetup) { c.FenceMode = m } }
+func withClock(k Clock) jobOpt    { return func(c *jobSetup) { c.Clock = k } }
+func withValMax(n int) jobOpt     { return func(c *jobSetup) { c.Limits.ValMax = n } }
+func withParent(p string) jobOpt  { return func(c *jobSetup) { c.Job.Parent = p } }
 func withPreput(kv ...string) jobOpt {
-	return func(c *Config) {
+	return func(c *jobSetup) {
 		for i := 0; i+1 < len(kv); i += 2 {
 			c.Preput = append(c.Preput, plugin.Info{Key: kv[i], Value: kv[i+1]})
 		}
 	}
 }
 
-// withLateBackend gives the job a backend that comes up, answering br,
-// once ready closes (at once for nil); asked closes when the job first
-// asks for it.
-func withLateBackend(ready <-chan struct{}, br *BackendReady) (opt jobOpt, asked <-chan struct{}) {
+// withCaps gives the job a backend that is up at once with just caps.
+func withCaps(caps ...string) jobOpt {
+	return func(c *jobSetup) {
+		c.backend = func(rm plugin.Full) *Backend {
+			return ReadyBackend(rm, &plugin.BackendInfo{Name: "fake", Capabilities: caps}, nil)
+		}
+	}
+}
+
+// withLateBackend gives the job a backend that comes up, with info and
+// attrs, once the job asked for it and ready closed (at once for nil);
+// asked closes when the job first asks for it.
+func withLateBackend(ready <-chan struct{}, info *plugin.BackendInfo, attrs ...plugin.Info) (opt jobOpt, asked <-chan struct{}) {
 	ch := make(chan struct{})
-	return func(c *Config) {
-		c.WaitBackend = func(ctx context.Context) (*BackendReady, error) {
-			close(ch)
-			if ready == nil {
-				return br, nil
-			}
-			select {
-			case <-ready:
-				return br, nil
-			case <-ctx.Done():
-				return nil, ctx.Err()
-			}
+	var once sync.Once
+	return func(c *jobSetup) {
+		t := c.t
+		c.backend = func(rm plugin.Full) *Backend {
+			var b *Backend
+			b = NewBackend("fake", func() {
+				once.Do(func() { close(ch) })
+				if ready == nil {
+					b.Up(rm, info, attrs)
+					return
+				}
+				stop := make(chan struct{})
+				done := make(chan struct{})
+				t.Cleanup(func() { close(stop); <-done })
+				go func() {
+					defer close(done)
+					select {
+					case <-ready:
+						b.Up(rm, info, attrs)
+					case <-stop:
+					}
+				}()
+			})
+			return b
 		}
 	}, ch
 }
 
-func withTimeouts(t Timeouts) jobOpt { return func(c *Config) { c.Timeouts = t } }
+func withTimeouts(t Timeouts) jobOpt { return func(c *jobSetup) { c.Timeouts = t } }
 
 // newWorld builds a job of size ranks on nodes nodes (block distribution)
 // with every task attached through PMI_FD.
@@ -278,20 +308,17 @@ func newWorldRM(t testing.TB, rm *fakeRM, size, nodes int, attach bool, opts ...
 	}
 	rm.setJob(job)
 	for n := 0; n < nodes; n++ {
-		cfg := Config{
-			Job:          job,
-			NodeID:       int32(n),
-			Logger:       zerolog.Nop(),
-			Capabilities: []string{plugin.CapPublish, plugin.CapSpawn, plugin.CapConnect, plugin.CapNotify},
-			BackendName:  "fake",
-		}
+		setup := jobSetup{t: t, Config: Config{Job: job, NodeID: int32(n), Logger: zerolog.Nop()}}
+		withCaps(plugin.CapPublish, plugin.CapSpawn, plugin.CapConnect, plugin.CapNotify)(&setup)
 		for _, o := range opts {
-			o(&cfg)
+			o(&setup)
 		}
+		cfg := setup.Config
+		cfg.Backend = setup.backend(rm)
 		if mc, ok := cfg.Clock.(*manualClock); ok {
 			w.clock = mc
 		}
-		j, err := NewJob(context.Background(), cfg, rm)
+		j, err := NewJob(context.Background(), cfg)
 		if err != nil {
 			t.Fatal(err)
 		}

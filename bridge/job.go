@@ -20,17 +20,12 @@ import (
 type Job struct {
 	cfg   Config
 	lay   *layout
-	be    plugin.Full
+	be    *Backend
 	log   zerolog.Logger
 	clock Clock
 	attrs map[string]string
 
-	infoOnce  sync.Once         // starts the wait for the backend, once
-	infoReady chan struct{}     // closed once the fields below are set
-	caps      map[string]bool   // written once before infoReady closes
-	beName    string            // written once before infoReady closes
-	beAttrs   map[string]string // written once before infoReady closes
-	infoErr   error             // written once before infoReady closes
+	needOnce sync.Once // asks for the backend and watches it come up, once
 
 	ctx     context.Context // ends when the job ends
 	cancel  context.CancelFunc
@@ -81,15 +76,16 @@ type waiter struct {
 	stop func() bool
 }
 
-// NewJob builds the engine. It calls no backend method: the shim has
-// already called GetInfo and Configure.
-func NewJob(ctx context.Context, cfg Config, be plugin.Full) (*Job, error) {
+// NewJob builds the engine. It calls no backend method: the host brings
+// the backend up (GetInfo, Configure) and says so through cfg.Backend.
+func NewJob(ctx context.Context, cfg Config) (*Job, error) {
 	cfg.Limits = cfg.Limits.withDefaults()
 	cfg.Timeouts = cfg.Timeouts.withDefaults()
 	lay, err := buildLayout(&cfg)
 	if err != nil {
 		return nil, err
 	}
+	be := cfg.Backend
 	if be == nil {
 		return nil, errors.New("bridge config: no backend")
 	}
@@ -104,7 +100,6 @@ func NewJob(ctx context.Context, cfg Config, be plugin.Full) (*Job, error) {
 		be:        be,
 		log:       cfg.Logger.With().Str("job", cfg.Job.Nspace).Int32("node", cfg.NodeID).Logger(),
 		clock:     clock,
-		infoReady: make(chan struct{}),
 		ctx:       jctx,
 		cancel:    cancel,
 		done:      make(chan struct{}),
@@ -123,43 +118,10 @@ func NewJob(ctx context.Context, cfg Config, be plugin.Full) (*Job, error) {
 		j.store.Put(kvs.Record{Rank: -1, Key: p.Key, Value: p.Value})
 	}
 	j.attrs = j.jobAttrs()
-	if cfg.WaitBackend == nil {
-		j.infoOnce.Do(func() {
-			j.setInfo(&BackendReady{Info: &plugin.BackendInfo{Name: cfg.BackendName, Capabilities: cfg.Capabilities}}, nil)
-		})
-	}
 	if len(lay.local) == 0 {
 		j.end(Result{})
 	}
 	return j, nil
-}
-
-func (j *Job) setInfo(br *BackendReady, err error) {
-	j.caps = make(map[string]bool)
-	j.beAttrs = make(map[string]string)
-	j.beName = j.cfg.BackendName
-	switch {
-	case err != nil:
-		j.infoErr = fmt.Errorf("backend not available: %w", err)
-	case br != nil:
-		if br.Info != nil {
-			for _, c := range br.Info.Capabilities {
-				j.caps[c] = true
-			}
-			if br.Info.Name != "" {
-				j.beName = br.Info.Name
-			}
-		}
-		for _, a := range br.Attrs {
-			if _, own := j.attrs[a.Key]; !own {
-				j.beAttrs[a.Key] = a.Value
-			}
-		}
-	}
-	if j.beName == "" {
-		j.beName = "this backend"
-	}
-	close(j.infoReady)
 }
 
 // backendUp waits, without asking for the backend, until it is up or the
@@ -167,59 +129,39 @@ func (j *Job) setInfo(br *BackendReady, err error) {
 // else needed.
 func (j *Job) backendUp(ctx context.Context) bool {
 	select {
-	case <-j.infoReady:
-		return j.infoErr == nil
+	case <-j.be.Ready():
 	case <-j.done:
-		return j.backendKnown() && j.infoErr == nil
 	case <-ctx.Done():
-		return false
 	}
+	return j.be.IsUp()
 }
 
-// backendKnown reports, without waiting, whether setInfo ran.
-func (j *Job) backendKnown() bool {
-	select {
-	case <-j.infoReady:
-		return true
-	default:
-		return false
-	}
-}
-
-// needBackend asks for the backend: the first call starts waiting for it
-// (WaitBackend), which is what makes a shim that starts its backend on
-// demand start it.
+// needBackend asks for the backend. The first call also watches it come
+// up, to hand it what a one-node job committed meanwhile.
 func (j *Job) needBackend() {
-	j.infoOnce.Do(func() {
-		if !j.track() {
-			j.setInfo(nil, errors.New("the job has ended"))
-			return
+	j.needOnce.Do(func() {
+		if j.track() {
+			go func() {
+				defer j.wg.Done()
+				select {
+				case <-j.be.Ready():
+					j.mu.Lock()
+					j.flushStoreLocked()
+					j.mu.Unlock()
+				case <-j.done:
+					// An ended job publishes nothing.
+				}
+			}()
 		}
-		go func() {
-			defer j.wg.Done()
-			// Not the job's context: a job that ends badly before its
-			// backend is up still has news for it (an abort, an early
-			// exit), and needs to know what it can send.
-			ctx, cancel := context.WithTimeout(context.Background(), j.cfg.Timeouts.Backend)
-			defer cancel()
-			j.setInfo(j.cfg.WaitBackend(ctx))
-			j.mu.Lock()
-			j.flushStoreLocked()
-			j.mu.Unlock()
-		}()
+		j.be.Need()
 	})
 }
 
-// capabilities asks for the backend and waits until its capabilities
-// are known.
-func (j *Job) capabilities(ctx context.Context) (map[string]bool, error) {
+// capabilities asks for the backend and waits until it is up, failed, or
+// ctx ended.
+func (j *Job) capabilities(ctx context.Context) error {
 	j.needBackend()
-	select {
-	case <-j.infoReady:
-		return j.caps, j.infoErr
-	case <-ctx.Done():
-		return nil, fmt.Errorf("waiting for the backend to start: %w", ctx.Err())
-	}
+	return j.be.Wait(ctx)
 }
 
 // jobAttrs are served to info-getjobattr and, for PMI-1, to get.
@@ -482,7 +424,7 @@ func (j *Job) allClosedLocked() bool {
 func (j *Job) reportEarlyExit(rank int32, why error) {
 	j.goNotify(func(ctx context.Context) {
 		p := j.proc(rank)
-		if caps, _ := j.capabilities(ctx); caps[plugin.CapNotify] {
+		if j.capabilities(ctx) == nil && j.be.Has(plugin.CapNotify) {
 			err := j.be.NotifyEvent(ctx, &plugin.EventRequest{
 				Code:   plugin.EventProcAborted,
 				Source: p,

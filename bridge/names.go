@@ -14,13 +14,12 @@ import (
 // request is refused, naming what is missing, when the backend lacks it.
 func (s *Session) asyncCap(r *request, capName, what string, d timeoutKind, call func(ctx context.Context)) {
 	s.async(r, d, func(ctx context.Context) {
-		caps, err := s.j.capabilities(ctx)
-		if err != nil {
+		if err := s.j.capabilities(ctx); err != nil {
 			r.fail(wire.RcFail, fmt.Errorf("%s: %w", r.cmd, err))
 			return
 		}
-		if !caps[capName] {
-			r.fail(wire.RcFail, fmt.Errorf("%s: %s does not provide %s (capability %q)", r.cmd, s.j.beName, what, capName))
+		if !s.j.be.Has(capName) {
+			r.fail(wire.RcFail, fmt.Errorf("%s: %s does not provide %s (capability %q)", r.cmd, s.j.be.Name(), what, capName))
 			return
 		}
 		call(ctx)

@@ -212,8 +212,8 @@ func (s *Session) get(r *request, jobid string, src int32, key string, v1 bool) 
 // backend owns, waiting for the backend if it is still starting.
 func (s *Session) backendAttr(r *request, key string) {
 	j := s.j
-	if j.backendKnown() {
-		if v, ok := j.beAttrs[key]; ok {
+	if j.be.Known() {
+		if v, ok := j.be.Attr(key); ok {
 			r.foundValue(v)
 		} else {
 			r.notFound(key)
@@ -221,7 +221,7 @@ func (s *Session) backendAttr(r *request, key string) {
 		return
 	}
 	s.async(r, toBackend, func(ctx context.Context) {
-		if _, err := j.capabilities(ctx); err != nil {
+		if err := j.capabilities(ctx); err != nil {
 			r.notFound(key)
 			return
 		}
@@ -499,11 +499,10 @@ const hasNameServ = "hasNameServ"
 
 func (s *Session) hasNameServ(r *request) {
 	s.async(r, toBackend, func(ctx context.Context) {
-		caps, err := s.j.capabilities(ctx)
-		if err != nil {
+		if err := s.j.capabilities(ctx); err != nil {
 			r.fail(wire.RcFail, fmt.Errorf("%s %s: %w", r.cmd, hasNameServ, err))
 			return
 		}
-		r.foundValue(wire.FormatBool(caps[plugin.CapPublish]))
+		r.foundValue(wire.FormatBool(s.j.be.Has(plugin.CapPublish)))
 	})
 }

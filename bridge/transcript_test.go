@@ -310,7 +310,7 @@ func TestTranscripts(t *testing.T) {
 func replayJob(t *testing.T, js *jobScript, spawned bool) {
 	rm := newFakeRM()
 	port := js.ranks[0].port
-	opts := []jobOpt{func(c *Config) {
+	opts := []jobOpt{func(c *jobSetup) {
 		c.Job.Nspace = js.nspace
 		c.Preput = js.preput
 		if spawned {

@@ -15,6 +15,7 @@ import (
 
 	"github.com/gopmi/gopmi/plugin"
 	"github.com/gopmi/gopmi/plugin/grpcplugin"
+	"github.com/gopmi/gopmi/shim/serve"
 )
 
 // backendProc is a running backend plugin; *grpcplugin.Client is one.
@@ -28,7 +29,7 @@ type backendProc interface {
 // launch is what starting a backend needs beyond the bootstrap.
 type launch struct {
 	path      string // resolved binary
-	spec      backendSpec
+	spec      serve.BackendSpec
 	socketDir string
 	log       zerolog.Logger
 	env       []string
@@ -43,7 +44,7 @@ type startFunc func(ctx context.Context, l launch) (backendProc, error)
 func startPlugin(ctx context.Context, l launch) (backendProc, error) {
 	c, err := grpcplugin.Start(ctx, grpcplugin.ClientConfig{
 		Path:      l.path,
-		Args:      l.spec.args,
+		Args:      l.spec.Args,
 		Env:       l.env,
 		SocketDir: l.socketDir,
 		// The logger receives every stderr line of the plugin,
@@ -63,14 +64,14 @@ func startPlugin(ctx context.Context, l launch) (backendProc, error) {
 // resolveBackend finds the backend binary: backend.path if given, else
 // gopmi-rm-<name> next to the shim's own executable, then in PATH. The
 // error names every place it looked.
-func resolveBackend(spec backendSpec, self string, getenv func(string) string) (string, error) {
-	if spec.path != "" {
-		if err := isExecutable(spec.path); err != nil {
-			return "", fmt.Errorf("%w: backend.path %s: %w", ErrBackend, spec.path, err)
+func resolveBackend(spec serve.BackendSpec, self string, getenv func(string) string) (string, error) {
+	if spec.Path != "" {
+		if err := isExecutable(spec.Path); err != nil {
+			return "", fmt.Errorf("%w: backend.path %s: %w", serve.ErrBackend, spec.Path, err)
 		}
-		return spec.path, nil
+		return spec.Path, nil
 	}
-	bin := spec.binaryName()
+	bin := spec.BinaryName()
 	var searched []string
 	if self != "" {
 		dirs := []string{filepath.Dir(self)}
@@ -105,7 +106,7 @@ func resolveBackend(spec backendSpec, self string, getenv func(string) string) (
 		}
 	}
 	return "", fmt.Errorf("%w: %s not found in %s (next to the shim, then PATH); install it or set backend.path",
-		ErrBackend, bin, strings.Join(searched, ":"))
+		serve.ErrBackend, bin, strings.Join(searched, ":"))
 }
 
 func isExecutable(p string) error {
@@ -120,37 +121,4 @@ func isExecutable(p string) error {
 		return fs.ErrPermission
 	}
 	return nil
-}
-
-// configureBackend checks the backend speaks our contract and registers
-// the job with it; the attributes it returns are served as job attrs.
-func configureBackend(ctx context.Context, bp backendProc, c *config) ([]plugin.Info, *plugin.BackendInfo, error) {
-	name := c.backend.binaryName()
-	info := bp.Info()
-	if info == nil {
-		var err error
-		if info, err = bp.Backend().GetInfo(ctx); err != nil {
-			return nil, nil, fmt.Errorf("%w: %s: get info: %w", ErrBackend, name, err)
-		}
-	}
-	if info == nil {
-		return nil, nil, fmt.Errorf("%w: %s: get info: empty answer", ErrBackend, name)
-	}
-	if !slices.Contains(info.APIVersions, plugin.APIVersion1) {
-		return nil, nil, fmt.Errorf("%w: %s speaks API versions [%s], this shim needs %s",
-			ErrBackend, name, strings.Join(info.APIVersions, " "), plugin.APIVersion1)
-	}
-	resp, err := bp.Backend().Configure(ctx, &plugin.ConfigureRequest{
-		APIVersion: plugin.APIVersion1,
-		Job:        c.job,
-		NodeID:     c.nodeID,
-		Config:     c.backend.config,
-	})
-	if err != nil {
-		return nil, nil, fmt.Errorf("%w: %s: configure: %w", ErrBackend, name, err)
-	}
-	if resp == nil {
-		return nil, info, nil
-	}
-	return resp.Attrs, info, nil
 }

@@ -13,13 +13,16 @@
 //
 // # Data flow
 //
-//	stdin (protojson gopmi.shim.v1.Bootstrap, to EOF)
-//	inherited fds (LISTEN_FDS/LISTEN_FDNAMES) ──► one reader goroutine per task
-//	       │  bytes ──► bridge.Session.Feed ──► bridge.Job (PMI engine)
-//	       ◄── bounded write queue ◄── bridge.Sender.Send
-//	bridge.Job ──► plugin.Full ──gRPC (grpcplugin)──► gopmi-rm-<name>
+//	stdin (protojson gopmi.shim.v1.Bootstrap, to EOF) ──► serve.NewConfig
+//	inherited fds (LISTEN_FDS/LISTEN_FDNAMES) ──► net.Conn per task
+//	       ──► serve.Start: one reader and one writer goroutine per task,
+//	           bridge.Job (the PMI engine) deciding the answers
+//	bridge.Backend ──► plugin.Full ──gRPC (grpcplugin)──► gopmi-rm-<name>
 //
-// The shim does all the I/O; package bridge decides what to answer.
+// The serving loop is package serve, which `gopmi run` also uses to serve
+// a job on one node from its own process. What is the shim's own is what
+// makes it a process a step daemon can start: the bootstrap on stdin, the
+// inherited fds, readiness, the backend plugin, signals and exit status.
 //
 // # Start-up
 //
@@ -27,12 +30,12 @@
 // hands the host's stdin to the plugin), validates it and fills in the
 // defaults, takes the task fds, resolves the backend binary
 // gopmi-rm-<backend.name> (next to the shim's own executable, then in PATH),
-// builds the bridge.Job, attaches every task connection and reports
+// starts serving every task connection (serve.Start) and reports
 // readiness with sd_notify: "READY=1" means the tasks are served. Only then
 // does the backend start, with a private 0700 socket directory, and get its
 // Configure: at once for a job on several nodes, whose fences need it, and
 // for a job on one node only when a request first needs it (many never
-// do). A task's local requests (init, put, a one-node fence, get) are
+// do); the job's bridge.Backend handle asks for it. A task's local requests (init, put, a one-node fence, get) are
 // answered meanwhile, and those that need the backend wait for it within
 // their own deadlines. A job that ends cleanly before its backend is up
 // does not wait for it. A failure before READY is reported as
@@ -63,7 +66,7 @@
 //
 // # Exit status
 //
-// Main returns the status the step daemon sees (see the Exit* constants):
+// Main returns the status the step daemon sees (see serve's Exit* constants):
 // 0 every task finalized or closed cleanly, 1 internal error, 2 bad
 // bootstrap or usage, 3 the backend failed to start or died, 4 the job
 // failed, 5 a task aborted the job. The last line the shim writes to its

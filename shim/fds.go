@@ -11,6 +11,8 @@ import (
 
 	"github.com/coreos/go-systemd/v22/activation"
 	"github.com/rs/zerolog"
+
+	"github.com/gopmi/gopmi/shim/serve"
 )
 
 // inheritedFiles takes the fds the launcher passed with LISTEN_FDS and
@@ -27,7 +29,7 @@ func inheritedFiles() ([]*os.File, error) {
 	n, err := strconv.Atoi(nfds)
 	if err != nil || n <= 0 {
 		unsetListenEnv()
-		return nil, fmt.Errorf("%w: LISTEN_FDS=%q is not a positive number", ErrUsage, nfds)
+		return nil, fmt.Errorf("%w: LISTEN_FDS=%q is not a positive number", serve.ErrUsage, nfds)
 	}
 	self := strconv.Itoa(os.Getpid())
 	switch pid := os.Getenv("LISTEN_PID"); pid {
@@ -39,13 +41,13 @@ func inheritedFiles() ([]*os.File, error) {
 	case self:
 	default:
 		unsetListenEnv()
-		return nil, fmt.Errorf("%w: LISTEN_PID=%s is not this process (pid %s); the fds were meant for another process", ErrUsage, pid, self)
+		return nil, fmt.Errorf("%w: LISTEN_PID=%s is not this process (pid %s); the fds were meant for another process", serve.ErrUsage, pid, self)
 	}
 	if names := os.Getenv("LISTEN_FDNAMES"); names != "" && strings.Count(names, ":")+1 != n {
 		// activation.Files would quietly name the extra fds LISTEN_FD_<n>
 		// and the tasks would miss theirs; a miscount is a launcher bug.
 		unsetListenEnv()
-		return nil, fmt.Errorf("%w: LISTEN_FDNAMES=%q has %d names for LISTEN_FDS=%d", ErrUsage, names, strings.Count(names, ":")+1, n)
+		return nil, fmt.Errorf("%w: LISTEN_FDNAMES=%q has %d names for LISTEN_FDS=%d", serve.ErrUsage, names, strings.Count(names, ":")+1, n)
 	}
 	return activation.Files(true), nil
 }
@@ -76,7 +78,7 @@ func (t *taskFDs) close() {
 // and turns them into connections. It takes ownership of every file: the
 // ones no task names are closed with a warning, and on an error all are
 // closed.
-func sortFiles(files []*os.File, c *config, log zerolog.Logger) (_ *taskFDs, retErr error) {
+func sortFiles(files []*os.File, c *serve.Config, log zerolog.Logger) (_ *taskFDs, retErr error) {
 	byName := map[string]*os.File{}
 	defer func() {
 		for _, f := range byName {
@@ -87,7 +89,7 @@ func sortFiles(files []*os.File, c *config, log zerolog.Logger) (_ *taskFDs, ret
 	for _, f := range files {
 		if _, dup := byName[f.Name()]; dup {
 			if dupErr == nil {
-				dupErr = fmt.Errorf("%w: LISTEN_FDNAMES: %q names two fds", ErrUsage, f.Name())
+				dupErr = fmt.Errorf("%w: LISTEN_FDNAMES: %q names two fds", serve.ErrUsage, f.Name())
 			}
 			_ = f.Close()
 			continue
@@ -104,30 +106,30 @@ func sortFiles(files []*os.File, c *config, log zerolog.Logger) (_ *taskFDs, ret
 			out.close()
 		}
 	}()
-	for _, t := range c.tasks {
-		if t.fdName == "" {
+	for _, t := range c.Tasks {
+		if t.FDName == "" {
 			continue
 		}
-		f, ok := byName[t.fdName]
+		f, ok := byName[t.FDName]
 		if !ok {
-			return nil, fmt.Errorf("%w: rank %d: fd %q is not among the inherited fds (LISTEN_FDNAMES: %s)", ErrUsage, t.rank, t.fdName, fileNames(files))
+			return nil, fmt.Errorf("%w: rank %d: fd %q is not among the inherited fds (LISTEN_FDNAMES: %s)", serve.ErrUsage, t.Rank, t.FDName, fileNames(files))
 		}
-		delete(byName, t.fdName)
+		delete(byName, t.FDName)
 		conn, err := fileConn(f)
 		if err != nil {
-			return nil, fmt.Errorf("%w: rank %d: fd %q: %w", ErrUsage, t.rank, t.fdName, err)
+			return nil, fmt.Errorf("%w: rank %d: fd %q: %w", serve.ErrUsage, t.Rank, t.FDName, err)
 		}
-		out.conns[t.rank] = conn
+		out.conns[t.Rank] = conn
 	}
-	if c.portFD != "" {
-		f, ok := byName[c.portFD]
+	if c.PortFD != "" {
+		f, ok := byName[c.PortFD]
 		if !ok {
-			return nil, fmt.Errorf("%w: pmi_port_fd %q is not among the inherited fds (LISTEN_FDNAMES: %s)", ErrUsage, c.portFD, fileNames(files))
+			return nil, fmt.Errorf("%w: pmi_port_fd %q is not among the inherited fds (LISTEN_FDNAMES: %s)", serve.ErrUsage, c.PortFD, fileNames(files))
 		}
-		delete(byName, c.portFD)
+		delete(byName, c.PortFD)
 		l, err := fileListener(f)
 		if err != nil {
-			return nil, fmt.Errorf("%w: pmi_port_fd %q: %w", ErrUsage, c.portFD, err)
+			return nil, fmt.Errorf("%w: pmi_port_fd %q: %w", serve.ErrUsage, c.PortFD, err)
 		}
 		out.port = l
 	}

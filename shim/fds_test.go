@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"github.com/gopmi/gopmi/shim/serve"
 	"net"
 	"os"
 	"os/exec"
@@ -61,7 +62,7 @@ func isClosed(f *os.File) bool {
 }
 
 func TestSortFiles(t *testing.T) {
-	c, err := newConfig(validBootstrap())
+	c, err := serve.NewConfig(oneNode(2))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -98,10 +99,10 @@ func TestSortFiles(t *testing.T) {
 	})
 
 	t.Run("port", func(t *testing.T) {
-		b := validBootstrap()
+		b := oneNode(2)
 		b.PmiPortFd = "pmiport"
 		b.Tasks[1].FdName = ""
-		pc, err := newConfig(b)
+		pc, err := serve.NewConfig(b)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -161,11 +162,11 @@ func TestSortFiles(t *testing.T) {
 	}
 	for _, tt := range errTests {
 		t.Run(tt.name, func(t *testing.T) {
-			b := validBootstrap()
+			b := oneNode(2)
 			if tt.port {
 				b.PmiPortFd = "pmiport"
 			}
-			cc, err := newConfig(b)
+			cc, err := serve.NewConfig(b)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -174,8 +175,8 @@ func TestSortFiles(t *testing.T) {
 			if err == nil || !strings.Contains(err.Error(), tt.msg) {
 				t.Fatalf("got %v, want %q", err, tt.msg)
 			}
-			if ExitCode(err) != ExitUsage {
-				t.Errorf("exit code %d", ExitCode(err))
+			if serve.ExitCode(err) != serve.ExitUsage {
+				t.Errorf("exit code %d", serve.ExitCode(err))
 			}
 			for _, f := range files {
 				if !isClosed(f) {

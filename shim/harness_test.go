@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/gopmi/gopmi/shim/serve"
 	"net"
 	"os"
 	"path/filepath"
@@ -355,7 +356,7 @@ func (p *inProc) wait() error {
 func (p *inProc) waitExit(code int, want string) error {
 	p.t.Helper()
 	err := p.wait()
-	if got := ExitCode(err); got != code {
+	if got := serve.ExitCode(err); got != code {
 		p.t.Fatalf("exit %d (%v), want %d; log:\n%s", got, err, code, p.log.String())
 	}
 	if want != "" && (err == nil || !strings.Contains(err.Error(), want)) {

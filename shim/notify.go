@@ -1,10 +1,14 @@
 package shim
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"strings"
+	"syscall"
 	"time"
+
+	"github.com/gopmi/gopmi/shim/serve"
 )
 
 // notifyTimeout bounds one sd_notify datagram: a step daemon that stopped
@@ -60,4 +64,21 @@ func (n notifier) stopping(reason string) error {
 // oneLine keeps a message inside its VAR= assignment.
 func oneLine(s string) string {
 	return strings.NewReplacer("\r", " ", "\n", " ").Replace(s)
+}
+
+// errnoFor picks the ERRNO= value sent with a start-up failure: the
+// underlying errno when there is one, else one that fits the class.
+func errnoFor(err error) int {
+	var en syscall.Errno
+	if errors.As(err, &en) {
+		return int(en)
+	}
+	switch {
+	case errors.Is(err, serve.ErrUsage):
+		return int(syscall.EINVAL)
+	case errors.Is(err, serve.ErrBackend):
+		return int(syscall.EHOSTDOWN)
+	default:
+		return int(syscall.EIO)
+	}
 }

@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/gopmi/gopmi/shim/serve"
 	"net"
 	"os"
 	"os/exec"
@@ -32,7 +33,7 @@ func TestRunRealPlugin(t *testing.T) {
 			t.Errorf("fake_attr=%q", v)
 		}
 	})
-	p.waitExit(ExitOK, "")
+	p.waitExit(serve.ExitOK, "")
 }
 
 // fenceWatch is where the fake backend reports a fence: it dials the
@@ -84,7 +85,7 @@ func TestRunRealPluginKilled(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
-	p.waitExit(ExitBackend, "gopmi-rm-fake exited")
+	p.waitExit(serve.ExitBackend, "gopmi-rm-fake exited")
 }
 
 // shimProc is gopmi-shim as a process, started the way `gopmi run` does:
@@ -182,7 +183,7 @@ func TestShimProcess(t *testing.T) {
 	p := startShim(t, twoNodes())
 	p.ready()
 	helloWorld(t, p.tasks[0], p.tasks[1])
-	p.expectExit(ExitOK, "every task finished")
+	p.expectExit(serve.ExitOK, "every task finished")
 	// The backend's GRPC teardown is quick: nothing waited for go-plugin's
 	// kill fallback.
 	if strings.Contains(p.log.String(), "failed to exit gracefully") {
@@ -204,7 +205,7 @@ func TestShimProcessSIGTERM(t *testing.T) {
 	if !strings.Contains(kv["_line"], "terminated") {
 		t.Errorf("answer %q does not say why", kv["_line"])
 	}
-	p.expectExit(ExitJobFailed, "received terminated")
+	p.expectExit(serve.ExitJobFailed, "received terminated")
 	if d := time.Since(began); d > 5*time.Second {
 		t.Errorf("took %v to stop", d)
 	}
@@ -219,7 +220,7 @@ func TestShimProcessBackendKilled(t *testing.T) {
 			t.Fatal(err)
 		}
 	})
-	p.expectExit(ExitBackend, "gopmi-rm-fake exited")
+	p.expectExit(serve.ExitBackend, "gopmi-rm-fake exited")
 }
 
 func TestShimProcessBadBootstrap(t *testing.T) {
@@ -230,5 +231,5 @@ func TestShimProcessBadBootstrap(t *testing.T) {
 	if !strings.HasPrefix(msg, "STATUS=bad bootstrap: tasks[1].rank: rank 5 is not on node 0") || !strings.HasSuffix(msg, "\nERRNO=22") {
 		t.Errorf("sd_notify %q", msg)
 	}
-	p.expectExit(ExitUsage, "tasks[1].rank")
+	p.expectExit(serve.ExitUsage, "tasks[1].rank")
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"os/signal"
 	"sync"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/gopmi/gopmi/bridge"
 	"github.com/gopmi/gopmi/plugin"
+	"github.com/gopmi/gopmi/shim/serve"
 )
 
 // bootstrapTimeout bounds reading stdin: a step daemon writes the
@@ -54,12 +54,13 @@ type RunConfig struct {
 // Main runs the shim as a process and returns its exit status:
 // os.Exit(shim.Main()) is gopmi-shim's whole main.
 func Main() int {
-	return ExitCode(Run(context.Background(), RunConfig{}))
+	return serve.ExitCode(Run(context.Background(), RunConfig{}))
 }
 
 // Run serves one job on this node until every local task has finalized
 // and closed its connection, the job fails, ctx ends or a signal stops it.
-// The error says why it ended; ExitCode turns it into the exit status.
+// The error says why it ended; serve.ExitCode turns it into the exit
+// status.
 // Run writes its reason as its last log line.
 func Run(ctx context.Context, rc RunConfig) error {
 	getenv := rc.Getenv
@@ -128,9 +129,9 @@ func Run(ctx context.Context, rc RunConfig) error {
 	// The step daemon shows the last line: make it say why.
 	l := logp.get()
 	if err != nil {
-		l.Error().Err(err).Int("exit", ExitCode(err)).Msg("gopmi-shim: exiting")
+		l.Error().Err(err).Int("exit", serve.ExitCode(err)).Msg("gopmi-shim: exiting")
 	} else {
-		l.Info().Int("exit", ExitOK).Msg("gopmi-shim: every task finished; exiting")
+		l.Info().Int("exit", serve.ExitOK).Msg("gopmi-shim: every task finished; exiting")
 	}
 	return err
 }
@@ -162,29 +163,15 @@ type server struct {
 	logw   io.Writer
 	logp   *loggerRef
 	log    zerolog.Logger
-	cfg    *config
-	job    *bridge.Job
-	port   net.Listener // the PMI_PORT listener, or nil
+	cfg    *serve.Config
 	ready  bool
-
-	// readers counts the goroutines that feed the job: connection readers
-	// and the accept loop. writers counts the connection writers.
-	readers sync.WaitGroup
-	writers sync.WaitGroup
-
-	mu       sync.Mutex
-	conns    []*taskConn         // guarded by mu; every connection ever attached
-	byRank   map[int32]*taskConn // guarded by mu; PMI_FD connections
-	portLive int                 // guarded by mu; open PMI_PORT connections
-	portSeen int                 // guarded by mu; PMI_PORT connections accepted
-	closing  bool                // guarded by mu; no new connections
 }
 
 // readBootstrapTimed reads the bootstrap within bootstrapTimeout. A
 // reader that blocks past it is left behind: the shim exits right after.
-func readBootstrapTimed(ctx context.Context, r io.Reader) (*config, error) {
+func readBootstrapTimed(ctx context.Context, r io.Reader) (*serve.Config, error) {
 	type res struct {
-		c   *config
+		c   *serve.Config
 		err error
 	}
 	ch := make(chan res, 1)
@@ -198,22 +185,22 @@ func readBootstrapTimed(ctx context.Context, r io.Reader) (*config, error) {
 	case v := <-ch:
 		return v.c, v.err
 	case <-t.C:
-		return nil, fmt.Errorf("%w: stdin: no EOF within %v; the step daemon must close stdin after the bootstrap", ErrUsage, bootstrapTimeout)
+		return nil, fmt.Errorf("%w: stdin: no EOF within %v; the step daemon must close stdin after the bootstrap", serve.ErrUsage, bootstrapTimeout)
 	case <-ctx.Done():
 		return nil, stopped(ctx, "read bootstrap")
 	}
 }
 
-func (s *server) run(ctx context.Context) (retErr error) {
+func (s *server) run(ctx context.Context) error {
 	c, err := readBootstrapTimed(ctx, s.rc.Stdin)
 	if err != nil {
 		return err
 	}
 	s.cfg = c
-	s.log = zerolog.New(s.logw).Level(c.logLevel).With().Timestamp().
-		Str("job", c.job.Nspace).Int32("node", c.nodeID).Logger()
+	logger := zerolog.New(s.logw).Level(c.LogLevel).With().Timestamp().Logger()
+	s.log = logger.With().Str("job", c.Job.Nspace).Int32("node", c.NodeID).Logger()
 	s.logp.set(s.log)
-	s.log.Debug().Int("tasks", len(c.tasks)).Str("backend", c.backend.binaryName()).Msg("bootstrap read")
+	s.log.Debug().Int("tasks", len(c.Tasks)).Str("backend", c.Backend.BinaryName()).Msg("bootstrap read")
 
 	// The fds come first: they must be close-on-exec before any child
 	// starts, and a launcher mistake is cheaper to report before the
@@ -231,101 +218,49 @@ func (s *server) run(ctx context.Context) (retErr error) {
 	if err != nil {
 		return err
 	}
-	defer fds.close()
 
 	// A missing backend binary, the likeliest mistake, fails the start
 	// before anything is served.
 	path, err := s.backendPath()
 	if err != nil {
+		fds.close()
 		return err
 	}
 
-	name := c.backend.binaryName()
 	// The tasks are served from here on, while the backend starts: their
-	// local requests need no backend, and those that do wait for it.
-	lazy := newLazyBackend()
-	job, err := bridge.NewJob(ctx, bridge.Config{
-		Job:         c.job,
-		NodeID:      c.nodeID,
-		Preput:      c.preput,
-		Attrs:       c.attrs,
-		Limits:      c.limits,
-		Timeouts:    c.bridgeTimeouts(),
-		FenceMode:   c.fenceMode,
-		PMIDebug:    c.pmiDebug,
-		BackendName: name,
-		WaitBackend: lazy.wait,
-		// The bridge adds the job and node fields itself.
-		Logger: zerolog.New(s.logw).Level(c.logLevel).With().Timestamp().Logger(),
-	}, lazy)
+	// local requests need no backend, and those that do wait for it. The
+	// backend comes up at once for a job on several nodes (its fences
+	// need it), on demand for a job on one node, which may never need it.
+	demand := make(chan struct{})
+	be := bridge.NewBackend(c.Backend.BinaryName(), func() { close(demand) })
+	if len(c.Job.Nodes) > 1 {
+		be.Need()
+	}
+	srv, err := serve.Start(ctx, c, serve.Options{Backend: be, Conns: fds.conns, Port: fds.port, Logger: logger})
 	if err != nil {
-		return fmt.Errorf("%w: build the PMI engine: %w", ErrUsage, err)
-	}
-	s.job = job
-	// startFailed ends a job that failed before READY; its backend never
-	// started.
-	startFailed := func(err error) error {
-		lazy.fail(err)
-		job.Fail(err)
-		s.shutdown()
 		return err
-	}
-
-	s.byRank = map[int32]*taskConn{}
-	for _, t := range c.tasks {
-		conn, ok := fds.conns[t.rank]
-		if !ok {
-			continue // a PMI_PORT task
-		}
-		delete(fds.conns, t.rank)
-		if err := s.attach(t.rank, conn); err != nil {
-			return startFailed(fmt.Errorf("attach rank %d: %w", t.rank, err))
-		}
-	}
-	if fds.port != nil {
-		s.port = fds.port
-		fds.port = nil
-		s.readers.Add(1)
-		go s.acceptLoop(s.port)
 	}
 
 	// READY means the tasks are served; the backend's own start-up
 	// failures come after it, as a job failure with its STATUS.
-	if err := s.notify.ready(len(c.tasks)); err != nil {
+	if err := s.notify.ready(len(c.Tasks)); err != nil {
 		// The launcher asked for readiness and will not hear it: it
 		// would wait for its own time-out, so fail now and say why.
-		return startFailed(fmt.Errorf("report readiness: %w", err))
+		err = fmt.Errorf("report readiness: %w", err)
+		be.Fail(err)
+		srv.Fail(err)
+		_ = srv.Wait(ctx)
+		return err
 	}
 	s.ready = true
 
-	// The backend comes up beside the tasks: at once for a job on several
-	// nodes (its fences need it), on demand for a job on one node, which
-	// may never need it. A job that ends cleanly first does not wait for
-	// it.
-	eager := len(c.job.Nodes) > 1
-	bs := s.startBackendAside(ctx, job, lazy, path, eager)
+	bs := s.startBackendAside(ctx, srv.Job(), be, demand, path)
 	defer bs.close(s.log)
-
-	backendDied := s.wait(ctx, name, bs)
-	res := job.Result()
-	s.shutdown()
-
-	switch {
-	case backendDied:
-		return fmt.Errorf("%w: %s exited during the job: %w", ErrBackend, name, plugin.ErrBackendGone)
-	case res.Aborted:
-		if res.Err != nil {
-			return fmt.Errorf("%w: %w", ErrJobAborted, res.Err)
-		}
-		return fmt.Errorf("%w with status %d", ErrJobAborted, res.Status)
-	case res.Err != nil && errors.Is(res.Err, ErrBackend):
-		return res.Err
-	case res.Err != nil && errors.Is(res.Err, plugin.ErrBackendGone):
-		return fmt.Errorf("%w: %w", ErrBackend, res.Err)
-	case res.Err != nil:
-		return fmt.Errorf("%w: %w", ErrJobFailed, res.Err)
+	err = srv.Wait(ctx)
+	if nerr := s.notify.stopping(srv.Reason()); nerr != nil {
+		s.log.Debug().Err(nerr).Msg("report stopping")
 	}
-	return nil
+	return err
 }
 
 // backendStart is the backend's bring-up, run beside the job.
@@ -333,16 +268,17 @@ type backendStart struct {
 	done chan struct{} // closed when the bring-up ended
 	bp   backendProc   // the running backend; set before done closes
 	dir  string        // the backend's private socket directory, if made
-	err  error         // why it failed, when that fails the job
 	stop context.CancelFunc
 }
 
-// startBackendAside brings the backend up on its own goroutine: at once
-// when eager, else when the job first needs it. A job that ends cleanly
-// meanwhile cuts the start short; one that fails or aborts lets it finish,
-// since the RM must hear of that.
-func (s *server) startBackendAside(ctx context.Context, job *bridge.Job, lazy *lazyBackend, path string, eager bool) *backendStart {
+// startBackendAside brings the backend up on its own goroutine once the
+// job asks for it (demand closes), and fails the job when the bring-up
+// fails or the backend dies. A job that ends cleanly meanwhile cuts the
+// start short; one that fails or aborts lets it finish, since the RM must
+// hear of that.
+func (s *server) startBackendAside(ctx context.Context, job *bridge.Job, be *bridge.Backend, demand <-chan struct{}, path string) *backendStart {
 	c := s.cfg
+	name := c.Backend.BinaryName()
 	startCtx, stop := context.WithCancel(ctx)
 	bs := &backendStart{done: make(chan struct{}), stop: stop}
 	go func() {
@@ -353,43 +289,33 @@ func (s *server) startBackendAside(ctx context.Context, job *bridge.Job, lazy *l
 	}()
 	go func() {
 		defer close(bs.done)
-		if !eager {
-			select {
-			case <-lazy.demand:
-			case <-startCtx.Done():
-			}
+		select {
+		case <-demand:
+		case <-startCtx.Done():
 		}
 		if startCtx.Err() != nil {
-			lazy.fail(errors.New("the job ended before it needed its backend"))
+			be.Fail(errors.New("the job ended before it needed its backend"))
 			return
 		}
-		// The socket directory is made only for a backend that starts:
-		// most jobs on one node never need theirs.
-		dir, err := os.MkdirTemp("", "gopmi-shim-")
+		bp, err := s.bringUpBackend(startCtx, path, be, bs)
 		if err != nil {
-			err = fmt.Errorf("%w: create socket dir: %w", ErrBackend, err)
-		} else {
-			bs.dir = dir
-		}
-		var (
-			bp    backendProc
-			info  *plugin.BackendInfo
-			attrs []plugin.Info
-		)
-		if err == nil {
-			bp, info, attrs, err = s.bringUpBackend(startCtx, path, dir)
-		}
-		if err != nil {
-			lazy.fail(err)
+			be.Fail(err)
 			if !endedCleanly(job) {
-				bs.err = err
+				s.log.Error().Err(err).Msg("failing the job: its backend did not start")
+				job.Fail(err)
 			}
 			return
 		}
 		bs.bp = bp
-		lazy.set(bp.Backend(), &bridge.BackendReady{Info: info, Attrs: attrs})
-		s.log.Info().Int("tasks", len(c.tasks)).Str("backend", c.backend.binaryName()).Str("backend_version", info.Version).
-			Msg("backend serving")
+		go func() {
+			select {
+			case <-bp.Exited():
+				err := fmt.Errorf("%w: backend %s exited during the job: %w", serve.ErrBackend, name, plugin.ErrBackendGone)
+				s.log.Error().Err(err).Msg("failing the job")
+				job.Fail(err)
+			case <-job.Done():
+			}
+		}()
 	}()
 	return bs
 }
@@ -397,8 +323,8 @@ func (s *server) startBackendAside(ctx context.Context, job *bridge.Job, lazy *l
 // close ends the bring-up (or waits for it, within the backend start
 // time-out it runs under) and closes the backend.
 func (bs *backendStart) close(log zerolog.Logger) {
-	// The job is over and its news delivered (Shutdown waited for that):
-	// a bring-up still waiting or running is no longer needed.
+	// The job is over and its news delivered (Wait waited for that): a
+	// bring-up still waiting or running is no longer needed.
 	bs.stop()
 	<-bs.done
 	if bs.bp != nil {
@@ -413,72 +339,76 @@ func (bs *backendStart) close(log zerolog.Logger) {
 	}
 }
 
-// bringUpBackend starts and configures the backend, both within the
-// backend start time-out. startCtx cuts it short: the shim stopping (a
-// signal) or a job that no longer needs the backend.
-func (s *server) bringUpBackend(startCtx context.Context, path, dir string) (backendProc, *plugin.BackendInfo, []plugin.Info, error) {
+// bringUpBackend makes the backend's private socket directory, starts and
+// configures the backend, both within the backend start time-out, and
+// hands it to be. startCtx cuts it short: the shim stopping (a signal) or
+// a job that no longer needs the backend.
+func (s *server) bringUpBackend(startCtx context.Context, path string, be *bridge.Backend, bs *backendStart) (backendProc, error) {
 	c := s.cfg
+	// The socket directory is made only for a backend that starts: most
+	// jobs on one node never need theirs.
+	dir, err := os.MkdirTemp("", "gopmi-shim-")
+	if err != nil {
+		return nil, fmt.Errorf("%w: create socket dir: %w", serve.ErrBackend, err)
+	}
+	bs.dir = dir
 	start := s.rc.start
 	if start == nil {
 		start = startPlugin
 	}
-	ctx, cancel := context.WithTimeout(startCtx, c.backendStart)
+	ctx, cancel := context.WithTimeout(startCtx, c.BackendStart)
 	defer cancel()
 	// Start honours ctx only while it runs (a signal during start-up
 	// kills the plugin); afterwards the shim ends the plugin with Close.
-	s.log.Debug().Str("path", path).Strs("args", c.backend.args).Msg("starting backend")
+	s.log.Debug().Str("path", path).Strs("args", c.Backend.Args).Msg("starting backend")
 	bp, err := start(ctx, launch{
 		path:      path,
-		spec:      c.backend,
+		spec:      c.Backend,
 		socketDir: dir,
-		log:       s.log.With().Str("backend", c.backend.binaryName()).Logger(),
+		log:       s.log.With().Str("backend", c.Backend.BinaryName()).Logger(),
 		env:       s.rc.backendEnv,
-		timeout:   c.backendStart,
+		timeout:   c.BackendStart,
 	})
 	if err != nil {
 		switch {
 		case startCtx.Err() != nil:
 			err = stopped(startCtx, "start "+path)
-		case !errors.Is(err, ErrBackend):
-			err = fmt.Errorf("%w: %w", ErrBackend, err)
+		case !errors.Is(err, serve.ErrBackend):
+			err = fmt.Errorf("%w: %w", serve.ErrBackend, err)
 		}
-		return nil, nil, nil, err
+		return nil, err
 	}
-	attrs, info, err := configureBackend(ctx, bp, c)
+	info, attrs, err := serve.Configure(ctx, bp.Backend(), bp.Info(), c)
 	if err != nil {
 		if cerr := bp.Close(); cerr != nil {
 			s.log.Warn().Err(cerr).Msg("close backend")
 		}
 		if startCtx.Err() != nil {
-			err = stopped(startCtx, "configure "+c.backend.binaryName())
+			err = stopped(startCtx, "configure "+c.Backend.BinaryName())
 		}
-		return nil, nil, nil, err
+		return nil, err
 	}
-	return bp, info, attrs, nil
+	be.Up(bp.Backend(), info, attrs)
+	s.log.Info().Int("tasks", len(c.Tasks)).Str("backend", c.Backend.BinaryName()).Str("backend_version", info.Version).
+		Msg("backend serving")
+	return bp, nil
 }
 
 // endedCleanly reports whether the job has ended with every task done.
 func endedCleanly(job *bridge.Job) bool {
-	if !isDone(job.Done()) {
+	select {
+	case <-job.Done():
+	default:
 		return false
 	}
 	res := job.Result()
 	return res.Err == nil && !res.Aborted
 }
 
-func isDone(ch <-chan struct{}) bool {
-	select {
-	case <-ch:
-		return true
-	default:
-		return false
-	}
-}
-
 // stopped is the error for a start-up cut short by a signal or the end of
 // Run's context: the job failed before it began.
 func stopped(ctx context.Context, step string) error {
-	return fmt.Errorf("%w: %s: shim stopped: %w", ErrJobFailed, step, context.Cause(ctx))
+	return fmt.Errorf("%w: %s: shim stopped: %w", serve.ErrJobFailed, step, context.Cause(ctx))
 }
 
 // backendPath resolves the backend binary.
@@ -489,249 +419,5 @@ func (s *server) backendPath() (string, error) {
 			self = p
 		}
 	}
-	return resolveBackend(s.cfg.backend, self, s.getenv)
-}
-
-// attach hands one PMI_FD connection to the bridge and starts its
-// goroutines.
-func (s *server) attach(rank int32, conn net.Conn) error {
-	tc := newTaskConn(conn, s.queueBytes(), s.log.With().Int32("rank", rank).Logger())
-	sess, err := s.job.Attach(rank, tc)
-	if err != nil {
-		_ = conn.Close()
-		return err
-	}
-	s.mu.Lock()
-	s.conns = append(s.conns, tc)
-	s.byRank[rank] = tc
-	s.mu.Unlock()
-	s.serveConn(tc, sess, nil)
-	return nil
-}
-
-// queueBytes bounds one connection's unsent replies: a few of the longest
-// lines the job allows.
-func (s *server) queueBytes() int {
-	return max(minQueueBytes, 4*s.cfg.limits.LineMax)
-}
-
-func (s *server) serveConn(tc *taskConn, sess *bridge.Session, onExit func()) {
-	s.writers.Add(1)
-	go func() {
-		defer s.writers.Done()
-		tc.writeLoop()
-	}()
-	s.readers.Add(1)
-	go func() {
-		defer s.readers.Done()
-		tc.readLoop(sess)
-		if onExit != nil {
-			onExit()
-		}
-	}()
-}
-
-// portTasks is the number of tasks that connect through PMI_PORT.
-func (s *server) portTasks() int {
-	n := 0
-	for _, t := range s.cfg.tasks {
-		if t.fdName == "" {
-			n++
-		}
-	}
-	return n
-}
-
-// acceptLoop serves the PMI_PORT listener until the shim shuts down.
-func (s *server) acceptLoop(l net.Listener) {
-	defer s.readers.Done()
-	// Live connections are bounded: a task retrying a failed handshake
-	// is fine, a flood is not.
-	limit := 2*s.portTasks() + 8
-	var backoff *time.Timer
-	for {
-		conn, err := l.Accept()
-		if err != nil {
-			if errors.Is(err, net.ErrClosed) {
-				return
-			}
-			// EMFILE and friends pass; retry soon unless shutting down.
-			s.log.Warn().Err(err).Msg("pmi_port: accept")
-			if backoff == nil {
-				backoff = time.NewTimer(100 * time.Millisecond)
-			} else {
-				backoff.Reset(100 * time.Millisecond)
-			}
-			<-backoff.C
-			continue
-		}
-		s.mu.Lock()
-		switch {
-		case s.closing:
-			s.mu.Unlock()
-			_ = conn.Close()
-			return
-		case s.portLive >= limit:
-			s.mu.Unlock()
-			s.log.Warn().Int("open", limit).Msg("pmi_port: too many open connections; refusing one")
-			_ = conn.Close()
-			continue
-		}
-		s.portLive++
-		s.portSeen++
-		// Attached under mu so that shutdown, which takes the list of
-		// connections under mu, cannot miss this one. The bridge calls
-		// only the taskConn's own methods, which never take s.mu.
-		tc := newTaskConn(conn, s.queueBytes(), s.log.With().Str("conn", "pmi_port").Logger())
-		sess := s.job.AttachPort(tc)
-		s.conns = append(s.conns, tc)
-		s.mu.Unlock()
-		s.serveConn(tc, sess, func() {
-			s.mu.Lock()
-			s.portLive--
-			s.mu.Unlock()
-		})
-	}
-}
-
-// wait blocks until the job ends, failing it on a signal, ctx's end, the
-// backend's exit or a connect time-out. It reports whether the backend
-// died.
-func (s *server) wait(ctx context.Context, name string, bs *backendStart) (backendDied bool) {
-	var exited <-chan struct{} // nil, never ready, until a backend runs
-	started := bs.done
-	var connectC <-chan time.Time
-	if s.cfg.connect > 0 {
-		t := time.NewTimer(s.cfg.connect)
-		defer t.Stop()
-		connectC = t.C
-	}
-	for {
-		select {
-		case <-s.job.Done():
-			return false
-		case <-started:
-			started = nil
-			switch {
-			case bs.err != nil:
-				s.log.Error().Err(bs.err).Msg("failing the job: its backend did not start")
-				s.job.Fail(bs.err)
-			case bs.bp != nil:
-				exited = bs.bp.Exited()
-			}
-		case <-exited:
-			err := fmt.Errorf("backend %s exited: %w", name, plugin.ErrBackendGone)
-			s.log.Error().Err(err).Msg("failing the job")
-			s.job.Fail(err)
-			return true
-		case <-ctx.Done():
-			err := fmt.Errorf("shim stopped: %w", context.Cause(ctx))
-			s.job.Fail(err)
-			return false
-		case <-connectC:
-			connectC = nil
-			if err := s.checkConnected(); err != nil {
-				s.log.Error().Err(err).Msg("failing the job")
-				s.job.Fail(err)
-				return false
-			}
-		}
-	}
-}
-
-// checkConnected fails when a task has not spoken PMI within the connect
-// time-out: a PMI_FD task that sent nothing, or fewer PMI_PORT
-// connections than PMI_PORT tasks.
-func (s *server) checkConnected() error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var silent []int32
-	for r, tc := range s.byRank {
-		if !tc.spoke.Load() {
-			silent = append(silent, r)
-		}
-	}
-	want := s.portTasks()
-	switch {
-	case len(silent) > 0:
-		return fmt.Errorf("connect: %s sent nothing within %v", plugin.RankList(silent), s.cfg.connect)
-	case s.portSeen < want:
-		return fmt.Errorf("connect: %d of %d PMI_PORT tasks connected within %v", s.portSeen, want, s.cfg.connect)
-	}
-	return nil
-}
-
-// shutdown ends everything within the shutdown time-out, in an order
-// that loses no answer. The job has ended already (every caller fails it
-// first), but answers may still be on their way: from a connection reader
-// (a task's EOF failed the job and answers its peers) and from the job's
-// backend calls (a fence the backend failed). So: stop feeding the job
-// (readers and the accept loop end; sockets stay open for writing), then
-// wait for the job's backend calls, then let each connection drain its
-// queued answers and close.
-func (s *server) shutdown() {
-	ctx, cancel := context.WithTimeout(context.Background(), s.cfg.shutdown)
-	defer cancel()
-	// A no-op when the job has ended; it answers anything pending if not.
-	s.job.Fail(fmt.Errorf("%w: shim shutting down", plugin.ErrAborted))
-	res := s.job.Result()
-	reason := "job finished"
-	switch {
-	case res.Aborted:
-		reason = fmt.Sprintf("job aborted with status %d", res.Status)
-	case res.Err != nil:
-		reason = res.Err.Error()
-	}
-	if s.ready {
-		if err := s.notify.stopping(reason); err != nil {
-			s.log.Debug().Err(err).Msg("report stopping")
-		}
-	}
-
-	s.mu.Lock()
-	s.closing = true
-	conns := append([]*taskConn(nil), s.conns...)
-	s.mu.Unlock()
-	if s.port != nil {
-		_ = s.port.Close()
-	}
-	for _, tc := range conns {
-		tc.stopReading()
-	}
-	// Readers return at once: their reads hit a past deadline.
-	s.readers.Wait()
-
-	if err := s.job.Shutdown(ctx); err != nil {
-		s.log.Warn().Err(err).Msg("PMI engine did not stop in time")
-	}
-
-	for _, tc := range conns {
-		if tc.unclosed != nil {
-			tc.unclosed.Close(errStopped)
-		}
-		_ = tc.Close()
-	}
-	drained := make(chan struct{})
-	go func() {
-		s.writers.Wait()
-		close(drained)
-	}()
-	select {
-	case <-drained:
-	case <-ctx.Done():
-		s.log.Warn().Dur("timeout", s.cfg.shutdown).Msg("task connections did not drain in time; closing them")
-		for _, tc := range conns {
-			tc.abort(net.ErrClosed)
-		}
-		<-drained
-	}
-}
-
-// bridgeTimeouts are the engine's time-outs. A call to the backend may wait
-// for the backend to come up, which the bootstrap allows backend_start
-// for: no backend call gives up sooner than that.
-func (c *config) bridgeTimeouts() bridge.Timeouts {
-	t := c.timeouts
-	t.Backend = max(t.Backend, bridge.DefaultBackendTimeout, c.backendStart)
-	return t
+	return resolveBackend(s.cfg.Backend, self, s.getenv)
 }

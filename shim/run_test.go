@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/gopmi/gopmi/shim/serve"
 	"net"
 	"os"
 	"path/filepath"
@@ -93,7 +94,7 @@ func TestRunPMI1(t *testing.T) {
 	r1.call("cmd=finalize", "finalize_ack")
 	r1.conn.Close()
 
-	p.waitExit(ExitOK, "")
+	p.waitExit(serve.ExitOK, "")
 	if !proc.wasClosed() {
 		t.Error("backend not closed")
 	}
@@ -119,7 +120,7 @@ func TestRunHelloWorld(t *testing.T) {
 	p := startRun(t, oneNode(2), runOpts{start: proc.start()})
 	p.ready()
 	helloWorld(t, p.tasks[0], p.tasks[1])
-	p.waitExit(ExitOK, "")
+	p.waitExit(serve.ExitOK, "")
 }
 
 // A task that ends before finalize fails the job: exit 4, and the other
@@ -134,7 +135,7 @@ func TestRunTaskEndsEarly(t *testing.T) {
 	r0.sendParked("cmd=barrier_in")
 	r1.conn.Close()
 	r0.expect("barrier_out", false)
-	p.waitExit(ExitJobFailed, "rank 1 of job job-1 closed its PMI connection before finalize")
+	p.waitExit(serve.ExitJobFailed, "rank 1 of job job-1 closed its PMI connection before finalize")
 	r0.eof()
 }
 
@@ -149,7 +150,7 @@ func TestRunAbort(t *testing.T) {
 	p.tasks[0].init()
 	p.tasks[1].init()
 	p.tasks[1].send("cmd=abort exitcode=7")
-	p.waitExit(ExitAborted, "status 7")
+	p.waitExit(serve.ExitAborted, "status 7")
 	select {
 	case req := <-aborted:
 		if req.Status != 7 || req.Proc.Rank != 1 {
@@ -184,7 +185,7 @@ func TestRunStop(t *testing.T) {
 			if how != "context" && !strings.Contains(kv["_line"], "received") {
 				t.Errorf("the error answer does not say why: %q", kv["_line"])
 			}
-			p.waitExit(ExitJobFailed, "")
+			p.waitExit(serve.ExitJobFailed, "")
 			if d := time.Since(began); d > 3*time.Second {
 				t.Errorf("took %v to stop", d)
 			}
@@ -218,7 +219,7 @@ func TestRunBackendDies(t *testing.T) {
 	if !strings.Contains(kv["_line"], "backend_gopmi-rm-fake_exited") {
 		t.Errorf("error answer %q does not name the backend", kv["_line"])
 	}
-	p.waitExit(ExitBackend, "gopmi-rm-fake exited")
+	p.waitExit(serve.ExitBackend, "gopmi-rm-fake exited")
 }
 
 func TestRunSIGUSR1DumpsStacks(t *testing.T) {
@@ -233,7 +234,7 @@ func TestRunSIGUSR1DumpsStacks(t *testing.T) {
 	// Tasks that close without ever calling init end the job cleanly.
 	p.tasks[0].conn.Close()
 	p.tasks[1].conn.Close()
-	p.waitExit(ExitOK, "")
+	p.waitExit(serve.ExitOK, "")
 }
 
 func TestRunConnectTimeout(t *testing.T) {
@@ -243,7 +244,7 @@ func TestRunConnectTimeout(t *testing.T) {
 	p := startRun(t, b, runOpts{start: proc.start()})
 	p.ready()
 	p.tasks[0].init()
-	p.waitExit(ExitJobFailed, "connect: rank 1 sent nothing within 300ms")
+	p.waitExit(serve.ExitJobFailed, "connect: rank 1 sent nothing within 300ms")
 }
 
 func TestRunPMIPort(t *testing.T) {
@@ -264,7 +265,7 @@ func TestRunPMIPort(t *testing.T) {
 		}
 	}
 	helloWorld(t, p.tasks[0], r1)
-	p.waitExit(ExitOK, "")
+	p.waitExit(serve.ExitOK, "")
 }
 
 func TestRunPMIPortConnectTimeout(t *testing.T) {
@@ -274,7 +275,7 @@ func TestRunPMIPortConnectTimeout(t *testing.T) {
 	p := startRun(t, b, runOpts{start: proc.start(), files: []*os.File{lf}})
 	p.ready()
 	p.tasks[0].init()
-	p.waitExit(ExitJobFailed, "connect: 0 of 1 PMI_PORT tasks connected within 300ms")
+	p.waitExit(serve.ExitJobFailed, "connect: 0 of 1 PMI_PORT tasks connected within 300ms")
 }
 
 // Start-up failures before the tasks are served (a bad bootstrap, a
@@ -292,14 +293,14 @@ func TestRunStartupFailure(t *testing.T) {
 		errno  syscall.Errno
 	}{
 		{name: "bad version", edit: func(b *shimv1.Bootstrap) { b.Version = 3 },
-			code: ExitUsage, status: "bad bootstrap: version: got 3", errno: syscall.EINVAL},
+			code: serve.ExitUsage, status: "bad bootstrap: version: got 3", errno: syscall.EINVAL},
 		{name: "missing fd", noFDs: true,
-			code: ExitUsage, status: `rank 0: fd "rank0" is not among the inherited fds`, errno: syscall.EINVAL},
+			code: serve.ExitUsage, status: `rank 0: fd "rank0" is not among the inherited fds`, errno: syscall.EINVAL},
 		{name: "backend not found", edit: func(b *shimv1.Bootstrap) { b.Backend = &shimv1.BackendConfig{Name: "nope"} },
 			env:  map[string]string{"PATH": emptyDir},
-			code: ExitBackend, status: "gopmi-rm-nope not found in", errno: syscall.EHOSTDOWN},
+			code: serve.ExitBackend, status: "gopmi-rm-nope not found in", errno: syscall.EHOSTDOWN},
 		{name: "backend path missing", edit: func(b *shimv1.Bootstrap) { b.Backend.Path = filepath.Join(emptyDir, "x") },
-			code: ExitBackend, status: "backend.path " + filepath.Join(emptyDir, "x"), errno: syscall.ENOENT},
+			code: serve.ExitBackend, status: "backend.path " + filepath.Join(emptyDir, "x"), errno: syscall.ENOENT},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -353,11 +354,11 @@ func TestRunBackendStartFailure(t *testing.T) {
 			p.tasks[0].init()
 			p.tasks[0].send("cmd=publish_name service=svc port=p1")
 			p.tasks[0].expect("publish_result", false)
-			p.waitExit(ExitBackend, tt.status)
+			p.waitExit(serve.ExitBackend, tt.status)
 			if msg := p.notify.next(t); !strings.Contains(msg, "STATUS=") || !strings.Contains(msg, tt.status) {
 				t.Errorf("sd_notify %q, want STATUS=...%s", msg, tt.status)
 			}
-			checkLastLogLine(t, p, tt.status, ExitBackend)
+			checkLastLogLine(t, p, tt.status, serve.ExitBackend)
 		})
 	}
 }
@@ -411,24 +412,24 @@ func TestResolveBackend(t *testing.T) {
 	}
 	tests := []struct {
 		name string
-		spec backendSpec
+		spec serve.BackendSpec
 		self string
 		want string
 		err  string
 	}{
-		{"beside the shim first", backendSpec{name: "local"}, self, beside, ""},
-		{"then PATH", backendSpec{name: "slurm"}, self, inPath, ""},
-		{"beside the link's target", backendSpec{name: "local"}, link, beside, ""},
-		{"explicit path", backendSpec{name: "x", path: inPath}, self, inPath, ""},
-		{"not executable", backendSpec{name: "noexec"}, self, "", "gopmi-rm-noexec not found in " + shimDir + ":" + pathDir},
-		{"missing", backendSpec{name: "vendor"}, link, "", "gopmi-rm-vendor not found in " + other + ":" + shimDir + ":" + pathDir + " (next to the shim, then PATH)"},
-		{"bad path", backendSpec{path: filepath.Join(other, "none")}, self, "", "backend.path " + filepath.Join(other, "none")},
+		{"beside the shim first", serve.BackendSpec{Name: "local"}, self, beside, ""},
+		{"then PATH", serve.BackendSpec{Name: "slurm"}, self, inPath, ""},
+		{"beside the link's target", serve.BackendSpec{Name: "local"}, link, beside, ""},
+		{"explicit path", serve.BackendSpec{Name: "x", Path: inPath}, self, inPath, ""},
+		{"not executable", serve.BackendSpec{Name: "noexec"}, self, "", "gopmi-rm-noexec not found in " + shimDir + ":" + pathDir},
+		{"missing", serve.BackendSpec{Name: "vendor"}, link, "", "gopmi-rm-vendor not found in " + other + ":" + shimDir + ":" + pathDir + " (next to the shim, then PATH)"},
+		{"bad path", serve.BackendSpec{Path: filepath.Join(other, "none")}, self, "", "backend.path " + filepath.Join(other, "none")},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got, err := resolveBackend(tt.spec, tt.self, env)
 			if tt.err != "" {
-				if err == nil || !strings.Contains(err.Error(), tt.err) || ExitCode(err) != ExitBackend {
+				if err == nil || !strings.Contains(err.Error(), tt.err) || serve.ExitCode(err) != serve.ExitBackend {
 					t.Fatalf("got %q, %v; want an error containing %q", got, err, tt.err)
 				}
 				return
@@ -457,7 +458,7 @@ func TestRunStopDuringStart(t *testing.T) {
 		t.Fatal("backend start never began")
 	}
 	p.sigs <- syscall.SIGTERM
-	p.waitExit(ExitJobFailed, "received terminated")
+	p.waitExit(serve.ExitJobFailed, "received terminated")
 	if msg := p.notify.next(t); !strings.HasPrefix(msg, "READY=1") {
 		t.Errorf("first sd_notify %q, want READY=1", msg)
 	}
@@ -491,7 +492,7 @@ func TestRunJobEndsBeforeBackendStarts(t *testing.T) {
 		k.call("cmd=finalize", "finalize_ack")
 		k.conn.Close()
 	}
-	p.waitExit(ExitOK, "")
+	p.waitExit(serve.ExitOK, "")
 	select {
 	case <-cancelled:
 	default:
@@ -510,7 +511,7 @@ func TestRunOneNodeJobNeedsNoBackend(t *testing.T) {
 	p := startRun(t, oneNode(2), runOpts{start: start})
 	p.ready()
 	helloWorld(t, p.tasks[0], p.tasks[1])
-	p.waitExit(ExitOK, "")
+	p.waitExit(serve.ExitOK, "")
 	if n := starts.Load(); n != 0 {
 		t.Fatalf("backend started %d times", n)
 	}
@@ -533,7 +534,7 @@ func TestRunSocketDirLifetime(t *testing.T) {
 	p.tasks[0].init()
 	p.tasks[0].send("cmd=publish_name service=svc port=p1")
 	p.tasks[0].expect("publish_result", false)
-	p.waitExit(ExitBackend, "garbage on stdout")
+	p.waitExit(serve.ExitBackend, "garbage on stdout")
 	select {
 	case dir := <-dirs:
 		if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {

@@ -1,13 +1,13 @@
-package shim
+package serve
 
 import (
 	"errors"
 	"fmt"
-	"syscall"
 )
 
-// Exit statuses of gopmi-shim. The step daemon reads them to tell what
-// happened; the shim's last log line gives the details.
+// Exit statuses of gopmi-shim, and how `gopmi run` judges a job it
+// served itself. The step daemon reads them to tell what happened; the
+// shim's last log line gives the details.
 const (
 	// ExitOK: every local task finalized, or closed its connection
 	// cleanly.
@@ -27,8 +27,8 @@ const (
 	ExitAborted = 5
 )
 
-// Errors Run returns, wrapped with the details; ExitCode maps them to the
-// Exit* statuses.
+// Errors a host of the serving loop returns, wrapped with the details;
+// ExitCode maps them to the Exit* statuses.
 var (
 	// ErrUsage: the bootstrap message or the inherited fds are wrong.
 	ErrUsage = errors.New("bad bootstrap")
@@ -40,7 +40,8 @@ var (
 	ErrJobAborted = errors.New("job aborted")
 )
 
-// ExitCode returns the exit status for an error returned by Run.
+// ExitCode returns the exit status for an error returned by Wait, or by
+// a host that failed before it could serve.
 func ExitCode(err error) int {
 	switch {
 	case err == nil:
@@ -75,21 +76,4 @@ func (e *FieldError) Unwrap() error { return ErrUsage }
 
 func fieldErr(field, format string, args ...any) error {
 	return &FieldError{Field: field, Msg: fmt.Sprintf(format, args...)}
-}
-
-// errnoFor picks the ERRNO= value sent with a start-up failure: the
-// underlying errno when there is one, else one that fits the class.
-func errnoFor(err error) int {
-	var en syscall.Errno
-	if errors.As(err, &en) {
-		return int(en)
-	}
-	switch {
-	case errors.Is(err, ErrUsage):
-		return int(syscall.EINVAL)
-	case errors.Is(err, ErrBackend):
-		return int(syscall.EHOSTDOWN)
-	default:
-		return int(syscall.EIO)
-	}
 }

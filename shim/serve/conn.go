@@ -1,4 +1,4 @@
-package shim
+package serve
 
 import (
 	"errors"
@@ -32,8 +32,8 @@ const (
 // errSlowReader fails a connection whose task does not read its replies.
 var errSlowReader = errors.New("task is not reading its PMI replies")
 
-// errStopped is what the session hears when the shim stops reading.
-var errStopped = errors.New("shim shutting down")
+// errStopped is what the session hears when the server stops reading.
+var errStopped = errors.New("PMI server shutting down")
 
 // taskConn is one task connection: the bridge.Sender side with a bounded
 // queue drained by a writer goroutine, and a reader goroutine feeding the

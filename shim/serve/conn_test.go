@@ -1,11 +1,13 @@
-package shim
+package serve
 
 import (
 	"errors"
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -16,11 +18,7 @@ import (
 // running, and the task's end.
 func connPair(t *testing.T, maxQueue int) (*taskConn, net.Conn) {
 	t.Helper()
-	f, client := socketpair(t, "rank0")
-	conn, err := fileConn(f)
-	if err != nil {
-		t.Fatal(err)
-	}
+	conn, client := connected(t)
 	tc := newTaskConn(conn, maxQueue, zerolog.Nop())
 	go tc.writeLoop()
 	t.Cleanup(func() {
@@ -28,6 +26,27 @@ func connPair(t *testing.T, maxQueue int) (*taskConn, net.Conn) {
 		waitClosed(t, tc.written, "writer")
 	})
 	return tc, client
+}
+
+// connected returns the two ends of a stream socketpair; the test closes
+// the client's end when it ends.
+func connected(t *testing.T) (server, client net.Conn) {
+	t.Helper()
+	fds, err := syscall.Socketpair(syscall.AF_UNIX, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	conns := make([]net.Conn, 2)
+	for i, fd := range fds {
+		f := os.NewFile(uintptr(fd), "socketpair")
+		conns[i], err = net.FileConn(f)
+		f.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Cleanup(func() { conns[1].Close() })
+	return conns[0], conns[1]
 }
 
 func waitClosed(t *testing.T, ch <-chan struct{}, what string) {
