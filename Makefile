@@ -39,17 +39,22 @@ deps:
 		apt-get update -q && $(APT) mpich libmpich-dev libpmi2-0-dev protobuf-compiler; \
 	fi
 
-# Unit, transcript, fuzz-seed and integration tests, all under -race.
-test:
+# Unit, transcript, fuzz-seed and integration tests, all under -race; the
+# integration tests run twice, with jobs on one node served by gopmi run
+# itself and by gopmi-shim processes. What they need from Debian comes
+# first (deps).
+test: deps
 	@test -z "$$(gofmt -l $$(git ls-files '*.go' | grep -v '\.pb\.go$$'))" || { gofmt -l $$(git ls-files '*.go' | grep -v '\.pb\.go$$'); echo 'gofmt needed'; exit 1; }
 	$(GO) vet ./...
 	$(GO) test -race -timeout 20m ./...
+	GOPMI_IT_SERVE=shim $(GO) test -race -timeout 20m ./integration/
 
 test-unit:
 	$(GO) test -race -short ./...
 
 integration:
 	$(GO) test -race -timeout 20m ./integration/...
+	GOPMI_IT_SERVE=shim $(GO) test -race -timeout 20m ./integration/
 
 bench: build
 	$(GO) run ./integration/bench -gopmi $(BIN)/gopmi $(BENCHFLAGS)

@@ -147,7 +147,10 @@ func stderrMissing(rank int) clients.Check {
 
 // TestBackendDies kills gopmi-rm-local while the tasks wait in a barrier
 // that cannot complete (the last rank holds it open): the job must end
-// non-zero with a message about the backend, and nothing may be left.
+// non-zero with a message about the backend, and nothing may be left. A
+// job on one node that gopmi run serves itself has no backend process to
+// kill: there the test checks that none runs (nor a shim), and ends the
+// job by killing a task instead.
 func TestBackendDies(t *testing.T) {
 	begin(t)
 	for _, c := range []struct {
@@ -156,6 +159,7 @@ func TestBackendDies(t *testing.T) {
 		ppn  string
 	}{{"one-node", 3, "0"}, {"ppn=2", 4, "2"}} {
 		t.Run(c.name, func(t *testing.T) {
+			servedHere := c.ppn == "0" && !shimMode
 			sock := filepath.Join(t.TempDir(), "ready.sock")
 			ln, err := net.Listen("unix", sock)
 			if err != nil {
@@ -165,7 +169,7 @@ func TestBackendDies(t *testing.T) {
 
 			ctx, cancel := context.WithTimeout(context.Background(), defaultTimeout)
 			defer cancel()
-			argv := append([]string{gopmiBin, "run", "-ppn", c.ppn, "-n", strconv.Itoa(c.n)}, taskArgs("hold")...)
+			argv := gopmiArgv(append([]string{"-ppn", c.ppn, "-n", strconv.Itoa(c.n)}, taskArgs("hold")...)...)
 			type outcome struct {
 				r   clients.Result
 				err error
@@ -181,12 +185,27 @@ func TestBackendDies(t *testing.T) {
 			if readyErr == nil {
 				backends, shims, readyErr = gopmiHelpers()
 			}
-			if readyErr == nil && len(backends) == 0 {
+			victim := 0
+			switch {
+			case readyErr != nil:
+			case servedHere && len(backends)+len(shims) > 0:
+				readyErr = fmt.Errorf("a job on one node runs %d gopmi-rm-local and %d gopmi-shim processes, want none", len(backends), len(shims))
+			case servedHere:
+				var tasks []proc.Info
+				if tasks, readyErr = taskProcs(); readyErr == nil && len(tasks) == 0 {
+					readyErr = errors.New("no task below the test process")
+				}
+				if readyErr == nil {
+					victim = tasks[0].PID
+				}
+			case len(backends) == 0:
 				readyErr = errors.New("no gopmi-rm-local below the test process")
+			default:
+				// One backend is enough: the job cannot go on without it.
+				victim = backends[0].PID
 			}
 			if readyErr == nil {
-				// One backend is enough: the job cannot go on without it.
-				readyErr = syscall.Kill(backends[0].PID, syscall.SIGKILL)
+				readyErr = syscall.Kill(victim, syscall.SIGKILL)
 			}
 			if readyErr != nil {
 				cancel()
@@ -199,11 +218,14 @@ func TestBackendDies(t *testing.T) {
 			if o.err != nil {
 				t.Fatalf("%v\n%s", o.err, output(o.r))
 			}
-			t.Logf("killed gopmi-rm-local pid %d (of %d)", backends[0].PID, len(backends))
+			t.Logf("killed pid %d (of %d backends)", victim, len(backends))
 			// The gopmi: summary may name a consequence (a rank that exited
 			// after its barrier failed); the cause must be on stderr.
-			verify(t, o.r, failed(), within(promptly), noBarrierCompleted(), anyGopmiLine(),
-				stderrLine("backend", "gopmi-rm-local", "exited"))
+			cause := stderrLine("backend", "gopmi-rm-local", "exited")
+			if servedHere {
+				cause = gopmiLine("killed by signal 9")
+			}
+			verify(t, o.r, failed(), within(promptly), noBarrierCompleted(), anyGopmiLine(), cause)
 			pids := taskPids(o.r.Stdout)
 			for _, p := range slices.Concat(backends, shims) {
 				pids = append(pids, p.PID)
@@ -211,6 +233,22 @@ func TestBackendDies(t *testing.T) {
 			allExited(t, "task, shim or backend", pids)
 		})
 	}
+}
+
+// taskProcs finds the tasks (this test binary run as a task) below the
+// test process.
+func taskProcs() ([]proc.Info, error) {
+	below, err := proc.Descendants(os.Getpid())
+	if err != nil {
+		return nil, err
+	}
+	var tasks []proc.Info
+	for _, p := range below {
+		if p.Comm == filepath.Base(selfBin)[:min(len(filepath.Base(selfBin)), 15)] {
+			tasks = append(tasks, p)
+		}
+	}
+	return tasks, nil
 }
 
 // gopmiHelpers finds the backends (gopmi-rm-local) and shims below the

@@ -57,7 +57,11 @@ func runTests(m *testing.M) int {
 	setupErr = setup(ctx, dir)
 	cancel()
 	if setupErr == nil && testing.Verbose() {
-		fmt.Printf("integration: binaries and client programs ready in %s\n", time.Since(start).Round(time.Millisecond))
+		mode := "by gopmi run itself"
+		if shimMode {
+			mode = "by gopmi-shim processes (GOPMI_IT_SERVE=shim)"
+		}
+		fmt.Printf("integration: binaries and client programs ready in %s; one-node jobs served %s\n", time.Since(start).Round(time.Millisecond), mode)
 	}
 	code := m.Run()
 	printTimings()
@@ -180,7 +184,45 @@ type runOpts struct {
 // gopmiRun runs `gopmi run args...` with runArgv.
 func gopmiRun(t *testing.T, o runOpts, args ...string) clients.Result {
 	t.Helper()
-	return runArgv(t, o, append([]string{gopmiBin, "run"}, args...))
+	return runArgv(t, o, gopmiArgv(args...))
+}
+
+// shimMode says how `gopmi run` serves a job on one node in this run of
+// the tests: by itself (the default), or, with GOPMI_IT_SERVE=shim, by a
+// gopmi-shim process with its gopmi-rm-local backend, as a step daemon
+// serves it. `make test` runs the suite both ways, so every test holds in
+// both.
+var shimMode = os.Getenv("GOPMI_IT_SERVE") == "shim"
+
+// oneNodePPN is a -ppn that puts any job of these tests on one node.
+const oneNodePPN = "1048576"
+
+// gopmiArgv is the command line of `gopmi run args...` in this run's
+// serve mode: in shim mode a run on one node (no -ppn, or -ppn 0) gets a
+// -ppn that keeps it on one node but serves it with a shim.
+func gopmiArgv(args ...string) []string {
+	argv := []string{gopmiBin, "run"}
+	if !shimMode {
+		return append(argv, args...)
+	}
+	out, given := slices.Clone(args), false
+	for i := 0; i < len(out) && out[i] != ":"; i++ {
+		switch {
+		case (out[i] == "-ppn" || out[i] == "--ppn") && i+1 < len(out):
+			given = true
+			if out[i+1] == "0" {
+				out[i+1] = oneNodePPN
+			}
+		case out[i] == "-ppn=0" || out[i] == "--ppn=0":
+			given, out[i] = true, "-ppn="+oneNodePPN
+		case strings.HasPrefix(out[i], "-ppn=") || strings.HasPrefix(out[i], "--ppn="):
+			given = true
+		}
+	}
+	if !given {
+		argv = append(argv, "-ppn", oneNodePPN)
+	}
+	return append(argv, out...)
 }
 
 // runArgv runs argv and returns its result; a run that has to be killed at
@@ -369,8 +411,7 @@ func runCase(t *testing.T, c clients.Case, flags []string, extra ...clients.Chec
 
 // gopmiLauncher is `gopmi run flags... -n {n}` as a clients.Launcher.
 func gopmiLauncher(flags ...string) clients.Launcher {
-	tmpl := append([]string{gopmiBin, "run"}, flags...)
-	return clients.Launcher{Name: "gopmi", Template: append(tmpl, "-n", "{n}")}
+	return clients.Launcher{Name: "gopmi", Template: gopmiArgv(append(flags, "-n", "{n}")...)}
 }
 
 // prog is the path of a built client program.

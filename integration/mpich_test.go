@@ -3,6 +3,7 @@ package integration
 import (
 	"fmt"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -49,7 +50,7 @@ func TestMPICHAbort(t *testing.T) {
 	})
 	t.Run("abort/code=5/shell", func(t *testing.T) {
 		// What a user's shell sees as $?.
-		script := fmt.Sprintf("'%s' run -n 2 '%s' code=5 rank=1; echo shell-saw-status=$?", gopmiBin, prog(t, clients.MPIAbort))
+		script := fmt.Sprintf("'%s' -n 2 '%s' code=5 rank=1; echo shell-saw-status=$?", strings.Join(gopmiArgv(), "' '"), prog(t, clients.MPIAbort))
 		r := runArgv(t, runOpts{}, []string{"/bin/sh", "-c", script})
 		verify(t, r, clients.ExitCode(0), clients.StdoutHas("shell-saw-status=5\n"), gopmiLine("rank 1", "aborted", "exit 5"))
 	})

@@ -1,6 +1,9 @@
 package plugin
 
-import "errors"
+import (
+	"errors"
+	"fmt"
+)
 
 // Sentinel errors a backend returns (wrapped with %w and a message that names
 // the failed step). They survive the process boundary: grpcplugin maps each to
@@ -29,3 +32,38 @@ var (
 	// host side produces it; a backend never returns it.
 	ErrBackendGone = errors.New("backend gone")
 )
+
+// sentinels are the errors a backend may return, in the order Wrapf looks
+// for them.
+var sentinels = []error{ErrNotSupported, ErrNotFound, ErrAlreadyExists, ErrInvalidArgument,
+	ErrTimeout, ErrAborted, ErrPermission, ErrUnavailable, ErrBackendGone}
+
+// kindError is an error whose message reads well on its own ("fence
+// world/3 of job X: ranks 4-7 (node vm-1) did not arrive in 30s") while
+// errors.Is still finds the sentinel it belongs to.
+type kindError struct {
+	msg  string
+	kind error
+}
+
+func (e *kindError) Error() string { return e.msg }
+func (e *kindError) Unwrap() error { return e.kind }
+
+// Errorf returns an error of kind (one of the Err* sentinels) whose
+// message is the formatted text alone: errors.Is(err, kind) holds, and
+// the message does not end in the sentinel's own words.
+func Errorf(kind error, format string, args ...any) error {
+	return &kindError{msg: fmt.Sprintf(format, args...), kind: kind}
+}
+
+// Wrapf prefixes err's message with the formatted text and keeps err's
+// sentinel for errors.Is; an err without one gets kind.
+func Wrapf(err, kind error, format string, args ...any) error {
+	for _, s := range sentinels {
+		if errors.Is(err, s) {
+			kind = s
+			break
+		}
+	}
+	return &kindError{msg: fmt.Sprintf(format, args...) + ": " + err.Error(), kind: kind}
+}

@@ -64,19 +64,3 @@ func TestConformanceServed(t *testing.T) {
 		Timeout: 500 * time.Millisecond,
 	})
 }
-
-// TestConformanceForwarder runs the suite through the Forwarder that
-// gopmi-rm-local serves: each node is a Forwarder dialling the served
-// universe, as the plugin process does.
-func TestConformanceForwarder(t *testing.T) {
-	u := NewUniverse(UniverseOptions{})
-	addr := serveUniverse(t, u)
-	plugintest.RunConformance(t, plugintest.Harness{
-		NewNode: func(t *testing.T, job plugin.Job, nodeID int32) plugin.Backend {
-			f := newForwarder([]string{"-universe", addr}, func(string) string { return "" })
-			t.Cleanup(func() { f.Close() })
-			return f
-		},
-		Timeout: 500 * time.Millisecond,
-	})
-}

@@ -26,7 +26,7 @@ func connectJobs(verb string, procs []plugin.Proc) ([]string, string, error) {
 	var nss []string
 	for i, p := range procs {
 		if p.Nspace == "" {
-			return nil, verb, errorf(plugin.ErrInvalidArgument, "%s: process %d of the request has an empty namespace", verb, i)
+			return nil, verb, plugin.Errorf(plugin.ErrInvalidArgument, "%s: process %d of the request has an empty namespace", verb, i)
 		}
 		nss = append(nss, p.Nspace)
 	}
@@ -37,7 +37,7 @@ func connectJobs(verb string, procs []plugin.Proc) ([]string, string, error) {
 		if len(nss) == 0 {
 			step = verb
 		}
-		return nil, step, errorf(plugin.ErrInvalidArgument, "%s: needs processes of two jobs at least, got %d", step, len(nss))
+		return nil, step, plugin.Errorf(plugin.ErrInvalidArgument, "%s: needs processes of two jobs at least, got %d", step, len(nss))
 	}
 	return nss, step, nil
 }
@@ -93,12 +93,12 @@ func (u *Universe) Connect(ctx context.Context, req *plugin.ConnectRequest) (*pl
 		return nil, err
 	}
 	if err := ctx.Err(); err != nil {
-		return nil, errorf(plugin.ErrAborted, "%s: caller went away: %v", step, err)
+		return nil, plugin.Errorf(plugin.ErrAborted, "%s: caller went away: %v", step, err)
 	}
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	if u.closed {
-		return nil, errorf(plugin.ErrAborted, "%s: the run is ending", step)
+		return nil, plugin.Errorf(plugin.ErrAborted, "%s: the run is ending", step)
 	}
 	var unknown []string
 	for _, ns := range nss {
@@ -109,13 +109,13 @@ func (u *Universe) Connect(ctx context.Context, req *plugin.ConnectRequest) (*pl
 	switch len(unknown) {
 	case 0:
 	case 1:
-		return nil, errorf(plugin.ErrNotFound, "%s: no job %q in this run", step, unknown[0])
+		return nil, plugin.Errorf(plugin.ErrNotFound, "%s: no job %q in this run", step, unknown[0])
 	default:
-		return nil, errorf(plugin.ErrNotFound, "%s: no jobs %s in this run", step, quotedList(unknown))
+		return nil, plugin.Errorf(plugin.ErrNotFound, "%s: no jobs %s in this run", step, quotedList(unknown))
 	}
 	for _, p := range req.Procs {
 		if j := u.jobs[p.Nspace]; p.Rank != plugin.RankWildcard && (p.Rank < 0 || p.Rank >= j.layout.Size) {
-			return nil, errorf(plugin.ErrInvalidArgument, "%s: job %s has no rank %d", step, p.Nspace, p.Rank)
+			return nil, plugin.Errorf(plugin.ErrInvalidArgument, "%s: job %s has no rank %d", step, p.Nspace, p.Rank)
 		}
 	}
 	for _, ns := range nss {
@@ -123,7 +123,7 @@ func (u *Universe) Connect(ctx context.Context, req *plugin.ConnectRequest) (*pl
 			return nil, err
 		}
 		if j := u.jobs[ns]; j.state == jobFinished {
-			return nil, errorf(plugin.ErrNotFound, "%s: job %s has finished: every process of it has ended", step, ns)
+			return nil, plugin.Errorf(plugin.ErrNotFound, "%s: job %s has finished: every process of it has ended", step, ns)
 		}
 	}
 	for _, p := range pairs(nss) {
@@ -148,7 +148,7 @@ func (u *Universe) Disconnect(ctx context.Context, req *plugin.DisconnectRequest
 		return err
 	}
 	if err := ctx.Err(); err != nil {
-		return errorf(plugin.ErrAborted, "%s: caller went away: %v", step, err)
+		return plugin.Errorf(plugin.ErrAborted, "%s: caller went away: %v", step, err)
 	}
 	u.mu.Lock()
 	defer u.mu.Unlock()
@@ -160,7 +160,7 @@ func (u *Universe) Disconnect(ctx context.Context, req *plugin.DisconnectRequest
 		}
 	}
 	if len(missing) > 0 {
-		return errorf(plugin.ErrNotFound, "%s: jobs %s are not connected", step, strings.Join(missing, "; "))
+		return plugin.Errorf(plugin.ErrNotFound, "%s: jobs %s are not connected", step, strings.Join(missing, "; "))
 	}
 	for _, p := range ps {
 		if u.conns[p]--; u.conns[p] == 0 {

@@ -1,16 +1,16 @@
-// Package local is gopmi's single-machine resource manager: the engine of
-// `gopmi run`, and the worked example of a backend written with nothing
-// but the plugin SDK.
+// Package local is gopmi's single-machine resource manager, the universe
+// behind `gopmi run`: one plugin backend for every job of a run (the first
+// job and everything it spawned) on every simulated node, and the worked
+// example of a backend written with nothing but the plugin SDK (package
+// plugin; its imports show it).
 //
-// # Processes
+// # Where it runs
 //
-//	gopmi run ── Launcher (the step-daemon role) + Universe (the RM)
-//	  │            Universe served by direct.Serve on
-//	  │            <private 0700 dir>/universe.sock
-//	  ├── per job, per simulated node: gopmi-shim
-//	  │      └── go-plugin ──► gopmi-rm-local = Forwarder: direct.Dial(universe),
-//	  │                         every call forwarded, errors unchanged
-//	  └── the tasks, PMI_FD=3 (a socketpair end) or PMI_PORT/PMI_ID
+// The universe lives in `gopmi run`'s process (package launcher). A job
+// on one node is served there too, and calls the universe in-process, as
+// a plain plugin.Full. With -ppn each simulated node has a gopmi-shim,
+// whose gopmi-rm-local backend (package forwarder) reaches the universe
+// over gRPC on a unix socket (plugin/grpcplugin/direct).
 //
 // # Universe
 //
@@ -57,7 +57,7 @@
 //     no PMI-1 way to connect first. Connect is bookkeeping that makes
 //     PMI-2 job-connect succeed (it answers kvscopy=FALSE: foreign gets go
 //     through DirectModex) and shows in the SIGUSR1 dump. A job on one
-//     node completes its fences in its shim, which gives the data to the
+//     node completes its fences in its server, which gives the data to the
 //     universe as a Fence of that node alone (ID "publish:<node>/<n>",
 //     no collect) once its backend is up; DirectModex waits for it.
 //   - Abort records the status, fails the job's waits, and the launcher
@@ -66,23 +66,4 @@
 //   - Query answers "namespaces", "job-status", "proc-table" and
 //     "local-peers" (formats at QueryNamespaces); Log writes
 //     "gopmi: [<proc>] <text>" lines to stderr.
-//
-// # Launcher
-//
-// Launcher.Run serves the universe, starts the first job and waits for
-// every task and shim of every job. Per job and node it creates one
-// close-on-exec socketpair per task, starts gopmi-shim with the shim ends
-// as fds 3.. (LISTEN_FDS, LISTEN_FDNAMES=rank<r>:..., LISTEN_PID unset:
-// the shim takes them as its own), the bootstrap as protojson on stdin and
-// NOTIFY_SOCKET for readiness, then starts the tasks at once, without
-// waiting for READY=1: a task's first request waits in its socket until
-// the shim reads it. A job has started once every shim said READY=1; a
-// shim that fails before that fails the job's start and takes its tasks
-// down.
-// Every child is started from one goroutine locked to its OS thread for
-// the run's life, with Pdeathsig=SIGKILL, so nothing outlives a killed
-// gopmi run. A failing task, shim or abort ends the run: SIGTERM to
-// everything, SIGKILL after a grace period; the exit status is the
-// abort's, else 128+signal for a signal to gopmi run, else the first
-// failing task's, else 1.
 package local

@@ -102,7 +102,7 @@ func (u *Universe) newFence(id, desc string, nspaces []string, procs []plugin.Pr
 	for _, p := range procs {
 		j := u.jobs[p.Nspace]
 		if j == nil {
-			return nil, errorf(plugin.ErrNotFound, "%s: participant job %q is unknown", f.step(), p.Nspace)
+			return nil, plugin.Errorf(plugin.ErrNotFound, "%s: participant job %q is unknown", f.step(), p.Nspace)
 		}
 		marks := f.parts[p.Nspace]
 		if marks == nil {
@@ -119,7 +119,7 @@ func (u *Universe) newFence(id, desc string, nspaces []string, procs []plugin.Pr
 			continue
 		}
 		if p.Rank < 0 || p.Rank >= j.layout.Size {
-			return nil, errorf(plugin.ErrInvalidArgument, "%s: job %s has no rank %d", f.step(), p.Nspace, p.Rank)
+			return nil, plugin.Errorf(plugin.ErrInvalidArgument, "%s: job %s has no rank %d", f.step(), p.Nspace, p.Rank)
 		}
 		if marks[p.Rank] == notParticipant {
 			marks[p.Rank] = expected
@@ -142,10 +142,10 @@ func (f *fence) arrive(local []plugin.Proc) error {
 	mark := func(ns string, r int32) error {
 		marks := f.parts[ns]
 		if marks == nil || r < 0 || int(r) >= len(marks) || marks[r] == notParticipant {
-			return errorf(plugin.ErrInvalidArgument, "%s: %s is not a participant", f.step(), plugin.Proc{Nspace: ns, Rank: r})
+			return plugin.Errorf(plugin.ErrInvalidArgument, "%s: %s is not a participant", f.step(), plugin.Proc{Nspace: ns, Rank: r})
 		}
 		if marks[r] == arrived {
-			return errorf(plugin.ErrInvalidArgument, "%s: %s arrived twice", f.step(), plugin.Proc{Nspace: ns, Rank: r})
+			return plugin.Errorf(plugin.ErrInvalidArgument, "%s: %s arrived twice", f.step(), plugin.Proc{Nspace: ns, Rank: r})
 		}
 		marks[r] = arrived
 		f.narrived++
@@ -163,7 +163,7 @@ func (f *fence) arrive(local []plugin.Proc) error {
 		marks := f.parts[p.Nspace]
 		if marks == nil {
 			undo()
-			return errorf(plugin.ErrInvalidArgument, "%s: job %s is not a participant", f.step(), p.Nspace)
+			return plugin.Errorf(plugin.ErrInvalidArgument, "%s: job %s is not a participant", f.step(), p.Nspace)
 		}
 		for r := range marks {
 			if err := mark(p.Nspace, int32(r)); err != nil {
@@ -239,7 +239,7 @@ func (u *Universe) timeoutFence(f *fence, d time.Duration) {
 	if f.finished {
 		return
 	}
-	f.fail(errorf(plugin.ErrTimeout, "%s: %s did not arrive in %s", f.step(), u.missing(f, 16), roundDuration(d)))
+	f.fail(plugin.Errorf(plugin.ErrTimeout, "%s: %s did not arrive in %s", f.step(), u.missing(f, 16), roundDuration(d)))
 }
 
 // Fence runs one node's part of a collective. Calls are matched by the
@@ -253,10 +253,10 @@ func (u *Universe) timeoutFence(f *fence, d time.Duration) {
 // The returned Data is shared between callers and must not be modified.
 func (u *Universe) Fence(ctx context.Context, req *plugin.FenceRequest) (*plugin.FenceResponse, error) {
 	if req.ID == "" {
-		return nil, errorf(plugin.ErrInvalidArgument, "fence: empty id")
+		return nil, plugin.Errorf(plugin.ErrInvalidArgument, "fence: empty id")
 	}
 	if len(req.LocalProcs) == 0 {
-		return nil, errorf(plugin.ErrInvalidArgument, "fence %s: no local participants", req.ID)
+		return nil, plugin.Errorf(plugin.ErrInvalidArgument, "fence %s: no local participants", req.ID)
 	}
 	procs := req.Procs
 	if len(procs) == 0 {
@@ -287,7 +287,7 @@ func (u *Universe) Fence(ctx context.Context, req *plugin.FenceRequest) (*plugin
 	}
 	if f.desc != desc {
 		u.mu.Unlock()
-		return nil, errorf(plugin.ErrInvalidArgument, "%s: node %s names other participants than the first node did", f.step(), req.Node)
+		return nil, plugin.Errorf(plugin.ErrInvalidArgument, "%s: node %s names other participants than the first node did", f.step(), req.Node)
 	}
 	if err := f.arrive(req.LocalProcs); err != nil {
 		if f.narrived == 0 {
@@ -316,7 +316,7 @@ func (u *Universe) Fence(ctx context.Context, req *plugin.FenceRequest) (*plugin
 		u.timeoutFence(f, timeout)
 	case <-ctx.Done():
 		if !errors.Is(ctx.Err(), context.DeadlineExceeded) {
-			return nil, errorf(plugin.ErrAborted, "%s: caller went away: %v", f.step(), ctx.Err())
+			return nil, plugin.Errorf(plugin.ErrAborted, "%s: caller went away: %v", f.step(), ctx.Err())
 		}
 		u.timeoutFence(f, time.Since(f.start))
 	}
@@ -388,7 +388,7 @@ func (u *Universe) DirectModex(ctx context.Context, req *plugin.ModexRequest) (*
 		j := u.jobs[req.Proc.Nspace]
 		if j == nil {
 			u.mu.Unlock()
-			return nil, errorf(plugin.ErrNotFound, "%s: no job %q", step, req.Proc.Nspace)
+			return nil, plugin.Errorf(plugin.ErrNotFound, "%s: no job %q", step, req.Proc.Nspace)
 		}
 		var nodes []plugin.Node
 		switch r := req.Proc.Rank; {
@@ -398,7 +398,7 @@ func (u *Universe) DirectModex(ctx context.Context, req *plugin.ModexRequest) (*
 			nodes = []plugin.Node{j.layout.Nodes[j.nodeIndex[j.rankNode[r]]]}
 		default:
 			u.mu.Unlock()
-			return nil, errorf(plugin.ErrInvalidArgument, "%s: job %s has no rank %d", step, req.Proc.Nspace, r)
+			return nil, plugin.Errorf(plugin.ErrInvalidArgument, "%s: job %s has no rank %d", step, req.Proc.Nspace, r)
 		}
 		var missing []string
 		size := 0
@@ -435,14 +435,14 @@ func (u *Universe) DirectModex(ctx context.Context, req *plugin.ModexRequest) (*
 		u.mu.Unlock()
 		changed, err := waitChange(ctx, ch, timer.C)
 		if err != nil && !errors.Is(err, context.DeadlineExceeded) {
-			return nil, errorf(plugin.ErrAborted, "%s: caller went away: %v", step, err)
+			return nil, plugin.Errorf(plugin.ErrAborted, "%s: caller went away: %v", step, err)
 		}
 		if !changed {
 			what := "node " + missing[0]
 			if len(missing) > 1 {
 				what = "nodes " + strings.Join(missing, ",")
 			}
-			return nil, errorf(plugin.ErrTimeout, "%s: %s contributed no data in %s", step, what, roundDuration(timeout))
+			return nil, plugin.Errorf(plugin.ErrTimeout, "%s: %s contributed no data in %s", step, what, roundDuration(timeout))
 		}
 	}
 }

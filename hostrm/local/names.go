@@ -65,7 +65,7 @@ func refuseInfo(step string, info []plugin.Info) error {
 	if len(info) == 0 {
 		return nil
 	}
-	return errorf(plugin.ErrNotSupported, "%s: info key %q is not supported by gopmi-rm-local", step, info[0].Key)
+	return plugin.Errorf(plugin.ErrNotSupported, "%s: info key %q is not supported by gopmi-rm-local", step, info[0].Key)
 }
 
 // Publish publishes names. RangeNamespace names are seen by the
@@ -79,13 +79,13 @@ func refuseInfo(step string, info []plugin.Info) error {
 func (u *Universe) Publish(_ context.Context, req *plugin.PublishRequest) error {
 	step := "publish"
 	if len(req.Data) == 0 {
-		return errorf(plugin.ErrInvalidArgument, "%s: no names", step)
+		return plugin.Errorf(plugin.ErrInvalidArgument, "%s: no names", step)
 	}
 	if req.Range < plugin.RangeDefault || req.Range > plugin.RangeGlobal {
-		return errorf(plugin.ErrNotSupported, "%s: range %d is not supported by gopmi-rm-local", step, req.Range)
+		return plugin.Errorf(plugin.ErrNotSupported, "%s: range %d is not supported by gopmi-rm-local", step, req.Range)
 	}
 	if req.Persistence < plugin.PersistDefault || req.Persistence > plugin.PersistSession {
-		return errorf(plugin.ErrNotSupported, "%s: persistence %d is not supported by gopmi-rm-local", step, req.Persistence)
+		return plugin.Errorf(plugin.ErrNotSupported, "%s: persistence %d is not supported by gopmi-rm-local", step, req.Persistence)
 	}
 	if err := refuseInfo(step, req.Info); err != nil {
 		return err
@@ -106,12 +106,12 @@ func (u *Universe) Publish(_ context.Context, req *plugin.PublishRequest) error 
 	var add []*name
 	for _, d := range req.Data {
 		if d.Key == "" {
-			return errorf(plugin.ErrInvalidArgument, "%s: empty name", step)
+			return plugin.Errorf(plugin.ErrInvalidArgument, "%s: empty name", step)
 		}
 		n := &name{key: d.Key, value: d.Value, publisher: req.Proc, rng: rng, persist: req.Persistence, node: node}
 		for _, o := range append(slices.Clone(u.names), add...) {
 			if o.key == d.Key && (o.visible(req.Proc, node) || n.visible(o.publisher, o.node)) {
-				return errorf(plugin.ErrAlreadyExists, "%s: %q is already published by %s", step, d.Key, o.publisher)
+				return plugin.Errorf(plugin.ErrAlreadyExists, "%s: %q is already published by %s", step, d.Key, o.publisher)
 			}
 		}
 		add = append(add, n)
@@ -129,7 +129,7 @@ func (u *Universe) Publish(_ context.Context, req *plugin.PublishRequest) error 
 func (u *Universe) Lookup(ctx context.Context, req *plugin.LookupRequest) (*plugin.LookupResponse, error) {
 	step := "lookup of " + strings.Join(req.Keys, ",")
 	if len(req.Keys) == 0 {
-		return nil, errorf(plugin.ErrInvalidArgument, "lookup: no keys")
+		return nil, plugin.Errorf(plugin.ErrInvalidArgument, "lookup: no keys")
 	}
 	if err := refuseInfo(step, req.Info); err != nil {
 		return nil, err
@@ -168,16 +168,16 @@ func (u *Universe) Lookup(ctx context.Context, req *plugin.LookupRequest) (*plug
 		}
 		if !req.Wait {
 			u.mu.Unlock()
-			return nil, errorf(plugin.ErrNotFound, "%s: not published", step)
+			return nil, plugin.Errorf(plugin.ErrNotFound, "%s: not published", step)
 		}
 		ch := u.changed
 		u.mu.Unlock()
 		changed, err := waitChange(ctx, ch, timerC)
 		if err != nil && !errors.Is(err, context.DeadlineExceeded) {
-			return nil, errorf(plugin.ErrAborted, "%s: caller went away: %v", step, err)
+			return nil, plugin.Errorf(plugin.ErrAborted, "%s: caller went away: %v", step, err)
 		}
 		if !changed {
-			return nil, errorf(plugin.ErrTimeout, "lookup of %s: not published within %s", strings.Join(missing, ","), roundDuration(timeout))
+			return nil, plugin.Errorf(plugin.ErrTimeout, "lookup of %s: not published within %s", strings.Join(missing, ","), roundDuration(timeout))
 		}
 	}
 }
@@ -206,10 +206,10 @@ func (u *Universe) Unpublish(_ context.Context, req *plugin.UnpublishRequest) er
 	for _, k := range req.Keys {
 		_, n := u.find(k, req.Proc, node)
 		if n == nil {
-			return errorf(plugin.ErrNotFound, "%s %q: not published", step, k)
+			return plugin.Errorf(plugin.ErrNotFound, "%s %q: not published", step, k)
 		}
 		if n.publisher.Nspace != req.Proc.Nspace {
-			return errorf(plugin.ErrPermission, "%s %q: published by %s, another job", step, k, n.publisher)
+			return plugin.Errorf(plugin.ErrPermission, "%s %q: published by %s, another job", step, k, n.publisher)
 		}
 		drop = append(drop, n)
 	}

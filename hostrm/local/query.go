@@ -55,7 +55,7 @@ func (u *Universe) Query(_ context.Context, req *plugin.QueryRequest) (*plugin.Q
 		}
 	}
 	if len(resp.Results) == 0 {
-		return nil, errorf(plugin.ErrNotFound, "query %s: nothing to answer", strings.Join(unknown, ","))
+		return nil, plugin.Errorf(plugin.ErrNotFound, "query %s: nothing to answer", strings.Join(unknown, ","))
 	}
 	return resp, nil
 }
@@ -159,7 +159,7 @@ func (u *Universe) Log(_ context.Context, req *plugin.LogRequest) error {
 	u.outMu.Lock()
 	defer u.outMu.Unlock()
 	if _, err := io.WriteString(u.stderr, b.String()); err != nil {
-		return errorf(plugin.ErrUnavailable, "log: %v", err)
+		return plugin.Errorf(plugin.ErrUnavailable, "log: %v", err)
 	}
 	return nil
 }
@@ -184,7 +184,7 @@ func (u *Universe) NotifyEvent(_ context.Context, req *plugin.EventRequest) erro
 			j.state = jobFailed
 			j.detail = fmt.Sprintf("rank %d: %s", req.Source.Rank, reason)
 		}
-		u.failFences(req.Source.Nspace, errorf(plugin.ErrAborted, "job %s failed: rank %d: %s", req.Source.Nspace, req.Source.Rank, reason))
+		u.failFences(req.Source.Nspace, plugin.Errorf(plugin.ErrAborted, "job %s failed: rank %d: %s", req.Source.Nspace, req.Source.Rank, reason))
 		u.broadcast()
 		u.mu.Unlock()
 		if u.opts.OnProcFailed != nil {

@@ -3,7 +3,6 @@ package local
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -33,13 +32,13 @@ const (
 // ErrNotSupported naming it.
 func (u *Universe) Spawn(ctx context.Context, req *plugin.SpawnRequest) (*plugin.SpawnResponse, error) {
 	if u.opts.Launch == nil {
-		return nil, errorf(plugin.ErrNotSupported, "spawn: this universe has no launcher")
+		return nil, plugin.Errorf(plugin.ErrNotSupported, "spawn: this universe has no launcher")
 	}
 	if len(req.JobInfo) > 0 {
-		return nil, errorf(plugin.ErrNotSupported, "spawn: job info key %q is not supported by gopmi-rm-local", req.JobInfo[0].Key)
+		return nil, plugin.Errorf(plugin.ErrNotSupported, "spawn: job info key %q is not supported by gopmi-rm-local", req.JobInfo[0].Key)
 	}
 	if len(req.Apps) == 0 {
-		return nil, errorf(plugin.ErrInvalidArgument, "spawn: no apps")
+		return nil, plugin.Errorf(plugin.ErrInvalidArgument, "spawn: no apps")
 	}
 	u.mu.Lock()
 	_, err := u.lookupProc("spawn", req.Requestor)
@@ -55,7 +54,7 @@ func (u *Universe) Spawn(ctx context.Context, req *plugin.SpawnRequest) (*plugin
 		spec, err := u.resolveApp(a)
 		if err != nil {
 			if len(req.Apps) > 1 {
-				return nil, wrapStep(err, "spawn: app %d", i)
+				return nil, plugin.Wrapf(err, plugin.ErrUnavailable, "spawn: app %d", i)
 			}
 			return nil, err
 		}
@@ -71,33 +70,20 @@ func (u *Universe) Spawn(ctx context.Context, req *plugin.SpawnRequest) (*plugin
 	if err := u.opts.Launch(ctx, spec); err != nil {
 		u.EndJob(spec.Job.Nspace, "launch failed: "+err.Error())
 		if errors.Is(err, context.DeadlineExceeded) {
-			return nil, errorf(plugin.ErrTimeout, "spawn of %s: not started within %s: %v", spec.Job.Nspace, roundDuration(timeout), err)
+			return nil, plugin.Errorf(plugin.ErrTimeout, "spawn of %s: not started within %s: %v", spec.Job.Nspace, roundDuration(timeout), err)
 		}
-		return nil, wrapStep(err, "spawn of %s", spec.Job.Nspace)
+		return nil, plugin.Wrapf(err, plugin.ErrUnavailable, "spawn of %s", spec.Job.Nspace)
 	}
 	return &plugin.SpawnResponse{Nspace: spec.Job.Nspace}, nil
-}
-
-// wrapStep prefixes err's message and keeps its sentinel for errors.Is.
-func wrapStep(err error, format string, args ...any) error {
-	kind := plugin.ErrUnavailable
-	for _, s := range []error{plugin.ErrNotSupported, plugin.ErrNotFound, plugin.ErrAlreadyExists,
-		plugin.ErrInvalidArgument, plugin.ErrTimeout, plugin.ErrAborted, plugin.ErrPermission, plugin.ErrUnavailable} {
-		if errors.Is(err, s) {
-			kind = s
-			break
-		}
-	}
-	return errorf(kind, "%s: %v", fmt.Sprintf(format, args...), err)
 }
 
 // resolveApp checks one app's info keys and finds its executable.
 func (u *Universe) resolveApp(a plugin.SpawnApp) (AppSpec, error) {
 	if a.MaxProcs < 1 {
-		return AppSpec{}, errorf(plugin.ErrInvalidArgument, "spawn %s: maxprocs %d", a.Cmd, a.MaxProcs)
+		return AppSpec{}, plugin.Errorf(plugin.ErrInvalidArgument, "spawn %s: maxprocs %d", a.Cmd, a.MaxProcs)
 	}
 	if a.Cmd == "" {
-		return AppSpec{}, errorf(plugin.ErrInvalidArgument, "spawn: empty command")
+		return AppSpec{}, plugin.Errorf(plugin.ErrInvalidArgument, "spawn: empty command")
 	}
 	base := u.opts.Wdir
 	if base == "" {
@@ -123,7 +109,7 @@ func (u *Universe) resolveApp(a plugin.SpawnApp) (AppSpec, error) {
 				return AppSpec{}, err
 			}
 		default:
-			return AppSpec{}, errorf(plugin.ErrNotSupported, "spawn: info key %q is not supported by gopmi-rm-local", in.Key)
+			return AppSpec{}, plugin.Errorf(plugin.ErrNotSupported, "spawn: info key %q is not supported by gopmi-rm-local", in.Key)
 		}
 	}
 	if dir == "" {
@@ -132,11 +118,11 @@ func (u *Universe) resolveApp(a plugin.SpawnApp) (AppSpec, error) {
 		dir = filepath.Join(base, dir)
 	}
 	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
-		return AppSpec{}, errorf(plugin.ErrInvalidArgument, "spawn %s: working directory %s is not a directory", a.Cmd, dir)
+		return AppSpec{}, plugin.Errorf(plugin.ErrInvalidArgument, "spawn %s: working directory %s is not a directory", a.Cmd, dir)
 	}
-	path, err := findCommand(a.Cmd, dir, pathList, getenv(u.opts.Env, "PATH"))
+	path, err := FindCommand(a.Cmd, dir, pathList, getenv(u.opts.Env, "PATH"))
 	if err != nil {
-		return AppSpec{}, wrapStep(err, "spawn")
+		return AppSpec{}, plugin.Wrapf(err, plugin.ErrUnavailable, "spawn")
 	}
 	return AppSpec{Path: path, Args: a.Argv, Env: env, Dir: dir, Procs: a.MaxProcs}, nil
 }
@@ -156,7 +142,7 @@ func parseEnvInfo(v string) ([]string, error) {
 	}
 	for _, f := range fields {
 		if k, _, ok := strings.Cut(f, "="); !ok || k == "" {
-			return nil, errorf(plugin.ErrInvalidArgument, "spawn: info key \"env\": %q is not KEY=VALUE", f)
+			return nil, plugin.Errorf(plugin.ErrInvalidArgument, "spawn: info key \"env\": %q is not KEY=VALUE", f)
 		}
 	}
 	return fields, nil
@@ -167,7 +153,7 @@ func (u *Universe) checkHosts(v string) error {
 	for h := range strings.FieldsFuncSeq(v, func(r rune) bool { return r == ',' || r == ' ' || r == '\n' }) {
 		h, _, _ = strings.Cut(h, ":") // hydra's host:count
 		if !u.isThisMachine(h) {
-			return errorf(plugin.ErrNotSupported, "spawn: host %q is not this machine (gopmi-rm-local runs every job on %s)", h, u.opts.Hostname)
+			return plugin.Errorf(plugin.ErrNotSupported, "spawn: host %q is not this machine (gopmi-rm-local runs every job on %s)", h, u.opts.Hostname)
 		}
 	}
 	return nil
@@ -201,16 +187,16 @@ func (u *Universe) isThisMachine(h string) bool {
 	return false
 }
 
-// findCommand resolves cmd: an absolute path is taken as is; otherwise the
+// FindCommand resolves cmd: an absolute path is taken as is; otherwise the
 // directories of pathList (relative ones against dir) are searched first,
 // then a name with a slash is taken relative to dir, and a bare name is
 // searched on PATH (relative entries against dir).
-func findCommand(cmd, dir, pathList, envPath string) (string, error) {
+func FindCommand(cmd, dir, pathList, envPath string) (string, error) {
 	if filepath.IsAbs(cmd) {
 		if isExecutable(cmd) {
 			return cmd, nil
 		}
-		return "", errorf(plugin.ErrNotFound, "%s is not an executable file", cmd)
+		return "", plugin.Errorf(plugin.ErrNotFound, "%s is not an executable file", cmd)
 	}
 	search := func(list string) string {
 		if list == "" {
@@ -236,7 +222,7 @@ func findCommand(cmd, dir, pathList, envPath string) (string, error) {
 		if p := filepath.Join(dir, cmd); isExecutable(p) {
 			return p, nil
 		}
-		return "", errorf(plugin.ErrNotFound, "%s is not an executable file in %s", cmd, dir)
+		return "", plugin.Errorf(plugin.ErrNotFound, "%s is not an executable file in %s", cmd, dir)
 	}
 	if p := search(envPath); p != "" {
 		return p, nil
@@ -245,7 +231,7 @@ func findCommand(cmd, dir, pathList, envPath string) (string, error) {
 	if pathList != "" {
 		where = "the path info key (" + pathList + ") or PATH"
 	}
-	return "", errorf(plugin.ErrNotFound, "command %q not found in %s", cmd, where)
+	return "", plugin.Errorf(plugin.ErrNotFound, "command %q not found in %s", cmd, where)
 }
 
 func isExecutable(p string) bool {

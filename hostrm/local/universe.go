@@ -212,17 +212,17 @@ func (u *Universe) NewJob(apps []AppSpec, parent string, spawned bool, preput []
 	var size int32
 	for i, a := range apps {
 		if a.Procs < 1 {
-			return nil, errorf(plugin.ErrInvalidArgument, "new job: app %d has %d processes", i, a.Procs)
+			return nil, plugin.Errorf(plugin.ErrInvalidArgument, "new job: app %d has %d processes", i, a.Procs)
 		}
 		size += a.Procs
 	}
 	if size == 0 {
-		return nil, errorf(plugin.ErrInvalidArgument, "new job: no apps")
+		return nil, plugin.Errorf(plugin.ErrInvalidArgument, "new job: no apps")
 	}
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	if u.closed {
-		return nil, errorf(plugin.ErrAborted, "new job: the run is ending")
+		return nil, plugin.Errorf(plugin.ErrAborted, "new job: the run is ending")
 	}
 	ns := u.opts.Prefix + "." + strconv.Itoa(u.seq)
 	u.seq++
@@ -317,27 +317,27 @@ func sameLayout(a, b plugin.Job) string {
 // registered (by NewJob or an earlier Configure) is refused.
 func (u *Universe) Configure(_ context.Context, req *plugin.ConfigureRequest) (*plugin.ConfigureResponse, error) {
 	if req.APIVersion != "" && req.APIVersion != plugin.APIVersion1 {
-		return nil, errorf(plugin.ErrNotSupported, "configure: api version %q (gopmi-rm-local speaks %s)", req.APIVersion, plugin.APIVersion1)
+		return nil, plugin.Errorf(plugin.ErrNotSupported, "configure: api version %q (gopmi-rm-local speaks %s)", req.APIVersion, plugin.APIVersion1)
 	}
 	if err := validLayout(req.Job); err != nil {
-		return nil, errorf(plugin.ErrInvalidArgument, "configure: job %s: %v", req.Job.Nspace, err)
+		return nil, plugin.Errorf(plugin.ErrInvalidArgument, "configure: job %s: %v", req.Job.Nspace, err)
 	}
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	if u.closed {
-		return nil, errorf(plugin.ErrAborted, "configure: job %s: the run is ending", req.Job.Nspace)
+		return nil, plugin.Errorf(plugin.ErrAborted, "configure: job %s: the run is ending", req.Job.Nspace)
 	}
 	j := u.jobs[req.Job.Nspace]
 	if j == nil {
 		j = u.addJob(req.Job)
 	} else if d := sameLayout(j.layout, req.Job); d != "" {
-		return nil, errorf(plugin.ErrInvalidArgument, "configure: job %s: layout differs: %s", req.Job.Nspace, d)
+		return nil, plugin.Errorf(plugin.ErrInvalidArgument, "configure: job %s: layout differs: %s", req.Job.Nspace, d)
 	}
 	if _, ok := j.nodeIndex[req.NodeID]; !ok {
-		return nil, errorf(plugin.ErrInvalidArgument, "configure: job %s has no node id %d", req.Job.Nspace, req.NodeID)
+		return nil, plugin.Errorf(plugin.ErrInvalidArgument, "configure: job %s has no node id %d", req.Job.Nspace, req.NodeID)
 	}
 	if j.state == jobAborted || j.state == jobFailed {
-		return nil, errorf(plugin.ErrAborted, "configure: job %s %s: %s", req.Job.Nspace, j.state, j.detail)
+		return nil, plugin.Errorf(plugin.ErrAborted, "configure: job %s %s: %s", req.Job.Nspace, j.state, j.detail)
 	}
 	j.configured[req.NodeID] = true
 	u.log.Debug().Str("job", req.Job.Nspace).Int32("node", req.NodeID).Msg("configured")
@@ -348,10 +348,10 @@ func (u *Universe) Configure(_ context.Context, req *plugin.ConfigureRequest) (*
 func (u *Universe) lookupProc(step string, p plugin.Proc) (*job, error) {
 	j := u.jobs[p.Nspace]
 	if j == nil {
-		return nil, errorf(plugin.ErrNotFound, "%s: no job %q", step, p.Nspace)
+		return nil, plugin.Errorf(plugin.ErrNotFound, "%s: no job %q", step, p.Nspace)
 	}
 	if p.Rank < 0 || p.Rank >= j.layout.Size {
-		return nil, errorf(plugin.ErrInvalidArgument, "%s: job %s has no rank %d", step, p.Nspace, p.Rank)
+		return nil, plugin.Errorf(plugin.ErrInvalidArgument, "%s: job %s has no rank %d", step, p.Nspace, p.Rank)
 	}
 	return j, nil
 }
@@ -434,7 +434,7 @@ func (u *Universe) EndJob(nspace, failure string) {
 			j.state, j.detail = jobFailed, failure
 		}
 	}
-	u.failFences(nspace, errorf(plugin.ErrAborted, "job %s ended", nspace))
+	u.failFences(nspace, plugin.Errorf(plugin.ErrAborted, "job %s ended", nspace))
 	u.dropNames(func(n *name) bool {
 		return n.publisher.Nspace == nspace && (n.persist == plugin.PersistApp || n.persist == plugin.PersistProc)
 	})
@@ -451,7 +451,7 @@ func (u *Universe) Close() {
 	}
 	u.closed = true
 	for key, f := range u.fences {
-		f.fail(errorf(plugin.ErrAborted, "fence %s: the run is ending", f.id))
+		f.fail(plugin.Errorf(plugin.ErrAborted, "fence %s: the run is ending", f.id))
 		delete(u.fences, key)
 	}
 	u.broadcast()
@@ -482,7 +482,7 @@ func (u *Universe) Abort(_ context.Context, req *plugin.AbortRequest) error {
 			tj.state = jobAborted
 			tj.detail = fmt.Sprintf("rank %d of job %s aborted with status %d: %s", req.Proc.Rank, req.Proc.Nspace, req.Status, req.Message)
 		}
-		u.failFences(ns, errorf(plugin.ErrAborted, "job %s aborted by %s: %s", ns, req.Proc, req.Message))
+		u.failFences(ns, plugin.Errorf(plugin.ErrAborted, "job %s aborted by %s: %s", ns, req.Proc, req.Message))
 	}
 	j.procs[req.Proc.Rank].state = "aborted"
 	u.broadcast()
@@ -498,7 +498,7 @@ func (u *Universe) Abort(_ context.Context, req *plugin.AbortRequest) error {
 // mu held.
 func (u *Universe) jobGone(step, ns string) error {
 	if u.closed {
-		return errorf(plugin.ErrAborted, "%s: the run is ending", step)
+		return plugin.Errorf(plugin.ErrAborted, "%s: the run is ending", step)
 	}
 	j := u.jobs[ns]
 	if j == nil {
@@ -506,7 +506,7 @@ func (u *Universe) jobGone(step, ns string) error {
 	}
 	switch j.state {
 	case jobAborted, jobFailed:
-		return errorf(plugin.ErrAborted, "%s: job %s %s: %s", step, ns, j.state, j.detail)
+		return plugin.Errorf(plugin.ErrAborted, "%s: job %s %s: %s", step, ns, j.state, j.detail)
 	}
 	return nil
 }

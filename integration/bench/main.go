@@ -247,12 +247,10 @@ type cell struct {
 	// launcher is not run under perf again at this size.
 	PerfFail string `json:"perf_fail,omitempty"`
 	// Medians over PerfRuns: by comm (0 in a run without the comm), and
-	// of each run's sum over the comms of a role (see roles), so the role
-	// medians need not add up exactly.
+	// of each run's sum over the process manager's comms (see roles), so
+	// the medians need not add up exactly.
 	PerfCPUMS     map[string]float64 `json:"perf_cpu_ms,omitempty"`
 	PMProperCPUMS float64            `json:"pm_proper_cpu_ms,omitempty"`
-	LauncherCPUMS float64            `json:"launcher_cpu_ms,omitempty"`
-	PMAllCPUMS    float64            `json:"pm_all_cpu_ms,omitempty"`
 }
 
 type report struct {
@@ -479,8 +477,7 @@ func perfOne(ctx context.Context, cfg *config, s section, n int, l clients.Launc
 	}
 	c.PerfRuns = append(c.PerfRuns, cpu)
 	r := rolesOf(l)
-	fmt.Fprintf(progress, "%s n=%d %s %s: CPU of the PM proper %.1f ms, with the launcher %.1f ms\n",
-		s.name, n, l.Name, what, sum(cpu, r.PM), sum(cpu, r.PM)+sum(cpu, r.Launcher))
+	fmt.Fprintf(progress, "%s n=%d %s %s: CPU of the process manager %.1f ms\n", s.name, n, l.Name, what, sum(cpu, r.PM))
 }
 
 func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
@@ -603,8 +600,6 @@ func summarizePerf(c *cell, r roleSplit) {
 		}
 	}
 	c.PMProperCPUMS = col(func(m map[string]float64) float64 { return sum(m, r.PM) })
-	c.LauncherCPUMS = col(func(m map[string]float64) float64 { return sum(m, r.Launcher) })
-	c.PMAllCPUMS = col(func(m map[string]float64) float64 { return sum(m, r.PM) + sum(m, r.Launcher) })
 }
 
 func hostInfo(ctx context.Context) map[string]string {

@@ -281,7 +281,7 @@ func TestPerfRoles(t *testing.T) {
 		want roleSplit
 	}{
 		{hydra, roleSplit{PM: []string{"mpiexec.hydra", "hydra_pmi_proxy"}}},
-		{gopmi, roleSplit{PM: []string{"gopmi-shim", "gopmi-rm-local"}, Launcher: []string{"gopmi"}}},
+		{gopmi, roleSplit{PM: []string{"gopmi", "gopmi-shim", "gopmi-rm-local"}}},
 		{clients.Launcher{Name: "srun", Template: []string{"srun", "--mpi=pmi2", "-n", "{n}"}}, roleSplit{PM: []string{"srun"}}},
 		{custom, roleSplit{PM: []string{"my-process-mana"}}},
 	} {
@@ -301,12 +301,13 @@ func TestPerfRoles(t *testing.T) {
 	}
 	hc := &cell{PerfRuns: []map[string]float64{cpu}}
 	summarizePerf(hc, rolesOf(hydra))
-	if !cmp.Equal(hc.PMProperCPUMS, 8.7, approx) || !cmp.Equal(hc.PMAllCPUMS, 8.7, approx) || hc.LauncherCPUMS != 0 {
-		t.Errorf("hydra: pm=%v all=%v launcher=%v, want 8.7, 8.7, 0", hc.PMProperCPUMS, hc.PMAllCPUMS, hc.LauncherCPUMS)
+	if !cmp.Equal(hc.PMProperCPUMS, 8.7, approx) {
+		t.Errorf("hydra: pm=%v, want 8.7", hc.PMProperCPUMS)
 	}
 
-	// Three gopmi runs; the second has no backend (a one-node job starts
-	// it on demand). Role medians are medians of each run's sum.
+	// Three gopmi runs with shims; the second has no backend (a one-node
+	// job starts it on demand). The PM's median is the median of each
+	// run's sum.
 	gc := &cell{PerfRuns: []map[string]float64{
 		{"gopmi": 10, "gopmi-shim": 8, "gopmi-rm-local": 6, "mpi_hello": 70, "async": 1},
 		{"gopmi": 12, "gopmi-shim": 9, "mpi_hello": 75},
@@ -317,9 +318,9 @@ func TestPerfRoles(t *testing.T) {
 	if diff := cmp.Diff(want, gc.PerfCPUMS, approx); diff != "" {
 		t.Errorf("gopmi perf_cpu_ms (-want +got):\n%s", diff)
 	}
-	// pm per run: 14, 9, 12; launcher: 10, 12, 11; all: 24, 21, 23.
-	if gc.PMProperCPUMS != 12 || gc.LauncherCPUMS != 11 || gc.PMAllCPUMS != 23 {
-		t.Errorf("gopmi: pm=%v launcher=%v all=%v, want 12, 11, 23", gc.PMProperCPUMS, gc.LauncherCPUMS, gc.PMAllCPUMS)
+	// pm per run: 24, 21, 23.
+	if gc.PMProperCPUMS != 23 {
+		t.Errorf("gopmi: pm=%v, want 23", gc.PMProperCPUMS)
 	}
 }
 
@@ -424,9 +425,9 @@ func TestQuickPerfOn(t *testing.T) {
 		`(?m)^\(c'\) process-manager CPU estimate`}
 	if gopmi != "" {
 		res = append(res,
-			`(?m)^workload\s+N\s+hydra\s+gopmi pm\s+gopmi launcher\s+gopmi all\s+gopmi pm/hydra\s+gopmi all/hydra\s*$`,
-			`(?m)^hello\s+2\s+`+num+`\s+`+num+`\s+`+num+`\s+`+num+`\s+`+ratio+`\s+`+ratio+`\s*$`,
-			`(?m)^pmi2_bench\s+4\s+`+num+`\s+`+num+`\s+`+num+`\s+`+num+`\s+`+ratio+`\s+`+ratio+`\s*$`)
+			`(?m)^workload\s+N\s+hydra\s+gopmi\s+gopmi/hydra\s*$`,
+			`(?m)^hello\s+2\s+`+num+`\s+`+num+`\s+`+ratio+`\s*$`,
+			`(?m)^pmi2_bench\s+4\s+`+num+`\s+`+num+`\s+`+ratio+`\s*$`)
 	} else {
 		res = append(res, `(?m)^workload\s+N\s+hydra\s*$`, `(?m)^hello\s+2\s+`+num+`\s*$`, `(?m)^pmi2_bench\s+4\s+`+num+`\s*$`)
 	}
@@ -449,13 +450,11 @@ func TestQuickPerfOn(t *testing.T) {
 		if c.PerfCPUMS[task] <= 0 || c.PerfCPUMS["perf"] != 0 || c.PMProperCPUMS <= 0 {
 			t.Errorf("%s N=%d %s: perf_cpu_ms=%v pm_proper=%v", c.Section, c.N, c.Launcher, c.PerfCPUMS, c.PMProperCPUMS)
 		}
-		r := rep.Roles[c.Launcher]
-		pm, all := sum(c.PerfCPUMS, r.PM), sum(c.PerfCPUMS, r.PM)+sum(c.PerfCPUMS, r.Launcher)
-		if c.PMProperCPUMS != pm || c.PMAllCPUMS != all {
-			t.Errorf("%s N=%d %s: pm_proper=%v pm_all=%v, want %v, %v from %v", c.Section, c.N, c.Launcher, c.PMProperCPUMS, c.PMAllCPUMS, pm, all, c.PerfCPUMS)
+		if pm := sum(c.PerfCPUMS, rep.Roles[c.Launcher].PM); c.PMProperCPUMS != pm {
+			t.Errorf("%s N=%d %s: pm_proper=%v, want %v from %v", c.Section, c.N, c.Launcher, c.PMProperCPUMS, pm, c.PerfCPUMS)
 		}
-		if c.Launcher == "gopmi" && (c.LauncherCPUMS <= 0 || c.PerfCPUMS["gopmi-shim"] <= 0) {
-			t.Errorf("%s N=%d gopmi: launcher=%v perf_cpu_ms=%v", c.Section, c.N, c.LauncherCPUMS, c.PerfCPUMS)
+		if c.Launcher == "gopmi" && c.PerfCPUMS["gopmi"] <= 0 {
+			t.Errorf("%s N=%d gopmi: perf_cpu_ms=%v", c.Section, c.N, c.PerfCPUMS)
 		}
 	}
 	if !launchers["hydra"] || launchers["gopmi"] != (gopmi != "") {

@@ -27,22 +27,22 @@ const commLen = 15
 // child has exec'd the launcher.
 var perfComms = map[string]bool{"perf": true, "perf-exec": true}
 
-// roles is which processes of a launcher, by comm, are the process manager
-// proper and which are the launcher in front of it. The key is the base
-// name of the launcher's command. Hydra has no separate launcher: mpiexec
-// and its proxies together are the PM. `gopmi run` plays the step daemon
-// (the launcher); the shim and its backend are the PM. srun's step daemon
-// runs under slurmd, outside the launcher's tree, so only srun is seen.
+// roles is which processes of a launcher, by comm, are its process
+// manager. The key is the base name of the launcher's command. For hydra,
+// mpiexec and its proxies; for gopmi, `gopmi run`, which serves a job on
+// one node itself and, with -ppn, starts a gopmi-shim and its
+// gopmi-rm-local backend per simulated node. srun's step daemon runs
+// under slurmd, outside the launcher's tree, so only srun is seen.
 var roles = map[string]roleSplit{
 	"mpiexec.hydra": {PM: []string{"mpiexec.hydra", "hydra_pmi_proxy"}},
-	"gopmi":         {PM: []string{"gopmi-shim", "gopmi-rm-local"}, Launcher: []string{"gopmi"}},
+	"gopmi":         {PM: []string{"gopmi", "gopmi-shim", "gopmi-rm-local"}},
 	"srun":          {PM: []string{"srun"}},
 }
 
-// roleSplit names, by comm, the processes of each role of a launcher.
+// roleSplit names, by comm, the processes of a launcher's process
+// manager.
 type roleSplit struct {
-	PM       []string `json:"pm_proper"`
-	Launcher []string `json:"launcher,omitempty"`
+	PM []string `json:"pm_proper"`
 }
 
 // comm is the name the kernel gives a process that executes file.

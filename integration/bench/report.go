@@ -215,8 +215,7 @@ type cpuSection struct {
 }
 
 // printPerfCPU is the (c) table: each launcher's process-manager CPU from
-// perf samples, split by role, with ratios against the reference for the
-// PM proper and for everything the launcher runs but the tasks.
+// perf samples, with ratios against the reference.
 func printPerfCPU(w io.Writer, cfg *config, r *report, secs []cpuSection, names, others []string) {
 	ref := r.Reference
 	runs := fmt.Sprintf("%d runs", cfg.cpuRunsFor(1))
@@ -230,33 +229,17 @@ func printPerfCPU(w io.Writer, cfg *config, r *report, secs []cpuSection, names,
 		}
 	}
 	fmt.Fprintf(w, "\n(c) process-manager CPU by process (perf task-clock samples, %s): ms, medians\n", runs)
-	var pm, launcher []string
+	var pm []string
 	for _, name := range names {
-		rs := r.Roles[name]
-		pm = append(pm, name+" = "+strings.Join(rs.PM, " + "))
-		if len(rs.Launcher) > 0 {
-			launcher = append(launcher, name+" = "+strings.Join(rs.Launcher, " + "))
-		}
+		pm = append(pm, name+" = "+strings.Join(r.Roles[name].PM, " + "))
 	}
-	fmt.Fprintf(w, "    pm (PM proper): %s\n", strings.Join(pm, "; "))
-	if len(launcher) > 0 {
-		fmt.Fprintf(w, "    launcher: %s; all = pm + launcher\n", strings.Join(launcher, "; "))
-		fmt.Fprintf(w, "    (gopmi run is the step daemon: it starts and reaps the tasks, and hosts the local RM)\n")
-	}
+	fmt.Fprintf(w, "    process manager: %s\n", strings.Join(pm, "; "))
 	fmt.Fprintf(w, "    a task's fork and exec count for the process that starts it\n")
 
-	split := func(name string) bool { return len(r.Roles[name].Launcher) > 0 }
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	head := []string{"workload", "N"}
-	for _, name := range names {
-		if split(name) {
-			head = append(head, name+" pm", name+" launcher", name+" all")
-		} else {
-			head = append(head, name)
-		}
-	}
+	head := append([]string{"workload", "N"}, names...)
 	for _, o := range others {
-		head = append(head, o+" pm/"+ref, o+" all/"+ref)
+		head = append(head, o+"/"+ref)
 	}
 	fmt.Fprintln(tw, strings.Join(head, "\t"))
 	for _, sec := range secs {
@@ -264,26 +247,18 @@ func printPerfCPU(w io.Writer, cfg *config, r *report, secs []cpuSection, names,
 			row := []string{sec.label, fmt.Sprint(n)}
 			for _, name := range names {
 				c := r.find(sec.name, n, name)
-				cols := 1
-				if split(name) {
-					cols = 3
-				}
 				switch {
 				case okPerf(c):
 					row = append(row, fmt.Sprintf("%.1f", c.PMProperCPUMS))
-					if cols == 3 {
-						row = append(row, fmt.Sprintf("%.1f", c.LauncherCPUMS), fmt.Sprintf("%.1f", c.PMAllCPUMS))
-					}
 				case c != nil && (c.Fail != "" || c.PerfFail != ""):
-					row = append(row, slices.Repeat([]string{"fail"}, cols)...)
+					row = append(row, "fail")
 				default:
-					row = append(row, slices.Repeat([]string{"-"}, cols)...)
+					row = append(row, "-")
 				}
 			}
-			pmRatios := r.ratioColsIf(sec.name, n, ref, others, okPerf, func(c *cell) float64 { return c.PMProperCPUMS })
-			allRatios := r.ratioColsIf(sec.name, n, ref, others, okPerf, func(c *cell) float64 { return c.PMAllCPUMS })
-			for i := 0; i < len(pmRatios); i += 2 {
-				row = append(row, joinRatio(pmRatios[i], pmRatios[i+1]), joinRatio(allRatios[i], allRatios[i+1]))
+			ratios := r.ratioColsIf(sec.name, n, ref, others, okPerf, func(c *cell) float64 { return c.PMProperCPUMS })
+			for i := 0; i < len(ratios); i += 2 {
+				row = append(row, joinRatio(ratios[i], ratios[i+1]))
 			}
 			fmt.Fprintln(tw, strings.Join(row, "\t"))
 		}

@@ -22,6 +22,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/gopmi/gopmi/hostrm/local"
+	"github.com/gopmi/gopmi/hostrm/local/launcher"
 )
 
 // version is set at build time: -ldflags "-X main.version=v1.2.3".
@@ -39,7 +40,7 @@ commands:
 `
 
 func main() {
-	local.SealInheritedFDs()
+	launcher.SealInheritedFDs()
 	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
 
@@ -90,15 +91,15 @@ func newRunFlagSet(f *runFlags, stderr io.Writer) *flag.FlagSet {
 	fs.SetOutput(stderr)
 	fs.IntVar(&f.n, "n", 1, "number of processes")
 	fs.IntVar(&f.n, "np", 1, "alias of -n")
-	fs.IntVar(&f.ppn, "ppn", 0, "processes per simulated node (block distribution, one gopmi-shim per node); 0 = one node")
+	fs.IntVar(&f.ppn, "ppn", 0, "ranks per simulated node (block distribution), each served by a gopmi-shim process; 0 = one node, served by gopmi run itself")
 	fs.Var(&f.env, "env", "add KEY=VALUE to the tasks' environment (repeatable; \"-env KEY VALUE\" works too)")
 	fs.Var(&f.env, "genv", "alias of -env")
 	fs.BoolVar(&f.pmiPort, "pmi-port", false, "give tasks PMI_PORT=127.0.0.1:<port> and PMI_ID=<rank> instead of PMI_FD")
 	fs.IntVar(&f.usize, "usize", 0, "universe size (default: -n)")
-	fs.StringVar(&f.fenceMode, "fence-mode", local.FenceModeCollect, "collect, lazy or modex")
-	fs.DurationVar(&f.timeout, "timeout", local.DefaultFenceTimeout, "fence time-out")
-	fs.DurationVar(&f.startTimeout, "start-timeout", local.DefaultStartTimeout, "how long each job's shims may take to get ready")
-	fs.IntVar(&f.maxVal, "max-val", local.DefaultMaxVal, "PMI value length limit advertised to clients, bytes")
+	fs.StringVar(&f.fenceMode, "fence-mode", launcher.FenceModeCollect, "collect, lazy or modex")
+	fs.DurationVar(&f.timeout, "timeout", launcher.DefaultFenceTimeout, "fence time-out")
+	fs.DurationVar(&f.startTimeout, "start-timeout", launcher.DefaultStartTimeout, "how long each job's shims may take to get ready")
+	fs.IntVar(&f.maxVal, "max-val", launcher.DefaultMaxVal, "PMI value length limit advertised to clients, bytes")
 	fs.StringVar(&f.logLevel, "log-level", "warn", "log level of gopmi run and its shims: trace, debug, info, warn, error")
 	fs.StringVar(&f.wdir, "wdir", "", "working directory of the tasks (default: the current one)")
 	fs.Usage = func() {
@@ -151,8 +152,8 @@ func sections(args []string) [][]string {
 }
 
 // parseRun turns `gopmi run` arguments into a launcher configuration.
-func parseRun(args []string, stderr io.Writer) (local.Config, runFlags, error) {
-	var cfg local.Config
+func parseRun(args []string, stderr io.Writer) (launcher.Config, runFlags, error) {
+	var cfg launcher.Config
 	var global runFlags
 	for i, sec := range sections(args) {
 		var f runFlags
@@ -213,7 +214,7 @@ func runCmd(args []string, stdin *os.File, stdout, stderr io.Writer) int {
 	cfg.Stderr = stderr
 	cfg.Version = version
 
-	l, err := local.NewLauncher(cfg)
+	l, err := launcher.New(cfg)
 	if err != nil {
 		fmt.Fprintf(stderr, "gopmi: %v\n", err)
 		return 1

@@ -10,21 +10,22 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/gopmi/gopmi/hostrm/local"
+	"github.com/gopmi/gopmi/hostrm/local/launcher"
 )
 
 func TestParseRun(t *testing.T) {
 	tests := []struct {
 		name string
 		args []string
-		want local.Config
+		want launcher.Config
 		err  string
 	}{
 		{
 			name: "defaults",
 			args: []string{"./a.out", "-x", "y"},
-			want: local.Config{
+			want: launcher.Config{
 				Apps:      []local.AppSpec{{Path: "./a.out", Args: []string{"-x", "y"}, Procs: 1}},
-				FenceMode: "collect", FenceTimeout: local.DefaultFenceTimeout, StartTimeout: local.DefaultStartTimeout,
+				FenceMode: "collect", FenceTimeout: launcher.DefaultFenceTimeout, StartTimeout: launcher.DefaultStartTimeout,
 				MaxVal: 1024, LogLevel: "warn",
 			},
 		},
@@ -32,21 +33,21 @@ func TestParseRun(t *testing.T) {
 			name: "flags",
 			args: []string{"-n", "8", "-ppn", "2", "-pmi-port", "-usize", "16", "-fence-mode", "modex", "-timeout", "30s",
 				"-max-val", "4096", "-log-level", "debug", "-wdir", "/tmp", "-env", "A=1", "-genv", "B", "2", "prog"},
-			want: local.Config{
+			want: launcher.Config{
 				Apps: []local.AppSpec{{Path: "prog", Args: []string{}, Procs: 8}},
 				PPN:  2, PMIPort: true, UniverseSize: 16, FenceMode: "modex", FenceTimeout: 30 * time.Second,
-				StartTimeout: local.DefaultStartTimeout, MaxVal: 4096, LogLevel: "debug", Wdir: "/tmp", Env: []string{"A=1", "B=2"},
+				StartTimeout: launcher.DefaultStartTimeout, MaxVal: 4096, LogLevel: "debug", Wdir: "/tmp", Env: []string{"A=1", "B=2"},
 			},
 		},
 		{
 			name: "mpmd",
 			args: []string{"-np", "2", "a", "x", ":", "-n", "3", "-env", "C", "3", "-wdir", "/w", "b", "-n", "9"},
-			want: local.Config{
+			want: launcher.Config{
 				Apps: []local.AppSpec{
 					{Path: "a", Args: []string{"x"}, Procs: 2},
 					{Path: "b", Args: []string{"-n", "9"}, Procs: 3, Env: []string{"C=3"}, Dir: "/w"},
 				},
-				FenceMode: "collect", FenceTimeout: local.DefaultFenceTimeout, StartTimeout: local.DefaultStartTimeout,
+				FenceMode: "collect", FenceTimeout: launcher.DefaultFenceTimeout, StartTimeout: launcher.DefaultStartTimeout,
 				MaxVal: 1024, LogLevel: "warn",
 			},
 		},
@@ -68,7 +69,7 @@ func TestParseRun(t *testing.T) {
 			if err != nil {
 				t.Fatalf("parseRun: %v", err)
 			}
-			if d := cmp.Diff(tc.want, got, cmpopts.IgnoreFields(local.Config{}, "Logger"), cmpopts.EquateEmpty()); d != "" {
+			if d := cmp.Diff(tc.want, got, cmpopts.IgnoreFields(launcher.Config{}, "Logger"), cmpopts.EquateEmpty()); d != "" {
 				t.Errorf("config (-want +got):\n%s", d)
 			}
 		})

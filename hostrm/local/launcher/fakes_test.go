@@ -1,4 +1,4 @@
-package local
+package launcher
 
 import (
 	"bufio"
@@ -21,6 +21,7 @@ import (
 	"go.uber.org/goleak"
 	"google.golang.org/protobuf/encoding/protojson"
 
+	"github.com/gopmi/gopmi/hostrm/local/forwarder"
 	"github.com/gopmi/gopmi/plugin"
 	"github.com/gopmi/gopmi/plugin/grpcplugin/direct"
 	shimv1 "github.com/gopmi/gopmi/proto/gopmi/shim/v1"
@@ -75,8 +76,9 @@ func openFDList() []string {
 
 // fakeShim checks what the launcher gave it, reports READY=1 and serves a
 // line protocol on the task connections: "die" exits 3, "abort <status>
-// <msg>" and "failed" reach the universe through direct.Dial. It
-// exits 0 when every task connection closed.
+// <msg>" and "failed" reach the universe through direct.Dial; any other
+// line (the PMI a task sends to a node served by gopmi run itself) is
+// ignored. It exits 0 when every task connection closed.
 func fakeShim(fds []string) int {
 	in, err := io.ReadAll(os.Stdin)
 	if err != nil {
@@ -115,8 +117,8 @@ func fakeShim(fds []string) int {
 		return shimFail(2, "LISTEN_FDS=%s, want %d", os.Getenv("LISTEN_FDS"), len(want))
 	case os.Getenv("LISTEN_FDNAMES") != strings.Join(want, ":"):
 		return shimFail(2, "LISTEN_FDNAMES=%s, want %s", os.Getenv("LISTEN_FDNAMES"), strings.Join(want, ":"))
-	case b.GetBackend().GetName() != "local" || len(b.GetBackend().GetArgs()) != 2 || os.Getenv(EnvUniverse) != b.GetBackend().GetArgs()[1]:
-		return shimFail(2, "backend %v, %s=%s", b.GetBackend(), EnvUniverse, os.Getenv(EnvUniverse))
+	case b.GetBackend().GetName() != "local" || len(b.GetBackend().GetArgs()) != 2 || os.Getenv(forwarder.EnvUniverse) != b.GetBackend().GetArgs()[1]:
+		return shimFail(2, "backend %v, %s=%s", b.GetBackend(), forwarder.EnvUniverse, os.Getenv(forwarder.EnvUniverse))
 	}
 	if len(fds) != len(want) {
 		return shimFail(2, "inherited fds %v, want %d sockets", fds, len(want))
@@ -156,8 +158,8 @@ func fakeShim(fds []string) int {
 		defer c.Close()
 		sc := bufio.NewScanner(c)
 		if rank < 0 && sc.Scan() {
-			// PMI_PORT: the task says who it is first.
-			r, _ := strconv.Atoi(strings.TrimPrefix(sc.Text(), "rank "))
+			// PMI_PORT: the task says who it is first, as PMI-1 does.
+			r, _ := strconv.Atoi(strings.TrimPrefix(sc.Text(), "cmd=initack pmiid="))
 			rank = int32(r)
 		}
 		for sc.Scan() {
@@ -202,7 +204,7 @@ func shimCommand(b *shimv1.Bootstrap, rank int32, line string) {
 	case "abort", "failed":
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		c, err := direct.Dial(ctx, os.Getenv(EnvUniverse))
+		c, err := direct.Dial(ctx, os.Getenv(forwarder.EnvUniverse))
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "fake shim:", err)
 			os.Exit(1)
@@ -271,7 +273,7 @@ func fakeTask(fds []string) int {
 	for _, e := range os.Environ() {
 		k, v, _ := strings.Cut(e, "=")
 		if strings.HasPrefix(k, "PMI_") || strings.HasPrefix(k, "MPI_") || strings.HasPrefix(k, "LISTEN_") ||
-			k == "NOTIFY_SOCKET" || k == EnvUniverse || k == "EXTRA" || k == "APPVAR" {
+			k == "NOTIFY_SOCKET" || k == forwarder.EnvUniverse || k == "EXTRA" || k == "APPVAR" {
 			rep.Env[k] = v
 		}
 	}
@@ -280,7 +282,7 @@ func fakeTask(fds []string) int {
 	if port := os.Getenv("PMI_PORT"); port != "" {
 		pmi, err = net.Dial("tcp", port)
 		if err == nil {
-			_, err = fmt.Fprintf(pmi, "rank %s\n", os.Getenv("PMI_ID"))
+			_, err = fmt.Fprintf(pmi, "cmd=initack pmiid=%s\n", os.Getenv("PMI_ID"))
 		}
 	} else if os.Getenv("PMI_FD") == "3" {
 		pmi, err = net.FileConn(os.NewFile(3, "pmi"))

@@ -1,4 +1,4 @@
-package local
+package forwarder
 
 import (
 	"bytes"
@@ -15,17 +15,17 @@ import (
 )
 
 // EnvUniverse names the environment variable holding the universe's
-// address, one of the three ways a Forwarder learns it.
+// address, one of the three ways a Backend learns it.
 const EnvUniverse = "GOPMI_UNIVERSE"
 
-// ForwarderConfig is the JSON a launcher puts in the shim bootstrap's
+// Config is the JSON a launcher puts in the shim bootstrap's
 // backend.config; the shim hands it to Configure unchanged.
-type ForwarderConfig struct {
+type Config struct {
 	// Universe is the address to Dial ("unix:///path/universe.sock").
 	Universe string `json:"universe"`
 }
 
-// Forwarder is the backend inside gopmi-rm-local: it dials the universe of
+// Backend is the backend inside gopmi-rm-local: it dials the universe of
 // the `gopmi run` that started the job and forwards every call to it,
 // returning the universe's answers and errors unchanged.
 //
@@ -35,7 +35,7 @@ type ForwarderConfig struct {
 // the "universe" field of the Configure config JSON. GetInfo comes before
 // Configure, so a launcher passes the flag or the variable; gopmi run
 // passes all three.
-type Forwarder struct {
+type Backend struct {
 	// Deferred forwards every call but Configure to the universe,
 	// dialled on the first call.
 	plugin.Deferred
@@ -50,16 +50,16 @@ type Forwarder struct {
 	dial func(ctx context.Context, target string) (*direct.Conn, error)
 }
 
-var _ plugin.Full = (*Forwarder)(nil)
+var _ plugin.Full = (*Backend)(nil)
 
-// NewForwarder returns a Forwarder reading the process's arguments and
-// environment. It dials on the first call.
-func NewForwarder() *Forwarder {
-	return newForwarder(os.Args[1:], os.Getenv)
+// New returns a Backend reading the process's arguments and environment.
+// It dials on the first call.
+func New() *Backend {
+	return newBackend(os.Args[1:], os.Getenv)
 }
 
-func newForwarder(args []string, getenv func(string) string) *Forwarder {
-	f := &Forwarder{args: args, getenv: getenv, dial: func(ctx context.Context, target string) (*direct.Conn, error) {
+func newBackend(args []string, getenv func(string) string) *Backend {
+	f := &Backend{args: args, getenv: getenv, dial: func(ctx context.Context, target string) (*direct.Conn, error) {
 		return direct.Dial(ctx, target)
 	}}
 	f.Resolve = f.backend
@@ -67,7 +67,7 @@ func newForwarder(args []string, getenv func(string) string) *Forwarder {
 }
 
 // address finds the universe's address in the arguments or environment.
-func (f *Forwarder) address() string {
+func (f *Backend) address() string {
 	fs := flag.NewFlagSet("gopmi-rm-local", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	addr := fs.String("universe", "", "")
@@ -78,7 +78,7 @@ func (f *Forwarder) address() string {
 }
 
 // backend dials the universe once; the connection lives until Close.
-func (f *Forwarder) backend(ctx context.Context, step string) (plugin.Full, error) {
+func (f *Backend) backend(ctx context.Context, step string) (plugin.Full, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.full != nil {
@@ -88,18 +88,18 @@ func (f *Forwarder) backend(ctx context.Context, step string) (plugin.Full, erro
 		f.addr = f.address()
 	}
 	if f.addr == "" {
-		return nil, errorf(plugin.ErrUnavailable, "gopmi-rm-local %s: no universe address (pass -universe, set %s or the \"universe\" config field): gopmi-rm-local only works under gopmi run", step, EnvUniverse)
+		return nil, plugin.Errorf(plugin.ErrUnavailable, "gopmi-rm-local %s: no universe address (pass -universe, set %s or the \"universe\" config field): gopmi-rm-local only works under gopmi run", step, EnvUniverse)
 	}
 	c, err := f.dial(ctx, f.addr)
 	if err != nil {
-		return nil, wrapStep(err, "gopmi-rm-local %s: dial universe %s", step, f.addr)
+		return nil, plugin.Wrapf(err, plugin.ErrUnavailable, "gopmi-rm-local %s: dial universe %s", step, f.addr)
 	}
 	f.conn, f.full = c, c.Backend()
 	return f.full, nil
 }
 
 // Close closes the connection to the universe.
-func (f *Forwarder) Close() error {
+func (f *Backend) Close() error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	if f.conn == nil {
@@ -112,13 +112,13 @@ func (f *Forwarder) Close() error {
 
 // Configure takes the universe address from the config if none is known
 // yet, and forwards the request unchanged.
-func (f *Forwarder) Configure(ctx context.Context, req *plugin.ConfigureRequest) (*plugin.ConfigureResponse, error) {
+func (f *Backend) Configure(ctx context.Context, req *plugin.ConfigureRequest) (*plugin.ConfigureResponse, error) {
 	if len(bytes.TrimSpace(req.Config)) > 0 {
-		var cfg ForwarderConfig
+		var cfg Config
 		dec := json.NewDecoder(bytes.NewReader(req.Config))
 		dec.DisallowUnknownFields()
 		if err := dec.Decode(&cfg); err != nil {
-			return nil, errorf(plugin.ErrInvalidArgument, "gopmi-rm-local configure: config %q: %v", strings.TrimSpace(string(req.Config)), err)
+			return nil, plugin.Errorf(plugin.ErrInvalidArgument, "gopmi-rm-local configure: config %q: %v", strings.TrimSpace(string(req.Config)), err)
 		}
 		f.mu.Lock()
 		if cfg.Universe != "" {
@@ -127,7 +127,7 @@ func (f *Forwarder) Configure(ctx context.Context, req *plugin.ConfigureRequest)
 				f.addr = cfg.Universe
 			} else if cfg.Universe != f.addr {
 				f.mu.Unlock()
-				return nil, errorf(plugin.ErrInvalidArgument, "gopmi-rm-local configure: config names universe %s, already connected to %s", cfg.Universe, f.addr)
+				return nil, plugin.Errorf(plugin.ErrInvalidArgument, "gopmi-rm-local configure: config names universe %s, already connected to %s", cfg.Universe, f.addr)
 			}
 		}
 		f.mu.Unlock()

@@ -1,4 +1,4 @@
-package local
+package forwarder
 
 import (
 	"context"
@@ -7,11 +7,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gopmi/gopmi/hostrm/local"
 	"github.com/gopmi/gopmi/plugin"
 )
 
 func TestForwarderAddress(t *testing.T) {
-	u, job := testUniverse(t, UniverseOptions{}, 2, 0)
+	u, job := testUniverse(t, local.UniverseOptions{}, 2, 0)
 	addr := serveUniverse(t, u)
 	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
 	defer cancel()
@@ -38,7 +39,7 @@ func TestForwarderAddress(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			f := newForwarder(tc.args, env(tc.env))
+			f := newBackend(tc.args, env(tc.env))
 			defer f.Close()
 			info, err := f.GetInfo(ctx)
 			if !errors.Is(err, tc.getErr) || (tc.getErr == nil && err != nil) {
@@ -57,9 +58,9 @@ func TestForwarderAddress(t *testing.T) {
 
 // The universe's errors reach the shim with their sentinel and message.
 func TestForwarderErrorsUnchanged(t *testing.T) {
-	u, job := testUniverse(t, UniverseOptions{}, 4, 2)
+	u, job := testUniverse(t, local.UniverseOptions{}, 4, 2)
 	addr := serveUniverse(t, u)
-	f := newForwarder([]string{"-universe", addr}, func(string) string { return "" })
+	f := newBackend([]string{"-universe", addr}, func(string) string { return "" })
 	defer f.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
 	defer cancel()
@@ -87,10 +88,10 @@ func TestForwarderErrorsUnchanged(t *testing.T) {
 // Connect and Disconnect reach the universe through the forwarder, as a
 // shim's job-connect does.
 func TestForwarderConnect(t *testing.T) {
-	u, job := testUniverse(t, UniverseOptions{}, 2, 0)
+	u, job := testUniverse(t, local.UniverseOptions{}, 2, 0)
 	child := newTestJob(t, u, job.Nspace, 1)
 	addr := serveUniverse(t, u)
-	f := newForwarder([]string{"-universe", addr}, func(string) string { return "" })
+	f := newBackend([]string{"-universe", addr}, func(string) string { return "" })
 	defer f.Close()
 	ctx, cancel := context.WithTimeout(context.Background(), waitLimit)
 	defer cancel()

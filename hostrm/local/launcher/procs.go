@@ -1,4 +1,4 @@
-package local
+package launcher
 
 import (
 	"bytes"
@@ -14,6 +14,8 @@ import (
 	"syscall"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/gopmi/gopmi/hostrm/local/forwarder"
 )
 
 // starter starts every child of the run from one goroutine locked to its
@@ -245,7 +247,7 @@ func childEnv(env []string) []string {
 		"LISTEN_PID": true, "LISTEN_FDS": true, "LISTEN_FDNAMES": true, "NOTIFY_SOCKET": true,
 		"PMI_FD": true, "PMI_PORT": true, "PMI_ID": true, "PMI_RANK": true, "PMI_SIZE": true,
 		"PMI_JOBID": true, "PMI_SPAWNED": true, "MPI_LOCALNRANKS": true, "MPI_LOCALRANKID": true,
-		EnvUniverse: true,
+		forwarder.EnvUniverse: true,
 	}
 	out := make([]string, 0, len(env))
 	for _, e := range env {

@@ -1,4 +1,4 @@
-package local
+package launcher
 
 import (
 	"bytes"
@@ -17,6 +17,8 @@ import (
 	"github.com/rs/zerolog"
 	"google.golang.org/protobuf/encoding/protojson"
 
+	"github.com/gopmi/gopmi/hostrm/local"
+	"github.com/gopmi/gopmi/hostrm/local/forwarder"
 	"github.com/gopmi/gopmi/plugin"
 	shimv1 "github.com/gopmi/gopmi/proto/gopmi/shim/v1"
 )
@@ -90,9 +92,9 @@ func startRun(t *testing.T, cfg Config) *run {
 	if cfg.StartTimeout == 0 {
 		cfg.StartTimeout = waitLimit
 	}
-	l, err := NewLauncher(cfg)
+	l, err := New(cfg)
 	if err != nil {
-		t.Fatalf("NewLauncher: %v", err)
+		t.Fatalf("New: %v", err)
 	}
 	l.onJobEnd = func(ns string) { r.endedC <- ns }
 	r.l = l
@@ -146,7 +148,7 @@ func (r *run) bootstrap(t *testing.T, ns string, node int) *shimv1.Bootstrap {
 // procTable returns the universe's proc-table rows of a job, by rank.
 func (r *run) procTable(t *testing.T, ns string) []string {
 	t.Helper()
-	return strings.Split(query(t, r.l.Universe(), plugin.Proc{Nspace: ns}, QueryProcTable, nil), "\n")
+	return strings.Split(query(t, r.l.Universe(), plugin.Proc{Nspace: ns}, local.QueryProcTable), "\n")
 }
 
 func mainJob() string { return "gopmi." + strconv.Itoa(os.Getpid()) + ".0" }
@@ -158,9 +160,11 @@ func TestRunTasks(t *testing.T) {
 		pmiPort bool
 		nodes   int
 	}{
-		{"one node", 0, false, 1},
+		{"one node served here", 0, false, 1},
+		{"one node, a shim", 4, false, 1},
 		{"two nodes", 2, false, 2},
 		{"pmi port", 3, true, 2},
+		{"pmi port served here", 0, true, 1},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -170,7 +174,7 @@ func TestRunTasks(t *testing.T) {
 			}
 			defer stdin.Close()
 			r := startRun(t, Config{
-				Apps:      []AppSpec{{Procs: 3, Args: []string{"first"}}, {Procs: 1, Args: []string{"second"}}},
+				Apps:      []local.AppSpec{{Procs: 3, Args: []string{"first"}}, {Procs: 1, Args: []string{"second"}}},
 				PPN:       tc.ppn,
 				PMIPort:   tc.pmiPort,
 				Env:       []string{"EXTRA=1"},
@@ -182,7 +186,7 @@ func TestRunTasks(t *testing.T) {
 			for i, tc2 := range tasks {
 				rank := int32(i)
 				local, localID := 4, i
-				if tc.ppn > 0 {
+				if tc.ppn > 0 && tc.ppn < 4 {
 					local = min(tc.ppn, 4-i/tc.ppn*tc.ppn)
 					localID = i % tc.ppn
 				}
@@ -210,7 +214,7 @@ func TestRunTasks(t *testing.T) {
 						t.Errorf("rank %d: %s=%q, want %q", rank, k, tc2.Env[k], v)
 					}
 				}
-				for _, k := range []string{"PMI_SPAWNED", "LISTEN_FDS", "LISTEN_FDNAMES", "NOTIFY_SOCKET", EnvUniverse} {
+				for _, k := range []string{"PMI_SPAWNED", "LISTEN_FDS", "LISTEN_FDNAMES", "NOTIFY_SOCKET", forwarder.EnvUniverse} {
 					if v, ok := tc2.Env[k]; ok {
 						t.Errorf("rank %d: %s=%q leaked into the task", rank, k, v)
 					}
@@ -237,6 +241,14 @@ func TestRunTasks(t *testing.T) {
 				t.Errorf("Run: %d, %v; stderr:\n%s", code, err, r.stderr)
 			}
 			for n := range tc.nodes {
+				if tc.ppn == 0 {
+					// Served here: no shim, no bootstrap file. The
+					// message is the one a shim would get (bootstrap).
+					if entries, _ := os.ReadDir(r.boots); len(entries) != 0 {
+						t.Errorf("a job served here started a shim: %v", entries)
+					}
+					break
+				}
 				b := r.bootstrap(t, ns, n)
 				if b.GetFenceMode() != shimv1.FenceMode_FENCE_MODE_LAZY || b.GetLimits().GetValMax() != 2048 ||
 					b.GetTimeouts().GetFence().AsDuration() != 5*time.Second || len(b.GetJob().GetNodes()) != tc.nodes ||
@@ -308,10 +320,32 @@ func TestRunExitStatus(t *testing.T) {
 			states: map[int]string{0: "signaled(TERM)"},
 		},
 		{
+			name: "abort served here",
+			act: func(t *testing.T, r *run, tasks []*taskConn) {
+				tasks[3].send(t, "pmi cmd=init pmi_version=1 pmi_subversion=1")
+				tasks[3].send(t, "pmi cmd=abort exitcode=9")
+			},
+			code:   9,
+			line:   "gopmi: job " + ns + " rank 3 aborted (exit 9)",
+			states: map[int]string{0: "signaled(TERM)"},
+		},
+		{
 			name: "task ended before finalize",
+			ppn:  2,
 			act:  func(t *testing.T, r *run, tasks []*taskConn) { tasks[0].send(t, "pmi failed") },
 			code: 1,
 			line: "gopmi: rank 0 (job " + ns + ") failed: fake: ended before finalize",
+		},
+		{
+			name: "task served here ended before finalize",
+			act: func(t *testing.T, r *run, tasks []*taskConn) {
+				tasks[2].send(t, "pmi cmd=init pmi_version=1 pmi_subversion=1")
+				tasks[2].send(t, "exit 0")
+			},
+			code: 1,
+			// The task left its answer unread: its server's read of
+			// the socket may fail rather than see an end of file.
+			line: "gopmi: rank 2 (job " + ns + ") failed: rank 2 of job " + ns + " ",
 		},
 		{
 			name: "shim dies while its tasks run",
@@ -323,14 +357,14 @@ func TestRunExitStatus(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			r := startRun(t, Config{Apps: []AppSpec{{Procs: 4, Args: tc.args}}, PPN: tc.ppn})
+			r := startRun(t, Config{Apps: []local.AppSpec{{Procs: 4, Args: tc.args}}, PPN: tc.ppn})
 			tasks := r.ctl.wait(t, 4)
 			tc.act(t, r, tasks)
 			code, err := r.wait(t)
 			if err != nil || code != tc.code {
 				t.Errorf("Run: %d, %v; want %d; stderr:\n%s", code, err, tc.code, r.stderr)
 			}
-			if s := r.stderr.String(); !strings.Contains(s, tc.line+"\n") {
+			if s := r.stderr.String(); !strings.Contains(s, tc.line) {
 				t.Errorf("stderr lacks %q:\n%s", tc.line, s)
 			}
 			rows := r.procTable(t, ns)
@@ -357,7 +391,8 @@ func TestRunStartFailures(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.mode, func(t *testing.T) {
 			t.Setenv(envFakeShim, tc.mode)
-			r := startRun(t, Config{Apps: []AppSpec{{Procs: 2}}, StartTimeout: tc.timeout})
+			// -ppn 2 of 2 ranks: one node, served by a (fake) shim.
+			r := startRun(t, Config{Apps: []local.AppSpec{{Procs: 2}}, PPN: 2, StartTimeout: tc.timeout})
 			code, err := r.wait(t)
 			if code != 1 || err != nil {
 				t.Errorf("Run: %d, %v; want 1", code, err)
@@ -394,7 +429,7 @@ func TestRunSignals(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(signalName(tc.sig), func(t *testing.T) {
-			r := startRun(t, Config{Apps: []AppSpec{{Procs: 3}}})
+			r := startRun(t, Config{Apps: []local.AppSpec{{Procs: 3}}})
 			r.ctl.wait(t, 3)
 			r.l.Signal(tc.sig)
 			code, err := r.wait(t)
@@ -412,7 +447,7 @@ func TestRunSignals(t *testing.T) {
 		})
 	}
 	t.Run("USR1 dumps the state", func(t *testing.T) {
-		r := startRun(t, Config{Apps: []AppSpec{{Procs: 2}}})
+		r := startRun(t, Config{Apps: []local.AppSpec{{Procs: 2}}})
 		tasks := r.ctl.wait(t, 2)
 		var dump bytes.Buffer
 		r.l.Dump(&dump)
@@ -435,7 +470,13 @@ func TestRunSignals(t *testing.T) {
 }
 
 func TestRunSpawn(t *testing.T) {
-	r := startRun(t, Config{Apps: []AppSpec{{Procs: 1}}, PPN: 1})
+	for _, ppn := range []int{0, 1} {
+		t.Run("ppn "+strconv.Itoa(ppn), func(t *testing.T) { testRunSpawn(t, ppn) })
+	}
+}
+
+func testRunSpawn(t *testing.T, ppn int) {
+	r := startRun(t, Config{Apps: []local.AppSpec{{Procs: 1}}, PPN: ppn})
 	parent := r.ctl.wait(t, 1)[0]
 	u := r.l.Universe()
 	ns := mainJob()
@@ -499,8 +540,11 @@ func TestRunSpawn(t *testing.T) {
 	if code, err := r.wait(t); code != 0 || err != nil {
 		t.Errorf("Run: %d, %v; stderr:\n%s", code, err, r.stderr)
 	}
-	if got := query(t, u, plugin.Proc{Nspace: child}, QueryJobStatus, nil); got != "finished" {
+	if got := query(t, u, plugin.Proc{Nspace: child}, local.QueryJobStatus); got != "finished" {
 		t.Errorf("spawned job status %q", got)
+	}
+	if ppn == 0 {
+		return // served here: no shims, no bootstraps to read
 	}
 	// One shim per node: ppn 1 makes three.
 	for n := range 3 {
@@ -517,26 +561,42 @@ func TestMissingBinary(t *testing.T) {
 	t.Setenv(EnvShim, "")
 	t.Setenv(EnvRMLocal, "")
 	self := testBinary(t)
-	_, err := NewLauncher(Config{Apps: []AppSpec{{Path: "x", Procs: 1}}})
-	want := "cannot find gopmi-shim: not next to " + self + " and not on PATH (install it there or set GOPMI_SHIM)"
-	if err == nil || err.Error() != want {
-		t.Errorf("NewLauncher: %v\nwant %q", err, want)
-	}
-	shim := exe(t, empty, ShimBinary)
-	_, err = NewLauncher(Config{Apps: []AppSpec{{Path: "x", Procs: 1}}, ShimPath: shim})
-	if err == nil || !strings.HasPrefix(err.Error(), "cannot find gopmi-rm-local") {
-		t.Errorf("NewLauncher without gopmi-rm-local: %v", err)
-	}
-	// Next to the shim is good enough for the backend.
-	exe(t, empty, RMLocalBinary)
-	l, err := NewLauncher(Config{Apps: []AppSpec{{Path: "x", Procs: 1}}, ShimPath: shim})
-	if err != nil || l.rmPath != filepath.Join(empty, RMLocalBinary) {
-		t.Errorf("NewLauncher: %v", err)
+	// A job on one node needs no other binary: gopmi run serves it.
+	l, err := New(Config{Apps: []local.AppSpec{{Path: "x", Procs: 1}}})
+	if err != nil {
+		t.Fatalf("New without -ppn and without the shim: %v", err)
 	}
 	// A program that does not exist is an error before anything starts.
 	code, err := l.Run(context.Background())
 	if code != 1 || err == nil || err.Error() != `command "x" not found in PATH` {
 		t.Errorf("Run of a missing program: %d, %v", code, err)
+	}
+	_, err = New(Config{Apps: []local.AppSpec{{Path: "x", Procs: 1}}, PPN: 1})
+	want := "cannot find gopmi-shim: not next to " + self + " and not on PATH (install it there or set GOPMI_SHIM)"
+	if err == nil || err.Error() != want {
+		t.Errorf("New: %v\nwant %q", err, want)
+	}
+	shim := exe(t, empty, ShimBinary)
+	_, err = New(Config{Apps: []local.AppSpec{{Path: "x", Procs: 1}}, PPN: 1, ShimPath: shim})
+	if err == nil || !strings.HasPrefix(err.Error(), "cannot find gopmi-rm-local") {
+		t.Errorf("New without gopmi-rm-local: %v", err)
+	}
+	// Next to the shim is good enough for the backend.
+	exe(t, empty, RMLocalBinary)
+	l, err = New(Config{Apps: []local.AppSpec{{Path: "x", Procs: 1}}, PPN: 1, ShimPath: shim})
+	if err != nil || l.rmPath != filepath.Join(empty, RMLocalBinary) {
+		t.Errorf("New: %v", err)
+	}
+}
+
+// A setting a shim would refuse in its bootstrap is refused before
+// anything starts, with or without shims.
+func TestBadSettings(t *testing.T) {
+	for _, ppn := range []int{0, 1} {
+		_, err := New(Config{Apps: []local.AppSpec{{Path: "x", Procs: 1}}, PPN: ppn, MaxVal: 10, ShimPath: testBinary(t), RMPath: testBinary(t)})
+		if want := "settings: bad bootstrap: limits.val_max: 10 is below the minimum 64"; err == nil || err.Error() != want {
+			t.Errorf("ppn %d: New with -max-val 10: %v, want %q", ppn, err, want)
+		}
 	}
 }
 
@@ -549,7 +609,7 @@ func TestRunManyTasks(t *testing.T) {
 	for _, ppn := range []int{0, 256} {
 		t.Run("ppn "+strconv.Itoa(ppn), func(t *testing.T) {
 			start := time.Now()
-			r := startRun(t, Config{Apps: []AppSpec{{Path: "/bin/true", Procs: 1024}}, PPN: ppn})
+			r := startRun(t, Config{Apps: []local.AppSpec{{Path: "/bin/true", Procs: 1024}}, PPN: ppn})
 			code, err := r.wait(t)
 			if code != 0 || err != nil {
 				t.Fatalf("Run: %d, %v; stderr:\n%s", code, err, r.stderr)

@@ -1,0 +1,107 @@
+package launcher
+
+import (
+	"net"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/rs/zerolog"
+)
+
+// notifier receives one shim's sd_notify datagrams for its whole life:
+// READY=1 once its tasks are served, STATUS= with ERRNO= when it fails to
+// start, STATUS= with STOPPING=1 when it ends.
+type notifier struct {
+	conn   *net.UnixConn
+	ready  chan struct{} // closed on READY=1
+	failed chan struct{} // closed on ERRNO=
+	read   chan struct{} // closed when the reader goroutine returned
+	log    zerolog.Logger
+
+	mu     sync.Mutex
+	status string // last STATUS=; guarded by mu
+	errno  string // guarded by mu
+}
+
+func newNotifier(path string, log zerolog.Logger) (*notifier, error) {
+	conn, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: path, Net: "unixgram"})
+	if err != nil {
+		return nil, err
+	}
+	n := &notifier{conn: conn, ready: make(chan struct{}), failed: make(chan struct{}), read: make(chan struct{}), log: log}
+	go func() {
+		defer close(n.read)
+		buf := make([]byte, 4096)
+		for {
+			size, _, err := conn.ReadFromUnix(buf)
+			if err != nil {
+				return
+			}
+			n.handle(buf[:size])
+		}
+	}()
+	return n, nil
+}
+
+// handle applies one datagram.
+func (n *notifier) handle(b []byte) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for line := range strings.SplitSeq(string(b), "\n") {
+		k, v, _ := strings.Cut(line, "=")
+		switch k {
+		case "READY":
+			if v == "1" && !isClosed(n.ready) {
+				close(n.ready)
+			}
+		case "STATUS":
+			n.status = v
+			n.log.Debug().Str("status", v).Msg("shim status")
+		case "ERRNO":
+			n.errno = v
+			if !isClosed(n.failed) {
+				close(n.failed)
+			}
+		}
+	}
+}
+
+// isClosed reports whether ch is closed; callers serialize closing.
+func isClosed(ch chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
+
+func (n *notifier) lastStatus() (status, errno string) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.status, n.errno
+}
+
+// close ends the reader goroutine, after reading what is still queued:
+// a shim that said READY=1 and exited at once must not look as if it
+// never got ready.
+func (n *notifier) close() {
+	_ = n.conn.SetReadDeadline(time.Now())
+	<-n.read
+	_ = n.conn.SetReadDeadline(time.Time{})
+	if rc, err := n.conn.SyscallConn(); err == nil {
+		buf := make([]byte, 4096)
+		_ = rc.Read(func(fd uintptr) bool {
+			for {
+				size, _, err := syscall.Recvfrom(int(fd), buf, syscall.MSG_DONTWAIT)
+				if err != nil {
+					return true // EAGAIN: nothing more
+				}
+				n.handle(buf[:size])
+			}
+		})
+	}
+	n.conn.Close()
+}

@@ -1,0 +1,199 @@
+package launcher
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"google.golang.org/protobuf/encoding/protojson"
+
+	"github.com/gopmi/gopmi/hostrm/local/forwarder"
+	"github.com/gopmi/gopmi/plugin"
+	"github.com/gopmi/gopmi/shim/serve"
+)
+
+// shimProc is a node served by a gopmi-shim process.
+type shimProc struct {
+	pid    int // 0 until started; written once, with mu held
+	tail   *tailWriter
+	notify *notifier
+}
+
+// startShim starts one node's gopmi-shim (on the starter's thread) and
+// closes the launcher's copies of the shim's ends.
+func (l *Launcher) startShim(rj *runJob, s *nodeStart) error {
+	ns := rj.spec.Job.Nspace
+	l.mu.Lock()
+	path := filepath.Join(l.dir, "n"+strconv.Itoa(l.seq))
+	l.seq++
+	l.mu.Unlock()
+	n, err := newNotifier(path, l.log.With().Str("job", ns).Int32("node", s.rn.node.ID).Logger())
+	if err != nil {
+		return fmt.Errorf("job %s node %d: notify socket: %w", ns, s.rn.node.ID, err)
+	}
+	sp := &shimProc{notify: n, tail: &tailWriter{w: l.out, quiet: &l.quiet}}
+	l.mu.Lock()
+	s.rn.shim = sp
+	l.mu.Unlock()
+
+	files, names := s.servers, make([]string, 0, len(s.servers))
+	if s.port != nil {
+		f, err := s.port.(*net.TCPListener).File()
+		if err != nil {
+			return fmt.Errorf("job %s node %d: pmi port listener: %w", ns, s.rn.node.ID, err)
+		}
+		defer f.Close()
+		files, names = []*os.File{f}, []string{pmiPortFD}
+	} else {
+		for _, r := range s.rn.node.Ranks {
+			names = append(names, taskFDName(r))
+		}
+	}
+	env := childEnv(os.Environ())
+	if os.Getenv("GOPMI_LOG_FORMAT") == "" {
+		env = append(env, "GOPMI_LOG_FORMAT=console")
+	}
+	env = append(env,
+		forwarder.EnvUniverse+"="+l.addr,
+		"LISTEN_FDS="+strconv.Itoa(len(files)),
+		"LISTEN_FDNAMES="+strings.Join(names, ":"),
+		"NOTIFY_SOCKET="+n.conn.LocalAddr().String(),
+	)
+	index := 0
+	for i, nd := range rj.spec.Job.Nodes {
+		if nd.ID == s.rn.node.ID {
+			index = i
+		}
+	}
+	cmd := &exec.Cmd{
+		Path: l.shimPath,
+		Args: []string{ShimBinary},
+		Env:  env,
+		Dir:  l.dir,
+		// The bootstrap is built on exec's stdin goroutine, while the
+		// tasks start: the shim reads it only once its runtime is up.
+		Stdin: &lazyReader{make: func() ([]byte, error) {
+			return protojson.Marshal(l.bootstrap(rj.spec, index))
+		}},
+		Stdout:     l.out,
+		Stderr:     sp.tail,
+		ExtraFiles: files,
+		// Its own process group: a terminal's ^C reaches the tasks, and
+		// gopmi run decides when the shims go.
+		SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
+		WaitDelay:   time.Second,
+	}
+	if err := startChild(cmd); err != nil {
+		return fmt.Errorf("start %s for job %s node %d: %w", l.shimPath, ns, s.rn.node.ID, err)
+	}
+	for _, f := range s.servers {
+		f.Close()
+	}
+	s.servers = nil
+	if s.port != nil {
+		s.port.Close()
+		s.port = nil
+	}
+	l.mu.Lock()
+	sp.pid = cmd.Process.Pid
+	rj.procs++
+	if l.terminating() {
+		s.rn.stop(syscall.SIGKILL)
+	}
+	l.mu.Unlock()
+	l.log.Debug().Str("job", ns).Int32("node", s.rn.node.ID).Int("pid", cmd.Process.Pid).Msg("shim started")
+	go l.reapShim(rj, s.rn, cmd)
+	return nil
+}
+
+// waitReady waits for the shim's READY=1, its failure (ERRNO=, or an
+// exit), or ctx.
+func (l *Launcher) waitReady(ctx context.Context, rj *runJob, s *nodeStart) error {
+	what := fmt.Sprintf("%s for job %s node %d", ShimBinary, rj.spec.Job.Nspace, s.rn.node.ID)
+	sp := s.rn.shim
+	n := sp.notify
+	why := func() string {
+		status, errno := n.lastStatus()
+		if errno != "" {
+			errno = "errno " + errno
+		}
+		return firstNonEmpty(status, sp.tail.lastLine(), errno, "no message")
+	}
+	select {
+	case <-n.ready:
+		return nil
+	case <-n.failed:
+		return fmt.Errorf("%s failed to start: %s", what, why())
+	case <-s.rn.exited:
+		// Tasks start before their shim is ready, so a short job's shim
+		// may serve it and exit before READY is read here: a clean exit
+		// is not a failed start.
+		if isClosed(n.ready) || s.rn.code == 0 {
+			return nil
+		}
+		return fmt.Errorf("%s %s before it was ready: %s", what, s.rn.how, why())
+	case <-l.ending:
+		return plugin.Errorf(plugin.ErrAborted, "%s: the run is ending", what)
+	case <-ctx.Done():
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			return fmt.Errorf("%s was not ready in time: %s", what, why())
+		}
+		return fmt.Errorf("%s: start cancelled: %w", what, ctx.Err())
+	}
+}
+
+func firstNonEmpty(s ...string) string {
+	for _, v := range s {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}
+
+// reapShim waits for a shim and records how it ended.
+func (l *Launcher) reapShim(rj *runJob, n *runNode, cmd *exec.Cmd) {
+	_ = wait(cmd)
+	sp := n.shim
+	sp.notify.close()
+	_, _, how := exitInfo(cmd.ProcessState)
+	code := cmd.ProcessState.ExitCode()
+	if code < 0 {
+		code = serve.ExitInternal // killed by a signal
+	}
+	// The shim's last STATUS= or log line says why it failed.
+	msg := how
+	status, _ := sp.notify.lastStatus()
+	if last := firstNonEmpty(status, sp.tail.lastLine()); last != "" {
+		msg = last + " (" + how + ")"
+	}
+	line := fmt.Sprintf("gopmi: %s for job %s node %d failed: %s", ShimBinary, rj.spec.Job.Nspace, n.node.ID, msg)
+	l.serverEnded(rj, n, code, how, line)
+}
+
+// lazyReader makes its content on the first Read.
+type lazyReader struct {
+	make func() ([]byte, error)
+	r    *bytes.Reader
+	err  error
+}
+
+func (z *lazyReader) Read(p []byte) (int, error) {
+	if z.r == nil && z.err == nil {
+		b, err := z.make()
+		z.r, z.err = bytes.NewReader(b), err
+	}
+	if z.err != nil {
+		return 0, z.err
+	}
+	return z.r.Read(p)
+}

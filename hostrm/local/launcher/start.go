@@ -1,0 +1,450 @@
+package launcher
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"strconv"
+	"syscall"
+	"time"
+
+	"google.golang.org/protobuf/types/known/durationpb"
+
+	"github.com/gopmi/gopmi/hostrm/local"
+	"github.com/gopmi/gopmi/hostrm/local/forwarder"
+	"github.com/gopmi/gopmi/plugin"
+	shimv1 "github.com/gopmi/gopmi/proto/gopmi/shim/v1"
+	"github.com/gopmi/gopmi/shim/serve"
+)
+
+// pmiPortFD names the PMI_PORT listener among the shim's inherited fds.
+const pmiPortFD = "pmi-port"
+
+// taskFDName names rank r's socket among its shim's inherited fds.
+func taskFDName(r int32) string { return "rank" + strconv.Itoa(int(r)) }
+
+// fenceModes maps Config.FenceMode to the bootstrap's.
+var fenceModes = map[string]shimv1.FenceMode{
+	FenceModeCollect: shimv1.FenceMode_FENCE_MODE_COLLECT,
+	FenceModeLazy:    shimv1.FenceMode_FENCE_MODE_LAZY,
+	FenceModeModex:   shimv1.FenceMode_FENCE_MODE_MODEX,
+}
+
+// runJob is the launcher's record of one job's processes.
+type runJob struct {
+	spec      *local.JobSpec
+	launching bool
+	nodes     []*runNode
+	tasks     []*runTask // by rank; nil until started
+	running   int        // tasks started and not reaped
+	procs     int        // tasks and servers started and not ended
+	graced    bool       // the servers' grace period started
+	failure   string
+	ended     bool
+}
+
+type runTask struct {
+	proc      plugin.Proc
+	pid       int
+	exited    bool
+	signalled bool
+}
+
+// runNode is one node of a job and the server that serves its tasks: a
+// gopmi-shim process, or the serving loop in this process.
+type runNode struct {
+	node   plugin.Node
+	shim   *shimProc   // nil for a node served here
+	here   *hereServer // nil for a node served by a shim
+	exited chan struct{}
+	// Once exited is closed:
+	code      int    // the server's exit status (serve.ExitCode)
+	how       string // how it ended, in words: "exited with status 3"
+	why       string // the line that reports its failure
+	signalled bool   // gopmi run stopped it
+}
+
+// stop asks the server to end: a shim gets sig, a node served here stops
+// its serving loop whatever sig is. Called with mu held.
+func (n *runNode) stop(sig syscall.Signal) {
+	switch {
+	case isClosed(n.exited):
+	case n.shim != nil && n.shim.pid > 0 && !isZombie(n.shim.pid):
+		n.signalled = true
+		_ = syscall.Kill(n.shim.pid, sig)
+	case n.here != nil:
+		n.signalled = true
+		n.here.stop()
+	}
+}
+
+// describe is the node's line in a dump. Called with mu held.
+func (n *runNode) describe() string {
+	st := "running"
+	if isClosed(n.exited) {
+		st = "ended with status " + strconv.Itoa(n.code)
+	}
+	if n.shim != nil {
+		return fmt.Sprintf("node %d gopmi-shim pid %d %s", n.node.ID, n.shim.pid, st)
+	}
+	return fmt.Sprintf("node %d served here, %s", n.node.ID, st)
+}
+
+// nodeStart is what starting one node of a job needs.
+type nodeStart struct {
+	rn      *runNode
+	servers []*os.File   // the server's ends by local index; nil with PMI_PORT
+	clients []*os.File   // the tasks' ends, by local index; nil with PMI_PORT
+	port    net.Listener // the PMI_PORT listener until its server takes it
+	portAt  string       // its address, for the tasks' PMI_PORT
+}
+
+func (ns *nodeStart) closeFiles() {
+	for _, f := range ns.servers {
+		if f != nil {
+			f.Close()
+		}
+	}
+	for _, f := range ns.clients {
+		if f != nil {
+			f.Close()
+		}
+	}
+	if ns.port != nil {
+		ns.port.Close()
+	}
+	ns.servers, ns.clients, ns.port = nil, nil, nil
+}
+
+// launch starts one job: for each node its server (a gopmi-shim, or the
+// serving loop here) and its tasks; then it waits for every shim to be
+// ready. It returns when every task started and every server serves, or
+// an error after killing what it started. It is the universe's Launch
+// hook for spawned jobs.
+func (l *Launcher) launch(ctx context.Context, spec *local.JobSpec) (err error) {
+	ns := spec.Job.Nspace
+	ctx, cancel := context.WithTimeout(ctx, l.cfg.StartTimeout)
+	defer cancel()
+	rj := &runJob{spec: spec, launching: true, tasks: make([]*runTask, spec.Job.Size)}
+	l.mu.Lock()
+	if l.terminating() || l.finished {
+		l.mu.Unlock()
+		return plugin.Errorf(plugin.ErrAborted, "start job %s: the run is ending", ns)
+	}
+	l.jobs = append(l.jobs, rj)
+	l.live++
+	l.mu.Unlock()
+
+	starts := make([]*nodeStart, len(spec.Job.Nodes))
+	defer func() {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		for _, s := range starts {
+			if s == nil {
+				continue
+			}
+			s.closeFiles()
+			if s.rn.shim != nil && s.rn.shim.pid == 0 {
+				s.rn.shim.notify.close()
+			}
+		}
+		rj.launching = false
+		if err != nil {
+			rj.failure = err.Error()
+			// When a signal ended the run during the start, the
+			// tear-down that follows stops tasks and servers as for any
+			// job; otherwise nothing of a job that failed to start may
+			// linger.
+			if !l.terminating() {
+				l.signalTasksLocked(rj, syscall.SIGKILL)
+				l.signalServersLocked(rj, syscall.SIGKILL)
+			}
+		} else {
+			// Servers that ended during the start were left to be
+			// judged here, as any other.
+			for _, s := range starts {
+				if isClosed(s.rn.exited) {
+					l.serverEndedLocked(rj, s.rn)
+				}
+			}
+		}
+		l.checkJobLocked(rj)
+	}()
+
+	for i, node := range spec.Job.Nodes {
+		s, err := l.prepareNode(rj, node, i)
+		starts[i] = s
+		if err != nil {
+			return err
+		}
+	}
+	// Every child is started on the starter's thread (see starter), in
+	// one go. Tasks start while their shims are still coming up: their
+	// sockets already exist, so a task's first PMI request waits in the
+	// socket until the shim reads it, and process start-up, MPI library
+	// loading and backend start-up overlap instead of adding up. A shim
+	// that fails before READY still fails the launch, killing its tasks.
+	// A node served here serves as soon as its server started.
+	l.start.do(func() {
+		for _, s := range starts {
+			if l.shims {
+				err = l.startShim(rj, s)
+			} else {
+				err = l.startHere(rj, s)
+			}
+			if err != nil {
+				return
+			}
+		}
+		for _, s := range starts {
+			if err = l.startTasks(rj, s); err != nil {
+				return
+			}
+		}
+	})
+	if err != nil {
+		return err
+	}
+	for _, s := range starts {
+		if s.rn.shim == nil {
+			continue
+		}
+		if err := l.waitReady(ctx, rj, s); err != nil {
+			return err
+		}
+	}
+	l.log.Debug().Str("job", ns).Int32("size", spec.Job.Size).Int("nodes", len(spec.Job.Nodes)).Msg("job started")
+	return nil
+}
+
+// prepareNode makes a node's sockets: one socketpair per task, or one
+// PMI_PORT listener.
+func (l *Launcher) prepareNode(rj *runJob, node plugin.Node, index int) (*nodeStart, error) {
+	s := &nodeStart{rn: &runNode{node: node, exited: make(chan struct{})}}
+	l.mu.Lock()
+	rj.nodes = append(rj.nodes, s.rn)
+	l.mu.Unlock()
+	if l.cfg.PMIPort {
+		ln, err := net.ListenTCP("tcp", &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1)})
+		if err != nil {
+			return s, fmt.Errorf("job %s node %d: pmi port listener: %w", rj.spec.Job.Nspace, node.ID, err)
+		}
+		s.port, s.portAt = ln, ln.Addr().String()
+		return s, nil
+	}
+	for _, r := range node.Ranks {
+		srv, cli, err := socketpair(taskFDName(r))
+		if err != nil {
+			return s, fmt.Errorf("job %s node %d: %w", rj.spec.Job.Nspace, node.ID, err)
+		}
+		s.servers = append(s.servers, srv)
+		s.clients = append(s.clients, cli)
+	}
+	return s, nil
+}
+
+// bootstrap is the start-up message of node index of a job, for its
+// gopmi-shim or, validated by serve.NewConfig, for the serving loop here:
+// both serve a job from the same message.
+func (l *Launcher) bootstrap(spec *local.JobSpec, index int) *shimv1.Bootstrap {
+	j := spec.Job
+	job := &shimv1.Job{Nspace: j.Nspace, Size: j.Size, UniverseSize: j.UniverseSize, Parent: j.Parent}
+	for _, n := range j.Nodes {
+		job.Nodes = append(job.Nodes, &shimv1.Node{Id: n.ID, Name: n.Name, Ranks: n.Ranks})
+	}
+	for _, a := range j.Apps {
+		job.Apps = append(job.Apps, &shimv1.App{FirstRank: a.FirstRank, Size: a.Size, Cmd: a.Cmd})
+	}
+	for _, p := range spec.Preput {
+		job.Preput = append(job.Preput, &shimv1.KeyValue{Key: p.Key, Value: p.Value})
+	}
+	node := j.Nodes[index]
+	var tasks []*shimv1.Task
+	for _, r := range node.Ranks {
+		t := &shimv1.Task{Rank: r}
+		if !l.cfg.PMIPort {
+			t.FdName = taskFDName(r)
+		}
+		tasks = append(tasks, t)
+	}
+	be := &shimv1.BackendConfig{Name: "local"}
+	if l.shims {
+		config, _ := json.Marshal(forwarder.Config{Universe: l.addr})
+		be.Path, be.Config, be.Args = l.rmPath, string(config), []string{"-universe", l.addr}
+	}
+	b := &shimv1.Bootstrap{
+		Version: 1,
+		Job:     job,
+		NodeId:  node.ID,
+		Tasks:   tasks,
+		Backend: be,
+		Limits:  &shimv1.Limits{ValMax: int32(l.cfg.MaxVal)},
+		Timeouts: &shimv1.Timeouts{
+			Fence: durationpb.New(l.cfg.FenceTimeout),
+			// A server told to stop is killed after the grace period.
+			Shutdown: durationpb.New(l.cfg.KillGrace),
+		},
+		FenceMode: fenceModes[l.cfg.FenceMode],
+		LogLevel:  l.cfg.LogLevel,
+	}
+	if l.cfg.PMIPort {
+		b.PmiPortFd = pmiPortFD
+	}
+	return b
+}
+
+// startTasks starts one node's tasks (on the starter's thread).
+func (l *Launcher) startTasks(rj *runJob, s *nodeStart) error {
+	j := rj.spec.Job
+	base := childEnv(os.Environ())
+	base = append(base, l.cfg.Env...)
+	nlocal := strconv.Itoa(len(s.rn.node.Ranks))
+	for i, r := range s.rn.node.Ranks {
+		app := l.appOf(rj, r)
+		env := append(append([]string(nil), base...), app.Env...)
+		env = append(env,
+			"PMI_RANK="+strconv.Itoa(int(r)),
+			"PMI_SIZE="+strconv.Itoa(int(j.Size)),
+			"PMI_JOBID="+j.Nspace,
+			"MPI_LOCALNRANKS="+nlocal,
+			"MPI_LOCALRANKID="+strconv.Itoa(i),
+		)
+		if rj.spec.Spawned {
+			env = append(env, "PMI_SPAWNED=1")
+		}
+		cmd := &exec.Cmd{
+			Path:   app.Path,
+			Args:   append([]string{app.Path}, app.Args...),
+			Env:    env,
+			Dir:    app.Dir,
+			Stdout: l.cfg.Stdout,
+			Stderr: l.cfg.Stderr,
+			// Output that is not a file is copied through a pipe: a
+			// process the task left behind must not hold its reaping up.
+			WaitDelay: time.Second,
+		}
+		if l.cfg.PMIPort {
+			cmd.Env = append(cmd.Env, "PMI_PORT="+s.portAt, "PMI_ID="+strconv.Itoa(int(r)))
+		} else {
+			cmd.Env = append(cmd.Env, "PMI_FD=3")
+			cmd.ExtraFiles = []*os.File{s.clients[i]}
+		}
+		if r == 0 && !rj.spec.Spawned && l.cfg.Stdin != nil {
+			cmd.Stdin = l.cfg.Stdin
+		}
+		err := startChild(cmd)
+		if s.clients != nil {
+			s.clients[i].Close()
+			s.clients[i] = nil
+		}
+		if err != nil {
+			return fmt.Errorf("start rank %d of job %s (%s): %w", r, j.Nspace, app.Path, err)
+		}
+		p := plugin.Proc{Nspace: j.Nspace, Rank: r}
+		t := &runTask{proc: p, pid: cmd.Process.Pid}
+		l.mu.Lock()
+		rj.tasks[r] = t
+		rj.running++
+		rj.procs++
+		if l.terminating() {
+			l.signalTask(t, syscall.SIGKILL)
+		}
+		l.mu.Unlock()
+		l.u.TaskStarted(p, t.pid)
+		if l.onTaskStart != nil {
+			l.onTaskStart(p, t.pid)
+		}
+		go l.reapTask(rj, t, cmd)
+	}
+	return nil
+}
+
+// appOf finds the app a rank belongs to.
+func (l *Launcher) appOf(rj *runJob, r int32) local.AppSpec {
+	first := int32(0)
+	for _, a := range rj.spec.Apps {
+		if r < first+a.Procs {
+			return a
+		}
+		first += a.Procs
+	}
+	return rj.spec.Apps[len(rj.spec.Apps)-1]
+}
+
+// reapTask waits for a task and applies the failure policy.
+func (l *Launcher) reapTask(rj *runJob, t *runTask, cmd *exec.Cmd) {
+	_ = wait(cmd)
+	ps := cmd.ProcessState
+	status, state, how := exitInfo(ps)
+	l.u.TaskExited(t.proc, state)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	t.exited = true
+	rj.running--
+	rj.procs--
+	ok := ps.Success()
+	if !ok && !t.signalled && rj.failure == "" {
+		rj.failure = fmt.Sprintf("rank %d %s", t.proc.Rank, how)
+	}
+	l.applyLocked(l.pol.taskExited(time.Now(), taskExit{
+		proc: t.proc, status: status, how: how, ok: ok, byUs: t.signalled,
+		signaled: status > 128 && ps.ExitCode() < 0,
+	}))
+	l.checkJobLocked(rj)
+}
+
+// serverEnded records a node's server's end and applies the failure
+// policy, unless the job is still starting: launch judges it then.
+func (l *Launcher) serverEnded(rj *runJob, n *runNode, code int, how, why string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n.code, n.how, n.why = code, how, why
+	close(n.exited)
+	rj.procs--
+	if !rj.launching {
+		l.serverEndedLocked(rj, n)
+	}
+	l.checkJobLocked(rj)
+}
+
+// serverEndedLocked applies the failure policy to a server that ended.
+func (l *Launcher) serverEndedLocked(rj *runJob, n *runNode) {
+	if n.code != 0 && n.code != serve.ExitJobFailed && n.code != serve.ExitAborted && !n.signalled && rj.failure == "" {
+		rj.failure = "server of node " + strconv.Itoa(int(n.node.ID)) + " failed"
+	}
+	l.applyLocked(l.pol.serverExited(time.Now(), serverExit{code: n.code, line: n.why, byUs: n.signalled}))
+}
+
+// checkJobLocked moves a job on: once its last task exited, its servers
+// get a grace period to end on their own, then SIGTERM, then SIGKILL;
+// once every process is reaped the job ends, and with the last job the
+// run.
+func (l *Launcher) checkJobLocked(rj *runJob) {
+	if rj.ended || rj.launching {
+		return
+	}
+	if rj.running == 0 && rj.procs > 0 && !rj.graced {
+		rj.graced = true
+		l.after(l.cfg.ShimGrace, func() {
+			l.signalServersLocked(rj, syscall.SIGTERM)
+			l.after(l.cfg.KillGrace, func() { l.signalServersLocked(rj, syscall.SIGKILL) })
+		})
+	}
+	if rj.procs > 0 {
+		return
+	}
+	rj.ended = true
+	l.u.EndJob(rj.spec.Job.Nspace, rj.failure)
+	l.log.Debug().Str("job", rj.spec.Job.Nspace).Str("failure", rj.failure).Msg("job ended")
+	if l.onJobEnd != nil {
+		l.onJobEnd(rj.spec.Job.Nspace)
+	}
+	l.live--
+	if l.live == 0 && !l.finished {
+		l.finished = true
+		close(l.done)
+	}
+}

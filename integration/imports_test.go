@@ -1,0 +1,89 @@
+package integration
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+// goPackage is what `go list -json` says of a package that this test
+// reads.
+type goPackage struct {
+	ImportPath string
+	Imports    []string
+	Deps       []string
+}
+
+// listPackages runs `go list -json` on patterns from the module root.
+func listPackages(t *testing.T, patterns ...string) map[string]goPackage {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "go", append([]string{"list", "-json"}, patterns...)...)
+	cmd.Dir = ".."
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("go list: %v\n%s", err, errb.String())
+	}
+	pkgs := map[string]goPackage{}
+	dec := json.NewDecoder(&out)
+	for dec.More() {
+		var p goPackage
+		if err := dec.Decode(&p); err != nil {
+			t.Fatal(err)
+		}
+		pkgs[p.ImportPath] = p
+	}
+	return pkgs
+}
+
+const mod = "github.com/gopmi/gopmi/"
+
+// TestImportRules holds the layout's rules, so that they can be read from
+// the imports: the local resource manager (the universe and
+// gopmi-rm-local) uses nothing but the SDK; only gopmi run's launcher
+// imports the shim's serving loop, and nothing imports the shim process;
+// the bridge never imports gRPC; and `gopmi` links neither go-plugin nor
+// the shim, so that it starts lean.
+func TestImportRules(t *testing.T) {
+	begin(t)
+	pkgs := listPackages(t, "./...")
+	sdkOnly := map[string]bool{
+		mod + "hostrm/local":                    true,
+		mod + "hostrm/local/forwarder":          true,
+		mod + "hostrm/local/cmd/gopmi-rm-local": true,
+	}
+	sdk := []string{mod + "plugin", mod + "plugin/grpcplugin", mod + "plugin/grpcplugin/direct"}
+	for path, p := range pkgs {
+		for _, imp := range p.Imports {
+			own := strings.HasPrefix(imp, mod)
+			switch {
+			case sdkOnly[path] && own && !slices.Contains(sdk, imp) && !sdkOnly[imp]:
+				t.Errorf("%s imports %s: the local resource manager may use only the SDK (%s)", path, imp, strings.Join(sdk, ", "))
+			case imp == mod+"shim/serve" && path != mod+"hostrm/local/launcher" && path != mod+"shim":
+				t.Errorf("%s imports the shim's serving loop: only gopmi run's launcher and the shim may", path)
+			case imp == mod+"shim" && path != mod+"shim/cmd/gopmi-shim":
+				t.Errorf("%s imports package shim: only gopmi-shim's main may", path)
+			case strings.HasPrefix(imp, mod+"hostrm") && !strings.HasPrefix(path, mod+"hostrm"):
+				t.Errorf("%s imports %s: nothing outside hostrm imports it", path, imp)
+			case strings.HasPrefix(path, mod+"bridge") && strings.HasPrefix(imp, "google.golang.org/grpc"):
+				t.Errorf("%s imports %s: the bridge never imports gRPC", path, imp)
+			}
+		}
+	}
+	gopmi := listPackages(t, "./hostrm/cmd/gopmi")[mod+"hostrm/cmd/gopmi"]
+	for _, dep := range gopmi.Deps {
+		if strings.HasPrefix(dep, "github.com/hashicorp/go-plugin") || dep == mod+"shim" || dep == mod+"plugin/grpcplugin" {
+			t.Errorf("gopmi links %s: it would pay go-plugin's start-up in every run", dep)
+		}
+	}
+	if !slices.Contains(gopmi.Deps, mod+"shim/serve") {
+		t.Errorf("gopmi does not link the shim's serving loop: it no longer serves a job on one node itself?")
+	}
+}
