@@ -159,7 +159,7 @@ func TestBackendDies(t *testing.T) {
 		ppn  string
 	}{{"one-node", 3, "0"}, {"ppn=2", 4, "2"}} {
 		t.Run(c.name, func(t *testing.T) {
-			servedHere := c.ppn == "0" && !shimMode
+			servedHere := c.ppn == "0" && !shimMode()
 			sock := filepath.Join(t.TempDir(), "ready.sock")
 			ln, err := net.Listen("unix", sock)
 			if err != nil {

@@ -58,7 +58,7 @@ func runTests(m *testing.M) int {
 	cancel()
 	if setupErr == nil && testing.Verbose() {
 		mode := "by gopmi run itself"
-		if shimMode {
+		if shimMode() {
 			mode = "by gopmi-shim processes (GOPMI_IT_SERVE=shim)"
 		}
 		fmt.Printf("integration: binaries and client programs ready in %s; one-node jobs served %s\n", time.Since(start).Round(time.Millisecond), mode)
@@ -191,8 +191,9 @@ func gopmiRun(t *testing.T, o runOpts, args ...string) clients.Result {
 // the tests: by itself (the default), or, with GOPMI_IT_SERVE=shim, by a
 // gopmi-shim process with its gopmi-rm-local backend, as a step daemon
 // serves it. `make test` runs the suite both ways, so every test holds in
-// both.
-var shimMode = os.Getenv("GOPMI_IT_SERVE") == "shim"
+// both. It is read where a test runs, so that go test's cache knows the
+// results depend on it.
+func shimMode() bool { return os.Getenv("GOPMI_IT_SERVE") == "shim" }
 
 // oneNodePPN is a -ppn that puts any job of these tests on one node.
 const oneNodePPN = "1048576"
@@ -202,7 +203,7 @@ const oneNodePPN = "1048576"
 // -ppn that keeps it on one node but serves it with a shim.
 func gopmiArgv(args ...string) []string {
 	argv := []string{gopmiBin, "run"}
-	if !shimMode {
+	if !shimMode() {
 		return append(argv, args...)
 	}
 	out, given := slices.Clone(args), false
