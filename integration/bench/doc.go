@@ -6,15 +6,26 @@
 //
 // Sections:
 //
-//	(a) MPICH hello (MPI_Init + Allreduce + Finalize) wall time, median and
-//	    min, at N = 1, 4, 16, 64
-//	(b) the PMI-2 microbenchmark on Slurm's libpmi2 (pmi2_bench: put K
-//	    keys, fence, get G peers' keys, R rounds): fence, get and total time
-//	    at N = 16, 64, 128, 1024; a launcher that fails at some N is reported
-//	    as "fail (reason)" and not run at larger N
-//	(c) the process manager's own CPU, for both workloads, measured two
-//	    ways (below): by process with perf when perf works, and the rusage
+//	(a) launch: /bin/true (no PMI: the launcher's own floor) and MPICH
+//	    hello (MPI_Init + Allreduce + Finalize), wall time, median and min,
+//	    at N = 1 (true) and 1, 4, 16, 64 (hello)
+//	(b) a whole PMI-2 job on Slurm's libpmi2 (pmi2_bench: put K keys of V
+//	    bytes, fence, get G peers' keys, R rounds; default 8 x 200 B, 16
+//	    peers, one round), launch included, at N = 16, 64, 128, 1024: rank
+//	    0's fence and get times, the launcher's wall, and below N = 512 the
+//	    floor (the same job with no keys: init, the fences, finalize) and
+//	    the data part (wall - floor), each with its ratio; a launcher that
+//	    fails at some N is reported as "fail (reason)" and not run at
+//	    larger N
+//	(c) the process manager's own CPU, for (a) and (b), measured two ways
+//	    (below): by process with perf when perf works, and the rusage
 //	    estimate (c') always
+//	(d) many small jobs at once (a parameter sweep): 30 MPICH hello jobs of
+//	    2 ranks started together, wall time until the last ended
+//	(e) start-up of gopmi's binaries, next to /bin/true: exec to exit of
+//	    `gopmi version` and of gopmi-rm-local, exec to READY=1 of
+//	    gopmi-shim for a one-task job, each with its package init time
+//	    (GODEBUG=inittrace=1, in a second run) and page faults
 //
 // # Process-manager CPU
 //
@@ -32,23 +43,19 @@
 // thread).
 // The process-manager processes are picked by name, never as "everything
 // but the tasks", since tasks have helper threads of their own (UCX's is
-// "async"). The role split (the roles table, by the base name of the
-// launcher's command) is:
+// "async"). The process manager's processes (the roles table, by the
+// base name of the launcher's command) are:
 //
-//	hydra  PM proper: mpiexec.hydra + hydra_pmi_proxy; no separate launcher
-//	gopmi  PM proper: gopmi-shim + gopmi-rm-local (shim and backend);
-//	       launcher: gopmi (`gopmi run`, in the step daemon's role: it
-//	       forks, watches and reaps the tasks, and hosts the local RM
-//	       that gopmi-rm-local forwards to, which a job on one node calls
-//	       only for spawn, the name service and the like)
+//	hydra  mpiexec.hydra + hydra_pmi_proxy
+//	gopmi  gopmi (`gopmi run`: it starts and reaps the tasks and serves a
+//	       job on one node itself) + gopmi-shim + gopmi-rm-local (with
+//	       -ppn, a shim and its backend per simulated node)
 //	srun   srun (slurmstepd runs under slurmd, outside the measured tree)
 //	other  the command's base name, cut to 15 characters
 //
-// The report gives, as medians over the runs, the PM proper, the launcher
-// and "all" (PM proper + launcher; for hydra the same as the PM proper),
-// each the median of the runs' sums, with ratios against the reference
-// for the PM proper and for all. perf's own processes (perf, perf-exec)
-// are left out. A forked child keeps its parent's name until its execve
+// The report gives, as medians over the runs, the process manager's CPU
+// (the median of the runs' sums), with ratios against the reference.
+// perf's own processes (perf, perf-exec) are left out. A forked child keeps its parent's name until its execve
 // completes, so forking and exec'ing a task is charged to the process that
 // starts it: hydra_pmi_proxy for hydra, gopmi for gopmi.
 //
@@ -61,14 +68,15 @@
 // task) counts as process-manager CPU, and it cannot tell gopmi's
 // processes apart. It is the only CPU table when perf is off or does not
 // work (a note says why), and is always in the JSON (pm_cpu_ms; the perf
-// measures are perf_cpu_ms by comm, pm_proper_cpu_ms, launcher_cpu_ms and
-// pm_all_cpu_ms, with the role split under "roles").
+// measures are perf_cpu_ms by comm and pm_proper_cpu_ms, with the process
+// manager's processes under "roles").
 //
 // Usage (from the repository root; `make bench` runs it):
 //
 //	go run ./integration/bench [-launcher 'name=command {n}']... [-slurm]
 //	    [-runs 10] [-runs-large 3] [-perf auto|on|off] [-cpu-runs 5]
-//	    [-json out.json] [-quick]
+//	    [-true 1] [-hello 1,4,16,64] [-pmi2 16,64,128,1024] [-burst 30]
+//	    [-start-runs 21] [-json out.json] [-quick]
 //
 // Without -launcher it measures hydra, plus gopmi when ./bin/gopmi exists
 // (the output says when it does not). -quick is a smoke run of a few

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"os/signal"
 	"runtime"
 	"slices"
@@ -55,8 +56,15 @@ func (l *launcherList) Set(v string) error {
 type config struct {
 	launchers  []clients.Launcher
 	notes      []string
+	trueNs     []int
 	helloNs    []int
 	pmi2Ns     []int
+	floorNs    []int // pmi2Ns below 512: the same job with no keys
+	burst      int   // concurrent jobs in (d); 0: none
+	burstN     int   // ranks of each
+	burstRuns  int
+	startRuns  int    // runs per binary in (e); 0: none
+	gopmiDir   string // where gopmi's binaries are, for (e)
 	runs       int
 	runsLarge  int
 	warmup     int
@@ -124,15 +132,20 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 		ls        launcherList
 		slurm     = fs.Bool("slurm", false, "also measure `srun --mpi=pmi2 -n {n}`")
 		gopmi     = fs.String("gopmi", "./bin/gopmi", "gopmi binary used when no -launcher is given")
+		trueNs    = fs.String("true", "1", "task counts for the launch floor (/bin/true) in (a)")
 		hello     = fs.String("hello", "1,4,16,64", "task counts for the MPICH hello section")
-		pmi2      = fs.String("pmi2", "16,64,128,1024", "task counts for the PMI-2 microbenchmark")
+		pmi2      = fs.String("pmi2", "16,64,128,1024", "task counts for the PMI-2 job (b); below 512 also its floor, the same job with no keys")
+		burst     = fs.Int("burst", 30, "(d): this many MPICH hello jobs at once, a parameter sweep; 0: skip")
+		burstN    = fs.Int("burst-n", 2, "(d): ranks of each job")
+		burstRuns = fs.Int("burst-runs", 5, "(d): timed runs per launcher")
+		startRuns = fs.Int("start-runs", 21, "(e): runs per gopmi binary for its start-up; 0: skip")
 		runs      = fs.Int("runs", 10, "timed runs per launcher for N < 64")
 		runsLarge = fs.Int("runs-large", 3, "timed runs per launcher for 64 <= N < 512 (N >= 512: 1)")
 		warmup    = fs.Int("warmup", 1, "untimed runs per launcher before each size (N < 512)")
 		k         = fs.Int("k", 8, "pmi2_bench: keys each rank puts per round")
 		g         = fs.Int("g", 16, "pmi2_bench: peers whose keys each rank reads")
-		v         = fs.Int("v", 64, "pmi2_bench: value size in bytes")
-		rounds    = fs.Int("rounds", 3, "pmi2_bench: rounds")
+		v         = fs.Int("v", 200, "pmi2_bench: value size in bytes")
+		rounds    = fs.Int("rounds", 1, "pmi2_bench: rounds")
 		timeout   = fs.Duration("timeout", 0, "per-run time-out (0: 30s + 100ms per task)")
 		binDir    = fs.String("bin", "", "where to build the client programs (default integration/testdata/bin)")
 		jsonPath  = fs.String("json", "", "also write the results as JSON to this file")
@@ -151,6 +164,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 
 	c := &config{
+		burst: *burst, burstN: *burstN, burstRuns: *burstRuns, startRuns: *startRuns,
 		runs: *runs, runsLarge: *runsLarge, warmup: *warmup,
 		k: *k, g: *g, v: *v, r: *rounds,
 		timeout: *timeout, binDir: *binDir, jsonPath: *jsonPath, quick: *quick,
@@ -173,16 +187,36 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 		if !set["rounds"] {
 			c.r = 1
 		}
+		if !set["burst"] {
+			c.burst = 3
+		}
+		if !set["burst-runs"] {
+			c.burstRuns = 1
+		}
+		if !set["start-runs"] {
+			c.startRuns = 3
+		}
 	}
 	var err error
+	if c.trueNs, err = parseInts(*trueNs); err != nil {
+		return nil, fmt.Errorf("-true: %w", err)
+	}
 	if c.helloNs, err = parseInts(*hello); err != nil {
 		return nil, fmt.Errorf("-hello: %w", err)
 	}
 	if c.pmi2Ns, err = parseInts(*pmi2); err != nil {
 		return nil, fmt.Errorf("-pmi2: %w", err)
 	}
+	for _, n := range c.pmi2Ns {
+		if n < 512 {
+			c.floorNs = append(c.floorNs, n)
+		}
+	}
 	if c.runs < 1 || c.runsLarge < 1 || c.warmup < 0 || c.cpuRuns < 1 {
 		return nil, errors.New("-runs, -runs-large and -cpu-runs must be >= 1, -warmup >= 0")
+	}
+	if c.burst < 0 || c.burstN < 1 || c.burstRuns < 1 || c.startRuns < 0 {
+		return nil, errors.New("-burst and -start-runs must be >= 0, -burst-n and -burst-runs >= 1")
 	}
 	switch c.perfMode {
 	case "auto", "on", "off":
@@ -194,6 +228,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 		ls = append(ls, clients.Hydra)
 		if st, err := os.Stat(*gopmi); err == nil && st.Mode().IsRegular() {
 			ls = append(ls, clients.Launcher{Name: "gopmi", Template: []string{*gopmi, "run", "-n", "{n}"}})
+			c.gopmiDir = filepath.Dir(*gopmi)
 		} else {
 			c.notes = append(c.notes, fmt.Sprintf("gopmi not measured: %s not found (build it, or pass -launcher 'gopmi=<path> run -n {n}')", *gopmi))
 		}
@@ -265,6 +300,8 @@ type report struct {
 	// Roles is each launcher's role split for the perf measures.
 	Roles map[string]roleSplit `json:"roles"`
 	Cells []*cell              `json:"cells"`
+	// Startup is (e): gopmi's binaries' start-up.
+	Startup []startupRow `json:"startup,omitempty"`
 }
 
 // section is one workload measured at several sizes.
@@ -276,6 +313,8 @@ type section struct {
 	ns      []int
 	// parse checks a run and turns it into a sample.
 	parse func(res clients.Result, n int) (sample, error)
+	// noPerf skips (c)'s runs under perf.
+	noPerf bool
 }
 
 func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
@@ -339,25 +378,34 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		rep.Launchers[l.Name] = strings.Join(l.Template, " ")
 		rep.Roles[l.Name] = rolesOf(l)
 	}
+	bins[trueProgram] = "/bin/true"
+	pmi2Args := func(k int) []string {
+		return []string{"k=" + strconv.Itoa(k), "g=" + strconv.Itoa(cfg.g), "v=" + strconv.Itoa(cfg.v), "rounds=" + strconv.Itoa(cfg.r)}
+	}
 	sections := []section{
+		{name: "true", title: "launch floor", program: trueProgram, ns: cfg.trueNs, parse: parseTrue},
 		{
 			name: "hello", title: "MPICH hello", program: clients.MPIHello, args: []string{"cpu"}, ns: cfg.helloNs,
 			parse: parseHello,
 		},
-		{
-			name: "pmi2", title: "PMI-2 microbench", program: clients.PMI2Bench, ns: cfg.pmi2Ns,
-			args: []string{
-				"k=" + strconv.Itoa(cfg.k), "g=" + strconv.Itoa(cfg.g),
-				"v=" + strconv.Itoa(cfg.v), "rounds=" + strconv.Itoa(cfg.r),
-			},
-			parse: parsePMI2,
-		},
+		{name: "pmi2", title: "PMI-2 job", program: clients.PMI2Bench, ns: cfg.pmi2Ns, args: pmi2Args(cfg.k), parse: parsePMI2},
+		{name: "pmi2floor", title: "PMI-2 job with no keys", program: clients.PMI2Bench, ns: cfg.floorNs, args: pmi2Args(0),
+			parse: parsePMI2, noPerf: true},
 	}
 	for _, s := range sections {
 		if err := measure(ctx, cfg, s, bins[s.program], rep, stderr); err != nil {
 			fmt.Fprintln(stderr, "bench:", err)
 			return 1
 		}
+	}
+	if cfg.burst > 0 {
+		if err := measureBurst(ctx, cfg, bins[clients.MPIHello], rep, stderr); err != nil {
+			fmt.Fprintln(stderr, "bench:", err)
+			return 1
+		}
+	}
+	if cfg.startRuns > 0 && cfg.gopmiDir != "" {
+		rep.Startup = measureStartup(ctx, cfg, stderr)
 	}
 	printReport(stdout, cfg, rep)
 	if cfg.jsonPath != "" {
@@ -435,7 +483,7 @@ func measure(ctx context.Context, cfg *config, s section, prog string, rep *repo
 			}
 		}
 		// (c) under perf after the timed runs, which perf would slow down.
-		if cfg.perf != nil {
+		if cfg.perf != nil && !s.noPerf {
 			cpuRuns := cfg.cpuRunsFor(n)
 			for i := 0; i < cpuRuns; i++ {
 				for _, l := range active {
@@ -500,6 +548,18 @@ func common(res clients.Result, n int) (sample, error) {
 		TaskCPUMS: ms(task),
 		PMCPUMS:   ms(res.TreeCPU - task),
 	}, nil
+}
+
+// trueProgram is the launch floor's program: a task that does nothing.
+const trueProgram = "true"
+
+// parseTrue checks a run of /bin/true: it speaks no PMI and reports no CPU
+// of its own, so the whole tree's CPU is the launcher's.
+func parseTrue(res clients.Result, n int) (sample, error) {
+	if res.ExitCode != 0 {
+		return sample{}, errors.New(res.Summary())
+	}
+	return sample{WallMS: ms(res.Wall), TreeCPUMS: ms(res.TreeCPU), PMCPUMS: ms(res.TreeCPU)}, nil
 }
 
 func parseHello(res clients.Result, n int) (sample, error) {

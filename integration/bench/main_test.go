@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -51,12 +52,16 @@ func runBench(t *testing.T, args ...string) (string, *report) {
 func TestQuickHydra(t *testing.T) {
 	out, rep := runBench(t, "-quick", "-launcher", "hydra=mpiexec.hydra -n {n}")
 	for _, re := range []string{
-		`(?m)^\(a\) MPICH hello`,
-		`(?m)^N\s+runs\s+hydra\s*$`,
-		`(?m)^1\s+1\s+\d+\.\d \(\d+\.\d\)\s*$`,
-		`(?m)^2\s+1\s+\d+\.\d \(\d+\.\d\)\s*$`,
-		`(?m)^\(b\) PMI-2 microbench`,
-		`(?m)^4\s+hydra\s+1\s+\d+\.\d\s+\d+\.\d\s+\d+\.\d\s+\d+\.\d`,
+		`(?m)^\(a\) launch: /bin/true \(no PMI\), MPICH hello`,
+		`(?m)^workload\s+N\s+runs\s+hydra\s*$`,
+		`(?m)^/bin/true\s+1\s+1\s+\d+\.\d \(\d+\.\d\)\s*$`,
+		`(?m)^hello\s+1\s+1\s+\d+\.\d \(\d+\.\d\)\s*$`,
+		`(?m)^hello\s+2\s+1\s+\d+\.\d \(\d+\.\d\)\s*$`,
+		`(?m)^\(b\) a PMI-2 job on Slurm's libpmi2, launch included`,
+		// fence, get, wall, floor, data
+		`(?m)^4\s+hydra\s+1\s+\d+\.\d\s+\d+\.\d\s+\d+\.\d\s+\d+\.\d\s+-?\d+\.\d\s*$`,
+		`(?m)^\(d\) 3 MPICH hello jobs of 2 ranks started at once`,
+		`(?m)^3\s+1\s+\d+\.\d \(\d+\.\d\)\s*$`,
 		// (c) from perf samples when perf works, else a note saying why.
 		`(?m)^\(c\) process-manager CPU by process( \(perf task-clock samples, 1 run\)|: not measured \(perf not used: )`,
 		`(?m)^\(c'\) process-manager CPU estimate: launcher's wait4 tree`,
@@ -70,7 +75,7 @@ func TestQuickHydra(t *testing.T) {
 	if strings.Contains(out, "fail") {
 		t.Errorf("a hydra cell failed:\n%s", out)
 	}
-	want := map[string]bool{"hello/1": true, "hello/2": true, "pmi2/4": true}
+	want := map[string]bool{"true/1": true, "hello/1": true, "hello/2": true, "pmi2/4": true, "pmi2floor/4": true, "burst/3": true}
 	for _, c := range rep.Cells {
 		key := c.Section + "/" + strconv.Itoa(c.N)
 		if !want[key] || c.Launcher != "hydra" {
@@ -78,7 +83,7 @@ func TestQuickHydra(t *testing.T) {
 			continue
 		}
 		delete(want, key)
-		if len(c.Samples) != 1 || c.Median.WallMS <= 0 || c.Median.TreeCPUMS <= 0 {
+		if len(c.Samples) != 1 || c.Median.WallMS <= 0 || (c.Median.TreeCPUMS <= 0 && c.Section != "burst") {
 			t.Errorf("cell %s: samples=%d median=%+v", key, len(c.Samples), c.Median)
 		}
 		if c.Section == "pmi2" && (c.Median.TotalUS <= 0 || c.Median.FenceUS <= 0) {
@@ -88,8 +93,8 @@ func TestQuickHydra(t *testing.T) {
 	if len(want) != 0 {
 		t.Errorf("cells missing from JSON: %v", want)
 	}
-	if rep.Reference != "hydra" || rep.Params["k"] != 2 {
-		t.Errorf("reference=%q params=%v", rep.Reference, rep.Params)
+	if rep.Reference != "hydra" || rep.Params["k"] != 2 || len(rep.Startup) != 0 {
+		t.Errorf("reference=%q params=%v startup=%v", rep.Reference, rep.Params, rep.Startup)
 	}
 }
 
@@ -106,7 +111,7 @@ func TestFailingLauncherIsReported(t *testing.T) {
 	if rep.PerfNote != "-perf off" {
 		t.Errorf("perf_note = %q, want -perf off", rep.PerfNote)
 	}
-	if !regexp.MustCompile(`(?m)^N\s+runs\s+hydra\s+broken\s+broken/hydra\s+speedup\s*$`).MatchString(out) {
+	if !regexp.MustCompile(`(?m)^workload\s+N\s+runs\s+hydra\s+broken\s+broken/hydra\s+speedup\s*$`).MatchString(out) {
 		t.Errorf("no ratio columns in (a):\n%s", out)
 	}
 	if !strings.Contains(out, "fail (exit 1: no error output)") {
@@ -120,6 +125,10 @@ func TestFailingLauncherIsReported(t *testing.T) {
 			continue
 		}
 		switch {
+		case c.Section == "burst":
+			if !strings.HasPrefix(c.Fail, "3 of 3 jobs failed: exit code 1, want 0") {
+				t.Errorf("broken burst: Fail=%q", c.Fail)
+			}
 		case c.N == 8 || (c.Section == "hello" && c.N == 2):
 			if !strings.HasPrefix(c.Fail, "not run: failed at N=") {
 				t.Errorf("broken %s N=%d: Fail=%q, want not run", c.Section, c.N, c.Fail)
@@ -442,7 +451,10 @@ func TestQuickPerfOn(t *testing.T) {
 	launchers := map[string]bool{}
 	for _, c := range rep.Cells {
 		launchers[c.Launcher] = true
-		task := map[string]string{"hello": "mpi_hello", "pmi2": "pmi2_bench"}[c.Section]
+		if c.Section == "pmi2floor" || c.Section == "burst" {
+			continue // not measured under perf
+		}
+		task := map[string]string{"true": "true", "hello": "mpi_hello", "pmi2": "pmi2_bench"}[c.Section]
 		if c.Fail != "" || c.PerfFail != "" || len(c.PerfRuns) != 1 {
 			t.Errorf("%s N=%d %s: fail=%q perf_fail=%q perf runs=%d", c.Section, c.N, c.Launcher, c.Fail, c.PerfFail, len(c.PerfRuns))
 			continue
@@ -455,6 +467,22 @@ func TestQuickPerfOn(t *testing.T) {
 		}
 		if c.Launcher == "gopmi" && c.PerfCPUMS["gopmi"] <= 0 {
 			t.Errorf("%s N=%d gopmi: perf_cpu_ms=%v", c.Section, c.N, c.PerfCPUMS)
+		}
+	}
+	if gopmi != "" {
+		// (e): every binary started, with its init traced (not /bin/true's).
+		var bins []string
+		for _, row := range rep.Startup {
+			bins = append(bins, row.Binary)
+			if row.Fail != "" || row.Runs != 3 || row.WallMS <= 0 || row.Faults <= 0 || (row.InitMS <= 0) != (row.Binary == "/bin/true") {
+				t.Errorf("startup row %+v", row)
+			}
+		}
+		if want := []string{"/bin/true", "gopmi", "gopmi-rm-local", "gopmi-shim"}; !slices.Equal(bins, want) {
+			t.Errorf("startup rows for %v, want %v", bins, want)
+		}
+		if !regexp.MustCompile(`(?m)^gopmi-shim\s+exec to READY=1, one task\s+\d+\.\d\d\s+\d+\.\d\s+\d+\.\d\d\s+\d+\s*$`).MatchString(out) {
+			t.Errorf("output lacks the shim's start-up row")
 		}
 	}
 	if !launchers["hydra"] || launchers["gopmi"] != (gopmi != "") {

@@ -89,40 +89,35 @@ func printReport(w io.Writer, cfg *config, r *report) {
 		fmt.Fprintln(w, "note: -quick smoke run: one run per cell, numbers are not comparable")
 	}
 
-	// (a) hello wall time.
-	fmt.Fprintf(w, "\n(a) MPICH hello (MPI_Init + Allreduce + Finalize): wall ms, median (min)\n")
+	// (a) launch floor and hello wall time.
+	fmt.Fprintf(w, "\n(a) launch: /bin/true (no PMI), MPICH hello (MPI_Init + Allreduce + Finalize): wall ms, median (min)\n")
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	head := []string{"N", "runs"}
+	head := []string{"workload", "N", "runs"}
 	head = append(head, names...)
 	for _, o := range others {
 		head = append(head, o+"/"+ref, "speedup")
 	}
 	fmt.Fprintln(tw, strings.Join(head, "\t"))
-	for _, n := range cfg.helloNs {
-		runs, _ := cfg.runsFor(n)
-		row := []string{fmt.Sprint(n), fmt.Sprint(runs)}
-		for _, name := range names {
-			c := r.find("hello", n, name)
-			switch {
-			case ok(c):
-				row = append(row, fmt.Sprintf("%.1f (%.1f)", c.Median.WallMS, c.MinMS))
-			case c != nil && c.Fail != "":
-				row = append(row, failText(c))
-			default:
-				row = append(row, "-")
+	for _, sec := range []cpuSection{{"true", "/bin/true", cfg.trueNs}, {"hello", "hello", cfg.helloNs}} {
+		for _, n := range sec.ns {
+			runs, _ := cfg.runsFor(n)
+			row := []string{sec.label, fmt.Sprint(n), fmt.Sprint(runs)}
+			for _, name := range names {
+				row = append(row, wallText(r.find(sec.name, n, name)))
 			}
+			row = append(row, r.ratioCols(sec.name, n, ref, others, func(c *cell) float64 { return c.Median.WallMS })...)
+			fmt.Fprintln(tw, strings.Join(row, "\t"))
 		}
-		row = append(row, r.ratioCols("hello", n, ref, others, func(c *cell) float64 { return c.Median.WallMS })...)
-		fmt.Fprintln(tw, strings.Join(row, "\t"))
 	}
 	tw.Flush()
 
-	// (b) PMI-2 microbench.
-	fmt.Fprintf(w, "\n(b) PMI-2 microbench on Slurm's libpmi2: k=%d keys x %d B per rank, reads of g=%d peers, %d rounds\n",
+	// (b) PMI-2 job.
+	fmt.Fprintf(w, "\n(b) a PMI-2 job on Slurm's libpmi2, launch included: k=%d keys x %d B put per rank, fence, reads of g=%d peers' keys, %d rounds\n",
 		cfg.k, cfg.v, cfg.g, cfg.r)
-	fmt.Fprintf(w, "    rank 0's fence / get / PMI2_Init-to-Finalize times summed over rounds, launcher wall; ms, medians\n")
+	fmt.Fprintf(w, "    rank 0's fence / get times summed over rounds; launcher wall; floor: the same job with no keys (init, fences, finalize);\n")
+	fmt.Fprintf(w, "    data = wall - floor, the job's PMI data part; ms, medians\n")
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "N\tlauncher\truns\tfence\tget\ttotal\twall\tfence vs "+ref+"\twall vs "+ref)
+	fmt.Fprintln(tw, "N\tlauncher\truns\tfence\tget\twall\tfloor\tdata\twall vs "+ref+"\tdata vs "+ref)
 	for _, n := range cfg.pmi2Ns {
 		for _, name := range names {
 			c := r.find("pmi2", n, name)
@@ -134,24 +129,29 @@ func printReport(w io.Writer, cfg *config, r *report) {
 				fmt.Fprintf(tw, "%d\t%s\t%d\t%s\n", n, name, len(c.Samples), failText(c))
 				continue
 			}
-			fence, wall := "", ""
+			floor, data := "-", "-"
+			if f := r.find("pmi2floor", n, name); ok(f) {
+				floor, data = fmt.Sprintf("%.1f", f.Median.WallMS), fmt.Sprintf("%.1f", c.Median.WallMS-f.Median.WallMS)
+			}
+			wall, dataRatio := "", ""
 			if name != ref {
 				if a := r.find("pmi2", n, ref); ok(a) {
-					x, y := ratio(float64(a.Median.FenceUS), float64(c.Median.FenceUS))
-					fence = x + " (" + y + ")"
-					x, y = ratio(a.Median.WallMS, c.Median.WallMS)
+					x, y := ratio(a.Median.WallMS, c.Median.WallMS)
 					wall = x + " (" + y + ")"
+					if da, db := r.dataMS(n, ref), r.dataMS(n, name); da > 0 && db > 0 {
+						x, y = ratio(da, db)
+						dataRatio = x + " (" + y + ")"
+					}
 				}
 			}
-			fmt.Fprintf(tw, "%d\t%s\t%d\t%.1f\t%.1f\t%.1f\t%.1f\t%s\t%s\n", n, name, len(c.Samples),
-				float64(c.Median.FenceUS)/1000, float64(c.Median.GetUS)/1000, float64(c.Median.TotalUS)/1000,
-				c.Median.WallMS, fence, wall)
+			fmt.Fprintf(tw, "%d\t%s\t%d\t%.1f\t%.1f\t%.1f\t%s\t%s\t%s\t%s\n", n, name, len(c.Samples),
+				float64(c.Median.FenceUS)/1000, float64(c.Median.GetUS)/1000, c.Median.WallMS, floor, data, wall, dataRatio)
 		}
 	}
 	tw.Flush()
 
 	// (c) process-manager CPU.
-	cpuSections := []cpuSection{{"hello", "hello", cfg.helloNs}, {"pmi2", "pmi2_bench", cfg.pmi2Ns}}
+	cpuSections := []cpuSection{{"true", "/bin/true", cfg.trueNs}, {"hello", "hello", cfg.helloNs}, {"pmi2", "pmi2_bench", cfg.pmi2Ns}}
 	if cfg.perf != nil {
 		printPerfCPU(w, cfg, r, cpuSections, names, others)
 	} else {
@@ -187,6 +187,45 @@ func printReport(w io.Writer, cfg *config, r *report) {
 	}
 	tw.Flush()
 
+	// (d) many small jobs at once.
+	if cfg.burst > 0 {
+		fmt.Fprintf(w, "\n(d) %d MPICH hello jobs of %d ranks started at once (a parameter sweep): wall ms until the last ended, median (min)\n", cfg.burst, cfg.burstN)
+		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		head = append([]string{"jobs", "runs"}, names...)
+		for _, o := range others {
+			head = append(head, o+"/"+ref, "speedup")
+		}
+		fmt.Fprintln(tw, strings.Join(head, "\t"))
+		row := []string{fmt.Sprint(cfg.burst), fmt.Sprint(cfg.burstRuns)}
+		for _, name := range names {
+			row = append(row, wallText(r.find("burst", cfg.burst, name)))
+		}
+		row = append(row, r.ratioCols("burst", cfg.burst, ref, others, func(c *cell) float64 { return c.Median.WallMS })...)
+		fmt.Fprintln(tw, strings.Join(row, "\t"))
+		tw.Flush()
+	}
+
+	// (e) gopmi's binaries' start-up.
+	if len(r.Startup) > 0 {
+		fmt.Fprintf(w, "\n(e) start-up of gopmi's binaries, next to /bin/true: medians of %d runs; init = package init (GODEBUG=inittrace=1),\n", cfg.startRuns)
+		fmt.Fprintf(w, "    page faults of the whole process\n")
+		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(tw, "binary\ttimed\twall ms\tx /bin/true\tinit ms\tpage faults")
+		floor := r.Startup[0].WallMS
+		for _, row := range r.Startup {
+			if row.Fail != "" {
+				fmt.Fprintf(tw, "%s\t%s\tfail (%s)\n", row.Binary, row.What, shorten(row.Fail, 70))
+				continue
+			}
+			x := "-"
+			if floor > 0 {
+				x = fmt.Sprintf("%.1f", row.WallMS/floor)
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%.2f\t%s\t%.2f\t%.0f\n", row.Binary, row.What, row.WallMS, x, row.InitMS, row.Faults)
+		}
+		tw.Flush()
+	}
+
 	var fails []string
 	for _, c := range r.Cells {
 		if c.Fail != "" && !strings.HasPrefix(c.Fail, "not run:") {
@@ -206,6 +245,27 @@ func printReport(w io.Writer, cfg *config, r *report) {
 	if cfg.jsonPath != "" {
 		fmt.Fprintf(w, "\nJSON: %s\n", cfg.jsonPath)
 	}
+}
+
+// wallText is a cell's wall time as the tables show it.
+func wallText(c *cell) string {
+	switch {
+	case ok(c):
+		return fmt.Sprintf("%.1f (%.1f)", c.Median.WallMS, c.MinMS)
+	case c != nil && c.Fail != "":
+		return failText(c)
+	}
+	return "-"
+}
+
+// dataMS is a launcher's PMI data part of the (b) job at n: its wall minus
+// its floor's; 0 when either is missing.
+func (r *report) dataMS(n int, launcher string) float64 {
+	c, f := r.find("pmi2", n, launcher), r.find("pmi2floor", n, launcher)
+	if !ok(c) || !ok(f) {
+		return 0
+	}
+	return c.Median.WallMS - f.Median.WallMS
 }
 
 // cpuSection is a workload's rows in the (c) tables.
