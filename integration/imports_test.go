@@ -46,16 +46,17 @@ func listPackages(t *testing.T, patterns ...string) map[string]goPackage {
 const mod = "github.com/gopmi/gopmi/"
 
 // TestImportRules holds the layout's rules, so that they can be read from
-// the imports: the local resource manager (the universe and
-// gopmi-rm-local) uses nothing but the SDK; only gopmi run's launcher
-// imports the shim's serving loop, and nothing imports the shim process;
-// the bridge never imports gRPC; and `gopmi` links neither go-plugin nor
-// the shim, so that it starts lean.
+// the imports: the local resource manager (the universe, its link and
+// gopmi-rm-local) uses nothing but the SDK and itself; only gopmi run's
+// launcher imports the shim's serving loop, and nothing imports the shim
+// process; the bridge never imports gRPC; and `gopmi` links neither
+// go-plugin nor gRPC nor the shim, so that it starts lean.
 func TestImportRules(t *testing.T) {
 	begin(t)
 	pkgs := listPackages(t, "./...")
 	sdkOnly := map[string]bool{
 		mod + "hostrm/local":                    true,
+		mod + "hostrm/local/link":               true,
 		mod + "hostrm/local/forwarder":          true,
 		mod + "hostrm/local/cmd/gopmi-rm-local": true,
 	}
@@ -79,8 +80,9 @@ func TestImportRules(t *testing.T) {
 	}
 	gopmi := listPackages(t, "./hostrm/cmd/gopmi")[mod+"hostrm/cmd/gopmi"]
 	for _, dep := range gopmi.Deps {
-		if strings.HasPrefix(dep, "github.com/hashicorp/go-plugin") || dep == mod+"shim" || dep == mod+"plugin/grpcplugin" {
-			t.Errorf("gopmi links %s: it would pay go-plugin's start-up in every run", dep)
+		if strings.HasPrefix(dep, "github.com/hashicorp/go-plugin") || strings.HasPrefix(dep, "google.golang.org/grpc") ||
+			dep == mod+"shim" || dep == mod+"plugin/grpcplugin" {
+			t.Errorf("gopmi links %s: it would pay go-plugin's or gRPC's start-up in every run", dep)
 		}
 	}
 	if !slices.Contains(gopmi.Deps, mod+"shim/serve") {

@@ -33,10 +33,25 @@ var (
 	ErrBackendGone = errors.New("backend gone")
 )
 
-// sentinels are the errors a backend may return, in the order Wrapf looks
-// for them.
+// sentinels are the Err* errors, in the order KindOf looks for them.
 var sentinels = []error{ErrNotSupported, ErrNotFound, ErrAlreadyExists, ErrInvalidArgument,
 	ErrTimeout, ErrAborted, ErrPermission, ErrUnavailable, ErrBackendGone}
+
+// Kinds returns every Err* sentinel, for a transport that names them on
+// the wire.
+func Kinds() []error { return append([]error(nil), sentinels...) }
+
+// KindOf returns the Err* sentinel err wraps (the first, in the order
+// they are declared), or nil when it wraps none: what a transport carries
+// across a process boundary for errors.Is to hold on the other side.
+func KindOf(err error) error {
+	for _, s := range sentinels {
+		if errors.Is(err, s) {
+			return s
+		}
+	}
+	return nil
+}
 
 // kindError is an error whose message reads well on its own ("fence
 // world/3 of job X: ranks 4-7 (node vm-1) did not arrive in 30s") while
@@ -59,11 +74,8 @@ func Errorf(kind error, format string, args ...any) error {
 // Wrapf prefixes err's message with the formatted text and keeps err's
 // sentinel for errors.Is; an err without one gets kind.
 func Wrapf(err, kind error, format string, args ...any) error {
-	for _, s := range sentinels {
-		if errors.Is(err, s) {
-			kind = s
-			break
-		}
+	if k := KindOf(err); k != nil {
+		kind = k
 	}
 	return &kindError{msg: fmt.Sprintf(format, args...) + ": " + err.Error(), kind: kind}
 }

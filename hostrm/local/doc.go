@@ -10,7 +10,7 @@
 // on one node is served there too, and calls the universe in-process, as
 // a plain plugin.Full. With -ppn each simulated node has a gopmi-shim,
 // whose gopmi-rm-local backend (package forwarder) reaches the universe
-// over gRPC on a unix socket (plugin/grpcplugin/direct).
+// on a unix socket (package link, JSON: `gopmi run` links no gRPC).
 //
 // # Universe
 //

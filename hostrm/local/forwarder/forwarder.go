@@ -10,8 +10,8 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/gopmi/gopmi/hostrm/local/link"
 	"github.com/gopmi/gopmi/plugin"
-	"github.com/gopmi/gopmi/plugin/grpcplugin/direct"
 )
 
 // EnvUniverse names the environment variable holding the universe's
@@ -44,10 +44,10 @@ type Backend struct {
 	getenv func(string) string
 
 	mu   sync.Mutex
-	addr string       // guarded by mu
-	conn *direct.Conn // guarded by mu
-	full plugin.Full  // guarded by mu
-	dial func(ctx context.Context, target string) (*direct.Conn, error)
+	addr string      // guarded by mu
+	conn *link.Conn  // guarded by mu
+	full plugin.Full // guarded by mu
+	dial func(ctx context.Context, target string) (*link.Conn, error)
 }
 
 var _ plugin.Full = (*Backend)(nil)
@@ -59,9 +59,7 @@ func New() *Backend {
 }
 
 func newBackend(args []string, getenv func(string) string) *Backend {
-	f := &Backend{args: args, getenv: getenv, dial: func(ctx context.Context, target string) (*direct.Conn, error) {
-		return direct.Dial(ctx, target)
-	}}
+	f := &Backend{args: args, getenv: getenv, dial: link.Dial}
 	f.Resolve = f.backend
 	return f
 }

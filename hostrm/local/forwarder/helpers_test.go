@@ -12,8 +12,8 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/gopmi/gopmi/hostrm/local"
+	"github.com/gopmi/gopmi/hostrm/local/link"
 	"github.com/gopmi/gopmi/plugin"
-	"github.com/gopmi/gopmi/plugin/grpcplugin/direct"
 	"github.com/gopmi/gopmi/plugin/plugintest"
 )
 
@@ -61,12 +61,12 @@ func serveUniverse(t *testing.T, u *local.Universe) string {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan error, 1)
-	go func() { served <- direct.Serve(ctx, ln, u, direct.WithGracePeriod(time.Second)) }()
+	go func() { served <- link.Serve(ctx, ln, u) }()
 	t.Cleanup(func() {
 		u.Close()
 		cancel()
 		if err := <-served; err != nil {
-			t.Errorf("direct.Serve: %v", err)
+			t.Errorf("link.Serve: %v", err)
 		}
 	})
 	return "unix://" + ln.Addr().String()

@@ -9,7 +9,7 @@
 //	  │     (package serve) with the universe as its in-process backend
 //	  ├── with -ppn, per job and simulated node: gopmi-shim
 //	  │      └── go-plugin ──► gopmi-rm-local (package forwarder)
-//	  │                         ──gRPC, unix socket──► the universe
+//	  │                         ──link (JSON), unix socket──► the universe
 //	  └── the tasks, PMI_FD=3 (a socketpair end) or PMI_PORT/PMI_ID
 //
 // Both ways of serving a node start from the same gopmi.shim.v1.Bootstrap

@@ -22,8 +22,8 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/gopmi/gopmi/hostrm/local/forwarder"
+	"github.com/gopmi/gopmi/hostrm/local/link"
 	"github.com/gopmi/gopmi/plugin"
-	"github.com/gopmi/gopmi/plugin/grpcplugin/direct"
 	shimv1 "github.com/gopmi/gopmi/proto/gopmi/shim/v1"
 )
 
@@ -76,7 +76,7 @@ func openFDList() []string {
 
 // fakeShim checks what the launcher gave it, reports READY=1 and serves a
 // line protocol on the task connections: "die" exits 3, "abort <status>
-// <msg>" and "failed" reach the universe through direct.Dial; any other
+// <msg>" and "failed" reach the universe through link.Dial; any other
 // line (the PMI a task sends to a node served by gopmi run itself) is
 // ignored. It exits 0 when every task connection closed.
 func fakeShim(fds []string) int {
@@ -204,7 +204,7 @@ func shimCommand(b *shimv1.Bootstrap, rank int32, line string) {
 	case "abort", "failed":
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
-		c, err := direct.Dial(ctx, os.Getenv(forwarder.EnvUniverse))
+		c, err := link.Dial(ctx, os.Getenv(forwarder.EnvUniverse))
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "fake shim:", err)
 			os.Exit(1)

@@ -18,8 +18,8 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/gopmi/gopmi/hostrm/local"
+	"github.com/gopmi/gopmi/hostrm/local/link"
 	"github.com/gopmi/gopmi/plugin"
-	"github.com/gopmi/gopmi/plugin/grpcplugin/direct"
 	"github.com/gopmi/gopmi/shim/serve"
 )
 
@@ -399,7 +399,7 @@ func (l *Launcher) serveUniverse() (stop func(), err error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan error, 1)
 	go func() {
-		served <- direct.Serve(ctx, ln, l.u, direct.WithGracePeriod(time.Second), direct.WithLogger(l.log))
+		served <- link.Serve(ctx, ln, l.u)
 	}()
 	return func() {
 		l.u.Close()

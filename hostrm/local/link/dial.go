@@ -1,0 +1,223 @@
+package link
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"strings"
+	"sync"
+
+	"github.com/gopmi/gopmi/plugin"
+)
+
+// Conn is a caller's connection to a served backend.
+type Conn struct {
+	c   net.Conn
+	enc *json.Encoder
+
+	writeMu sync.Mutex // orders whole frames
+
+	mu      sync.Mutex
+	next    uint64                   // guarded by mu
+	waiting map[uint64]chan response // guarded by mu
+	err     error                    // why the connection ended; guarded by mu
+	read    chan struct{}            // closed when the reader returned
+}
+
+// Dial connects to a backend served on addr: "unix:///path" or a path.
+func Dial(ctx context.Context, addr string) (*Conn, error) {
+	path := strings.TrimPrefix(addr, "unix://")
+	var d net.Dialer
+	c, err := d.DialContext(ctx, "unix", path)
+	if err != nil {
+		return nil, plugin.Errorf(plugin.ErrUnavailable, "link: dial %s: %v", addr, err)
+	}
+	conn := &Conn{c: c, enc: json.NewEncoder(c), waiting: map[uint64]chan response{}, read: make(chan struct{})}
+	go conn.readLoop()
+	return conn, nil
+}
+
+// Backend is the served backend, called over the connection.
+func (c *Conn) Backend() plugin.Full { return remote{c} }
+
+// Close closes the connection; calls in flight fail with
+// plugin.ErrUnavailable.
+func (c *Conn) Close() error {
+	err := c.c.Close()
+	<-c.read
+	return err
+}
+
+// readLoop hands each answer to its caller until the connection ends, then
+// fails every call still waiting.
+func (c *Conn) readLoop() {
+	defer close(c.read)
+	dec := json.NewDecoder(c.c)
+	for {
+		var r response
+		if err := dec.Decode(&r); err != nil {
+			c.mu.Lock()
+			c.err = err
+			for id, ch := range c.waiting {
+				delete(c.waiting, id)
+				close(ch)
+			}
+			c.mu.Unlock()
+			return
+		}
+		c.mu.Lock()
+		ch := c.waiting[r.ID]
+		delete(c.waiting, r.ID)
+		c.mu.Unlock()
+		if ch != nil {
+			ch <- r
+		}
+	}
+}
+
+// brokenErr is the error of a call the connection's end cut short.
+func (c *Conn) brokenErr(op string) error {
+	c.mu.Lock()
+	err := c.err
+	c.mu.Unlock()
+	if errors.Is(err, net.ErrClosed) {
+		err = errClosed
+	}
+	return plugin.Errorf(plugin.ErrUnavailable, "%s: link to the universe broke: %v", op, err)
+}
+
+// call sends one call and waits for its answer or ctx. A caller that gives
+// up tells the server, which cancels the call's context there.
+func call[Resp any](ctx context.Context, c *Conn, op, name string, req any) (*Resp, error) {
+	raw, err := json.Marshal(req)
+	if err != nil {
+		return nil, plugin.Errorf(plugin.ErrInvalidArgument, "%s: encode request: %v", op, err)
+	}
+	ch := make(chan response, 1)
+	c.mu.Lock()
+	if c.err != nil {
+		c.mu.Unlock()
+		return nil, c.brokenErr(op)
+	}
+	c.next++
+	id := c.next
+	c.waiting[id] = ch
+	c.mu.Unlock()
+	if err := c.write(request{ID: id, Call: name, Req: raw}); err != nil {
+		c.forget(id)
+		return nil, plugin.Errorf(plugin.ErrUnavailable, "%s: link to the universe broke: %v", op, err)
+	}
+	select {
+	case r, ok := <-ch:
+		if !ok {
+			return nil, c.brokenErr(op)
+		}
+		if r.Err != nil {
+			return nil, r.Err.fromWire()
+		}
+		resp := new(Resp)
+		if err := json.Unmarshal(r.Resp, resp); err != nil {
+			return nil, plugin.Errorf(plugin.ErrUnavailable, "%s: decode answer: %v", op, err)
+		}
+		return resp, nil
+	case <-ctx.Done():
+		c.forget(id)
+		_ = c.write(request{ID: id, Cancel: true})
+		kind := plugin.ErrAborted
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			kind = plugin.ErrTimeout
+		}
+		return nil, fmt.Errorf("%s: %w: %w", op, ctx.Err(), kind)
+	}
+}
+
+func (c *Conn) write(r request) error {
+	c.writeMu.Lock()
+	defer c.writeMu.Unlock()
+	return c.enc.Encode(r)
+}
+
+func (c *Conn) forget(id uint64) {
+	c.mu.Lock()
+	delete(c.waiting, id)
+	c.mu.Unlock()
+}
+
+// remote is the served backend as a plugin.Full.
+type remote struct{ c *Conn }
+
+var _ plugin.Full = remote{}
+
+func (r remote) GetInfo(ctx context.Context) (*plugin.BackendInfo, error) {
+	return call[plugin.BackendInfo](ctx, r.c, "get info", "get-info", struct{}{})
+}
+
+func (r remote) Configure(ctx context.Context, req *plugin.ConfigureRequest) (*plugin.ConfigureResponse, error) {
+	return call[plugin.ConfigureResponse](ctx, r.c, "configure", "configure", req)
+}
+
+func (r remote) ClientConnected(ctx context.Context, req *plugin.ClientRequest) error {
+	_, err := call[struct{}](ctx, r.c, "client connected", "client-connected", req)
+	return err
+}
+
+func (r remote) ClientFinalized(ctx context.Context, req *plugin.ClientRequest) error {
+	_, err := call[struct{}](ctx, r.c, "client finalized", "client-finalized", req)
+	return err
+}
+
+func (r remote) Abort(ctx context.Context, req *plugin.AbortRequest) error {
+	_, err := call[struct{}](ctx, r.c, "abort", "abort", req)
+	return err
+}
+
+func (r remote) Fence(ctx context.Context, req *plugin.FenceRequest) (*plugin.FenceResponse, error) {
+	return call[plugin.FenceResponse](ctx, r.c, "fence", "fence", req)
+}
+
+func (r remote) DirectModex(ctx context.Context, req *plugin.ModexRequest) (*plugin.ModexResponse, error) {
+	return call[plugin.ModexResponse](ctx, r.c, "direct modex", "direct-modex", req)
+}
+
+func (r remote) Publish(ctx context.Context, req *plugin.PublishRequest) error {
+	_, err := call[struct{}](ctx, r.c, "publish", "publish", req)
+	return err
+}
+
+func (r remote) Lookup(ctx context.Context, req *plugin.LookupRequest) (*plugin.LookupResponse, error) {
+	return call[plugin.LookupResponse](ctx, r.c, "lookup", "lookup", req)
+}
+
+func (r remote) Unpublish(ctx context.Context, req *plugin.UnpublishRequest) error {
+	_, err := call[struct{}](ctx, r.c, "unpublish", "unpublish", req)
+	return err
+}
+
+func (r remote) Spawn(ctx context.Context, req *plugin.SpawnRequest) (*plugin.SpawnResponse, error) {
+	return call[plugin.SpawnResponse](ctx, r.c, "spawn", "spawn", req)
+}
+
+func (r remote) Connect(ctx context.Context, req *plugin.ConnectRequest) (*plugin.ConnectResponse, error) {
+	return call[plugin.ConnectResponse](ctx, r.c, "connect", "connect", req)
+}
+
+func (r remote) Disconnect(ctx context.Context, req *plugin.DisconnectRequest) error {
+	_, err := call[struct{}](ctx, r.c, "disconnect", "disconnect", req)
+	return err
+}
+
+func (r remote) Query(ctx context.Context, req *plugin.QueryRequest) (*plugin.QueryResponse, error) {
+	return call[plugin.QueryResponse](ctx, r.c, "query", "query", req)
+}
+
+func (r remote) Log(ctx context.Context, req *plugin.LogRequest) error {
+	_, err := call[struct{}](ctx, r.c, "log", "log", req)
+	return err
+}
+
+func (r remote) NotifyEvent(ctx context.Context, req *plugin.EventRequest) error {
+	_, err := call[struct{}](ctx, r.c, "notify event", "notify-event", req)
+	return err
+}

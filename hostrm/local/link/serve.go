@@ -1,0 +1,177 @@
+package link
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"sync"
+
+	"github.com/gopmi/gopmi/plugin"
+)
+
+// handler decodes a call's request, makes the call and encodes its answer.
+type handler func(ctx context.Context, be plugin.Full, req json.RawMessage) (any, error)
+
+// method makes the handler of a call that answers a response.
+func method[Req, Resp any](f func(plugin.Full, context.Context, *Req) (*Resp, error)) handler {
+	return func(ctx context.Context, be plugin.Full, raw json.RawMessage) (any, error) {
+		req := new(Req)
+		if err := json.Unmarshal(raw, req); err != nil {
+			return nil, plugin.Errorf(plugin.ErrInvalidArgument, "decode request: %v", err)
+		}
+		return f(be, ctx, req)
+	}
+}
+
+// notice makes the handler of a call that answers only an error.
+func notice[Req any](f func(plugin.Full, context.Context, *Req) error) handler {
+	return method(func(be plugin.Full, ctx context.Context, req *Req) (*struct{}, error) {
+		return &struct{}{}, f(be, ctx, req)
+	})
+}
+
+// handlers are the calls, by their wire names.
+var handlers = map[string]handler{
+	"get-info": func(ctx context.Context, be plugin.Full, _ json.RawMessage) (any, error) {
+		return be.GetInfo(ctx)
+	},
+	"configure":        method(plugin.Full.Configure),
+	"client-connected": notice(plugin.Full.ClientConnected),
+	"client-finalized": notice(plugin.Full.ClientFinalized),
+	"abort":            notice(plugin.Full.Abort),
+	"fence":            method(plugin.Full.Fence),
+	"direct-modex":     method(plugin.Full.DirectModex),
+	"publish":          notice(plugin.Full.Publish),
+	"lookup":           method(plugin.Full.Lookup),
+	"unpublish":        notice(plugin.Full.Unpublish),
+	"spawn":            method(plugin.Full.Spawn),
+	"connect":          method(plugin.Full.Connect),
+	"disconnect":       notice(plugin.Full.Disconnect),
+	"query":            method(plugin.Full.Query),
+	"log":              notice(plugin.Full.Log),
+	"notify-event":     notice(plugin.Full.NotifyEvent),
+}
+
+// Serve serves be on l until ctx ends, then closes l and every connection,
+// cancels the calls in flight and waits for them. It returns nil after
+// ctx ended, or the error that stopped it accepting.
+func Serve(ctx context.Context, l net.Listener, be plugin.Full) error {
+	var (
+		wg    sync.WaitGroup
+		mu    sync.Mutex
+		conns = map[net.Conn]bool{}
+	)
+	stop := context.AfterFunc(ctx, func() {
+		_ = l.Close()
+		mu.Lock()
+		for c := range conns {
+			_ = c.Close()
+		}
+		mu.Unlock()
+	})
+	defer stop()
+	var err error
+	for {
+		c, aerr := l.Accept()
+		if aerr != nil {
+			if ctx.Err() == nil {
+				err = fmt.Errorf("link: accept: %w", aerr)
+				_ = l.Close()
+			}
+			break
+		}
+		mu.Lock()
+		if ctx.Err() != nil {
+			mu.Unlock()
+			_ = c.Close()
+			continue
+		}
+		conns[c] = true
+		mu.Unlock()
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			serveConn(ctx, c, be)
+			mu.Lock()
+			delete(conns, c)
+			mu.Unlock()
+		}()
+	}
+	mu.Lock()
+	for c := range conns {
+		_ = c.Close()
+	}
+	mu.Unlock()
+	wg.Wait()
+	return err
+}
+
+// serveConn serves one connection: each call on a goroutine of its own,
+// answers written whole under a lock, until the caller closes it or it
+// breaks; then the calls still running are cancelled and waited for.
+func serveConn(ctx context.Context, c net.Conn, be plugin.Full) {
+	defer c.Close()
+	ctx, cancelAll := context.WithCancel(ctx)
+	defer cancelAll()
+	var (
+		wg      sync.WaitGroup
+		writeMu sync.Mutex
+		enc     = json.NewEncoder(c)
+		mu      sync.Mutex
+		running = map[uint64]context.CancelFunc{}
+	)
+	defer wg.Wait()
+	answer := func(r response) {
+		writeMu.Lock()
+		defer writeMu.Unlock()
+		if err := enc.Encode(r); err != nil {
+			_ = c.Close() // the caller is gone; the reader sees it
+		}
+	}
+	dec := json.NewDecoder(c)
+	for {
+		var req request
+		if err := dec.Decode(&req); err != nil {
+			return
+		}
+		if req.Cancel {
+			mu.Lock()
+			if cancel := running[req.ID]; cancel != nil {
+				cancel()
+			}
+			mu.Unlock()
+			continue
+		}
+		h := handlers[req.Call]
+		if h == nil {
+			answer(response{ID: req.ID, Err: toWire(plugin.Errorf(plugin.ErrNotSupported, "link: no call %q", req.Call))})
+			continue
+		}
+		cctx, cancel := context.WithCancel(ctx)
+		mu.Lock()
+		running[req.ID] = cancel
+		mu.Unlock()
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			resp, err := h(cctx, be, req.Req)
+			mu.Lock()
+			delete(running, req.ID)
+			mu.Unlock()
+			cancel()
+			r := response{ID: req.ID}
+			if err == nil {
+				r.Resp, err = json.Marshal(resp)
+			}
+			if err != nil {
+				r.Resp, r.Err = nil, toWire(err)
+			}
+			answer(r)
+		}()
+	}
+}
+
+// errClosed is what a call on a closed Conn says.
+var errClosed = errors.New("link closed")
