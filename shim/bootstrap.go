@@ -14,7 +14,9 @@ import (
 // maxBootstrap bounds what is read from stdin.
 const maxBootstrap = 64 << 20
 
-// readBootstrap reads the whole of r and parses it as protojson.
+// readBootstrap reads the whole of r and parses it as protojson: the
+// plain form step daemons write by decodeFast, anything else by protojson
+// itself.
 func readBootstrap(r io.Reader) (*shimv1.Bootstrap, error) {
 	data, err := io.ReadAll(io.LimitReader(r, maxBootstrap+1))
 	if err != nil {
@@ -25,6 +27,9 @@ func readBootstrap(r io.Reader) (*shimv1.Bootstrap, error) {
 	}
 	if len(strings.TrimSpace(string(data))) == 0 {
 		return nil, fmt.Errorf("%w: stdin: empty; the step daemon writes a gopmi.shim.v1.Bootstrap as protojson and closes stdin", serve.ErrUsage)
+	}
+	if b, ok := decodeFast(data); ok {
+		return b, nil
 	}
 	b := &shimv1.Bootstrap{}
 	// DiscardUnknown stays false: a field this shim does not know is a
