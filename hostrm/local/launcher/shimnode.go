@@ -14,8 +14,6 @@ import (
 	"syscall"
 	"time"
 
-	"google.golang.org/protobuf/encoding/protojson"
-
 	"github.com/gopmi/gopmi/hostrm/local/forwarder"
 	"github.com/gopmi/gopmi/plugin"
 	"github.com/gopmi/gopmi/shim/serve"
@@ -82,7 +80,7 @@ func (l *Launcher) startShim(rj *runJob, s *nodeStart) error {
 		// The bootstrap is built on exec's stdin goroutine, while the
 		// tasks start: the shim reads it only once its runtime is up.
 		Stdin: &lazyReader{make: func() ([]byte, error) {
-			return protojson.Marshal(l.bootstrap(rj.spec, index))
+			return bootstrapJSON(l.bootstrap(rj.spec, index))
 		}},
 		Stdout:     l.out,
 		Stderr:     sp.tail,

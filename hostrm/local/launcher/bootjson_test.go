@@ -1,0 +1,48 @@
+package launcher
+
+import (
+	"testing"
+	"time"
+
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/types/known/durationpb"
+
+	shimv1 "github.com/gopmi/gopmi/proto/gopmi/shim/v1"
+)
+
+// What bootstrapJSON writes is protojson of the same message.
+func TestBootstrapJSON(t *testing.T) {
+	rich := &shimv1.Bootstrap{
+		Version: 1,
+		Job: &shimv1.Job{Nspace: "gopmi.1.0", Size: 3, UniverseSize: 8, Parent: "gopmi.1.0",
+			Nodes:  []*shimv1.Node{{Id: 0, Name: "vm-0", Ranks: []int32{0, 1}}, {Id: 1, Name: "vm-1", Ranks: []int32{2}}},
+			Apps:   []*shimv1.App{{FirstRank: 0, Size: 2, Cmd: "/bin/a"}, {FirstRank: 2, Size: 1, Cmd: "b \"c\""}},
+			Preput: []*shimv1.KeyValue{{Key: "k", Value: "v é\n"}}, Attrs: []*shimv1.KeyValue{{Key: "a", Value: ""}}},
+		NodeId:  1,
+		Tasks:   []*shimv1.Task{{Rank: 2, FdName: "rank2"}},
+		Backend: &shimv1.BackendConfig{Name: "local", Path: "/x/gopmi-rm-local", Config: `{"universe":"unix:///u"}`, Args: []string{"-universe", "unix:///u"}},
+		Limits:  &shimv1.Limits{KvsnameMax: 100, KeyMax: 32, ValMax: 4096, LineMax: 1 << 20},
+		Timeouts: &shimv1.Timeouts{Fence: durationpb.New(120 * time.Second), Get: durationpb.New(1500 * time.Millisecond),
+			Lookup: durationpb.New(time.Nanosecond), Nodeattr: durationpb.New(0), Spawn: durationpb.New(90 * time.Minute),
+			BackendStart: durationpb.New(10 * time.Millisecond), Connect: durationpb.New(123456 * time.Microsecond),
+			Shutdown: durationpb.New(2 * time.Second)},
+		FenceMode: shimv1.FenceMode_FENCE_MODE_LAZY,
+		PmiPortFd: "pmi-port",
+		LogLevel:  "warn",
+		PmiDebug:  true,
+	}
+	for name, b := range map[string]*shimv1.Bootstrap{"rich": rich, "empty": {}, "version only": {Version: 1}} {
+		data, err := bootstrapJSON(b)
+		if err != nil {
+			t.Fatalf("%s: %v", name, err)
+		}
+		got := &shimv1.Bootstrap{}
+		if err := protojson.Unmarshal(data, got); err != nil {
+			t.Fatalf("%s: protojson refuses %s: %v", name, data, err)
+		}
+		if !proto.Equal(b, got) {
+			t.Errorf("%s: %s reads back as\n%v\nwant\n%v", name, data, got, b)
+		}
+	}
+}
