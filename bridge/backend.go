@@ -63,9 +63,6 @@ func (b *Backend) Up(be plugin.Full, info *plugin.BackendInfo, attrs []plugin.In
 			info = &plugin.BackendInfo{}
 		}
 		b.full, b.info, b.attrs = be, info, attrs
-		if info.Name != "" {
-			b.name = info.Name
-		}
 		close(b.ready)
 	})
 }

@@ -293,7 +293,7 @@ func (j *Job) end(res Result) {
 // Shutdown cancels pending work and waits for the job's goroutines until
 // ctx ends.
 func (j *Job) Shutdown(ctx context.Context) error {
-	j.Fail(fmt.Errorf("%w: shim shutting down", plugin.ErrAborted))
+	j.Fail(fmt.Errorf("%w: PMI server shutting down", plugin.ErrAborted))
 	j.wgMu.Lock()
 	j.closing = true
 	j.wgMu.Unlock()

@@ -2,9 +2,11 @@ package launcher
 
 import (
 	"encoding/json"
+	"fmt"
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"google.golang.org/protobuf/types/known/durationpb"
 
@@ -14,8 +16,22 @@ import (
 // bootstrapJSON writes b as protojson in its plain form (JSON names,
 // enums by name, durations as "1.5s"), with encoding/json: gopmi links no
 // protojson, whose package init alone cost every run 0.1 ms. A shim
-// decodes the plain form on its fast path.
+// decodes the plain form on its fast path. A string that is not valid
+// UTF-8 is an error, as in protojson (encoding/json would change it).
 func bootstrapJSON(b *shimv1.Bootstrap) ([]byte, error) {
+	var bad string
+	str := func(v string) string {
+		if bad == "" && !utf8.ValidString(v) {
+			bad = v
+		}
+		return v
+	}
+	strs := func(vs []string) []string {
+		for _, v := range vs {
+			str(v)
+		}
+		return vs
+	}
 	type kv struct {
 		Key   string `json:"key,omitempty"`
 		Value string `json:"value,omitempty"`
@@ -23,7 +39,7 @@ func bootstrapJSON(b *shimv1.Bootstrap) ([]byte, error) {
 	kvs := func(in []*shimv1.KeyValue) []kv {
 		var out []kv
 		for _, p := range in {
-			out = append(out, kv{p.GetKey(), p.GetValue()})
+			out = append(out, kv{str(p.GetKey()), str(p.GetValue())})
 		}
 		return out
 	}
@@ -86,27 +102,27 @@ func bootstrapJSON(b *shimv1.Bootstrap) ([]byte, error) {
 		LogLevel  string    `json:"logLevel,omitempty"`
 		PmiDebug  bool      `json:"pmiDebug,omitempty"`
 	}
-	out := bootstrap{Version: b.GetVersion(), NodeID: b.GetNodeId(), PmiPortFd: b.GetPmiPortFd(),
-		LogLevel: b.GetLogLevel(), PmiDebug: b.GetPmiDebug()}
+	out := bootstrap{Version: b.GetVersion(), NodeID: b.GetNodeId(), PmiPortFd: str(b.GetPmiPortFd()),
+		LogLevel: str(b.GetLogLevel()), PmiDebug: b.GetPmiDebug()}
 	if m := b.GetFenceMode(); m != shimv1.FenceMode_FENCE_MODE_UNSPECIFIED {
 		out.FenceMode = m.String()
 	}
 	if j := b.GetJob(); j != nil {
-		o := &job{Nspace: j.GetNspace(), Size: j.GetSize(), UniverseSize: j.GetUniverseSize(), Parent: j.GetParent(),
+		o := &job{Nspace: str(j.GetNspace()), Size: j.GetSize(), UniverseSize: j.GetUniverseSize(), Parent: str(j.GetParent()),
 			Preput: kvs(j.GetPreput()), Attrs: kvs(j.GetAttrs())}
 		for _, n := range j.GetNodes() {
-			o.Nodes = append(o.Nodes, node{n.GetId(), n.GetName(), n.GetRanks()})
+			o.Nodes = append(o.Nodes, node{n.GetId(), str(n.GetName()), n.GetRanks()})
 		}
 		for _, a := range j.GetApps() {
-			o.Apps = append(o.Apps, app{a.GetFirstRank(), a.GetSize(), a.GetCmd()})
+			o.Apps = append(o.Apps, app{a.GetFirstRank(), a.GetSize(), str(a.GetCmd())})
 		}
 		out.Job = o
 	}
 	for _, t := range b.GetTasks() {
-		out.Tasks = append(out.Tasks, task{t.GetRank(), t.GetFdName()})
+		out.Tasks = append(out.Tasks, task{t.GetRank(), str(t.GetFdName())})
 	}
 	if be := b.GetBackend(); be != nil {
-		out.Backend = &backend{be.GetName(), be.GetPath(), be.GetConfig(), be.GetArgs()}
+		out.Backend = &backend{str(be.GetName()), str(be.GetPath()), str(be.GetConfig()), strs(be.GetArgs())}
 	}
 	if l := b.GetLimits(); l != nil {
 		out.Limits = &limits{l.GetKvsnameMax(), l.GetKeyMax(), l.GetValMax(), l.GetLineMax()}
@@ -115,6 +131,9 @@ func bootstrapJSON(b *shimv1.Bootstrap) ([]byte, error) {
 		out.Timeouts = &timeouts{durationJSON(t.GetFence()), durationJSON(t.GetGet()), durationJSON(t.GetLookup()),
 			durationJSON(t.GetNodeattr()), durationJSON(t.GetSpawn()), durationJSON(t.GetBackendStart()),
 			durationJSON(t.GetConnect()), durationJSON(t.GetShutdown())}
+	}
+	if bad != "" {
+		return nil, fmt.Errorf("bootstrap: %q is not valid UTF-8", bad)
 	}
 	return json.Marshal(out)
 }

@@ -1,6 +1,7 @@
 package launcher
 
 import (
+	"strings"
 	"testing"
 	"time"
 
@@ -44,5 +45,17 @@ func TestBootstrapJSON(t *testing.T) {
 		if !proto.Equal(b, got) {
 			t.Errorf("%s: %s reads back as\n%v\nwant\n%v", name, data, got, b)
 		}
+	}
+}
+
+// A string that is not UTF-8 is refused, as protojson refuses it, not
+// changed on the way.
+func TestBootstrapJSONRefusesBadUTF8(t *testing.T) {
+	b := &shimv1.Bootstrap{Version: 1, Job: &shimv1.Job{Apps: []*shimv1.App{{Cmd: "/tmp/caf\xe9/prog"}}}}
+	if _, err := bootstrapJSON(b); err == nil || !strings.Contains(err.Error(), "not valid UTF-8") {
+		t.Fatalf("bootstrapJSON: %v", err)
+	}
+	if _, err := protojson.Marshal(b); err == nil {
+		t.Fatal("protojson took it")
 	}
 }

@@ -62,12 +62,14 @@ func (l *Launcher) startHere(rj *runJob, s *nodeStart) error {
 	log := zerolog.New(l.logWriter()).Level(cfg.LogLevel).With().Timestamp().Logger()
 	ctx, cancel := context.WithCancelCause(context.Background())
 	var be *bridge.Backend
-	be = bridge.NewBackend(cfg.Backend.BinaryName(), func() { go l.bringUp(ctx, be, cfg) })
+	started := make(chan *serve.Server, 1)
+	be = bridge.NewBackend(cfg.Backend.BinaryName(), func() { go l.bringUp(ctx, be, cfg, started) })
 	srv, err := serve.Start(ctx, cfg, serve.Options{Backend: be, Conns: conns, Port: port, Logger: log})
 	if err != nil {
 		cancel(nil)
 		return fmt.Errorf("job %s node %d: %w", ns, id, err)
 	}
+	started <- srv
 	l.mu.Lock()
 	s.rn.here = &hereServer{cancel: cancel}
 	rj.procs++
@@ -87,16 +89,25 @@ func (l *Launcher) startHere(rj *runJob, s *nodeStart) error {
 }
 
 // bringUp registers a job served here with the universe, as a shim's
-// backend would, and hands the universe to the job as its backend.
-func (l *Launcher) bringUp(ctx context.Context, be *bridge.Backend, cfg *serve.Config) {
-	ctx, cancel := context.WithTimeout(ctx, cfg.BackendStart)
+// backend would, and hands the universe to the job as its backend. If
+// that fails the job fails, as in a shim whose backend does not start
+// (started delivers the job's server once it runs; ctx ends if it never
+// does).
+func (l *Launcher) bringUp(ctx context.Context, be *bridge.Backend, cfg *serve.Config, started <-chan *serve.Server) {
+	bctx, cancel := context.WithTimeout(ctx, cfg.BackendStart)
 	defer cancel()
-	info, attrs, err := serve.Configure(ctx, l.u, nil, cfg)
-	if err != nil {
-		be.Fail(err)
+	info, attrs, err := serve.Configure(bctx, l.u, nil, cfg)
+	if err == nil {
+		be.Up(l.u, info, attrs)
 		return
 	}
-	be.Up(l.u, info, attrs)
+	be.Fail(err)
+	select {
+	case srv := <-started:
+		// A no-op for a job that has ended, well or not.
+		srv.Fail(err)
+	case <-ctx.Done():
+	}
 }
 
 // logWriter is where a server here logs: stderr, as text unless

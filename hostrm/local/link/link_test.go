@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -201,5 +202,68 @@ func TestDialNothing(t *testing.T) {
 	_, err := Dial(ctx, "unix:///nonexistent/u.sock")
 	if !errors.Is(err, plugin.ErrUnavailable) || !strings.Contains(err.Error(), "/nonexistent/u.sock") {
 		t.Errorf("Dial: %v", err)
+	}
+}
+
+// A caller that hangs up cancels its calls on the server: a wait there
+// must not outlive the shim whose backend asked.
+func TestHangUpCancels(t *testing.T) {
+	started, ended := make(chan struct{}), make(chan error, 1)
+	fake := &plugintest.Fake{
+		FenceF: func(ctx context.Context, _ *plugin.FenceRequest) (*plugin.FenceResponse, error) {
+			close(started)
+			select {
+			case <-ctx.Done():
+				ended <- ctx.Err()
+			case <-time.After(waitLimit):
+				ended <- errors.New("never cancelled")
+			}
+			return nil, ctx.Err()
+		},
+	}
+	c := dial(t, serve(t, fake))
+	go func() { _, _ = c.Backend().Fence(context.Background(), &plugin.FenceRequest{}) }()
+	<-started
+	c.Close()
+	if err := <-ended; !errors.Is(err, context.Canceled) {
+		t.Errorf("the server's call after the caller hung up: %v", err)
+	}
+}
+
+// flakyListener fails its first Accept as a process out of fds does.
+type flakyListener struct {
+	net.Listener
+	failed bool
+}
+
+func (l *flakyListener) Accept() (net.Conn, error) {
+	if !l.failed {
+		l.failed = true
+		return nil, &net.OpError{Op: "accept", Net: "unix", Err: syscall.EMFILE}
+	}
+	return l.Listener.Accept()
+}
+
+// A failed Accept (EMFILE) is waited out: the link keeps serving.
+func TestAcceptFailureIsWaitedOut(t *testing.T) {
+	dir, err := os.MkdirTemp("/tmp", "gopmi-link-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	ln, err := net.Listen("unix", filepath.Join(dir, "s"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- Serve(ctx, &flakyListener{Listener: ln}, &plugintest.Fake{}) }()
+	c := dial(t, "unix://"+ln.Addr().String())
+	if _, err := c.Backend().GetInfo(context.Background()); err != nil {
+		t.Errorf("GetInfo after a failed Accept: %v", err)
+	}
+	cancel()
+	if err := <-served; err != nil {
+		t.Errorf("Serve: %v", err)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"sync"
+	"time"
 
 	"github.com/gopmi/gopmi/plugin"
 )
@@ -76,11 +77,20 @@ func Serve(ctx context.Context, l net.Listener, be plugin.Full) error {
 	for {
 		c, aerr := l.Accept()
 		if aerr != nil {
-			if ctx.Err() == nil {
-				err = fmt.Errorf("link: accept: %w", aerr)
-				_ = l.Close()
+			if ctx.Err() != nil {
+				break
 			}
-			break
+			if errors.Is(aerr, net.ErrClosed) {
+				err = fmt.Errorf("link: accept: %w", aerr)
+				break
+			}
+			// EMFILE and the like pass: retry soon, keeping the
+			// connections that work.
+			select {
+			case <-time.After(acceptBackoff):
+			case <-ctx.Done():
+			}
+			continue
 		}
 		mu.Lock()
 		if ctx.Err() != nil {
@@ -112,9 +122,7 @@ func Serve(ctx context.Context, l net.Listener, be plugin.Full) error {
 // answers written whole under a lock, until the caller closes it or it
 // breaks; then the calls still running are cancelled and waited for.
 func serveConn(ctx context.Context, c net.Conn, be plugin.Full) {
-	defer c.Close()
 	ctx, cancelAll := context.WithCancel(ctx)
-	defer cancelAll()
 	var (
 		wg      sync.WaitGroup
 		writeMu sync.Mutex
@@ -122,7 +130,11 @@ func serveConn(ctx context.Context, c net.Conn, be plugin.Full) {
 		mu      sync.Mutex
 		running = map[uint64]context.CancelFunc{}
 	)
-	defer wg.Wait()
+	defer func() {
+		cancelAll()
+		wg.Wait()
+		_ = c.Close()
+	}()
 	answer := func(r response) {
 		writeMu.Lock()
 		defer writeMu.Unlock()
@@ -172,6 +184,10 @@ func serveConn(ctx context.Context, c net.Conn, be plugin.Full) {
 		}()
 	}
 }
+
+// acceptBackoff is how long Serve waits after a failed Accept (out of
+// fds, say) before it tries again.
+const acceptBackoff = 100 * time.Millisecond
 
 // errClosed is what a call on a closed Conn says.
 var errClosed = errors.New("link closed")
