@@ -56,6 +56,9 @@ func run(args []string, stdin *os.File, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "gopmi %s\n", version)
 		return 0
 	case "help", "-h", "-help", "--help":
+		if len(args) > 1 && args[1] == "run" {
+			return runCmd([]string{"-h"}, nil, stdout, stdout)
+		}
 		fmt.Fprint(stdout, usage)
 		return 0
 	}
@@ -75,11 +78,12 @@ func (m *multiFlag) Set(v string) error {
 	return nil
 }
 
-// runFlags are the flags of `gopmi run`; the app flags (-n, -env, -wdir)
-// may be repeated in every MPMD section after a ":".
+// runFlags are the flags of `gopmi run`; the app flags (appFlags) may be
+// repeated in every MPMD section after a ":", the others are for the
+// whole run and come before the first program.
 type runFlags struct {
 	n, ppn, usize, maxVal int
-	env                   multiFlag
+	env, genv             multiFlag
 	pmiPort               bool
 	fenceMode, logLevel   string
 	wdir                  string
@@ -92,8 +96,8 @@ func newRunFlagSet(f *runFlags, stderr io.Writer) *flag.FlagSet {
 	fs.IntVar(&f.n, "n", 1, "number of processes")
 	fs.IntVar(&f.n, "np", 1, "alias of -n")
 	fs.IntVar(&f.ppn, "ppn", 0, "ranks per simulated node (block distribution), each served by a gopmi-shim process; 0 = one node, served by gopmi run itself")
-	fs.Var(&f.env, "env", "add KEY=VALUE to the tasks' environment (repeatable; \"-env KEY VALUE\" works too)")
-	fs.Var(&f.env, "genv", "alias of -env")
+	fs.Var(&f.env, "env", "add KEY=VALUE to this section's tasks' environment (repeatable; \"-env KEY VALUE\" works too)")
+	fs.Var(&f.genv, "genv", "add KEY=VALUE to every task's environment, of every section (repeatable)")
 	fs.BoolVar(&f.pmiPort, "pmi-port", false, "give tasks PMI_PORT=127.0.0.1:<port> and PMI_ID=<rank> instead of PMI_FD")
 	fs.IntVar(&f.usize, "usize", 0, "universe size (default: -n)")
 	fs.StringVar(&f.fenceMode, "fence-mode", launcher.FenceModeCollect, "collect, lazy or modex")
@@ -101,13 +105,18 @@ func newRunFlagSet(f *runFlags, stderr io.Writer) *flag.FlagSet {
 	fs.DurationVar(&f.startTimeout, "start-timeout", launcher.DefaultStartTimeout, "how long each job's shims may take to get ready")
 	fs.IntVar(&f.maxVal, "max-val", launcher.DefaultMaxVal, "PMI value length limit advertised to clients, bytes")
 	fs.StringVar(&f.logLevel, "log-level", "warn", "log level of gopmi run and its shims: trace, debug, info, warn, error")
-	fs.StringVar(&f.wdir, "wdir", "", "working directory of the tasks (default: the current one)")
+	fs.StringVar(&f.wdir, "wdir", "", "working directory of the tasks (default: the current one); in the first section, also of the later ones")
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: gopmi run [flags] prog [args...] [: [-n N] [-env K=V] [-wdir D] prog2 [args...]]...\n\nflags:\n")
+		fmt.Fprintf(stderr, "usage: gopmi run [flags] prog [args...] [: [-n N] [-env K=V] [-wdir D] prog2 [args...]]...\n\n"+
+			"-n, -np, -env and -wdir are for their section (after ':', for that program); the other flags are\n"+
+			"for the whole run and come before the first program.\n\nflags:\n")
 		fs.PrintDefaults()
 	}
 	return fs
 }
+
+// appFlags may be given in every section; the others only in the first.
+var appFlags = map[string]bool{"n": true, "np": true, "env": true, "wdir": true}
 
 // hydraEnv rewrites mpiexec.hydra's two-word "-env NAME VALUE" into
 // "-env=NAME=VALUE" within one section. It stops at the program name.
@@ -170,16 +179,39 @@ func parseRun(args []string, stderr io.Writer) (launcher.Config, runFlags, error
 		if f.n < 1 {
 			return cfg, global, fmt.Errorf("-n %d: need at least one process", f.n)
 		}
-		app := local.AppSpec{Path: fs.Arg(0), Args: fs.Args()[1:], Procs: int32(f.n), Dir: f.wdir}
+		var misplaced error
+		fs.Visit(func(fl *flag.Flag) {
+			if i > 0 && !appFlags[fl.Name] && misplaced == nil {
+				misplaced = fmt.Errorf("-%s is for the whole run: give it before the first program, not in section %d after ':'", fl.Name, i)
+			}
+		})
+		if misplaced != nil {
+			return cfg, global, misplaced
+		}
+		// As under hydra, -env is for its section, -genv for all.
+		app := local.AppSpec{Path: fs.Arg(0), Args: fs.Args()[1:], Procs: int32(f.n), Dir: f.wdir, Env: f.env}
 		if i == 0 {
 			global = f
-			// In the first section -env is global, as -genv.
-			cfg.Env = f.env
+			cfg.Env = f.genv
+			// The first section's -wdir is the run's (Config.Wdir).
 			app.Dir = ""
-		} else {
-			app.Env = f.env
 		}
 		cfg.Apps = append(cfg.Apps, app)
+	}
+	switch {
+	case global.ppn < 0:
+		return cfg, global, fmt.Errorf("-ppn %d: want 0 (one node) or more", global.ppn)
+	case global.usize < 0:
+		return cfg, global, fmt.Errorf("-usize %d: want 0 (the job's size) or more", global.usize)
+	case global.timeout < 0 || global.startTimeout < 0:
+		return cfg, global, errors.New("-timeout and -start-timeout cannot be negative")
+	case global.maxVal < 0:
+		return cfg, global, fmt.Errorf("-max-val %d: cannot be negative", global.maxVal)
+	}
+	switch global.fenceMode {
+	case launcher.FenceModeCollect, launcher.FenceModeLazy, launcher.FenceModeModex:
+	default:
+		return cfg, global, fmt.Errorf("-fence-mode %q: want collect, lazy or modex", global.fenceMode)
 	}
 	cfg.PPN = global.ppn
 	cfg.PMIPort = global.pmiPort
@@ -215,7 +247,12 @@ func runCmd(args []string, stdin *os.File, stdout, stderr io.Writer) int {
 	cfg.Version = version
 
 	l, err := launcher.New(cfg)
-	if err != nil {
+	var bad *launcher.SettingError
+	switch {
+	case errors.As(err, &bad):
+		fmt.Fprintf(stderr, "gopmi run: %v\n", err)
+		return 2
+	case err != nil:
 		fmt.Fprintf(stderr, "gopmi: %v\n", err)
 		return 1
 	}

@@ -34,17 +34,18 @@ func TestParseRun(t *testing.T) {
 			args: []string{"-n", "8", "-ppn", "2", "-pmi-port", "-usize", "16", "-fence-mode", "modex", "-timeout", "30s",
 				"-max-val", "4096", "-log-level", "debug", "-wdir", "/tmp", "-env", "A=1", "-genv", "B", "2", "prog"},
 			want: launcher.Config{
-				Apps: []local.AppSpec{{Path: "prog", Args: []string{}, Procs: 8}},
+				Apps: []local.AppSpec{{Path: "prog", Args: []string{}, Procs: 8, Env: []string{"A=1"}}},
 				PPN:  2, PMIPort: true, UniverseSize: 16, FenceMode: "modex", FenceTimeout: 30 * time.Second,
-				StartTimeout: launcher.DefaultStartTimeout, MaxVal: 4096, LogLevel: "debug", Wdir: "/tmp", Env: []string{"A=1", "B=2"},
+				StartTimeout: launcher.DefaultStartTimeout, MaxVal: 4096, LogLevel: "debug", Wdir: "/tmp", Env: []string{"B=2"},
 			},
 		},
 		{
 			name: "mpmd",
-			args: []string{"-np", "2", "a", "x", ":", "-n", "3", "-env", "C", "3", "-wdir", "/w", "b", "-n", "9"},
+			args: []string{"-np", "2", "-env", "A=1", "-genv", "G=1", "a", "x", ":", "-n", "3", "-env", "C", "3", "-wdir", "/w", "b", "-n", "9"},
 			want: launcher.Config{
+				Env: []string{"G=1"},
 				Apps: []local.AppSpec{
-					{Path: "a", Args: []string{"x"}, Procs: 2},
+					{Path: "a", Args: []string{"x"}, Procs: 2, Env: []string{"A=1"}},
 					{Path: "b", Args: []string{"-n", "9"}, Procs: 3, Env: []string{"C=3"}, Dir: "/w"},
 				},
 				FenceMode: "collect", FenceTimeout: launcher.DefaultFenceTimeout, StartTimeout: launcher.DefaultStartTimeout,
@@ -55,6 +56,14 @@ func TestParseRun(t *testing.T) {
 		{name: "empty section", args: []string{"a", ":"}, err: "section 1 after ':' names no program"},
 		{name: "bad n", args: []string{"-n", "0", "a"}, err: "-n 0: need at least one process"},
 		{name: "bad env", args: []string{"-env", "=x", "a"}, err: `invalid value "=x" for flag -env: "=x" is not KEY=VALUE`},
+		{name: "run flag after ':'", args: []string{"a", ":", "-n", "1", "-fence-mode", "lazy", "b"},
+			err: "-fence-mode is for the whole run: give it before the first program, not in section 1 after ':'"},
+		{name: "genv after ':'", args: []string{"a", ":", "-genv", "A=1", "b"},
+			err: "-genv is for the whole run: give it before the first program, not in section 1 after ':'"},
+		{name: "bad fence mode", args: []string{"-fence-mode", "foo", "a"}, err: `-fence-mode "foo": want collect, lazy or modex`},
+		{name: "bad ppn", args: []string{"-ppn", "-1", "a"}, err: "-ppn -1: want 0 (one node) or more"},
+		{name: "bad usize", args: []string{"-usize", "-5", "a"}, err: "-usize -5: want 0 (the job's size) or more"},
+		{name: "bad timeout", args: []string{"-timeout", "-1s", "a"}, err: "-timeout and -start-timeout cannot be negative"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -88,7 +97,9 @@ func TestCommands(t *testing.T) {
 		{nil, 2, "", "usage: gopmi <command>"},
 		{[]string{"frobnicate"}, 2, "", "gopmi: unknown command \"frobnicate\"\nusage:"},
 		{[]string{"run"}, 2, "", "gopmi run: no program to run\n"},
-		{[]string{"run", "-fence-mode", "eager", "x"}, 1, "", `gopmi: fence mode "eager": want collect, lazy or modex`},
+		{[]string{"run", "-fence-mode", "eager", "x"}, 2, "", `gopmi run: -fence-mode "eager": want collect, lazy or modex`},
+		{[]string{"run", "-max-val", "10", "/bin/true"}, 2, "", "gopmi run: -max-val: 10 is below the minimum 64\n"},
+		{[]string{"help", "run"}, 0, "usage: gopmi run [flags]", ""},
 		{[]string{"run", "-log-level", "loud", "x"}, 2, "", `gopmi run: -log-level "loud"`},
 	}
 	for _, tc := range tests {

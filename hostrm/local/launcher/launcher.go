@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -201,7 +202,7 @@ func New(cfg Config) (*Launcher, error) {
 	// What a shim would refuse in its bootstrap is refused here, in
 	// either mode, before anything starts.
 	if _, err := serve.NewConfig(l.bootstrap(&local.JobSpec{Job: local.Layout("check", cfg.Apps, 0, cfg.Hostname, cfg.UniverseSize)}, 0)); err != nil {
-		return nil, fmt.Errorf("settings: %w", err)
+		return nil, settingError(err)
 	}
 	if l.shims {
 		self, _ := os.Executable()
@@ -227,6 +228,36 @@ func New(cfg Config) (*Launcher, error) {
 		Version:      cfg.Version,
 	})
 	return l, nil
+}
+
+// SettingError is a setting of Config that gopmi run cannot serve a job
+// with, named by the gopmi run flag that sets it.
+type SettingError struct {
+	Setting string // "-max-val"
+	Msg     string // "10 is below the minimum 64"
+}
+
+func (e *SettingError) Error() string { return e.Setting + ": " + e.Msg }
+
+// settingFlags name a bootstrap field by the flag that sets it.
+var settingFlags = map[string]string{
+	"limits.val_max":    "-max-val",
+	"timeouts.fence":    "-timeout",
+	"timeouts.shutdown": "the kill grace period",
+	"job.universe_size": "-usize",
+	"log_level":         "-log-level",
+	"fence_mode":        "-fence-mode",
+}
+
+// settingError turns a bootstrap's refusal into the setting's.
+func settingError(err error) error {
+	var fe *serve.FieldError
+	if errors.As(err, &fe) {
+		if name, ok := settingFlags[fe.Field]; ok {
+			return &SettingError{Setting: name, Msg: fe.Msg}
+		}
+	}
+	return &SettingError{Setting: "settings", Msg: err.Error()}
 }
 
 // setDefaults fills in what cfg leaves at zero.
@@ -289,6 +320,7 @@ func findBinary(name, explicit, envVar, self, sibling string) (string, error) {
 			dirs = append(dirs, filepath.Dir(real))
 		}
 	}
+	dirs = slices.Compact(dirs)
 	for _, d := range dirs {
 		if p := filepath.Join(d, name); isExecutable(p) {
 			return p, nil
@@ -299,7 +331,7 @@ func findBinary(name, explicit, envVar, self, sibling string) (string, error) {
 			return abs, nil
 		}
 	}
-	return "", fmt.Errorf("cannot find %s: not next to %s and not on PATH (install it there or set %s)", name, self, envVar)
+	return "", fmt.Errorf("cannot find %s in %s or on PATH (install it there or set %s)", name, strings.Join(dirs, ", "), envVar)
 }
 
 func isExecutable(p string) bool {
@@ -576,7 +608,7 @@ func (l *Launcher) signalServersLocked(only *runJob, sig syscall.Signal) {
 func (l *Launcher) onAbort(ev local.AbortEvent) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	l.applyLocked(l.pol.aborted(ev))
+	l.applyLocked(l.pol.aborted(time.Now(), ev))
 }
 
 // onProcFailed is the universe's OnProcFailed: a task ended before

@@ -572,13 +572,14 @@ func TestMissingBinary(t *testing.T) {
 		t.Errorf("Run of a missing program: %d, %v", code, err)
 	}
 	_, err = New(Config{Apps: []local.AppSpec{{Path: "x", Procs: 1}}, PPN: 1})
-	want := "cannot find gopmi-shim: not next to " + self + " and not on PATH (install it there or set GOPMI_SHIM)"
+	want := "cannot find gopmi-shim in " + filepath.Dir(self) + " or on PATH (install it there or set GOPMI_SHIM)"
 	if err == nil || err.Error() != want {
 		t.Errorf("New: %v\nwant %q", err, want)
 	}
 	shim := exe(t, empty, ShimBinary)
 	_, err = New(Config{Apps: []local.AppSpec{{Path: "x", Procs: 1}}, PPN: 1, ShimPath: shim})
-	if err == nil || !strings.HasPrefix(err.Error(), "cannot find gopmi-rm-local") {
+	// gopmi-rm-local is looked for next to the shim too.
+	if want := "cannot find gopmi-rm-local in " + filepath.Dir(self) + ", " + empty + " or on PATH"; err == nil || !strings.HasPrefix(err.Error(), want) {
 		t.Errorf("New without gopmi-rm-local: %v", err)
 	}
 	// Next to the shim is good enough for the backend.
@@ -594,7 +595,8 @@ func TestMissingBinary(t *testing.T) {
 func TestBadSettings(t *testing.T) {
 	for _, ppn := range []int{0, 1} {
 		_, err := New(Config{Apps: []local.AppSpec{{Path: "x", Procs: 1}}, PPN: ppn, MaxVal: 10, ShimPath: testBinary(t), RMPath: testBinary(t)})
-		if want := "settings: bad bootstrap: limits.val_max: 10 is below the minimum 64"; err == nil || err.Error() != want {
+		var se *SettingError
+		if want := "-max-val: 10 is below the minimum 64"; !errors.As(err, &se) || err.Error() != want {
 			t.Errorf("ppn %d: New with -max-val 10: %v, want %q", ppn, err, want)
 		}
 	}

@@ -25,7 +25,9 @@ const failureSettle = 100 * time.Millisecond
 //
 // The rules:
 //   - The first abort is printed at once and ends the run; its status is
-//     the run's.
+//     the run's. But an abort that follows another task's own failure is
+//     how MPI reacts to that failure (a peer's collective or MPI_Init
+//     failed): it is held as an echo and the failure stays the news.
 //   - A signal to gopmi run is printed and ends the run with 128+signal;
 //     a second one while the run ends kills everything at once.
 //   - A task that fails on its own (a non-zero exit or a signal that
@@ -34,7 +36,8 @@ const failureSettle = 100 * time.Millisecond
 //     aborted (exit 5) are held for failureSettle, then printed and end
 //     the run. A server's report is an echo: it is dropped when a task's
 //     own failure or an abort explains it. A report of a task gone before
-//     finalize is dropped when the task's signal says more.
+//     finalize is dropped when the task's signal says more, or when a
+//     signal ended the run (a terminal's ^C reaches the tasks too).
 //   - Any other server failure is printed at once and ends the run.
 //   - The exit status: the abort's; else 128+signal of a signal to gopmi
 //     run; else the status of the task its server reported gone first,
@@ -129,12 +132,12 @@ func (p *policy) procFailed(now time.Time, proc plugin.Proc, reason string) effe
 	return effects{}
 }
 
-// aborted applies an abort: the first one decides.
-func (p *policy) aborted(ev local.AbortEvent) effects {
+// aborted applies an abort: the first one decides, unless another task
+// had failed on its own before it.
+func (p *policy) aborted(now time.Time, ev local.AbortEvent) effects {
 	if p.abort != nil {
 		return effects{}
 	}
-	p.abort = &ev
 	line := fmt.Sprintf("gopmi: job %s rank %d aborted (exit %d)", ev.Proc.Nspace, ev.Proc.Rank, uint8(ev.Status))
 	if ev.Message != "" {
 		line = fmt.Sprintf("gopmi: job %s rank %d aborted: %s (exit %d)", ev.Proc.Nspace, ev.Proc.Rank, ev.Message, uint8(ev.Status))
@@ -143,10 +146,34 @@ func (p *policy) aborted(ev local.AbortEvent) effects {
 	if len(targets) == 0 {
 		targets = []plugin.Proc{{Nspace: ev.Proc.Nspace, Rank: plugin.RankWildcard}}
 	}
+	if p.otherFailed(ev.Proc) {
+		p.hold(now, pendingLine{line: line, echo: true})
+		if p.ending {
+			return effects{}
+		}
+		fx := p.end(syscall.SIGTERM)
+		fx.sigterm = targets
+		return fx
+	}
+	p.abort = &ev
 	fx := p.end(syscall.SIGTERM)
 	fx.print = append([]string{line}, fx.print...)
 	fx.sigterm = targets
 	return fx
+}
+
+// otherFailed reports whether a task other than proc has failed on its
+// own (exited badly, or left before finalize).
+func (p *policy) otherFailed(proc plugin.Proc) bool {
+	if p.rootCause != nil && *p.rootCause != proc {
+		return true
+	}
+	for q := range p.failedStatus {
+		if q != proc {
+			return true
+		}
+	}
+	return false
 }
 
 // serverExit is how a node's server ended: a gopmi-shim process, or the
@@ -274,7 +301,7 @@ func (p *policy) flush() []string {
 		case p.abort != nil && p.abort.Proc == l.proc && !l.echo:
 		case l.early && killed[l.proc]:
 		case l.echo && (tasks || p.abort != nil):
-		case p.signal != 0 && l.signaled:
+		case p.signal != 0 && (l.signaled || l.early):
 		default:
 			out = append(out, l.line)
 		}

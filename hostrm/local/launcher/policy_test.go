@@ -43,8 +43,8 @@ func gone(r int32) func(*policy, time.Time) effects {
 }
 
 func abort(r int32, status int32) func(*policy, time.Time) effects {
-	return func(p *policy, _ time.Time) effects {
-		return p.aborted(local.AbortEvent{Proc: rank(r), Status: status, Message: "boom"})
+	return func(p *policy, now time.Time) effects {
+		return p.aborted(now, local.AbortEvent{Proc: rank(r), Status: status, Message: "boom"})
 	}
 }
 
@@ -94,6 +94,36 @@ func TestPolicy(t *testing.T) {
 				{120, server(5, false), effects{}},
 			},
 			status: 7,
+		},
+		{
+			name: "an abort that follows another task's failure is its echo",
+			steps: []step{
+				{0, exited(2, 3), effects{}},
+				{20, abort(0, 15), effects{end: syscall.SIGTERM, sigterm: []plugin.Proc{{Nspace: "j", Rank: plugin.RankWildcard}}}},
+				{30, abort(1, 15), effects{}},
+				{100, tick, effects{print: []string{"gopmi: rank 2 (job j) exited with status 3"}}},
+			},
+			status: 3,
+		},
+		{
+			name: "an abort that follows another task's early exit is its echo",
+			steps: []step{
+				{0, gone(1), effects{}},
+				{5, abort(0, 15), effects{end: syscall.SIGTERM, sigterm: []plugin.Proc{{Nspace: "j", Rank: plugin.RankWildcard}}}},
+				{10, exited(1, 0), effects{}},
+				{100, tick, effects{print: []string{"gopmi: rank 1 (job j) failed: left before finalize"}}},
+			},
+			status: 1,
+		},
+		{
+			name: "a signal to the run reaches the tasks too: their early exits are no news",
+			steps: []step{
+				{0, gone(0), effects{}},
+				{1, sig(syscall.SIGINT), effects{print: []string{"gopmi: got SIGINT, ending the run"}, end: syscall.SIGINT}},
+				{2, killed(1, 2, false), effects{}},
+				{100, tick, effects{}},
+			},
+			status: 130,
 		},
 		{
 			name: "a task's signal says more than its server's report",
