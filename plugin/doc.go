@@ -20,6 +20,27 @@
 // A vendor's main is one call: grpcplugin.Serve(mybackend.New()). Package
 // plugin/plugintest has the conformance suite to run in the vendor's CI.
 //
+// # Process model
+//
+// The shim on each node (gopmi-shim, started by the RM's step daemon)
+// starts its own backend process for the job, through go-plugin, and ends
+// it with the job: one backend process per job per node. A backend process
+// therefore sees only its node's calls. The Fence of node n0 and the Fence
+// of node n1 arrive in two processes, as do each node's DirectModex,
+// Publish and Lookup. Whatever spans nodes or jobs (a fence's exchange,
+// another node's data, the name service, connect, spawn) must travel over
+// the RM's own transport to something that sees them all: the RM's step or
+// node daemon, or the step's other backend processes.
+//
+// The recommended shape is a thin per-node client of that daemon: Relay
+// forwards every call to a backend the RM's daemon serves, dialled on the
+// first call (gopmi's own gopmi-rm-local is a Relay to `gopmi run`'s
+// universe). A backend that keeps cross-node state in its own memory works
+// when every node shares one instance, and fails on two real nodes: every
+// fence waits for a node whose calls went to another process. Run the
+// conformance suite with plugintest.Plugin, which starts the backend
+// binary once per node as the shim does.
+//
 // This package imports the standard library only; protobuf never reaches a
 // vendor's code.
 package plugin

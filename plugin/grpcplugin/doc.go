@@ -24,4 +24,8 @@
 //
 // Host-side calls have no deadline of their own: the caller's context
 // bounds each one.
+//
+// A plugin process serves one job on one node: each node's shim starts
+// its own (see package plugin, "Process model"), so state that spans
+// nodes belongs in the resource manager's daemon, not in the plugin.
 package grpcplugin

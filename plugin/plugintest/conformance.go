@@ -29,6 +29,10 @@ type Harness struct {
 	Timeout time.Duration
 	// Config is passed to every Configure call.
 	Config []byte
+
+	// processes: each node is a plugin process (Plugin.Harness), already
+	// reached over gRPC.
+	processes bool
 }
 
 // DefaultTimeout is Harness.Timeout's default.
@@ -44,14 +48,18 @@ var knownCaps = []string{
 // unique across runs against a long-lived daemon.
 var jobSeq atomic.Int64
 
-// RunConformance runs the conformance suite against h: every case twice,
-// once calling the backends directly ("direct") and once through an
-// in-process gRPC pair ("grpc"), so the suite also covers the conversions
-// a real plugin's calls go through. Each case makes its own 2-node,
-// 4-rank job (ranks 0-1 on node n0, 2-3 on node n1) with a fresh
-// namespace; the Connect case makes a second such job and connects the
-// two, so a backend that advertises "connect" must know every job
+// RunConformance runs the conformance suite against h. Each case makes its
+// own 2-node, 4-rank job (ranks 0-1 on node n0, 2-3 on node n1) with a
+// fresh namespace; the Connect case makes a second such job and connects
+// the two, so a backend that advertises "connect" must know every job
 // configured through the harness's nodes.
+//
+// A go-plugin backend must pass with Plugin.Harness, which starts its
+// binary once per node as the shims do ("process"). A harness of
+// in-process backends runs every case twice, once calling them directly
+// ("direct") and once through an in-process gRPC pair ("grpc"), so the
+// suite also covers the conversions a real plugin's calls go through; it
+// suits a backend that lives in a daemon and the tests of its library.
 func RunConformance(t *testing.T, h Harness) {
 	if h.NewNode == nil {
 		t.Fatal("conformance: Harness.NewNode is nil")
@@ -76,7 +84,11 @@ func RunConformance(t *testing.T, h Harness) {
 		{"Capabilities", testCapabilities},
 		{"Abort", testAbort},
 	}
-	for _, mode := range []string{"direct", "grpc"} {
+	modes := []string{"direct", "grpc"}
+	if h.processes {
+		modes = []string{"process"}
+	}
+	for _, mode := range modes {
 		t.Run(mode, func(t *testing.T) {
 			for _, c := range cases {
 				t.Run(c.name, func(t *testing.T) {
@@ -176,6 +188,15 @@ func (e *env) fenceRequest(id string, node int, data []byte, collect bool) *plug
 
 func (e *env) has(capName string) bool { return slices.Contains(e.info.Capabilities, capName) }
 
+// explain adds the process model to a time-out between nodes that run in
+// processes of their own.
+func (e *env) explain(err error) string {
+	if e.h.processes && errors.Is(err, plugin.ErrTimeout) {
+		return "\n\t" + processModel
+	}
+	return ""
+}
+
 // fenceAll calls Fence from every node at once and returns each node's
 // response, failing t on any error.
 func (e *env) fenceAll(t *testing.T, id string, data [][]byte, collect bool) []*plugin.FenceResponse {
@@ -193,7 +214,7 @@ func (e *env) fenceAll(t *testing.T, id string, data [][]byte, collect bool) []*
 	wg.Wait()
 	for i, err := range errs {
 		if err != nil {
-			t.Fatalf("fence %s: node %d: %v", id, i, err)
+			t.Fatalf("fence %s: node %d: %v%s", id, i, err, e.explain(err))
 		}
 		if resps[i] == nil {
 			t.Fatalf("fence %s: node %d: nil response and no error", id, i)
@@ -383,7 +404,7 @@ func testFenceModex(t *testing.T, e *env) {
 			Timeout:   e.h.Timeout,
 		})
 		if err != nil {
-			t.Errorf("node %d: DirectModex(rank %d): %v", c.from, c.target, err)
+			t.Errorf("node %d: DirectModex(rank %d): %v%s", c.from, c.target, err, e.explain(err))
 			continue
 		}
 		if !bytes.Equal(resp.Data, c.want) {

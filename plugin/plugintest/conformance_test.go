@@ -1,13 +1,17 @@
 package plugintest_test
 
 import (
+	"context"
+	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/gopmi/gopmi/plugin"
+	"github.com/gopmi/gopmi/plugin/grpcplugin/direct"
 	"github.com/gopmi/gopmi/plugin/plugintest"
 )
 
@@ -18,8 +22,39 @@ func harness(u *universe) plugintest.Harness {
 	}
 }
 
+// raceEnv stops a -race plugin from sleeping a second at exit (the race
+// runtime's atexit_sleep_ms), which would cost every node of every case.
+func raceEnv() string {
+	return strings.TrimSpace("GORACE=" + os.Getenv("GORACE") + " atexit_sleep_ms=0")
+}
+
 func TestConformanceReference(t *testing.T) {
 	plugintest.RunConformance(t, harness(newUniverse(faults{})))
+}
+
+// The recommended shape passes as production runs it: a plugin.Relay in
+// a plugin process per node, forwarding to one daemon that sees them all.
+func TestConformanceRelayPlugins(t *testing.T) {
+	dir, err := os.MkdirTemp("", "gopmi-pt-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	ln, err := net.Listen("unix", filepath.Join(dir, "daemon.sock"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- direct.Serve(ctx, ln, newUniverse(faults{}).node()) }()
+	defer func() {
+		cancel()
+		if err := <-served; err != nil {
+			t.Errorf("daemon: %v", err)
+		}
+	}()
+	p := plugintest.Plugin{Path: os.Args[0], Env: []string{roleEnv + "=relay", daemonEnv + "=unix://" + ln.Addr().String(), raceEnv()}}
+	plugintest.RunConformance(t, p.Harness(300*time.Millisecond, nil))
 }
 
 // brokenEnv selects the broken backend TestConformanceBrokenHelper runs.
@@ -27,14 +62,18 @@ const brokenEnv = "GOPMI_PLUGINTEST_BROKEN"
 
 var brokenBackends = map[string]struct {
 	faults faults
+	// plugin runs the backend as plugin processes, one per node, through
+	// the Plugin harness, instead of one shared in-process instance.
+	plugin bool
 	// want is a piece of the failure message the suite must print.
 	want string
 }{
-	"own-data-only":      {faults{fenceOwnDataOnly: true}, "want the concatenation"},
-	"untyped-timeout":    {faults{fenceTimeoutUntyped: true}, "want an error wrapping plugin.ErrTimeout"},
-	"lying-capabilities": {faults{advertiseUnsupported: true}, `capability "spawn" is advertised`},
-	"ignores-cancel":     {faults{ignoreCancel: true}, "cancelled fence"},
-	"connects-any-job":   {faults{connectAnyJob: true}, "want an error wrapping plugin.ErrNotFound that names the job"},
+	"one-process-state":  {plugin: true, want: "each node's backend is a process of its own here, as under gopmi-shim"},
+	"own-data-only":      {faults: faults{fenceOwnDataOnly: true}, want: "want the concatenation"},
+	"untyped-timeout":    {faults: faults{fenceTimeoutUntyped: true}, want: "want an error wrapping plugin.ErrTimeout"},
+	"lying-capabilities": {faults: faults{advertiseUnsupported: true}, want: `capability "spawn" is advertised`},
+	"ignores-cancel":     {faults: faults{ignoreCancel: true}, want: "cancelled fence"},
+	"connects-any-job":   {faults: faults{connectAnyJob: true}, want: "want an error wrapping plugin.ErrNotFound that names the job"},
 }
 
 // TestConformanceBrokenHelper is not a test on its own: TestConformanceCatches
@@ -47,6 +86,11 @@ func TestConformanceBrokenHelper(t *testing.T) {
 	b, ok := brokenBackends[name]
 	if !ok {
 		t.Fatalf("unknown broken backend %q", name)
+	}
+	if b.plugin {
+		p := plugintest.Plugin{Path: os.Args[0], Env: []string{roleEnv + "=memrm", raceEnv()}}
+		plugintest.RunConformance(t, p.Harness(300*time.Millisecond, nil))
+		return
 	}
 	plugintest.RunConformance(t, harness(newUniverse(b.faults)))
 }

@@ -23,7 +23,7 @@ type universe struct {
 	fences  map[string]*fence           // by nspace + "/" + id; guarded by mu
 	modex   map[plugin.Proc][]byte      // latest fence data by rank; guarded by mu
 	names   map[string]plugin.Published // guarded by mu
-	jobs    map[string]bool             // configured namespaces; guarded by mu
+	jobs    map[string]plugin.Job       // configured jobs by namespace; guarded by mu
 	conns   map[string]int              // Connects not undone, by sorted namespaces; guarded by mu
 }
 
@@ -49,19 +49,17 @@ func newUniverse(f faults) *universe {
 		fences:  map[string]*fence{},
 		modex:   map[plugin.Proc][]byte{},
 		names:   map[string]plugin.Published{},
-		jobs:    map[string]bool{},
+		jobs:    map[string]plugin.Job{},
 		conns:   map[string]int{},
 	}
 }
 
-// node is one shim's view of the universe.
+// node is one shim's view of the universe. It keeps no state of its own:
+// every call names its job and node, so one node can serve every node of
+// every job, as a daemon does.
 type node struct {
 	plugin.Unimplemented
 	u *universe
-
-	mu  sync.Mutex
-	job plugin.Job // guarded by mu
-	id  int32      // guarded by mu
 }
 
 func (u *universe) node() *node { return &node{u: u} }
@@ -87,25 +85,39 @@ func (n *node) Configure(_ context.Context, req *plugin.ConfigureRequest) (*plug
 		return nil, fmt.Errorf("configure: api version %q: %w", req.APIVersion, plugin.ErrNotSupported)
 	}
 	n.u.mu.Lock()
-	n.u.jobs[req.Job.Nspace] = true
+	n.u.jobs[req.Job.Nspace] = req.Job
 	n.u.mu.Unlock()
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	n.job, n.id = req.Job, req.NodeID
 	return &plugin.ConfigureResponse{}, nil
 }
 
 func (n *node) Abort(context.Context, *plugin.AbortRequest) error { return nil }
 
-func (n *node) layout() (plugin.Job, int32) {
-	n.mu.Lock()
-	defer n.mu.Unlock()
-	return n.job, n.id
+// layout finds a fence's job and the caller's node from the request
+// alone, so that one instance can serve every node, as a daemon does.
+func (u *universe) layout(req *plugin.FenceRequest) (plugin.Job, int32, error) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if len(req.Procs) == 0 {
+		return plugin.Job{}, 0, fmt.Errorf("fence %s: no procs: %w", req.ID, plugin.ErrInvalidArgument)
+	}
+	job, ok := u.jobs[req.Procs[0].Nspace]
+	if !ok {
+		return plugin.Job{}, 0, fmt.Errorf("fence %s: job %s not configured: %w", req.ID, req.Procs[0].Nspace, plugin.ErrNotFound)
+	}
+	for _, nd := range job.Nodes {
+		if nd.Name == req.Node {
+			return job, nd.ID, nil
+		}
+	}
+	return plugin.Job{}, 0, fmt.Errorf("fence %s: job %s has no node %q: %w", req.ID, job.Nspace, req.Node, plugin.ErrInvalidArgument)
 }
 
 func (n *node) Fence(ctx context.Context, req *plugin.FenceRequest) (*plugin.FenceResponse, error) {
-	job, id := n.layout()
 	u := n.u
+	job, id, err := u.layout(req)
+	if err != nil {
+		return nil, err
+	}
 	key := job.Nspace + "/" + req.ID
 	u.mu.Lock()
 	f := u.fences[key]
@@ -292,7 +304,7 @@ func (n *node) Connect(_ context.Context, req *plugin.ConnectRequest) (*plugin.C
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	for _, p := range req.Procs {
-		if !u.jobs[p.Nspace] && !u.faults.connectAnyJob {
+		if _, known := u.jobs[p.Nspace]; !known && !u.faults.connectAnyJob {
 			return nil, fmt.Errorf("connect %s: no job %s: %w", key, p.Nspace, plugin.ErrNotFound)
 		}
 	}

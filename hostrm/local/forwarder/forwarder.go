@@ -25,9 +25,9 @@ type Config struct {
 	Universe string `json:"universe"`
 }
 
-// Backend is the backend inside gopmi-rm-local: it dials the universe of
-// the `gopmi run` that started the job and forwards every call to it,
-// returning the universe's answers and errors unchanged.
+// Backend is the backend inside gopmi-rm-local: a plugin.Relay that dials
+// the universe of the `gopmi run` that started the job and forwards every
+// call to it, returning the universe's answers and errors unchanged.
 //
 // The address comes from, in this order: the -universe flag among the
 // process's arguments (bootstrap backend.args), the GOPMI_UNIVERSE
@@ -36,18 +36,14 @@ type Config struct {
 // Configure, so a launcher passes the flag or the variable; gopmi run
 // passes all three.
 type Backend struct {
-	// Deferred forwards every call but Configure to the universe,
-	// dialled on the first call.
-	plugin.Deferred
+	*plugin.Relay // forwards every call but Configure
 
 	args   []string
 	getenv func(string) string
+	dial   func(ctx context.Context, target string) (*link.Conn, error)
 
 	mu   sync.Mutex
-	addr string      // guarded by mu
-	conn *link.Conn  // guarded by mu
-	full plugin.Full // guarded by mu
-	dial func(ctx context.Context, target string) (*link.Conn, error)
+	addr string // guarded by mu; "" until known
 }
 
 var _ plugin.Full = (*Backend)(nil)
@@ -60,7 +56,7 @@ func New() *Backend {
 
 func newBackend(args []string, getenv func(string) string) *Backend {
 	f := &Backend{args: args, getenv: getenv, dial: link.Dial}
-	f.Resolve = f.backend
+	f.Relay = plugin.NewRelay(f.dialUniverse)
 	return f
 }
 
@@ -75,37 +71,22 @@ func (f *Backend) address() string {
 	return f.getenv(EnvUniverse)
 }
 
-// backend dials the universe once; the connection lives until Close.
-func (f *Backend) backend(ctx context.Context, step string) (plugin.Full, error) {
+// dialUniverse is the Relay's dial.
+func (f *Backend) dialUniverse(ctx context.Context) (plugin.Full, io.Closer, error) {
 	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.full != nil {
-		return f.full, nil
-	}
 	if f.addr == "" {
 		f.addr = f.address()
 	}
-	if f.addr == "" {
-		return nil, plugin.Errorf(plugin.ErrUnavailable, "gopmi-rm-local %s: no universe address (pass -universe, set %s or the \"universe\" config field): gopmi-rm-local only works under gopmi run", step, EnvUniverse)
+	addr := f.addr
+	f.mu.Unlock()
+	if addr == "" {
+		return nil, nil, plugin.Errorf(plugin.ErrUnavailable, "gopmi-rm-local: no universe address (pass -universe, set %s or the \"universe\" config field): gopmi-rm-local only works under gopmi run", EnvUniverse)
 	}
-	c, err := f.dial(ctx, f.addr)
+	c, err := f.dial(ctx, addr)
 	if err != nil {
-		return nil, plugin.Wrapf(err, plugin.ErrUnavailable, "gopmi-rm-local %s: dial universe %s", step, f.addr)
+		return nil, nil, plugin.Wrapf(err, plugin.ErrUnavailable, "gopmi-rm-local: dial universe %s", addr)
 	}
-	f.conn, f.full = c, c.Backend()
-	return f.full, nil
-}
-
-// Close closes the connection to the universe.
-func (f *Backend) Close() error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.conn == nil {
-		return nil
-	}
-	err := f.conn.Close()
-	f.conn, f.full = nil, nil
-	return err
+	return c.Backend(), c, nil
 }
 
 // Configure takes the universe address from the config if none is known
@@ -120,7 +101,7 @@ func (f *Backend) Configure(ctx context.Context, req *plugin.ConfigureRequest) (
 		}
 		f.mu.Lock()
 		if cfg.Universe != "" {
-			if f.full == nil {
+			if !f.Connected() {
 				// Not dialled yet: the config is the launcher's latest word.
 				f.addr = cfg.Universe
 			} else if cfg.Universe != f.addr {
@@ -130,9 +111,5 @@ func (f *Backend) Configure(ctx context.Context, req *plugin.ConfigureRequest) (
 		}
 		f.mu.Unlock()
 	}
-	b, err := f.backend(ctx, "configure")
-	if err != nil {
-		return nil, err
-	}
-	return b.Configure(ctx, req)
+	return f.Relay.Configure(ctx, req)
 }

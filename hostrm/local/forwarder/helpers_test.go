@@ -5,6 +5,7 @@ import (
 	"context"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"testing"
 	"time"
@@ -108,4 +109,24 @@ func TestConformance(t *testing.T) {
 		},
 		Timeout: 500 * time.Millisecond,
 	})
+}
+
+// TestConformancePlugin runs the suite against the real gopmi-rm-local
+// binary as the shims run it: one process per node of every job, started
+// through go-plugin's handshake, each dialling the served universe.
+func TestConformancePlugin(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds gopmi-rm-local")
+	}
+	bin := filepath.Join(t.TempDir(), "gopmi-rm-local")
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	build := exec.CommandContext(ctx, "go", "build", "-o", bin, "github.com/gopmi/gopmi/hostrm/local/cmd/gopmi-rm-local")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build gopmi-rm-local: %v\n%s", err, out)
+	}
+	u := local.NewUniverse(local.UniverseOptions{})
+	addr := serveUniverse(t, u)
+	p := plugintest.Plugin{Path: bin, Args: []string{"-universe", addr}}
+	plugintest.RunConformance(t, p.Harness(500*time.Millisecond, nil))
 }

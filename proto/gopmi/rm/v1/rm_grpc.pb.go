@@ -31,6 +31,15 @@
 //     process when the job ends. Ignore SIGPIPE so that a late log line to a
 //     closed stderr does not kill the plugin.
 //
+// Process model: the shim on each node starts its own plugin process for
+// the job, and ends it with the job: one plugin process per job per node,
+// which sees only that node's calls. What spans nodes or jobs (a fence's
+// exchange, another node's data, names, connect, spawn) must go over the
+// resource manager's own transport to something that sees every node; the
+// recommended plugin is a thin per-node client of the RM's step or node
+// daemon. A plugin that keeps cross-node state in its own memory waits
+// forever (until the time-out) for the other node's Fence.
+//
 // The same service is also served on plain sockets (no go-plugin handshake)
 // by backends that live in a long-running daemon; per-node plugin processes
 // then forward to the daemon.
