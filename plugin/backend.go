@@ -14,9 +14,13 @@ type Backend interface {
 	ClientConnected(ctx context.Context, req *ClientRequest) error
 	// ClientFinalized reports that tasks finalized PMI.
 	ClientFinalized(ctx context.Context, req *ClientRequest) error
-	// Abort ends processes with a status.
+	// Abort ends processes with a status. The backend fails every
+	// pending wait of the aborted job (fences, direct modex) at once with
+	// ErrAborted: nothing of an aborted job may wait out its time-out.
 	Abort(ctx context.Context, req *AbortRequest) error
-	// Fence exchanges the nodes' data of one collective.
+	// Fence exchanges the nodes' data of one collective. Calls are
+	// matched by the job (the namespace of req.Procs) and req.ID: two jobs
+	// may run a fence of the same ID at once.
 	Fence(ctx context.Context, req *FenceRequest) (*FenceResponse, error)
 	// DirectModex fetches one remote process's data.
 	DirectModex(ctx context.Context, req *ModexRequest) (*ModexResponse, error)

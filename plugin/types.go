@@ -169,10 +169,14 @@ type FenceRequest struct {
 	Data []byte
 	// Collect asks for every participant's data in the response. Without
 	// it the backend keeps each node's data for DirectModex and returns
-	// none: a barrier.
+	// none; it is still a barrier: each call returns only once every
+	// node arrived.
 	Collect bool
-	// Timeout bounds the whole collective; on expiry the backend returns
-	// ErrTimeout with a message naming the procs or nodes missing.
+	// Timeout bounds the whole collective, from the first node's arrival.
+	// When it passes, every node still waiting fails with ErrTimeout and
+	// a message that names the procs or nodes missing, and a node that
+	// arrives later fails at once with the same error: a timed-out fence
+	// never completes.
 	Timeout time.Duration
 }
 

@@ -74,6 +74,12 @@ var brokenBackends = map[string]struct {
 	"lying-capabilities": {faults: faults{advertiseUnsupported: true}, want: `capability "spawn" is advertised`},
 	"ignores-cancel":     {faults: faults{ignoreCancel: true}, want: "cancelled fence"},
 	"connects-any-job":   {faults: faults{connectAnyJob: true}, want: "want an error wrapping plugin.ErrNotFound that names the job"},
+	"barrier-at-once":    {faults: faults{barrierAtOnce: true}, want: "before node n1 arrived; want a barrier"},
+	"vague-timeout":      {faults: faults{vagueTimeout: true}, want: "names neither node n1 nor ranks 2-3"},
+	"ignores-timeout":    {faults: faults{ignoreTimeout: true}, want: "returned only when its context ended"},
+	"late-arrival-waits": {faults: faults{lateArrivalWaits: true}, want: "late arrival at a timed-out fence"},
+	"fence-by-id-only":   {faults: faults{fenceByIDOnly: true}, want: "want only its own job's data"},
+	"abort-keeps-waits":  {faults: faults{abortKeepsWaits: true}, want: "fence pending when its job aborted"},
 }
 
 // TestConformanceBrokenHelper is not a test on its own: TestConformanceCatches

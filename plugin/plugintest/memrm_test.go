@@ -33,13 +33,42 @@ type faults struct {
 	advertiseUnsupported bool // advertises "spawn" but does not implement it
 	ignoreCancel         bool // a fence waits out its Timeout even if ctx ends
 	connectAnyJob        bool // Connect accepts jobs it never heard of
+	barrierAtOnce        bool // a fence without Collect returns at once
+	vagueTimeout         bool // a fence time-out names nobody
+	ignoreTimeout        bool // a fence waits until its context ends
+	lateArrivalWaits     bool // a node arriving after the time-out waits anew
+	fenceByIDOnly        bool // fences of two jobs with one ID are one fence
+	abortKeepsWaits      bool // Abort leaves the job's fences waiting
 }
 
 type fence struct {
-	data    map[int32][]byte // by node id
-	done    chan struct{}
-	nodes   []plugin.Node // nodes expected
-	collect bool
+	data     map[int32][]byte // by node id
+	done     chan struct{}    // closed when the fence completed or failed
+	err      error            // why it failed; set before done closes
+	nodes    []plugin.Node    // nodes expected
+	deadline time.Time        // the first arrival plus its Timeout
+	collect  bool
+}
+
+func closed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
+
+// failLocked ends f with err. Called with mu held.
+func (u *universe) failLocked(f *fence, err error) {
+	select {
+	case <-f.done:
+		return
+	default:
+	}
+	f.err = err
+	close(f.done)
+	u.notifyLocked()
 }
 
 func newUniverse(f faults) *universe {
@@ -90,7 +119,21 @@ func (n *node) Configure(_ context.Context, req *plugin.ConfigureRequest) (*plug
 	return &plugin.ConfigureResponse{}, nil
 }
 
-func (n *node) Abort(context.Context, *plugin.AbortRequest) error { return nil }
+// Abort fails the waits of the caller's job, as the contract asks.
+func (n *node) Abort(_ context.Context, req *plugin.AbortRequest) error {
+	u := n.u
+	if u.faults.abortKeepsWaits {
+		return nil
+	}
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	for key, f := range u.fences {
+		if strings.HasPrefix(key, req.Proc.Nspace+"/") {
+			u.failLocked(f, fmt.Errorf("fence %s: job %s aborted by rank %d: %w", key, req.Proc.Nspace, req.Proc.Rank, plugin.ErrAborted))
+		}
+	}
+	return nil
+}
 
 // layout finds a fence's job and the caller's node from the request
 // alone, so that one instance can serve every node, as a daemon does.
@@ -119,14 +162,24 @@ func (n *node) Fence(ctx context.Context, req *plugin.FenceRequest) (*plugin.Fen
 		return nil, err
 	}
 	key := job.Nspace + "/" + req.ID
+	if u.faults.fenceByIDOnly {
+		key = req.ID
+	}
 	u.mu.Lock()
 	f := u.fences[key]
+	if f != nil && f.err != nil && u.faults.lateArrivalWaits {
+		f = nil // start over
+	}
+	if f != nil && u.faults.fenceByIDOnly && closed(f.done) {
+		f = nil // the fence of the same ID before, maybe of another job
+	}
 	if f == nil {
-		f = &fence{data: map[int32][]byte{}, done: make(chan struct{}), nodes: job.Nodes, collect: req.Collect}
+		f = &fence{data: map[int32][]byte{}, done: make(chan struct{}), nodes: job.Nodes, collect: req.Collect,
+			deadline: time.Now().Add(req.Timeout)}
 		u.fences[key] = f
 	}
 	f.data[id] = bytes.Clone(req.Data)
-	if len(f.data) == len(f.nodes) {
+	if len(f.data) == len(f.nodes) && !closed(f.done) {
 		for _, nd := range f.nodes {
 			for _, r := range nd.Ranks {
 				u.modex[plugin.Proc{Nspace: job.Nspace, Rank: r}] = f.data[nd.ID]
@@ -136,10 +189,13 @@ func (n *node) Fence(ctx context.Context, req *plugin.FenceRequest) (*plugin.Fen
 		u.notifyLocked()
 	}
 	u.mu.Unlock()
+	if !req.Collect && u.faults.barrierAtOnce {
+		return &plugin.FenceResponse{}, nil
+	}
 
 	var timeout <-chan time.Time
-	if req.Timeout > 0 {
-		t := time.NewTimer(req.Timeout)
+	if req.Timeout > 0 && !u.faults.ignoreTimeout {
+		t := time.NewTimer(time.Until(f.deadline))
 		defer t.Stop()
 		timeout = t.C
 	}
@@ -159,11 +215,20 @@ func (n *node) Fence(ctx context.Context, req *plugin.FenceRequest) (*plugin.Fen
 				missing = append(missing, plugin.RankList(nd.Ranks)+" (node "+nd.Name+")")
 			}
 		}
-		u.mu.Unlock()
-		if u.faults.fenceTimeoutUntyped {
-			return nil, fmt.Errorf("fence %s: gave up", req.ID)
+		var err error
+		switch {
+		case u.faults.fenceTimeoutUntyped:
+			err = fmt.Errorf("fence %s: gave up", req.ID)
+		case u.faults.vagueTimeout:
+			err = fmt.Errorf("fence %s of job %s: %w", req.ID, job.Nspace, plugin.ErrTimeout)
+		default:
+			err = fmt.Errorf("fence %s of job %s: %s did not arrive in %s: %w", req.ID, job.Nspace, strings.Join(missing, ", "), req.Timeout, plugin.ErrTimeout)
 		}
-		return nil, fmt.Errorf("fence %s: %s did not arrive in %s: %w", req.ID, strings.Join(missing, ", "), req.Timeout, plugin.ErrTimeout)
+		u.failLocked(f, err)
+		u.mu.Unlock()
+	}
+	if f.err != nil {
+		return nil, f.err
 	}
 	if !req.Collect {
 		return &plugin.FenceResponse{}, nil
