@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 
 	"github.com/gopmi/gopmi/plugin"
@@ -171,4 +172,16 @@ func isClosed(ch <-chan struct{}) bool {
 	default:
 		return false
 	}
+}
+
+// inStep names the step a backend's error failed, unless the backend's
+// message starts with it already: a backend's "fence world/1 of job X:
+// ranks 2-3 did not arrive" stays as it is, a bare "not found" becomes
+// "lookup svc: not found". The contract (package plugin, "Errors") tells
+// vendors so.
+func inStep(step string, err error) error {
+	if strings.HasPrefix(err.Error(), step) {
+		return err
+	}
+	return fmt.Errorf("%s: %w", step, err)
 }

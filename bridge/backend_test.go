@@ -73,3 +73,17 @@ func TestBackendWaitHonoursContext(t *testing.T) {
 		t.Fatalf("Spawn: %v", err)
 	}
 }
+
+// The host names the step of a backend's error once.
+func TestInStep(t *testing.T) {
+	for _, c := range []struct{ step, msg, want string }{
+		{"fence world/1", "fence world/1 of job j: rank 3 (node n1) did not arrive in 2s", "fence world/1 of job j: rank 3 (node n1) did not arrive in 2s"},
+		{"lookup svc", "not found", "lookup svc: not found"},
+		{"lookup svc", "lookup svc: not found", "lookup svc: not found"},
+	} {
+		err := inStep(c.step, plugin.Errorf(plugin.ErrNotFound, "%s", c.msg))
+		if err.Error() != c.want || !errors.Is(err, plugin.ErrNotFound) {
+			t.Errorf("inStep(%q, %q) = %q, want %q", c.step, c.msg, err, c.want)
+		}
+	}
+}

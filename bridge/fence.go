@@ -231,7 +231,7 @@ func (j *Job) startNextLocked(gname string) {
 		var blob []byte
 		switch {
 		case err != nil:
-			err = fmt.Errorf("fence %s: %w", f.id, err)
+			err = inStep("fence "+f.id, err)
 		case collect:
 			blob = resp.Data
 		default:

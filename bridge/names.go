@@ -100,7 +100,7 @@ func (s *Session) publish(r *request, name, port string, hasPort bool, info []wi
 	req := &plugin.PublishRequest{Proc: s.j.proc(s.rank), Data: []plugin.Info{{Key: name, Value: port}}, Info: toInfo(info)}
 	s.asyncCap(r, plugin.CapPublish, "a name service", toBackend, func(ctx context.Context) {
 		if err := s.j.be.Publish(ctx, req); err != nil {
-			r.failKV(rcOf(err), fmt.Errorf("publish %s: %w", name, err), nsFailKV(r)...)
+			r.failKV(rcOf(err), inStep("publish "+name, err), nsFailKV(r)...)
 			return
 		}
 		r.ok(nsOKKV(r)...)
@@ -115,7 +115,7 @@ func (s *Session) unpublish(r *request, name string, info []wire.Arg) {
 	req := &plugin.UnpublishRequest{Proc: s.j.proc(s.rank), Keys: []string{name}, Info: toInfo(info)}
 	s.asyncCap(r, plugin.CapPublish, "a name service", toBackend, func(ctx context.Context) {
 		if err := s.j.be.Unpublish(ctx, req); err != nil {
-			r.failKV(rcOf(err), fmt.Errorf("unpublish %s: %w", name, err), nsFailKV(r)...)
+			r.failKV(rcOf(err), inStep("unpublish "+name, err), nsFailKV(r)...)
 			return
 		}
 		r.ok(nsOKKV(r)...)
@@ -134,7 +134,7 @@ func (s *Session) lookup(r *request, name string, info []wire.Arg) {
 			err = plugin.ErrNotFound
 		}
 		if err != nil {
-			r.failKV(rcOf(err), fmt.Errorf("lookup %s: %w", name, err), lookupFailKV(r)...)
+			r.failKV(rcOf(err), inStep("lookup "+name, err), lookupFailKV(r)...)
 			return
 		}
 		port := resp.Data[0].Value
@@ -181,7 +181,7 @@ func (s *Session) jobConnect(r *request, m *wire.Message) {
 	req := &plugin.ConnectRequest{Procs: j.connectProcs(jobid), Timeout: j.cfg.Timeouts.Fence}
 	s.asyncCap(r, plugin.CapConnect, "job-connect", toBackend, func(ctx context.Context) {
 		if _, err := j.be.Connect(ctx, req); err != nil {
-			r.fail(wire.RcFail, fmt.Errorf("job-connect %s: %w", jobid, err))
+			r.fail(wire.RcFail, inStep("job-connect "+jobid, err))
 			return
 		}
 		// Foreign gets go through the backend, so no KVS copy is made.

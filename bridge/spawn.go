@@ -89,7 +89,7 @@ func (s *Session) spawn(r *request, sp *wire.Spawn) {
 	s.asyncCap(r, plugin.CapSpawn, "spawn", toSpawn, func(ctx context.Context) {
 		resp, err := j.be.Spawn(ctx, req)
 		if err != nil {
-			r.fail(wire.RcFail, fmt.Errorf("spawn of %s: %w", sp.Cmds[0].Cmd, err))
+			r.fail(wire.RcFail, inStep("spawn of "+sp.Cmds[0].Cmd, err))
 			return
 		}
 		if r.v == 2 {

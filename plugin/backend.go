@@ -8,7 +8,9 @@ type Backend interface {
 	// GetInfo names the backend, its contract versions and capabilities.
 	GetInfo(ctx context.Context) (*BackendInfo, error)
 	// Configure registers the caller's job and node; it comes right after
-	// GetInfo.
+	// GetInfo. It must be idempotent: a host may call it again for the
+	// same job and node (after a retry, say), and a backend that serves
+	// several nodes gets one call per node.
 	Configure(ctx context.Context, req *ConfigureRequest) (*ConfigureResponse, error)
 	// ClientConnected reports that tasks initialized PMI.
 	ClientConnected(ctx context.Context, req *ClientRequest) error

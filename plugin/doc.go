@@ -20,6 +20,18 @@
 // A vendor's main is one call: grpcplugin.Serve(mybackend.New()). Package
 // plugin/plugintest has the conformance suite to run in the vendor's CI.
 //
+// # Errors
+//
+// Return errors that wrap one of the Err* sentinels (Errorf and Wrapf make
+// them): grpcplugin carries the sentinel and the message across the
+// process boundary, so errors.Is holds in the shim, which turns the
+// sentinel into the PMI rc and the message into the client's errmsg. Never
+// return gRPC status errors from Go: the conversion is grpcplugin's, and a
+// status of your own loses the sentinel. Name the step and the cause in
+// the message ("fence world/3 of job X: ranks 4-7 (node n2) did not arrive
+// in 30s"); the shim adds its own step ("fence world/3", "lookup svc")
+// only when your message does not start with it.
+//
 // # Process model
 //
 // The shim on each node (gopmi-shim, started by the RM's step daemon)

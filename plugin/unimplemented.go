@@ -9,9 +9,11 @@ func unsupported(call string) error {
 	return fmt.Errorf("%s: %w", call, ErrNotSupported)
 }
 
-// Unimplemented answers every call except GetInfo with ErrNotSupported.
-// Embed it in a backend so that calls it does not implement, including
-// ones added to this contract later, fail cleanly instead of breaking the
+// Unimplemented is the base a backend embeds: Configure accepts any
+// configuration, ClientConnected and ClientFinalized ignore the notice,
+// and every other call (GetInfo excepted, which it lacks) answers
+// ErrNotSupported. Calls the backend does not implement, including ones
+// added to this contract later, so fail cleanly instead of breaking the
 // build.
 type Unimplemented struct{}
 

@@ -51,7 +51,10 @@ type ClientConfig struct {
 	// system temporary directory.
 	SocketDir string
 	// Logger receives go-plugin's messages and the plugin's stderr lines,
-	// re-levelled. Its level is passed to the plugin (EnvLogLevel).
+	// re-levelled. Its level is passed to the plugin (EnvLogLevel). The
+	// zero Logger drops every line, but its level is debug: the plugin
+	// still writes its debug lines for nothing. zerolog.Nop() silences
+	// both.
 	Logger zerolog.Logger
 	// StartTimeout bounds the start (fork to handshake line); 0 means
 	// DefaultStartTimeout. A deadline on Start's context bounds it too.
