@@ -1,6 +1,8 @@
 package shim
 
 import (
+	"bytes"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -75,5 +77,52 @@ func TestBootstrapRoundTrip(t *testing.T) {
 	}
 	if !proto.Equal(b, got) {
 		t.Errorf("round trip changed the message:\n%v\n%v", b, got)
+	}
+}
+
+// The example in proto/README.md and proto/gopmi/shim/v1/example.json is
+// a bootstrap the shim takes, and the README shows it whole.
+func TestExampleBootstrap(t *testing.T) {
+	data, err := os.ReadFile("../proto/gopmi/shim/v1/example.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := parseBootstrap(bytes.NewReader(data))
+	if err != nil {
+		t.Fatalf("the example bootstrap: %v", err)
+	}
+	if c.NodeID != 1 || len(c.Tasks) != 2 || c.Backend.BinaryName() != "gopmi-rm-slurm" || c.Timeouts.Fence != 120*time.Second {
+		t.Errorf("the example bootstrap reads as %+v", c)
+	}
+	if _, ok := decodeFast(data); !ok {
+		t.Error("the example bootstrap is not in the plain form the shim decodes fast")
+	}
+	readme, err := os.ReadFile("../proto/README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Contains(readme, bytes.TrimSpace(data)) {
+		t.Error("proto/README.md does not show example.json as it is")
+	}
+}
+
+// go doc shim shows the example too.
+func TestExampleBootstrapInDoc(t *testing.T) {
+	data, err := os.ReadFile("../proto/gopmi/shim/v1/example.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := os.ReadFile("doc.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lines []string
+	for _, l := range strings.Split(string(doc), "\n") {
+		if rest, ok := strings.CutPrefix(l, "//\t"); ok {
+			lines = append(lines, rest)
+		}
+	}
+	if !strings.Contains(strings.Join(lines, "\n"), strings.TrimSpace(string(data))) {
+		t.Error("shim/doc.go does not show example.json as it is")
 	}
 }

@@ -45,6 +45,41 @@
 // environment at the very start, so the backend plugin, which inherits the
 // environment, never sees it.
 //
+// # Bootstrap
+//
+// The bootstrap is a gopmi.shim.v1.Bootstrap as protojson. For node 1 of a
+// 4-rank job on two nodes (proto/gopmi/shim/v1/example.json; proto/README
+// lists the conventions: field name spellings, durations as "3s", enums by
+// name):
+//
+//	{
+//	  "version": 1,
+//	  "job": {
+//	    "nspace": "slurm.4242.0",
+//	    "size": 4,
+//	    "nodes": [
+//	      {"id": 0, "name": "node01", "ranks": [0, 1]},
+//	      {"id": 1, "name": "node02", "ranks": [2, 3]}
+//	    ],
+//	    "apps": [{"firstRank": 0, "size": 4, "cmd": "./a.out"}],
+//	    "attrs": [{"key": "PMI_hwloc_xmlfile", "value": "/tmp/topo.xml"}]
+//	  },
+//	  "nodeId": 1,
+//	  "tasks": [
+//	    {"rank": 2, "fdName": "rank2"},
+//	    {"rank": 3, "fdName": "rank3"}
+//	  ],
+//	  "backend": {
+//	    "name": "slurm",
+//	    "args": ["-coordinator", "10.0.0.1:7777"],
+//	    "config": "{\"tree_width\":16}"
+//	  },
+//	  "limits": {"valMax": 1024},
+//	  "timeouts": {"fence": "120s", "backendStart": "30s", "shutdown": "5s"},
+//	  "fenceMode": "FENCE_MODE_COLLECT",
+//	  "logLevel": "info"
+//	}
+//
 // # Task fds and the LISTEN_PID contract
 //
 // Task connections arrive as inherited fds 3, 4, ... described by

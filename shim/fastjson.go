@@ -238,6 +238,7 @@ func bootstrapFields(b *shimv1.Bootstrap) []fastField {
 				{"path", "path", func(d *fastDec) { be.Path = d.str() }},
 				{"config", "config", func(d *fastDec) { be.Config = d.str() }},
 				{"args", "args", func(d *fastDec) { d.array(func() { be.Args = append(be.Args, d.str()) }) }},
+				{"startAtOnce", "start_at_once", func(d *fastDec) { be.StartAtOnce = d.boolean() }},
 			})
 		}},
 		{"limits", "limits", func(d *fastDec) {

@@ -21,6 +21,7 @@ func richBootstrap() *shimv1.Bootstrap {
 	b.Job.Preput = []*shimv1.KeyValue{{Key: "PARENT_ROOT_PORT_NAME", Value: "tag#0$description#x$"}}
 	b.Job.Attrs = []*shimv1.KeyValue{{Key: "PMI_hwloc_xmlfile", Value: "/tmp/topo é.xml"}}
 	b.Backend.Config = `{"universe":"unix:///tmp/gopmi-1/universe.sock"}`
+	b.Backend.StartAtOnce = true
 	b.Limits = &shimv1.Limits{KvsnameMax: 100, KeyMax: 32, ValMax: 4096, LineMax: 1 << 20}
 	b.Timeouts = &shimv1.Timeouts{
 		Fence: durationpb.New(120 * time.Second), Get: durationpb.New(1500 * time.Millisecond),

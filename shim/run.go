@@ -233,7 +233,7 @@ func (s *server) run(ctx context.Context) error {
 	// need it), on demand for a job on one node, which may never need it.
 	demand := make(chan struct{})
 	be := bridge.NewBackend(c.Backend.BinaryName(), func() { close(demand) })
-	if len(c.Job.Nodes) > 1 {
+	if len(c.Job.Nodes) > 1 || c.Backend.StartAtOnce {
 		be.Need()
 	}
 	srv, err := serve.Start(ctx, c, serve.Options{Backend: be, Conns: fds.conns, Port: fds.port, Logger: logger})

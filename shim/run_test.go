@@ -544,3 +544,25 @@ func TestRunSocketDirLifetime(t *testing.T) {
 		t.Fatal("the backend was never started")
 	}
 }
+
+// backend.start_at_once starts the backend of a one-node job with its
+// tasks: a smoke test of a backend sees its calls.
+func TestRunStartAtOnce(t *testing.T) {
+	started := make(chan struct{})
+	var once sync.Once
+	start := func(ctx context.Context, l launch) (backendProc, error) {
+		once.Do(func() { close(started) })
+		return startPlugin(ctx, l)
+	}
+	b := oneNode(2)
+	b.Backend.StartAtOnce = true
+	p := startRun(t, b, runOpts{start: start})
+	p.ready()
+	select {
+	case <-started:
+	case <-time.After(waitTimeout):
+		t.Fatal("start_at_once: the backend did not start before any request needed it")
+	}
+	helloWorld(t, p.tasks[0], p.tasks[1])
+	p.waitExit(serve.ExitOK, "")
+}

@@ -81,6 +81,9 @@ type BackendSpec struct {
 	Path   string
 	Args   []string
 	Config []byte
+	// StartAtOnce starts the backend as soon as the tasks are served,
+	// even for a job on one node.
+	StartAtOnce bool
 }
 
 // BinaryName is the backend's name as logs and errors show it.
@@ -395,6 +398,8 @@ func (c *Config) setBackend(b *shimv1.BackendConfig) error {
 		Path:   b.GetPath(),
 		Args:   append([]string(nil), b.GetArgs()...),
 		Config: []byte(b.GetConfig()),
+
+		StartAtOnce: b.GetStartAtOnce(),
 	}
 	return nil
 }

@@ -68,10 +68,11 @@ func bootstrapJSON(b *shimv1.Bootstrap) ([]byte, error) {
 		FdName string `json:"fdName,omitempty"`
 	}
 	type backend struct {
-		Name   string   `json:"name,omitempty"`
-		Path   string   `json:"path,omitempty"`
-		Config string   `json:"config,omitempty"`
-		Args   []string `json:"args,omitempty"`
+		Name        string   `json:"name,omitempty"`
+		Path        string   `json:"path,omitempty"`
+		Config      string   `json:"config,omitempty"`
+		Args        []string `json:"args,omitempty"`
+		StartAtOnce bool     `json:"startAtOnce,omitempty"`
 	}
 	type limits struct {
 		KvsnameMax int32 `json:"kvsnameMax,omitempty"`
@@ -122,7 +123,7 @@ func bootstrapJSON(b *shimv1.Bootstrap) ([]byte, error) {
 		out.Tasks = append(out.Tasks, task{t.GetRank(), str(t.GetFdName())})
 	}
 	if be := b.GetBackend(); be != nil {
-		out.Backend = &backend{str(be.GetName()), str(be.GetPath()), str(be.GetConfig()), strs(be.GetArgs())}
+		out.Backend = &backend{str(be.GetName()), str(be.GetPath()), str(be.GetConfig()), strs(be.GetArgs()), be.GetStartAtOnce()}
 	}
 	if l := b.GetLimits(); l != nil {
 		out.Limits = &limits{l.GetKvsnameMax(), l.GetKeyMax(), l.GetValMax(), l.GetLineMax()}

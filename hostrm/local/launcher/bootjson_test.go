@@ -22,7 +22,7 @@ func TestBootstrapJSON(t *testing.T) {
 			Preput: []*shimv1.KeyValue{{Key: "k", Value: "v é\n"}}, Attrs: []*shimv1.KeyValue{{Key: "a", Value: ""}}},
 		NodeId:  1,
 		Tasks:   []*shimv1.Task{{Rank: 2, FdName: "rank2"}},
-		Backend: &shimv1.BackendConfig{Name: "local", Path: "/x/gopmi-rm-local", Config: `{"universe":"unix:///u"}`, Args: []string{"-universe", "unix:///u"}},
+		Backend: &shimv1.BackendConfig{Name: "local", Path: "/x/gopmi-rm-local", Config: `{"universe":"unix:///u"}`, Args: []string{"-universe", "unix:///u"}, StartAtOnce: true},
 		Limits:  &shimv1.Limits{KvsnameMax: 100, KeyMax: 32, ValMax: 4096, LineMax: 1 << 20},
 		Timeouts: &shimv1.Timeouts{Fence: durationpb.New(120 * time.Second), Get: durationpb.New(1500 * time.Millisecond),
 			Lookup: durationpb.New(time.Nanosecond), Nodeattr: durationpb.New(0), Spawn: durationpb.New(90 * time.Minute),

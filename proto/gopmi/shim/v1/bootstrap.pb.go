@@ -568,7 +568,13 @@ type BackendConfig struct {
 	// config is passed to the backend's Configure unchanged (e.g. JSON).
 	Config string `protobuf:"bytes,3,opt,name=config,proto3" json:"config,omitempty"`
 	// args are extra arguments for the backend binary.
-	Args          []string `protobuf:"bytes,4,rep,name=args,proto3" json:"args,omitempty"`
+	Args []string `protobuf:"bytes,4,rep,name=args,proto3" json:"args,omitempty"`
+	// start_at_once starts the backend as soon as the tasks are served. A
+	// job on several nodes always does; a job on one node otherwise starts
+	// it only when a request first needs it (the name service, spawn, a key
+	// of another job), which a smoke test with put, barrier and get never
+	// makes.
+	StartAtOnce   bool `protobuf:"varint,5,opt,name=start_at_once,json=startAtOnce,proto3" json:"start_at_once,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -629,6 +635,13 @@ func (x *BackendConfig) GetArgs() []string {
 		return x.Args
 	}
 	return nil
+}
+
+func (x *BackendConfig) GetStartAtOnce() bool {
+	if x != nil {
+		return x.StartAtOnce
+	}
+	return false
 }
 
 // Limits advertised to clients and enforced; 0 means the default.
@@ -845,12 +858,13 @@ const file_gopmi_shim_v1_bootstrap_proto_rawDesc = "" +
 	"\afd_name\x18\x02 \x01(\tR\x06fdName\"2\n" +
 	"\bKeyValue\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x14\n" +
-	"\x05value\x18\x02 \x01(\tR\x05value\"c\n" +
+	"\x05value\x18\x02 \x01(\tR\x05value\"\x87\x01\n" +
 	"\rBackendConfig\x12\x12\n" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x12\n" +
 	"\x04path\x18\x02 \x01(\tR\x04path\x12\x16\n" +
 	"\x06config\x18\x03 \x01(\tR\x06config\x12\x12\n" +
-	"\x04args\x18\x04 \x03(\tR\x04args\"v\n" +
+	"\x04args\x18\x04 \x03(\tR\x04args\x12\"\n" +
+	"\rstart_at_once\x18\x05 \x01(\bR\vstartAtOnce\"v\n" +
 	"\x06Limits\x12\x1f\n" +
 	"\vkvsname_max\x18\x01 \x01(\x05R\n" +
 	"kvsnameMax\x12\x17\n" +
