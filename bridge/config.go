@@ -81,46 +81,18 @@ type layout struct {
 
 func buildLayout(cfg *Config) (*layout, error) {
 	job := &cfg.Job
-	if job.Nspace == "" {
-		return nil, fmt.Errorf("bridge config: job nspace is empty")
+	if err := job.Validate(); err != nil {
+		return nil, fmt.Errorf("bridge config: %w", err)
 	}
-	if job.Size <= 0 {
-		return nil, fmt.Errorf("bridge config: job size %d", job.Size)
-	}
-	l := &layout{
-		rankNode: make([]int32, job.Size),
-		isLocal:  make(map[int32]bool),
-	}
-	for i := range l.rankNode {
-		l.rankNode[i] = -1
-	}
-	found := false
-	for ni, n := range job.Nodes {
-		for _, r := range n.Ranks {
-			if r < 0 || r >= job.Size {
-				return nil, fmt.Errorf("bridge config: node %q has rank %d outside 0..%d", n.Name, r, job.Size-1)
-			}
-			if l.rankNode[r] >= 0 {
-				return nil, fmt.Errorf("bridge config: rank %d is on two nodes", r)
-			}
-			l.rankNode[r] = int32(ni)
-		}
-		if n.ID == cfg.NodeID {
-			found = true
-			l.node = n
-			l.local = append([]int32(nil), n.Ranks...)
-		}
-	}
-	if len(job.Nodes) == 0 {
-		return nil, fmt.Errorf("bridge config: job has no nodes")
-	}
-	if !found {
+	ni := job.NodeIndex(cfg.NodeID)
+	if ni < 0 {
 		return nil, fmt.Errorf("bridge config: node id %d is not in the job", cfg.NodeID)
 	}
-	for r, n := range l.rankNode {
-		if n < 0 {
-			return nil, fmt.Errorf("bridge config: rank %d is on no node", r)
-		}
+	l := &layout{
+		rankNode: job.RankNodes(),
+		isLocal:  make(map[int32]bool),
+		node:     job.Nodes[ni],
+		local:    append([]int32(nil), job.Nodes[ni].Ranks...),
 	}
 	slices.Sort(l.local)
 	for _, r := range l.local {

@@ -262,39 +262,6 @@ func (u *Universe) addJob(layout plugin.Job) *job {
 	return j
 }
 
-// validLayout checks that nodes hold every rank of the job exactly once.
-func validLayout(l plugin.Job) error {
-	if l.Nspace == "" {
-		return fmt.Errorf("empty namespace")
-	}
-	if l.Size < 1 {
-		return fmt.Errorf("job size %d", l.Size)
-	}
-	seen := make([]bool, l.Size)
-	ids := make(map[int32]bool)
-	for _, n := range l.Nodes {
-		if ids[n.ID] {
-			return fmt.Errorf("node id %d listed twice", n.ID)
-		}
-		ids[n.ID] = true
-		for _, r := range n.Ranks {
-			if r < 0 || r >= l.Size {
-				return fmt.Errorf("node %s: rank %d out of range 0..%d", n.Name, r, l.Size-1)
-			}
-			if seen[r] {
-				return fmt.Errorf("rank %d placed twice", r)
-			}
-			seen[r] = true
-		}
-	}
-	for r, ok := range seen {
-		if !ok {
-			return fmt.Errorf("rank %d is on no node", r)
-		}
-	}
-	return nil
-}
-
 // sameLayout reports how two layouts of one job differ, or "".
 func sameLayout(a, b plugin.Job) string {
 	if a.Size != b.Size {
@@ -319,7 +286,7 @@ func (u *Universe) Configure(_ context.Context, req *plugin.ConfigureRequest) (*
 	if req.APIVersion != "" && req.APIVersion != plugin.APIVersion1 {
 		return nil, plugin.Errorf(plugin.ErrNotSupported, "configure: api version %q (gopmi-rm-local speaks %s)", req.APIVersion, plugin.APIVersion1)
 	}
-	if err := validLayout(req.Job); err != nil {
+	if err := req.Job.Validate(); err != nil {
 		return nil, plugin.Errorf(plugin.ErrInvalidArgument, "configure: job %s: %v", req.Job.Nspace, err)
 	}
 	u.mu.Lock()

@@ -1,6 +1,7 @@
 package serve
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -197,85 +198,38 @@ func (c *Config) setJob(j *shimv1.Job) error {
 	case strings.ContainsAny(j.GetNspace(), " \t\r\n=;"):
 		return fieldErr("job.nspace", "%q contains a character PMI cannot carry (space, '=' or ';')", j.GetNspace())
 	}
-	if j.GetSize() <= 0 {
-		return fieldErr("job.size", "%d, must be positive", j.GetSize())
-	}
-	size := j.GetSize()
 	c.Job = plugin.Job{
 		Nspace:       j.GetNspace(),
-		Size:         size,
+		Size:         j.GetSize(),
 		UniverseSize: j.GetUniverseSize(),
 		Parent:       j.GetParent(),
 	}
-	switch us := j.GetUniverseSize(); {
-	case us == 0:
-		c.Job.UniverseSize = size
-	case us < size:
-		return fieldErr("job.universe_size", "%d is less than job.size %d", us, size)
-	}
-
-	// Every rank lives on exactly one node: PMI_process_mapping and the
-	// fence's participant lists are computed from this layout.
-	if len(j.GetNodes()) == 0 {
-		return fieldErr("job.nodes", "empty")
-	}
-	owner := make([]int32, size)
-	for i := range owner {
-		owner[i] = -1
-	}
-	ids := map[int32]int{}
-	for i, n := range j.GetNodes() {
-		f := fmt.Sprintf("job.nodes[%d]", i)
-		if prev, dup := ids[n.GetId()]; dup {
-			return fieldErr(f+".id", "%d already used by job.nodes[%d]", n.GetId(), prev)
-		}
-		ids[n.GetId()] = i
-		if len(n.GetRanks()) == 0 {
-			return fieldErr(f+".ranks", "empty")
-		}
+	for _, n := range j.GetNodes() {
 		node := plugin.Node{ID: n.GetId(), Name: n.GetName(), Ranks: append([]int32(nil), n.GetRanks()...)}
 		if node.Name == "" {
 			node.Name = fmt.Sprintf("node%d", n.GetId())
 		}
-		for _, r := range n.GetRanks() {
-			if r < 0 || r >= size {
-				return fieldErr(f+".ranks", "rank %d outside 0..%d", r, size-1)
-			}
-			if o := owner[r]; o >= 0 {
-				return fieldErr(f+".ranks", "rank %d already on job.nodes[%d]", r, o)
-			}
-			owner[r] = int32(i)
-		}
 		c.Job.Nodes = append(c.Job.Nodes, node)
 	}
-	for r, o := range owner {
-		if o < 0 {
-			return fieldErr("job.nodes", "rank %d is on no node", r)
-		}
-	}
-
-	// Apps: contiguous, non-overlapping rank ranges; none means one app
-	// holding the whole job.
-	if len(j.GetApps()) == 0 {
-		c.Job.Apps = []plugin.App{{FirstRank: 0, Size: size}}
-	}
-	next := int32(0)
-	for i, a := range j.GetApps() {
-		f := fmt.Sprintf("job.apps[%d]", i)
-		if a.GetSize() <= 0 {
-			return fieldErr(f+".size", "%d, must be positive", a.GetSize())
-		}
-		if a.GetFirstRank() != next {
-			return fieldErr(f+".first_rank", "%d, expected %d (apps hold consecutive ranks in order)", a.GetFirstRank(), next)
-		}
-		next += a.GetSize()
-		if next > size {
-			return fieldErr(f+".size", "ranks up to %d exceed job.size %d", next-1, size)
-		}
+	for _, a := range j.GetApps() {
 		c.Job.Apps = append(c.Job.Apps, plugin.App{FirstRank: a.GetFirstRank(), Size: a.GetSize(), Cmd: a.GetCmd()})
 	}
-	if len(j.GetApps()) > 0 && next != size {
-		return fieldErr("job.apps", "cover ranks 0..%d, job.size is %d", next-1, size)
+	// Every rank lives on exactly one node: PMI_process_mapping and the
+	// fence's participant lists are computed from this layout. The rule
+	// is plugin.Job.Validate's; the shim adds the field path.
+	if err := c.Job.Validate(); err != nil {
+		var le *plugin.LayoutError
+		if errors.As(err, &le) {
+			return fieldErr("job."+le.Field, "%s", le.Msg)
+		}
+		return fieldErr("job", "%v", err)
+	}
+	if c.Job.UniverseSize == 0 {
+		c.Job.UniverseSize = c.Job.Size
+	}
+	// No apps means one app holding the whole job.
+	if len(c.Job.Apps) == 0 {
+		c.Job.Apps = []plugin.App{{FirstRank: 0, Size: c.Job.Size}}
 	}
 
 	var err error

@@ -1,0 +1,50 @@
+package plugin_test
+
+import (
+	"errors"
+	"slices"
+	"testing"
+
+	"github.com/gopmi/gopmi/plugin"
+)
+
+func TestJobValidate(t *testing.T) {
+	good := func() plugin.Job {
+		return plugin.Job{Nspace: "j", Size: 4, Nodes: []plugin.Node{{ID: 7, Name: "a", Ranks: []int32{0, 2}}, {ID: 3, Name: "b", Ranks: []int32{1, 3}}},
+			Apps: []plugin.App{{FirstRank: 0, Size: 3}, {FirstRank: 3, Size: 1}}}
+	}
+	if err := good().Validate(); err != nil {
+		t.Fatalf("a good layout: %v", err)
+	}
+	if got := good().RankNodes(); !slices.Equal(got, []int32{0, 1, 0, 1}) {
+		t.Errorf("RankNodes = %v", got)
+	}
+	if good().NodeIndex(3) != 1 || good().NodeIndex(9) != -1 {
+		t.Error("NodeIndex")
+	}
+	for _, c := range []struct {
+		edit func(j *plugin.Job)
+		want string
+	}{
+		{func(j *plugin.Job) { j.Nspace = "" }, "job.nspace: empty"},
+		{func(j *plugin.Job) { j.Size = 0 }, "job.size: 0, must be positive"},
+		{func(j *plugin.Job) { j.UniverseSize = 2 }, "job.universe_size: 2 is less than job.size 4"},
+		{func(j *plugin.Job) { j.Nodes = nil }, "job.nodes: empty"},
+		{func(j *plugin.Job) { j.Nodes[1].ID = 7 }, "job.nodes[1].id: 7 already used by job.nodes[0]"},
+		{func(j *plugin.Job) { j.Nodes[1].Ranks = nil }, "job.nodes[1].ranks: empty"},
+		{func(j *plugin.Job) { j.Nodes[1].Ranks = []int32{1, 4} }, "job.nodes[1].ranks: rank 4 outside 0..3"},
+		{func(j *plugin.Job) { j.Nodes[1].Ranks = []int32{1, 2} }, "job.nodes[1].ranks: rank 2 already on job.nodes[0]"},
+		{func(j *plugin.Job) { j.Nodes[1].Ranks = []int32{1} }, "job.nodes: rank 3 is on no node"},
+		{func(j *plugin.Job) { j.Apps[1].FirstRank = 2 }, "job.apps[1].first_rank: 2, expected 3 (apps hold consecutive ranks in order)"},
+		{func(j *plugin.Job) { j.Apps[1].Size = 2 }, "job.apps[1].size: ranks up to 4 exceed job.size 4"},
+		{func(j *plugin.Job) { j.Apps = j.Apps[:1] }, "job.apps: cover ranks 0..2, job.size is 4"},
+	} {
+		j := good()
+		c.edit(&j)
+		err := j.Validate()
+		var le *plugin.LayoutError
+		if err == nil || err.Error() != c.want || !errors.As(err, &le) || !errors.Is(err, plugin.ErrInvalidArgument) {
+			t.Errorf("Validate: %v, want %q", err, c.want)
+		}
+	}
+}
