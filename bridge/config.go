@@ -16,9 +16,9 @@ const (
 	DefaultValMax     = 1024
 	DefaultLineMax    = 1 << 20
 
-	DefaultFenceTimeout   = 120 * time.Second
-	DefaultLookupTimeout  = 60 * time.Second
-	DefaultSpawnTimeout   = 120 * time.Second
+	// DefaultBackendTimeout bounds a backend call that is none of a
+	// fence, a lookup or a spawn (whose defaults are the contract's,
+	// plugin.Default*).
 	DefaultBackendTimeout = 30 * time.Second
 )
 
@@ -49,19 +49,19 @@ func (l Limits) withDefaults() Limits {
 
 func (t Timeouts) withDefaults() Timeouts {
 	if t.Fence <= 0 {
-		t.Fence = DefaultFenceTimeout
+		t.Fence = plugin.DefaultFenceTimeout
 	}
 	if t.Get <= 0 {
 		t.Get = t.Fence
 	}
 	if t.Lookup <= 0 {
-		t.Lookup = DefaultLookupTimeout
+		t.Lookup = plugin.DefaultLookupTimeout
 	}
 	if t.NodeAttr <= 0 {
 		t.NodeAttr = t.Fence
 	}
 	if t.Spawn <= 0 {
-		t.Spawn = DefaultSpawnTimeout
+		t.Spawn = plugin.DefaultSpawnTimeout
 	}
 	if t.Backend <= 0 {
 		t.Backend = DefaultBackendTimeout

@@ -213,12 +213,19 @@ type PublishRequest struct {
 	Info        []Info // other directives; unknown ones are refused by name
 }
 
-// LookupRequest looks names up (MPI_Lookup_name).
+// LookupRequest looks names up (MPI_Lookup_name). A name that is not
+// published is ErrNotFound at once, unless Wait: then the call waits until
+// every key is published, and fails with ErrTimeout, naming the keys
+// missing, when Timeout passes (zero: DefaultLookupTimeout). Without
+// Wait, Timeout bounds only the call itself (a backend that asks its
+// daemon). The shim never waits: PMI's lookup does not, so it sends
+// Wait=false. A lookup whose context ends returns at once, with
+// ErrAborted or the context's error.
 type LookupRequest struct {
 	Proc    Proc
 	Keys    []string
 	Range   Range
-	Wait    bool // wait until every key is published or Timeout passes
+	Wait    bool
 	Timeout time.Duration
 	Info    []Info
 }
@@ -333,3 +340,19 @@ type EventRequest struct {
 	Range  Range
 	Info   []Info
 }
+
+// Default time-outs, the contract's answer to a zero Timeout: a backend
+// applies them to a request that carries none, and gopmi's hosts use them
+// when nothing configures otherwise.
+const (
+	// DefaultFenceTimeout bounds a Fence, and a DirectModex, whose
+	// Timeout is zero.
+	DefaultFenceTimeout = 120 * time.Second
+	// DefaultLookupTimeout bounds a Lookup whose Timeout is zero.
+	DefaultLookupTimeout = 60 * time.Second
+	// DefaultSpawnTimeout bounds a Spawn whose Timeout is zero.
+	DefaultSpawnTimeout = 120 * time.Second
+	// DefaultStartTimeout bounds a backend's start: its process's start
+	// and handshake, and GetInfo and Configure.
+	DefaultStartTimeout = 30 * time.Second
+)

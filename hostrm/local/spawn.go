@@ -64,7 +64,7 @@ func (u *Universe) Spawn(ctx context.Context, req *plugin.SpawnRequest) (*plugin
 	if err != nil {
 		return nil, err
 	}
-	timeout := orDefault(req.Timeout, DefaultSpawnTimeout)
+	timeout := orDefault(req.Timeout, plugin.DefaultSpawnTimeout)
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	if err := u.opts.Launch(ctx, spec); err != nil {

@@ -17,13 +17,6 @@ import (
 	"github.com/gopmi/gopmi/plugin"
 )
 
-// Default time-outs used when a request carries none.
-const (
-	DefaultFenceTimeout  = 120 * time.Second
-	DefaultLookupTimeout = 60 * time.Second
-	DefaultSpawnTimeout  = 120 * time.Second
-)
-
 // orDefault is a request's time-out, or def when it carries none.
 func orDefault(d, def time.Duration) time.Duration {
 	if d <= 0 {
@@ -53,7 +46,7 @@ type UniverseOptions struct {
 	// Default os.Environ().
 	Env []string
 	// FenceTimeout bounds fences and direct modex requests that carry no
-	// time-out of their own. Default DefaultFenceTimeout.
+	// time-out of their own. Default plugin.DefaultFenceTimeout.
 	FenceTimeout time.Duration
 
 	// Launch starts a spawned job and returns once its tasks started. Nil
@@ -161,7 +154,7 @@ func NewUniverse(opts UniverseOptions) *Universe {
 		opts.Env = os.Environ()
 	}
 	if opts.FenceTimeout <= 0 {
-		opts.FenceTimeout = DefaultFenceTimeout
+		opts.FenceTimeout = plugin.DefaultFenceTimeout
 	}
 	if opts.Version == "" {
 		opts.Version = "dev"

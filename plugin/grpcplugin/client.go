@@ -23,10 +23,6 @@ import (
 	rmv1 "github.com/gopmi/gopmi/proto/gopmi/rm/v1"
 )
 
-// DefaultStartTimeout bounds Start when neither ClientConfig.StartTimeout
-// nor the context says otherwise.
-const DefaultStartTimeout = 30 * time.Second
-
 // How long Close lets the plugin shut down on its own before it kills it,
 // and then how long it waits for go-plugin to finish reading its output.
 const (
@@ -57,7 +53,8 @@ type ClientConfig struct {
 	// both.
 	Logger zerolog.Logger
 	// StartTimeout bounds the start (fork to handshake line); 0 means
-	// DefaultStartTimeout. A deadline on Start's context bounds it too.
+	// plugin.DefaultStartTimeout. A deadline on Start's context bounds it
+	// too.
 	StartTimeout time.Duration
 	// Stderr, if set, also receives the plugin's stderr verbatim.
 	Stderr io.Writer
@@ -88,7 +85,7 @@ func Start(ctx context.Context, cfg ClientConfig) (_ *Client, retErr error) {
 	}
 	startTimeout := cfg.StartTimeout
 	if startTimeout <= 0 {
-		startTimeout = DefaultStartTimeout
+		startTimeout = plugin.DefaultStartTimeout
 	}
 	if dl, ok := ctx.Deadline(); ok {
 		startTimeout = min(startTimeout, time.Until(dl))

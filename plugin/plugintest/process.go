@@ -31,7 +31,7 @@ type Plugin struct {
 	// Env is added to the test's environment for it (KEY=VALUE).
 	Env []string
 	// StartTimeout bounds each start; 0 means
-	// grpcplugin.DefaultStartTimeout.
+	// plugin.DefaultStartTimeout.
 	StartTimeout time.Duration
 }
 
@@ -51,7 +51,7 @@ func (p Plugin) newNode(t *testing.T, job plugin.Job, nodeID int32) plugin.Backe
 	}
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	log := &testLog{t: t, prefix: job.Nspace + " node " + strconv.Itoa(int(nodeID)) + ": "}
-	ctx, cancel := context.WithTimeout(context.Background(), max(p.StartTimeout, grpcplugin.DefaultStartTimeout))
+	ctx, cancel := context.WithTimeout(context.Background(), max(p.StartTimeout, plugin.DefaultStartTimeout))
 	defer cancel()
 	c, err := grpcplugin.Start(ctx, grpcplugin.ClientConfig{
 		Path:         p.Path,

@@ -19,12 +19,10 @@ import (
 // accepts.
 const BootstrapVersion = 1
 
-// Defaults for what the bootstrap leaves at zero, beyond the PMI engine's
-// own (bridge.Default*).
-const (
-	DefaultBackendStart    = 30 * time.Second
-	DefaultShutdownTimeout = 5 * time.Second
-)
+// DefaultShutdownTimeout is how long a server takes to shut down when the
+// bootstrap does not say; the other time-outs' defaults are the
+// contract's (plugin.Default*).
+const DefaultShutdownTimeout = 5 * time.Second
 
 // Bounds on what the bootstrap may ask for: below the minimums real
 // clients break (MPICH's own buffers assume at least these), above the
@@ -380,22 +378,22 @@ func (c *Config) setTimeouts(t *shimv1.Timeouts) error {
 	}
 	var err error
 	tt := &c.Timeouts
-	if tt.Fence, err = get("fence", t.GetFence(), bridge.DefaultFenceTimeout); err != nil {
+	if tt.Fence, err = get("fence", t.GetFence(), plugin.DefaultFenceTimeout); err != nil {
 		return err
 	}
 	if tt.Get, err = get("get", t.GetGet(), tt.Fence); err != nil {
 		return err
 	}
-	if tt.Lookup, err = get("lookup", t.GetLookup(), bridge.DefaultLookupTimeout); err != nil {
+	if tt.Lookup, err = get("lookup", t.GetLookup(), plugin.DefaultLookupTimeout); err != nil {
 		return err
 	}
 	if tt.NodeAttr, err = get("nodeattr", t.GetNodeattr(), tt.Fence); err != nil {
 		return err
 	}
-	if tt.Spawn, err = get("spawn", t.GetSpawn(), bridge.DefaultSpawnTimeout); err != nil {
+	if tt.Spawn, err = get("spawn", t.GetSpawn(), plugin.DefaultSpawnTimeout); err != nil {
 		return err
 	}
-	if c.BackendStart, err = get("backend_start", t.GetBackendStart(), DefaultBackendStart); err != nil {
+	if c.BackendStart, err = get("backend_start", t.GetBackendStart(), plugin.DefaultStartTimeout); err != nil {
 		return err
 	}
 	if c.Connect, err = get("connect", t.GetConnect(), 0); err != nil {

@@ -45,7 +45,7 @@ const (
 	DefaultKillGrace    = 2 * time.Second
 	DefaultShimGrace    = 3 * time.Second
 	DefaultMaxVal       = 1024
-	DefaultFenceTimeout = local.DefaultFenceTimeout
+	DefaultFenceTimeout = plugin.DefaultFenceTimeout
 )
 
 // Fence modes accepted by Config.FenceMode.

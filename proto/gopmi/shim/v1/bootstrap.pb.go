@@ -718,7 +718,7 @@ type Timeouts struct {
 	state        protoimpl.MessageState `protogen:"open.v1"`
 	Fence        *durationpb.Duration   `protobuf:"bytes,1,opt,name=fence,proto3" json:"fence,omitempty"`                                   // default 120s
 	Get          *durationpb.Duration   `protobuf:"bytes,2,opt,name=get,proto3" json:"get,omitempty"`                                       // lazy get / direct modex, default = fence
-	Lookup       *durationpb.Duration   `protobuf:"bytes,3,opt,name=lookup,proto3" json:"lookup,omitempty"`                                 // name-lookup with wait, default 60s
+	Lookup       *durationpb.Duration   `protobuf:"bytes,3,opt,name=lookup,proto3" json:"lookup,omitempty"`                                 // a name lookup (the backend call), default 60s
 	Nodeattr     *durationpb.Duration   `protobuf:"bytes,4,opt,name=nodeattr,proto3" json:"nodeattr,omitempty"`                             // info-getnodeattr wait, default = fence
 	Spawn        *durationpb.Duration   `protobuf:"bytes,5,opt,name=spawn,proto3" json:"spawn,omitempty"`                                   // default 120s
 	BackendStart *durationpb.Duration   `protobuf:"bytes,6,opt,name=backend_start,json=backendStart,proto3" json:"backend_start,omitempty"` // default 30s
