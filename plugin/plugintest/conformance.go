@@ -84,6 +84,7 @@ func RunConformance(t *testing.T, h Harness) {
 		{"FenceCancel", testFenceCancel},
 		{"FenceThenDirectModex", testFenceModex},
 		{"NameService", testNameService},
+		{"LookupWaitTimeout", testLookupWaitTimeout},
 		{"Connect", testConnect},
 		{"Capabilities", testCapabilities},
 		{"Abort", testAbort},
@@ -571,6 +572,26 @@ func testNameService(t *testing.T, e *env) {
 	// Leave nothing behind in a long-lived daemon.
 	if err := e.nodes[0].Unpublish(ctx, &plugin.UnpublishRequest{Proc: e.proc(1), Keys: []string{later}}); err != nil {
 		t.Errorf("Unpublish(%s): %v", later, err)
+	}
+}
+
+// testLookupWaitTimeout: a waiting lookup of a name nobody publishes
+// fails with ErrTimeout naming the name, after about its Timeout.
+func testLookupWaitTimeout(t *testing.T, e *env) {
+	if !e.has(plugin.CapPublish) {
+		t.Skipf("backend does not advertise %q", plugin.CapPublish)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*e.h.Timeout+time.Second)
+	defer cancel()
+	never := "never-" + e.job.Nspace
+	start := time.Now()
+	_, err := e.nodes[0].Lookup(ctx, &plugin.LookupRequest{Proc: e.proc(0), Keys: []string{never}, Wait: true, Timeout: e.h.Timeout})
+	switch {
+	case ctx.Err() != nil:
+		t.Fatalf("waiting Lookup(%s) returned only when its context ended after %s (%v); want ErrTimeout after its Timeout %s",
+			never, time.Since(start).Round(time.Millisecond), err, e.h.Timeout)
+	case !errors.Is(err, plugin.ErrTimeout) || !strings.Contains(err.Error(), never):
+		t.Errorf("waiting Lookup(%s) of a name nobody publishes: %v; want an error wrapping plugin.ErrTimeout that names it", never, err)
 	}
 }
 

@@ -80,6 +80,7 @@ var brokenBackends = map[string]struct {
 	"late-arrival-waits": {faults: faults{lateArrivalWaits: true}, want: "late arrival at a timed-out fence"},
 	"fence-by-id-only":   {faults: faults{fenceByIDOnly: true}, want: "want only its own job's data"},
 	"abort-keeps-waits":  {faults: faults{abortKeepsWaits: true}, want: "fence pending when its job aborted"},
+	"lookup-not-found":   {faults: faults{lookupNotFoundOnWait: true}, want: "want an error wrapping plugin.ErrTimeout that names it"},
 }
 
 // TestConformanceBrokenHelper is not a test on its own: TestConformanceCatches

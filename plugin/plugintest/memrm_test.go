@@ -39,6 +39,7 @@ type faults struct {
 	lateArrivalWaits     bool // a node arriving after the time-out waits anew
 	fenceByIDOnly        bool // fences of two jobs with one ID are one fence
 	abortKeepsWaits      bool // Abort leaves the job's fences waiting
+	lookupNotFoundOnWait bool // a waiting lookup that times out says not found
 }
 
 type fence struct {
@@ -318,8 +319,12 @@ func (n *node) Lookup(ctx context.Context, req *plugin.LookupRequest) (*plugin.L
 		return len(found) == len(req.Keys)
 	}
 	if req.Wait {
-		if _, err := u.wait(ctx, req.Timeout, find); err != nil {
+		ok, err := u.wait(ctx, req.Timeout, find)
+		if err != nil {
 			return nil, fmt.Errorf("lookup %s: %w", strings.Join(req.Keys, ","), err)
+		}
+		if !ok && !u.faults.lookupNotFoundOnWait {
+			return nil, fmt.Errorf("lookup %s: not published within %s: %w", strings.Join(req.Keys, ","), req.Timeout, plugin.ErrTimeout)
 		}
 	} else {
 		u.mu.Lock()
