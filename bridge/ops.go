@@ -342,7 +342,7 @@ func (j *Job) modexGetLocked(r *request, src int32, key string) func() {
 	r.park()
 	requestor := j.proc(r.rank)
 	j.goBackend(j.cfg.Timeouts.Get+grace, func(ctx context.Context) {
-		resp, err := j.be.DirectModex(ctx, &plugin.ModexRequest{Requestor: requestor, Proc: target, Key: key, Timeout: j.cfg.Timeouts.Get})
+		resp, err := j.be.DirectModex(ctx, &plugin.ModexRequest{Requestor: requestor, Proc: target, Timeout: j.cfg.Timeouts.Get})
 		j.mu.Lock()
 		waits := j.modexWaits[node]
 		delete(j.modexWaits, node)
@@ -378,7 +378,7 @@ func (s *Session) foreignGet(r *request, jobid string, src int32, key string) {
 	}
 	requestor := j.proc(s.rank)
 	s.async(r, toGet, func(ctx context.Context) {
-		resp, err := j.be.DirectModex(ctx, &plugin.ModexRequest{Requestor: requestor, Proc: target, Key: key, Timeout: j.cfg.Timeouts.Get})
+		resp, err := j.be.DirectModex(ctx, &plugin.ModexRequest{Requestor: requestor, Proc: target, Timeout: j.cfg.Timeouts.Get})
 		if err != nil {
 			r.fail(wire.RcFail, fmt.Errorf("get %s from job %s: %w", key, jobid, err))
 			return

@@ -189,12 +189,18 @@ type FenceResponse struct {
 // ModexRequest fetches the data a remote process contributed (direct modex).
 // The host asks after a fence without Collect, for a key it does not hold;
 // PMI-1 gets name no owner, so Proc.Rank may be RankWildcard: then the
-// answer is every node's data. Proc.Nspace may be another job's (a get
-// after job-connect, or of a spawned child's keys).
+// answer is every node's data, and the requestor's own node (whose data
+// the host holds) is not waited for. Proc.Nspace may be another job's (a
+// get after job-connect, or of a spawned child's keys).
+//
+// The backend waits until the target's node has contributed to a fence
+// (with or without Collect), at most Timeout (zero: DefaultFenceTimeout),
+// then fails with ErrTimeout naming the node. A job it does not know is
+// ErrNotFound at once, naming it. The data is opaque to the backend: it
+// cannot wait for a particular key, and is not asked to.
 type ModexRequest struct {
 	Requestor Proc
-	Proc      Proc   // whose data; RankWildcard: every rank's
-	Key       string // optional: wait until this key is present
+	Proc      Proc // whose data; RankWildcard: every rank's
 	Timeout   time.Duration
 }
 

@@ -448,7 +448,7 @@ func TestDirectModex(t *testing.T) {
 	me := procs(job.Nspace, 0)[0]
 	// Waits for the first contribution of the node hosting rank 3.
 	wait := async(t, func() (*plugin.ModexResponse, error) {
-		return u.DirectModex(ctx, &plugin.ModexRequest{Requestor: me, Proc: procs(job.Nspace, 3)[0], Key: "k", Timeout: waitLimit})
+		return u.DirectModex(ctx, &plugin.ModexRequest{Requestor: me, Proc: procs(job.Nspace, 3)[0], Timeout: waitLimit})
 	})
 	fence := async(t, func() (*plugin.FenceResponse, error) {
 		return u.Fence(ctx, fenceReq(job, "world/1", 1, "node1-data", false, time.Hour))

@@ -83,6 +83,9 @@ func RunConformance(t *testing.T, h Harness) {
 		{"FenceSameIDTwoJobs", testFenceTwoJobs},
 		{"FenceCancel", testFenceCancel},
 		{"FenceThenDirectModex", testFenceModex},
+		{"DirectModexTimeout", testModexTimeout},
+		{"DirectModexWholeJob", testModexWholeJob},
+		{"DirectModexUnknownJob", testModexUnknownJob},
 		{"NameService", testNameService},
 		{"LookupWaitTimeout", testLookupWaitTimeout},
 		{"Connect", testConnect},
@@ -495,6 +498,58 @@ func testFenceModex(t *testing.T, e *env) {
 		if !bytes.Equal(resp.Data, c.want) {
 			t.Errorf("node %d: DirectModex(rank %d) = %q; want %q (its node's fence data)", c.from, c.target, resp.Data, c.want)
 		}
+	}
+}
+
+// testModexTimeout: a direct modex of a rank whose node never
+// contributed fails with ErrTimeout after about its Timeout, naming the
+// node or the rank.
+func testModexTimeout(t *testing.T, e *env) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*e.h.Timeout+time.Second)
+	defer cancel()
+	start := time.Now()
+	_, err := e.nodes[0].DirectModex(ctx, &plugin.ModexRequest{Requestor: e.proc(0), Proc: e.proc(2), Timeout: e.h.Timeout})
+	switch {
+	case ctx.Err() != nil:
+		t.Fatalf("DirectModex(rank 2) of a node that never contributed returned only when its context ended after %s (%v); want ErrTimeout after its Timeout %s",
+			time.Since(start).Round(time.Millisecond), err, e.h.Timeout)
+	case !errors.Is(err, plugin.ErrTimeout):
+		t.Errorf("DirectModex(rank 2) of a node that never contributed: %v; want an error wrapping plugin.ErrTimeout", err)
+	case !namesMissing(err.Error(), e.job.Nspace):
+		t.Errorf("DirectModex(rank 2) of a node that never contributed: message %q names neither node n1 nor rank 2", err)
+	}
+}
+
+// testModexWholeJob: a direct modex of RankWildcard (a PMI-1 get names no
+// owner) brings every other node's data.
+func testModexWholeJob(t *testing.T, e *env) {
+	data := [][]byte{[]byte("whole-n0;"), []byte("whole-n1;")}
+	e.fenceAll(t, "world/1", data, false)
+	ctx, cancel := e.ctx()
+	defer cancel()
+	resp, err := e.nodes[0].DirectModex(ctx, &plugin.ModexRequest{Requestor: e.proc(0), Proc: e.proc(plugin.RankWildcard), Timeout: e.h.Timeout})
+	if err != nil {
+		t.Fatalf("DirectModex(the whole job): %v%s", err, e.explain(err))
+	}
+	if !bytes.Contains(resp.Data, data[1]) {
+		t.Errorf("DirectModex(the whole job) from node n0 = %q; want node n1's data %q in it", resp.Data, data[1])
+	}
+}
+
+// testModexUnknownJob: a direct modex of a job the backend never heard of
+// fails at once with ErrNotFound naming it.
+func testModexUnknownJob(t *testing.T, e *env) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*e.h.Timeout+time.Second)
+	defer cancel()
+	unknown := "unknown-" + e.job.Nspace
+	start := time.Now()
+	_, err := e.nodes[0].DirectModex(ctx, &plugin.ModexRequest{Requestor: e.proc(0), Proc: plugin.Proc{Nspace: unknown, Rank: 0}, Timeout: e.h.Timeout})
+	elapsed := time.Since(start)
+	if !errors.Is(err, plugin.ErrNotFound) || !strings.Contains(err.Error(), unknown) {
+		t.Errorf("DirectModex of unknown job %s: %v; want an error wrapping plugin.ErrNotFound that names the job", unknown, err)
+	}
+	if elapsed > e.h.Timeout/2 {
+		t.Errorf("DirectModex of unknown job %s took %s; want the answer at once", unknown, elapsed.Round(time.Millisecond))
 	}
 }
 

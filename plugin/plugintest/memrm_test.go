@@ -40,9 +40,13 @@ type faults struct {
 	fenceByIDOnly        bool // fences of two jobs with one ID are one fence
 	abortKeepsWaits      bool // Abort leaves the job's fences waiting
 	lookupNotFoundOnWait bool // a waiting lookup that times out says not found
+	modexIgnoresTimeout  bool // a direct modex waits until its context ends
+	modexWildcardNothing bool // a direct modex of a whole job returns no data
+	modexUnknownWaits    bool // a direct modex of an unknown job waits
 }
 
 type fence struct {
+	nspace   string
 	data     map[int32][]byte // by node id
 	done     chan struct{}    // closed when the fence completed or failed
 	err      error            // why it failed; set before done closes
@@ -129,7 +133,7 @@ func (n *node) Abort(_ context.Context, req *plugin.AbortRequest) error {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	for key, f := range u.fences {
-		if strings.HasPrefix(key, req.Proc.Nspace+"/") {
+		if f.nspace == req.Proc.Nspace {
 			u.failLocked(f, fmt.Errorf("fence %s: job %s aborted by rank %d: %w", key, req.Proc.Nspace, req.Proc.Rank, plugin.ErrAborted))
 		}
 	}
@@ -171,11 +175,11 @@ func (n *node) Fence(ctx context.Context, req *plugin.FenceRequest) (*plugin.Fen
 	if f != nil && f.err != nil && u.faults.lateArrivalWaits {
 		f = nil // start over
 	}
-	if f != nil && u.faults.fenceByIDOnly && closed(f.done) {
+	if f != nil && u.faults.fenceByIDOnly && closed(f.done) && f.err == nil {
 		f = nil // the fence of the same ID before, maybe of another job
 	}
 	if f == nil {
-		f = &fence{data: map[int32][]byte{}, done: make(chan struct{}), nodes: job.Nodes, collect: req.Collect,
+		f = &fence{nspace: job.Nspace, data: map[int32][]byte{}, done: make(chan struct{}), nodes: job.Nodes, collect: req.Collect,
 			deadline: time.Now().Add(req.Timeout)}
 		u.fences[key] = f
 	}
@@ -275,19 +279,51 @@ func (u *universe) wait(ctx context.Context, timeout time.Duration, cond func() 
 
 func (n *node) DirectModex(ctx context.Context, req *plugin.ModexRequest) (*plugin.ModexResponse, error) {
 	u := n.u
+	u.mu.Lock()
+	job, known := u.jobs[req.Proc.Nspace]
+	u.mu.Unlock()
+	if !known && !u.faults.modexUnknownWaits {
+		return nil, fmt.Errorf("direct modex of %s: no job %q: %w", req.Proc, req.Proc.Nspace, plugin.ErrNotFound)
+	}
+	// The ranks whose node's data is asked for: one rank's node, or for
+	// the whole job every node but the requestor's own.
+	var want []plugin.Node
+	for _, nd := range job.Nodes {
+		mine := req.Requestor.Nspace == req.Proc.Nspace && slices.Contains(nd.Ranks, req.Requestor.Rank)
+		if (req.Proc.Rank == plugin.RankWildcard && !mine) || slices.Contains(nd.Ranks, req.Proc.Rank) {
+			want = append(want, nd)
+		}
+	}
 	var data []byte
-	ok, err := u.wait(ctx, req.Timeout, func() bool {
-		d, ok := u.modex[req.Proc]
-		data = d
-		return ok
+	timeout := req.Timeout
+	if u.faults.modexIgnoresTimeout {
+		timeout = 0
+	}
+	ok, err := u.wait(ctx, timeout, func() bool {
+		data = data[:0]
+		for _, nd := range want {
+			d, ok := u.modex[plugin.Proc{Nspace: req.Proc.Nspace, Rank: nd.Ranks[0]}]
+			if !ok {
+				return false
+			}
+			data = append(data, d...)
+		}
+		return true
 	})
 	if err != nil {
-		return nil, fmt.Errorf("direct modex %s: %w", req.Proc, err)
+		return nil, fmt.Errorf("direct modex of %s: %w", req.Proc, err)
 	}
 	if !ok {
-		return nil, fmt.Errorf("direct modex %s: no data in %s: %w", req.Proc, req.Timeout, plugin.ErrTimeout)
+		var names []string
+		for _, nd := range want {
+			names = append(names, "node "+nd.Name)
+		}
+		return nil, fmt.Errorf("direct modex of %s: %s contributed no data in %s: %w", req.Proc, strings.Join(names, ", "), req.Timeout, plugin.ErrTimeout)
 	}
-	return &plugin.ModexResponse{Data: data}, nil
+	if req.Proc.Rank == plugin.RankWildcard && u.faults.modexWildcardNothing {
+		data = nil
+	}
+	return &plugin.ModexResponse{Data: slices.Clone(data)}, nil
 }
 
 func (n *node) Publish(_ context.Context, req *plugin.PublishRequest) error {

@@ -88,7 +88,7 @@ func TestRoundTrip(t *testing.T) {
 			func(t *testing.T, in any) any {
 				return roundTrip(t, in.(*plugin.FenceResponse), ToFenceResponse, FromFenceResponse)
 			}},
-		{"ModexRequest", &plugin.ModexRequest{Requestor: procs[0], Proc: plugin.Proc{Nspace: "a", Rank: 9}, Key: "k", Timeout: time.Minute},
+		{"ModexRequest", &plugin.ModexRequest{Requestor: procs[0], Proc: plugin.Proc{Nspace: "a", Rank: 9}, Timeout: time.Minute},
 			func(t *testing.T, in any) any {
 				return roundTrip(t, in.(*plugin.ModexRequest), ToDirectModexRequest, FromDirectModexRequest)
 			}},

@@ -166,7 +166,6 @@ func ToDirectModexRequest(in *plugin.ModexRequest) *rmv1.DirectModexRequest {
 	return &rmv1.DirectModexRequest{
 		Requestor: toProc(in.Requestor),
 		Proc:      toProc(in.Proc),
-		Key:       in.Key,
 		Timeout:   toDuration(in.Timeout),
 	}
 }
@@ -176,7 +175,6 @@ func FromDirectModexRequest(in *rmv1.DirectModexRequest) *plugin.ModexRequest {
 	return &plugin.ModexRequest{
 		Requestor: fromProc(in.GetRequestor()),
 		Proc:      fromProc(in.GetProc()),
-		Key:       in.GetKey(),
 		Timeout:   fromDuration(in.GetTimeout()),
 	}
 }

@@ -1270,11 +1270,15 @@ type DirectModexRequest struct {
 	// every node's data (PMI-1 gets name no owner). Its nspace may be
 	// another job's.
 	Proc *Proc `protobuf:"bytes,2,opt,name=proc,proto3" json:"proc,omitempty"`
-	// key, when set, asks the backend to wait until the data holds this key
-	// (the backend may treat the data as opaque and only wait for it to be
-	// contributed).
+	// key is unused: hosts leave it empty and backends ignore it. The data is
+	// opaque to a backend, which cannot tell whether a key is in it; the
+	// field stays for compatibility within v1.
 	Key string `protobuf:"bytes,3,opt,name=key,proto3" json:"key,omitempty"`
-	// timeout bounds the wait; on expiry the answer is DEADLINE_EXCEEDED.
+	// timeout bounds the wait for the target's node to contribute (zero: the
+	// default fence time-out, 120s); on expiry the answer is
+	// DEADLINE_EXCEEDED naming the node. A job the backend does not know is
+	// NOT_FOUND at once. For the wildcard, the requestor's own node is not
+	// waited for.
 	Timeout       *durationpb.Duration `protobuf:"bytes,4,opt,name=timeout,proto3" json:"timeout,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
