@@ -102,9 +102,8 @@ type startupRow struct {
 func measureStartup(ctx context.Context, cfg *config, progress io.Writer) []startupRow {
 	dir := cfg.gopmiDir
 	type probe struct {
-		row  startupRow
-		run  func() (wall time.Duration, faults int64, init float64, err error)
-		init bool
+		row startupRow
+		run func() (wall time.Duration, faults int64, init float64, err error)
 	}
 	exit := func(argv ...string) func() (time.Duration, int64, float64, error) {
 		return func() (time.Duration, int64, float64, error) { return runToExit(ctx, argv) }
