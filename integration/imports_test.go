@@ -89,3 +89,24 @@ func TestImportRules(t *testing.T) {
 		t.Errorf("gopmi does not link the shim's serving loop: it no longer serves a job on one node itself?")
 	}
 }
+
+// TestNoProtobufInSDK: vendors see Go types; no protobuf type appears in
+// the public API of the SDK's packages.
+func TestNoProtobufInSDK(t *testing.T) {
+	begin(t)
+	for _, pkg := range []string{"./plugin", "./plugin/grpcplugin", "./plugin/grpcplugin/direct", "./plugin/plugintest"} {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		cmd := exec.CommandContext(ctx, "go", "doc", "-all", pkg)
+		cmd.Dir = ".."
+		out, err := cmd.CombinedOutput()
+		cancel()
+		if err != nil {
+			t.Fatalf("go doc %s: %v\n%s", pkg, err, out)
+		}
+		for _, bad := range []string{"rmv1.", "shimv1.", "proto.Message", "protoreflect"} {
+			if strings.Contains(string(out), bad) {
+				t.Errorf("go doc %s shows %s in its public API", pkg, bad)
+			}
+		}
+	}
+}

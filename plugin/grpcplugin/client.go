@@ -17,9 +17,9 @@ import (
 	"google.golang.org/grpc"
 
 	"github.com/gopmi/gopmi/plugin"
-	"github.com/gopmi/gopmi/plugin/grpcplugin/direct"
 	"github.com/gopmi/gopmi/plugin/grpcplugin/internal/convert"
 	"github.com/gopmi/gopmi/plugin/grpcplugin/internal/hclogzero"
+	"github.com/gopmi/gopmi/plugin/grpcplugin/internal/service"
 	rmv1 "github.com/gopmi/gopmi/proto/gopmi/rm/v1"
 )
 
@@ -170,7 +170,7 @@ func Start(ctx context.Context, cfg ClientConfig) (_ *Client, retErr error) {
 	if err != nil {
 		return nil, fmt.Errorf("start backend %s: dispense: %w", cfg.Path, err)
 	}
-	c.backend = direct.NewBackend(raw.(rmv1.ResourceManagerServiceClient), c.gone)
+	c.backend = service.NewBackend(raw.(rmv1.ResourceManagerServiceClient), c.gone)
 	info, err := c.backend.GetInfo(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("start backend %s: %w", cfg.Path, err)

@@ -13,6 +13,7 @@ import (
 	"github.com/gopmi/gopmi/plugin"
 	"github.com/gopmi/gopmi/plugin/grpcplugin/direct"
 	"github.com/gopmi/gopmi/plugin/grpcplugin/internal/hclogzero"
+	"github.com/gopmi/gopmi/plugin/grpcplugin/internal/service"
 	rmv1 "github.com/gopmi/gopmi/proto/gopmi/rm/v1"
 )
 
@@ -89,7 +90,7 @@ type grpcPlugin struct {
 
 // GRPCServer registers ResourceManagerService on go-plugin's server.
 func (p *grpcPlugin) GRPCServer(_ *goplugin.GRPCBroker, s *grpc.Server) error {
-	rmv1.RegisterResourceManagerServiceServer(s, direct.NewServer(p.backend))
+	rmv1.RegisterResourceManagerServiceServer(s, service.NewServer(p.backend))
 	return nil
 }
 

@@ -14,6 +14,7 @@ import (
 
 	"github.com/gopmi/gopmi/plugin"
 	"github.com/gopmi/gopmi/plugin/grpcplugin/internal/convert"
+	"github.com/gopmi/gopmi/plugin/grpcplugin/internal/service"
 	rmv1 "github.com/gopmi/gopmi/proto/gopmi/rm/v1"
 )
 
@@ -37,7 +38,7 @@ func WithDialMaxMessageSize(n int) DialOption {
 // Conn is a connection to a backend served by Serve.
 type Conn struct {
 	cc      *grpc.ClientConn
-	backend *remote
+	backend plugin.Full
 	target  string
 
 	closeOnce sync.Once
@@ -81,7 +82,7 @@ func Dial(ctx context.Context, target string, opts ...DialOption) (_ *Conn, retE
 		return nil, fmt.Errorf("dial rm backend %s: %s: %w", target, status.Convert(err).Message(), plugin.ErrUnavailable)
 	}
 	c := &Conn{cc: cc, target: target, closed: make(chan struct{})}
-	c.backend = &remote{c: rmv1.NewResourceManagerServiceClient(cc), gone: c.gone}
+	c.backend = service.NewBackend(rmv1.NewResourceManagerServiceClient(cc), c.gone)
 	return c, nil
 }
 

@@ -13,6 +13,7 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	"github.com/gopmi/gopmi/plugin"
+	"github.com/gopmi/gopmi/plugin/grpcplugin/internal/service"
 	rmv1 "github.com/gopmi/gopmi/proto/gopmi/rm/v1"
 )
 
@@ -87,7 +88,7 @@ func (o Options) ServerOptions(log zerolog.Logger) []grpc.ServerOption {
 	return []grpc.ServerOption{
 		grpc.MaxRecvMsgSize(o.MaxMessageSize),
 		grpc.MaxSendMsgSize(o.MaxMessageSize),
-		grpc.ChainUnaryInterceptor(logCalls(log)),
+		grpc.ChainUnaryInterceptor(service.LogCalls(log)),
 	}
 }
 
@@ -108,7 +109,7 @@ func Serve(ctx context.Context, l net.Listener, b plugin.Backend, opts ...ServeO
 	hs := health.NewServer()
 	hs.SetServingStatus(healthService, healthpb.HealthCheckResponse_SERVING)
 	healthpb.RegisterHealthServer(srv, hs)
-	rmv1.RegisterResourceManagerServiceServer(srv, NewServer(b))
+	rmv1.RegisterResourceManagerServiceServer(srv, service.NewServer(b))
 
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(l) }()

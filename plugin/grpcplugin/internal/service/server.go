@@ -1,4 +1,4 @@
-package direct
+package service
 
 import (
 	"context"
@@ -149,11 +149,11 @@ func (s *server) NotifyEvent(ctx context.Context, req *rmv1.NotifyEventRequest) 
 	return &rmv1.NotifyEventResponse{}, nil
 }
 
-// logCalls puts the serving logger in every call's context, where a
+// LogCalls puts the serving logger in every call's context, where a
 // backend finds it with zerolog.Ctx(ctx), and logs every call at trace
 // level and every failure at debug: the host logs what matters to users,
 // the backend's side is for debugging it.
-func logCalls(log zerolog.Logger) grpc.UnaryServerInterceptor {
+func LogCalls(log zerolog.Logger) grpc.UnaryServerInterceptor {
 	return func(ctx context.Context, req any, info *grpc.UnaryServerInfo, handler grpc.UnaryHandler) (any, error) {
 		start := time.Now()
 		resp, err := handler(log.WithContext(ctx), req)

@@ -1,0 +1,6 @@
+// Package service holds the two sides of the gopmi.rm.v1
+// ResourceManagerService that both transports share (go-plugin's
+// connection in package grpcplugin, a plain socket in package direct):
+// NewServer serves a plugin.Backend, NewBackend calls one. It is internal
+// so that no protobuf type reaches the SDK's public API.
+package service
