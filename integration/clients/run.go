@@ -77,6 +77,8 @@ type Result struct {
 	// ExitCode is the launcher's exit status; -1 when it died of a signal
 	// (including the kill after a timeout).
 	ExitCode int
+	// Signal is the signal the launcher died of, 0 if it exited.
+	Signal syscall.Signal
 	// Wall is the time from start to the launcher's exit.
 	Wall time.Duration
 	// TreeCPU is user+system CPU of the launcher and every descendant it
@@ -174,6 +176,9 @@ func fill(res *Result, cmd *exec.Cmd, stdout, stderr *bytes.Buffer) {
 	res.Stderr = stderr.String()
 	if ps := cmd.ProcessState; ps != nil {
 		res.ExitCode = ps.ExitCode()
+		if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			res.Signal = ws.Signal()
+		}
 		if ru, ok := ps.SysUsage().(*syscall.Rusage); ok {
 			res.TreeCPU = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 		}
@@ -264,6 +269,9 @@ func (r Result) Summary() string {
 	}
 	if r.TimedOut {
 		return fmt.Sprintf("timeout after %s: %s", r.Wall.Round(time.Second), why)
+	}
+	if r.Signal != 0 {
+		return fmt.Sprintf("killed by signal %d (%v): %s", int(r.Signal), r.Signal, why)
 	}
 	return fmt.Sprintf("exit %d: %s", r.ExitCode, why)
 }
