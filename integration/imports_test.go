@@ -60,7 +60,7 @@ func TestImportRules(t *testing.T) {
 		mod + "hostrm/local/forwarder":          true,
 		mod + "hostrm/local/cmd/gopmi-rm-local": true,
 	}
-	sdk := []string{mod + "plugin", mod + "plugin/grpcplugin", mod + "plugin/grpcplugin/direct"}
+	sdk := []string{mod + "plugin", mod + "plugin/execpath", mod + "plugin/grpcplugin", mod + "plugin/grpcplugin/direct"}
 	for path, p := range pkgs {
 		for _, imp := range p.Imports {
 			own := strings.HasPrefix(imp, mod)
@@ -94,7 +94,7 @@ func TestImportRules(t *testing.T) {
 // the public API of the SDK's packages.
 func TestNoProtobufInSDK(t *testing.T) {
 	begin(t)
-	for _, pkg := range []string{"./plugin", "./plugin/grpcplugin", "./plugin/grpcplugin/direct", "./plugin/plugintest"} {
+	for _, pkg := range []string{"./plugin", "./plugin/execpath", "./plugin/grpcplugin", "./plugin/grpcplugin/direct", "./plugin/plugintest"} {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		cmd := exec.CommandContext(ctx, "go", "doc", "-all", pkg)
 		cmd.Dir = ".."

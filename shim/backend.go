@@ -4,16 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
-	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 
 	"github.com/rs/zerolog"
 
 	"github.com/gopmi/gopmi/plugin"
+	"github.com/gopmi/gopmi/plugin/execpath"
 	"github.com/gopmi/gopmi/plugin/grpcplugin"
 	"github.com/gopmi/gopmi/shim/serve"
 )
@@ -66,59 +63,16 @@ func startPlugin(ctx context.Context, l launch) (backendProc, error) {
 // error names every place it looked.
 func resolveBackend(spec serve.BackendSpec, self string, getenv func(string) string) (string, error) {
 	if spec.Path != "" {
-		if err := isExecutable(spec.Path); err != nil {
+		if err := execpath.Check(spec.Path); err != nil {
 			return "", fmt.Errorf("%w: backend.path %s: %w", serve.ErrBackend, spec.Path, err)
 		}
 		return spec.Path, nil
 	}
 	bin := spec.BinaryName()
-	var searched []string
-	if self != "" {
-		dirs := []string{filepath.Dir(self)}
-		// A shim reached through a symlink (/usr/bin/gopmi-shim ->
-		// /usr/lib/gopmi/gopmi-shim) finds the backends installed beside
-		// the real file too.
-		if real, err := filepath.EvalSymlinks(self); err == nil && filepath.Dir(real) != dirs[0] {
-			dirs = append(dirs, filepath.Dir(real))
-		}
-		for _, d := range dirs {
-			p := filepath.Join(d, bin)
-			searched = append(searched, d)
-			if isExecutable(p) == nil {
-				return p, nil
-			}
-		}
+	p, searched := execpath.Find(bin, append(execpath.Beside(self), execpath.PathDirs(getenv("PATH"))...)...)
+	if p == "" {
+		return "", fmt.Errorf("%w: %s not found in %s (next to the shim, then PATH); install it or set backend.path",
+			serve.ErrBackend, bin, strings.Join(searched, ":"))
 	}
-	pathEnv := getenv("PATH")
-	for _, d := range filepath.SplitList(pathEnv) {
-		if d == "" || !filepath.IsAbs(d) {
-			// exec.LookPath refuses relative PATH entries for the same
-			// reason: the working directory is the job's, not ours.
-			continue
-		}
-		if slices.Contains(searched, d) {
-			continue
-		}
-		searched = append(searched, d)
-		p := filepath.Join(d, bin)
-		if isExecutable(p) == nil {
-			return p, nil
-		}
-	}
-	return "", fmt.Errorf("%w: %s not found in %s (next to the shim, then PATH); install it or set backend.path",
-		serve.ErrBackend, bin, strings.Join(searched, ":"))
-}
-
-func isExecutable(p string) error {
-	st, err := os.Stat(p)
-	if err != nil {
-		return err
-	}
-	if st.IsDir() {
-		return fmt.Errorf("is a directory")
-	}
-	if st.Mode().Perm()&0o111 == 0 {
-		return fs.ErrPermission
-	}
-	return nil
+	return p, nil
 }

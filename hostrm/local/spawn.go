@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/gopmi/gopmi/plugin"
+	"github.com/gopmi/gopmi/plugin/execpath"
 )
 
 // Spawn info keys gopmi-rm-local honours. MPICH's Hydra knows the same
@@ -120,9 +121,9 @@ func (u *Universe) resolveApp(a plugin.SpawnApp) (AppSpec, error) {
 	if st, err := os.Stat(dir); err != nil || !st.IsDir() {
 		return AppSpec{}, plugin.Errorf(plugin.ErrInvalidArgument, "spawn %s: working directory %s is not a directory", a.Cmd, dir)
 	}
-	path, err := FindCommand(a.Cmd, dir, pathList, getenv(u.opts.Env, "PATH"))
+	path, err := execpath.Command(a.Cmd, dir, pathList, getenv(u.opts.Env, "PATH"))
 	if err != nil {
-		return AppSpec{}, plugin.Wrapf(err, plugin.ErrUnavailable, "spawn")
+		return AppSpec{}, plugin.Wrapf(err, plugin.ErrNotFound, "spawn")
 	}
 	return AppSpec{Path: path, Args: a.Argv, Env: env, Dir: dir, Procs: a.MaxProcs}, nil
 }
@@ -185,58 +186,6 @@ func (u *Universe) isThisMachine(h string) bool {
 		}
 	}
 	return false
-}
-
-// FindCommand resolves cmd: an absolute path is taken as is; otherwise the
-// directories of pathList (relative ones against dir) are searched first,
-// then a name with a slash is taken relative to dir, and a bare name is
-// searched on PATH (relative entries against dir).
-func FindCommand(cmd, dir, pathList, envPath string) (string, error) {
-	if filepath.IsAbs(cmd) {
-		if isExecutable(cmd) {
-			return cmd, nil
-		}
-		return "", plugin.Errorf(plugin.ErrNotFound, "%s is not an executable file", cmd)
-	}
-	search := func(list string) string {
-		if list == "" {
-			return ""
-		}
-		for d := range strings.SplitSeq(list, ":") {
-			if d == "" {
-				d = "."
-			}
-			if !filepath.IsAbs(d) {
-				d = filepath.Join(dir, d)
-			}
-			if p := filepath.Join(d, cmd); isExecutable(p) {
-				return p
-			}
-		}
-		return ""
-	}
-	if p := search(pathList); p != "" {
-		return p, nil
-	}
-	if strings.Contains(cmd, "/") {
-		if p := filepath.Join(dir, cmd); isExecutable(p) {
-			return p, nil
-		}
-		return "", plugin.Errorf(plugin.ErrNotFound, "%s is not an executable file in %s", cmd, dir)
-	}
-	if p := search(envPath); p != "" {
-		return p, nil
-	}
-	where := "PATH"
-	if pathList != "" {
-		where = "the path info key (" + pathList + ") or PATH"
-	}
-	return "", plugin.Errorf(plugin.ErrNotFound, "command %q not found in %s", cmd, where)
-}
-
-func isExecutable(p string) bool {
-	st, err := os.Stat(p)
-	return err == nil && st.Mode().IsRegular() && st.Mode().Perm()&0o111 != 0
 }
 
 // getenv finds key in a KEY=VALUE list; the last entry wins.

@@ -126,16 +126,11 @@ func NewConfig(b *shimv1.Bootstrap) (*Config, error) {
 	if err := c.setTimeouts(b.GetTimeouts()); err != nil {
 		return nil, err
 	}
-	switch m := b.GetFenceMode(); m {
-	case shimv1.FenceMode_FENCE_MODE_UNSPECIFIED, shimv1.FenceMode_FENCE_MODE_COLLECT:
-		c.FenceMode = bridge.FenceCollect
-	case shimv1.FenceMode_FENCE_MODE_LAZY:
-		c.FenceMode = bridge.FenceLazy
-	case shimv1.FenceMode_FENCE_MODE_MODEX:
-		c.FenceMode = bridge.FenceModex
-	default:
-		return nil, fieldErr("fence_mode", "unknown value %d", int32(m))
+	mode, err := bridgeFenceMode(b.GetFenceMode())
+	if err != nil {
+		return nil, err
 	}
+	c.FenceMode = mode
 	switch lv := b.GetLogLevel(); lv {
 	case "":
 		c.LogLevel = zerolog.InfoLevel

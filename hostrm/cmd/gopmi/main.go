@@ -100,7 +100,7 @@ func newRunFlagSet(f *runFlags, stderr io.Writer) *flag.FlagSet {
 	fs.Var(&f.genv, "genv", "add KEY=VALUE to every task's environment, of every section (repeatable)")
 	fs.BoolVar(&f.pmiPort, "pmi-port", false, "give tasks PMI_PORT=127.0.0.1:<port> and PMI_ID=<rank> instead of PMI_FD")
 	fs.IntVar(&f.usize, "usize", 0, "universe size (default: -n)")
-	fs.StringVar(&f.fenceMode, "fence-mode", launcher.FenceModeCollect, "collect, lazy or modex")
+	fs.StringVar(&f.fenceMode, "fence-mode", launcher.DefaultFenceMode, launcher.FenceModes())
 	fs.DurationVar(&f.timeout, "timeout", launcher.DefaultFenceTimeout, "fence time-out")
 	fs.DurationVar(&f.startTimeout, "start-timeout", launcher.DefaultStartTimeout, "how long each job's shims may take to get ready")
 	fs.IntVar(&f.maxVal, "max-val", launcher.DefaultMaxVal, "PMI value length limit advertised to clients, bytes")
@@ -207,11 +207,6 @@ func parseRun(args []string, stderr io.Writer) (launcher.Config, runFlags, error
 		return cfg, global, errors.New("-timeout and -start-timeout cannot be negative")
 	case global.maxVal < 0:
 		return cfg, global, fmt.Errorf("-max-val %d: cannot be negative", global.maxVal)
-	}
-	switch global.fenceMode {
-	case launcher.FenceModeCollect, launcher.FenceModeLazy, launcher.FenceModeModex:
-	default:
-		return cfg, global, fmt.Errorf("-fence-mode %q: want collect, lazy or modex", global.fenceMode)
 	}
 	cfg.PPN = global.ppn
 	cfg.PMIPort = global.pmiPort

@@ -7,9 +7,7 @@ import (
 	"io"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -21,6 +19,8 @@ import (
 	"github.com/gopmi/gopmi/hostrm/local"
 	"github.com/gopmi/gopmi/hostrm/local/link"
 	"github.com/gopmi/gopmi/plugin"
+	"github.com/gopmi/gopmi/plugin/execpath"
+	shimv1 "github.com/gopmi/gopmi/proto/gopmi/shim/v1"
 	"github.com/gopmi/gopmi/shim/serve"
 )
 
@@ -48,12 +48,12 @@ const (
 	DefaultFenceTimeout = plugin.DefaultFenceTimeout
 )
 
-// Fence modes accepted by Config.FenceMode.
-const (
-	FenceModeCollect = "collect"
-	FenceModeLazy    = "lazy"
-	FenceModeModex   = "modex"
-)
+// DefaultFenceMode is the fence mode a Config gets when it names none.
+var DefaultFenceMode = serve.DefaultFenceMode
+
+// FenceModes lists the names Config.FenceMode accepts, for a usage
+// message: "collect, lazy or modex".
+func FenceModes() string { return serve.FenceModeNames() }
 
 // Config is one `gopmi run`.
 type Config struct {
@@ -71,7 +71,8 @@ type Config struct {
 	PMIPort bool
 	// UniverseSize is served as universeSize; default the job's size.
 	UniverseSize int32
-	// FenceMode is collect (default), lazy or modex.
+	// FenceMode names the fence mode: collect (the default), lazy or
+	// modex (serve.ParseFenceMode).
 	FenceMode string
 	// FenceTimeout bounds every fence; default DefaultFenceTimeout.
 	FenceTimeout time.Duration
@@ -123,7 +124,8 @@ type Launcher struct {
 	cfg      Config
 	log      zerolog.Logger
 	out      io.Writer
-	shims    bool   // nodes are served by gopmi-shim processes
+	shims    bool // nodes are served by gopmi-shim processes
+	fence    shimv1.FenceMode
 	shimPath string // with shims
 	rmPath   string // with shims
 	start    *starter
@@ -166,8 +168,9 @@ func New(cfg Config) (*Launcher, error) {
 			return nil, fmt.Errorf("app %d: no program", i)
 		}
 	}
-	if _, ok := fenceModes[cfg.FenceMode]; !ok && cfg.FenceMode != "" {
-		return nil, fmt.Errorf("fence mode %q: want collect, lazy or modex", cfg.FenceMode)
+	fenceMode, err := serve.ParseFenceMode(cfg.FenceMode)
+	if err != nil {
+		return nil, &SettingError{Setting: "-fence-mode", Msg: err.Error()}
 	}
 	if cfg.PPN < 0 {
 		return nil, fmt.Errorf("ppn %d is negative", cfg.PPN)
@@ -198,6 +201,7 @@ func New(cfg Config) (*Launcher, error) {
 		done:   make(chan struct{}),
 		ending: make(chan struct{}),
 		pol:    newPolicy(),
+		fence:  fenceMode,
 	}
 	// What a shim would refuse in its bootstrap is refused here, in
 	// either mode, before anything starts.
@@ -263,7 +267,7 @@ func settingError(err error) error {
 // setDefaults fills in what cfg leaves at zero.
 func setDefaults(cfg *Config) {
 	if cfg.FenceMode == "" {
-		cfg.FenceMode = FenceModeCollect
+		cfg.FenceMode = DefaultFenceMode
 	}
 	if cfg.FenceTimeout <= 0 {
 		cfg.FenceTimeout = DefaultFenceTimeout
@@ -298,45 +302,24 @@ func setDefaults(cfg *Config) {
 }
 
 // findBinary locates one of gopmi's binaries: the explicit path, the
-// environment override, next to this executable (and its symlink target),
-// next to a sibling binary, then PATH.
+// environment override, next to this executable or a sibling binary (and
+// their symlink targets), then PATH.
 func findBinary(name, explicit, envVar, self, sibling string) (string, error) {
 	if explicit == "" {
 		explicit = os.Getenv(envVar)
 	}
 	if explicit != "" {
-		if !isExecutable(explicit) {
-			return "", fmt.Errorf("%s: %s is not an executable file", name, explicit)
+		if err := execpath.Check(explicit); err != nil {
+			return "", fmt.Errorf("%s: %s is not an executable file: %w", name, explicit, err)
 		}
 		return filepath.Abs(explicit)
 	}
-	var dirs []string
-	for _, p := range []string{self, sibling} {
-		if p == "" {
-			continue
-		}
-		dirs = append(dirs, filepath.Dir(p))
-		if real, err := filepath.EvalSymlinks(p); err == nil {
-			dirs = append(dirs, filepath.Dir(real))
-		}
+	dirs := append(execpath.Beside(self), execpath.Beside(sibling)...)
+	p, searched := execpath.Find(name, append(dirs, execpath.PathDirs(os.Getenv("PATH"))...)...)
+	if p == "" {
+		return "", fmt.Errorf("cannot find %s in %s (next to gopmi, then PATH); install it there or set %s", name, strings.Join(searched, ":"), envVar)
 	}
-	dirs = slices.Compact(dirs)
-	for _, d := range dirs {
-		if p := filepath.Join(d, name); isExecutable(p) {
-			return p, nil
-		}
-	}
-	if p, err := exec.LookPath(name); err == nil {
-		if abs, err := filepath.Abs(p); err == nil {
-			return abs, nil
-		}
-	}
-	return "", fmt.Errorf("cannot find %s in %s or on PATH (install it there or set %s)", name, strings.Join(dirs, ", "), envVar)
-}
-
-func isExecutable(p string) bool {
-	st, err := os.Stat(p)
-	return err == nil && st.Mode().IsRegular() && st.Mode().Perm()&0o111 != 0
+	return p, nil
 }
 
 // Universe returns the run's universe.
@@ -349,7 +332,7 @@ func (l *Launcher) Universe() *local.Universe { return l.u }
 func (l *Launcher) Run(ctx context.Context) (int, error) {
 	apps := make([]local.AppSpec, len(l.cfg.Apps))
 	for i, a := range l.cfg.Apps {
-		path, err := local.FindCommand(a.Path, l.cfg.Wdir, "", os.Getenv("PATH"))
+		path, err := execpath.Command(a.Path, l.cfg.Wdir, "", os.Getenv("PATH"))
 		if err != nil {
 			return 1, err
 		}

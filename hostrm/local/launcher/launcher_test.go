@@ -179,7 +179,7 @@ func TestRunTasks(t *testing.T) {
 				PMIPort:   tc.pmiPort,
 				Env:       []string{"EXTRA=1"},
 				Stdin:     stdin,
-				FenceMode: FenceModeLazy, FenceTimeout: 5 * time.Second, MaxVal: 2048,
+				FenceMode: "lazy", FenceTimeout: 5 * time.Second, MaxVal: 2048,
 			})
 			tasks := r.ctl.wait(t, 4)
 			ns := mainJob()
@@ -556,8 +556,8 @@ func testRunSpawn(t *testing.T, ppn int) {
 }
 
 func TestMissingBinary(t *testing.T) {
-	empty := t.TempDir()
-	t.Setenv("PATH", empty)
+	empty, onPath := t.TempDir(), t.TempDir()
+	t.Setenv("PATH", onPath+":relative")
 	t.Setenv(EnvShim, "")
 	t.Setenv(EnvRMLocal, "")
 	self := testBinary(t)
@@ -572,14 +572,15 @@ func TestMissingBinary(t *testing.T) {
 		t.Errorf("Run of a missing program: %d, %v", code, err)
 	}
 	_, err = New(Config{Apps: []local.AppSpec{{Path: "x", Procs: 1}}, PPN: 1})
-	want := "cannot find gopmi-shim in " + filepath.Dir(self) + " or on PATH (install it there or set GOPMI_SHIM)"
+	// The message names every directory searched, PATH's included.
+	want := "cannot find gopmi-shim in " + filepath.Dir(self) + ":" + onPath + " (next to gopmi, then PATH); install it there or set GOPMI_SHIM"
 	if err == nil || err.Error() != want {
 		t.Errorf("New: %v\nwant %q", err, want)
 	}
 	shim := exe(t, empty, ShimBinary)
 	_, err = New(Config{Apps: []local.AppSpec{{Path: "x", Procs: 1}}, PPN: 1, ShimPath: shim})
 	// gopmi-rm-local is looked for next to the shim too.
-	if want := "cannot find gopmi-rm-local in " + filepath.Dir(self) + ", " + empty + " or on PATH"; err == nil || !strings.HasPrefix(err.Error(), want) {
+	if want := "cannot find gopmi-rm-local in " + filepath.Dir(self) + ":" + empty + ":" + onPath + " "; err == nil || !strings.HasPrefix(err.Error(), want) {
 		t.Errorf("New without gopmi-rm-local: %v", err)
 	}
 	// Next to the shim is good enough for the backend.

@@ -26,13 +26,6 @@ const pmiPortFD = "pmi-port"
 // taskFDName names rank r's socket among its shim's inherited fds.
 func taskFDName(r int32) string { return "rank" + strconv.Itoa(int(r)) }
 
-// fenceModes maps Config.FenceMode to the bootstrap's.
-var fenceModes = map[string]shimv1.FenceMode{
-	FenceModeCollect: shimv1.FenceMode_FENCE_MODE_COLLECT,
-	FenceModeLazy:    shimv1.FenceMode_FENCE_MODE_LAZY,
-	FenceModeModex:   shimv1.FenceMode_FENCE_MODE_MODEX,
-}
-
 // runJob is the launcher's record of one job's processes.
 type runJob struct {
 	spec      *local.JobSpec
@@ -287,7 +280,7 @@ func (l *Launcher) bootstrap(spec *local.JobSpec, index int) *shimv1.Bootstrap {
 			// A server told to stop is killed after the grace period.
 			Shutdown: durationpb.New(l.cfg.KillGrace),
 		},
-		FenceMode: fenceModes[l.cfg.FenceMode],
+		FenceMode: l.fence,
 		LogLevel:  l.cfg.LogLevel,
 	}
 	if l.cfg.PMIPort {
