@@ -210,7 +210,15 @@ type ModexResponse struct {
 	Data []byte
 }
 
-// PublishRequest publishes names (MPI_Publish_name).
+// PublishRequest publishes names (MPI_Publish_name). A name already
+// visible to the publisher, or whose new entry would be visible to an
+// existing name's publisher, is ErrAlreadyExists; a refused Publish
+// publishes none of its names. RangeNamespace limits a name to the
+// publisher's job on every node; PersistFirstRead names go with the first
+// Lookup that returns them. A Range or Persistence the backend does not
+// implement, and every Info key it does not know, is refused with
+// ErrNotSupported naming it: a name must never be seen more widely, or
+// live longer, than asked.
 type PublishRequest struct {
 	Proc        Proc
 	Data        []Info
@@ -249,7 +257,10 @@ type LookupResponse struct {
 	Data []Published
 }
 
-// UnpublishRequest removes names.
+// UnpublishRequest removes names: each of Keys, or, with no Keys, every
+// name Proc published in Range (in any range for RangeDefault) and no
+// other. An unknown Info key is refused with ErrNotSupported naming it,
+// as by Publish and Lookup.
 type UnpublishRequest struct {
 	Proc  Proc
 	Keys  []string // empty: every name Proc published in Range

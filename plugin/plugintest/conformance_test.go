@@ -84,6 +84,10 @@ var brokenBackends = map[string]struct {
 	"modex-no-timeout":   {faults: faults{modexIgnoresTimeout: true}, want: "returned only when its context ended"},
 	"modex-wildcard":     {faults: faults{modexWildcardNothing: true}, want: "want node n1's data"},
 	"modex-unknown-job":  {faults: faults{modexUnknownWaits: true}, want: "DirectModex of unknown job"},
+	"ignores-info":       {faults: faults{ignoresInfo: true}, want: "want an error wrapping plugin.ErrNotSupported that names the key"},
+	"first-read-kept":    {faults: faults{firstReadKept: true}, want: "the first read removes it"},
+	"range-ignored":      {faults: faults{rangeIgnored: true}, want: "the name's range is its publisher's job"},
+	"unpublish-all-noop": {faults: faults{unpublishAllNoop: true}, want: "after its publisher unpublished without keys"},
 }
 
 // TestConformanceBrokenHelper is not a test on its own: TestConformanceCatches

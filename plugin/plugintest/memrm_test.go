@@ -19,12 +19,12 @@ type universe struct {
 	faults faults
 
 	mu      sync.Mutex
-	changed chan struct{}               // closed and replaced on every change; guarded by mu
-	fences  map[string]*fence           // by nspace + "/" + id; guarded by mu
-	modex   map[plugin.Proc][]byte      // latest fence data by rank; guarded by mu
-	names   map[string]plugin.Published // guarded by mu
-	jobs    map[string]plugin.Job       // configured jobs by namespace; guarded by mu
-	conns   map[string]int              // Connects not undone, by sorted namespaces; guarded by mu
+	changed chan struct{}          // closed and replaced on every change; guarded by mu
+	fences  map[string]*fence      // by nspace + "/" + id; guarded by mu
+	modex   map[plugin.Proc][]byte // latest fence data by rank; guarded by mu
+	names   []*pubName             // guarded by mu
+	jobs    map[string]plugin.Job  // configured jobs by namespace; guarded by mu
+	conns   map[string]int         // Connects not undone, by sorted namespaces; guarded by mu
 }
 
 type faults struct {
@@ -43,6 +43,36 @@ type faults struct {
 	modexIgnoresTimeout  bool // a direct modex waits until its context ends
 	modexWildcardNothing bool // a direct modex of a whole job returns no data
 	modexUnknownWaits    bool // a direct modex of an unknown job waits
+	ignoresInfo          bool // unknown info directives are ignored
+	firstReadKept        bool // a PersistFirstRead name outlives its first read
+	rangeIgnored         bool // a RangeNamespace name is seen by every job
+	unpublishAllNoop     bool // an Unpublish without keys removes nothing
+}
+
+// pubName is one published name.
+type pubName struct {
+	plugin.Published
+	rng     plugin.Range
+	persist plugin.Persistence
+}
+
+// visible says whether p may see n.
+func (u *universe) visible(n *pubName, p plugin.Proc) bool {
+	return n.rng != plugin.RangeNamespace || u.faults.rangeIgnored || n.Publisher.Nspace == p.Nspace
+}
+
+// findLocked returns the name key that p may see, or -1. Called with mu
+// held.
+func (u *universe) findLocked(key string, p plugin.Proc) int {
+	return slices.IndexFunc(u.names, func(n *pubName) bool { return n.Key == key && u.visible(n, p) })
+}
+
+// refuseInfo refuses the first directive: this backend knows none.
+func (u *universe) refuseInfo(step string, info []plugin.Info) error {
+	if len(info) == 0 || u.faults.ignoresInfo {
+		return nil
+	}
+	return fmt.Errorf("%s: info key %q: %w", step, info[0].Key, plugin.ErrNotSupported)
 }
 
 type fence struct {
@@ -82,7 +112,6 @@ func newUniverse(f faults) *universe {
 		changed: make(chan struct{}),
 		fences:  map[string]*fence{},
 		modex:   map[plugin.Proc][]byte{},
-		names:   map[string]plugin.Published{},
 		jobs:    map[string]plugin.Job{},
 		conns:   map[string]int{},
 	}
@@ -328,15 +357,26 @@ func (n *node) DirectModex(ctx context.Context, req *plugin.ModexRequest) (*plug
 
 func (n *node) Publish(_ context.Context, req *plugin.PublishRequest) error {
 	u := n.u
+	if err := u.refuseInfo("publish", req.Info); err != nil {
+		return err
+	}
+	switch req.Persistence {
+	case plugin.PersistDefault, plugin.PersistIndefinite, plugin.PersistFirstRead, plugin.PersistSession:
+	default:
+		return fmt.Errorf("publish: persistence %d: %w", req.Persistence, plugin.ErrNotSupported)
+	}
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	for _, d := range req.Data {
-		if p, ok := u.names[d.Key]; ok {
-			return fmt.Errorf("publish %s: published by %s: %w", d.Key, p.Publisher, plugin.ErrAlreadyExists)
+		add := &pubName{Published: plugin.Published{Key: d.Key, Value: d.Value, Publisher: req.Proc}, rng: req.Range, persist: req.Persistence}
+		for _, o := range u.names {
+			if o.Key == d.Key && (u.visible(o, req.Proc) || u.visible(add, o.Publisher)) {
+				return fmt.Errorf("publish %s: published by %s: %w", d.Key, o.Publisher, plugin.ErrAlreadyExists)
+			}
 		}
 	}
 	for _, d := range req.Data {
-		u.names[d.Key] = plugin.Published{Key: d.Key, Value: d.Value, Publisher: req.Proc}
+		u.names = append(u.names, &pubName{Published: plugin.Published{Key: d.Key, Value: d.Value, Publisher: req.Proc}, rng: req.Range, persist: req.Persistence})
 	}
 	u.notifyLocked()
 	return nil
@@ -344,12 +384,15 @@ func (n *node) Publish(_ context.Context, req *plugin.PublishRequest) error {
 
 func (n *node) Lookup(ctx context.Context, req *plugin.LookupRequest) (*plugin.LookupResponse, error) {
 	u := n.u
+	if err := u.refuseInfo("lookup", req.Info); err != nil {
+		return nil, err
+	}
 	var found []plugin.Published
 	find := func() bool {
 		found = found[:0]
 		for _, k := range req.Keys {
-			if p, ok := u.names[k]; ok {
-				found = append(found, p)
+			if i := u.findLocked(k, req.Proc); i >= 0 {
+				found = append(found, u.names[i].Published)
 			}
 		}
 		return len(found) == len(req.Keys)
@@ -370,18 +413,29 @@ func (n *node) Lookup(ctx context.Context, req *plugin.LookupRequest) (*plugin.L
 	if len(found) == 0 {
 		return nil, fmt.Errorf("lookup %s: %w", strings.Join(req.Keys, ","), plugin.ErrNotFound)
 	}
+	if !u.faults.firstReadKept {
+		u.mu.Lock()
+		u.names = slices.DeleteFunc(u.names, func(n *pubName) bool {
+			return n.persist == plugin.PersistFirstRead && slices.ContainsFunc(found, func(p plugin.Published) bool { return p == n.Published })
+		})
+		u.mu.Unlock()
+	}
 	return &plugin.LookupResponse{Data: slices.Clone(found)}, nil
 }
 
 func (n *node) Unpublish(_ context.Context, req *plugin.UnpublishRequest) error {
 	u := n.u
+	if err := u.refuseInfo("unpublish", req.Info); err != nil {
+		return err
+	}
+	if len(req.Keys) == 0 && u.faults.unpublishAllNoop {
+		return nil
+	}
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	for k, p := range u.names {
-		if p.Publisher == req.Proc && (len(req.Keys) == 0 || slices.Contains(req.Keys, k)) {
-			delete(u.names, k)
-		}
-	}
+	u.names = slices.DeleteFunc(u.names, func(n *pubName) bool {
+		return n.Publisher == req.Proc && (len(req.Keys) == 0 || slices.Contains(req.Keys, n.Key))
+	})
 	u.notifyLocked()
 	return nil
 }
