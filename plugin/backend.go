@@ -18,7 +18,9 @@ type Backend interface {
 	ClientFinalized(ctx context.Context, req *ClientRequest) error
 	// Abort ends processes with a status. The backend fails every
 	// pending wait of the aborted job (fences, direct modex) at once with
-	// ErrAborted: nothing of an aborted job may wait out its time-out.
+	// ErrAborted, and so every later Fence or DirectModex of that job:
+	// nothing of an aborted job may wait out its time-out. See
+	// AbortRequest for Targets.
 	Abort(ctx context.Context, req *AbortRequest) error
 	// Fence exchanges the nodes' data of one collective. Calls are
 	// matched by the job (the namespace of req.Procs) and req.ID: two jobs

@@ -53,6 +53,16 @@
 // conformance suite with plugintest.Plugin, which starts the backend
 // binary once per node as the shim does.
 //
+// # Lifetimes
+//
+// No call says "the job ended". A backend process learns it by being
+// ended: the shim stops its backend when its node's part of the job is
+// over. State that outlives a backend process (a daemon's names with
+// PersistApp or PersistProc, a job's fence data) ends when the RM itself
+// sees the step or the process end; that is
+// where a daemon drops them. ClientFinalized says a task finalized PMI,
+// not that it exited.
+//
 // This package imports the standard library only; protobuf never reaches a
 // vendor's code.
 package plugin

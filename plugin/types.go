@@ -142,6 +142,12 @@ type AbortRequest struct {
 	Status  int32  // the exit status the job should end with
 	Message string // human-readable reason
 	// Targets are the processes to end; empty means Proc's whole job.
+	// gopmi's hosts name at most the caller itself (MPI_Abort on a
+	// communicator smaller than the world: MPICH still ends the job, and
+	// the RM may end just the caller's job). A Target in another job (a
+	// job connected to Proc's) is ended with its job by an RM that allows
+	// it; one that does not refuses with ErrPermission naming the job,
+	// and still ends Proc's job.
 	Targets []Proc
 }
 
@@ -172,8 +178,8 @@ type FenceRequest struct {
 	// none; it is still a barrier: each call returns only once every
 	// node arrived.
 	Collect bool
-	// Timeout bounds the whole collective, from the first node's arrival.
-	// When it passes, every node still waiting fails with ErrTimeout and
+	// Timeout bounds the whole collective, from the first node's arrival
+	// (zero: DefaultFenceTimeout, never "at once"). When it passes, every node still waiting fails with ErrTimeout and
 	// a message that names the procs or nodes missing, and a node that
 	// arrives later fails at once with the same error: a timed-out fence
 	// never completes.
@@ -347,6 +353,8 @@ const (
 	// EventProcAborted: a task ended before finalize, or aborted.
 	EventProcAborted EventCode = "proc-aborted"
 	// EventProcTerminated: a task finalized and its connection closed.
+	// gopmi's hosts do not send it today; see "Lifetimes" in the package
+	// documentation for how a backend learns that processes and jobs end.
 	EventProcTerminated EventCode = "proc-terminated"
 )
 

@@ -83,6 +83,7 @@ func RunConformance(t *testing.T, h Harness) {
 		{"FenceSameIDTwoJobs", testFenceTwoJobs},
 		{"FenceCancel", testFenceCancel},
 		{"FenceThenDirectModex", testFenceModex},
+		{"ZeroTimeouts", testZeroTimeouts},
 		{"DirectModexTimeout", testModexTimeout},
 		{"DirectModexWholeJob", testModexWholeJob},
 		{"DirectModexUnknownJob", testModexUnknownJob},
@@ -436,6 +437,65 @@ func testFenceTwoJobs(t *testing.T, e *env) {
 			}
 		}
 	}
+}
+
+// testZeroTimeouts: a zero Timeout is the contract's default (minutes:
+// plugin.DefaultFenceTimeout, DefaultLookupTimeout), not "give up at once":
+// a fence, a direct modex and a waiting lookup whose counterpart comes a
+// moment later all succeed.
+func testZeroTimeouts(t *testing.T, e *env) {
+	ctx, cancel := e.ctx()
+	defer cancel()
+	delay := e.h.Timeout / 5
+	late := func(f func()) *time.Timer { return time.AfterFunc(delay, f) }
+
+	// A direct modex with Timeout 0 of rank 2, whose node contributes a
+	// moment later, to a fence where node 0 waits with Timeout 0.
+	modex := make(chan error, 1)
+	go func() {
+		_, err := e.nodes[0].DirectModex(ctx, &plugin.ModexRequest{Proc: e.proc(2), Requestor: e.proc(0), Timeout: 0})
+		modex <- err
+	}()
+	var wg sync.WaitGroup
+	errs := make([]error, 2)
+	for i, b := range e.nodes {
+		req := e.fenceRequest("world/1", i, []byte("zero-"+strconv.Itoa(i)+";"), false)
+		req.Timeout = 0
+		wg.Add(1)
+		call := func() { defer wg.Done(); _, errs[i] = b.Fence(ctx, req) }
+		if i == 0 {
+			go call()
+		} else {
+			defer late(call).Stop()
+		}
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("fence world/1 with a zero Timeout, node n1 arriving %s after node n0: node %d: %v; a zero Timeout means plugin.DefaultFenceTimeout", delay, i, err)
+		}
+	}
+	if err := <-modex; err != nil {
+		t.Errorf("DirectModex of rank 2 with a zero Timeout, its node contributing %s later: %v; a zero Timeout means plugin.DefaultFenceTimeout", delay, err)
+	}
+
+	// A waiting lookup with Timeout 0 of a name published a moment later.
+	if !e.has(plugin.CapPublish) {
+		return
+	}
+	key := "zero-" + e.job.Nspace
+	found := make(chan error, 1)
+	go func() {
+		_, err := e.nodes[1].Lookup(ctx, &plugin.LookupRequest{Proc: e.proc(2), Keys: []string{key}, Wait: true, Timeout: 0})
+		found <- err
+	}()
+	defer late(func() {
+		_ = e.nodes[0].Publish(ctx, &plugin.PublishRequest{Proc: e.proc(0), Data: []plugin.Info{{Key: key, Value: "port"}}})
+	}).Stop()
+	if err := <-found; err != nil {
+		t.Errorf("waiting Lookup(%s) with a zero Timeout, published %s later: %v; a zero Timeout means plugin.DefaultLookupTimeout", key, delay, err)
+	}
+	_ = e.nodes[0].Unpublish(ctx, &plugin.UnpublishRequest{Proc: e.proc(0), Keys: []string{key}})
 }
 
 func testFenceCancel(t *testing.T, e *env) {
@@ -911,6 +971,26 @@ func testAbortFailsWaits(t *testing.T, e *env) {
 		}
 	case <-time.After(2 * e.h.Timeout):
 		t.Errorf("fence pending when its job aborted was still waiting %s later; want ErrAborted at once", 2*e.h.Timeout)
+	}
+
+	// Later calls of the aborted job that would wait fail at once too.
+	later := e.fenceRequest("world/2", 0, []byte("after the abort"), true)
+	later.Timeout = 10 * e.h.Timeout
+	modex := &plugin.ModexRequest{Proc: e.proc(2), Requestor: e.proc(0), Timeout: 10 * e.h.Timeout}
+	calls := []struct {
+		what string
+		call func(context.Context) error
+	}{
+		{"fence world/2 after its job aborted", func(ctx context.Context) error { _, err := e.nodes[0].Fence(ctx, later); return err }},
+		{"DirectModex of rank 2 after its job aborted", func(ctx context.Context) error { _, err := e.nodes[0].DirectModex(ctx, modex); return err }},
+	}
+	for _, c := range calls {
+		cctx, ccancel := context.WithTimeout(ctx, 2*e.h.Timeout)
+		err := c.call(cctx)
+		ccancel()
+		if !errors.Is(err, plugin.ErrAborted) {
+			t.Errorf("%s: %v; want an error wrapping plugin.ErrAborted at once", c.what, err)
+		}
 	}
 }
 

@@ -1,11 +1,14 @@
 package plugintest_test
 
 import (
+	"cmp"
 	"context"
+	"maps"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -88,6 +91,8 @@ var brokenBackends = map[string]struct {
 	"first-read-kept":    {faults: faults{firstReadKept: true}, want: "the first read removes it"},
 	"range-ignored":      {faults: faults{rangeIgnored: true}, want: "the name's range is its publisher's job"},
 	"unpublish-all-noop": {faults: faults{unpublishAllNoop: true}, want: "after its publisher unpublished without keys"},
+	"zero-expires":       {faults: faults{zeroTimeoutExpires: true}, want: "a zero Timeout means plugin.DefaultFenceTimeout"},
+	"abort-forgotten":    {faults: faults{abortForgotten: true}, want: "fence world/2 after its job aborted"},
 }
 
 // TestConformanceBrokenHelper is not a test on its own: TestConformanceCatches
@@ -112,8 +117,27 @@ func TestConformanceBrokenHelper(t *testing.T) {
 // TestConformanceCatches checks that the suite can fail: each deliberately
 // broken backend must fail it with a message that names its bug.
 func TestConformanceCatches(t *testing.T) {
-	for name, b := range brokenBackends {
-		t.Run(name, func(t *testing.T) {
+	// Each broken backend runs the suite in a process of its own, which
+	// mostly waits out time-outs: a few run side by side (more than
+	// -test.parallel's one per CPU), so the whole takes seconds, not a
+	// minute.
+	type outcome struct {
+		out []byte
+		err error
+	}
+	sem := make(chan struct{}, 6)
+	outcomes := map[string]chan outcome{}
+	// The plugin-process runs take longest: they start first.
+	names := slices.SortedFunc(maps.Keys(brokenBackends), func(a, b string) int {
+		return cmp.Or(-cmp.Compare(btoi(brokenBackends[a].plugin), btoi(brokenBackends[b].plugin)), cmp.Compare(a, b))
+	})
+	for _, name := range names {
+		b := brokenBackends[name]
+		ch := make(chan outcome, 1)
+		outcomes[name] = ch
+		go func() {
+			sem <- struct{}{}
+			defer func() { <-sem }()
 			// One mode is enough to catch a bug: "direct" for an in-process
 			// backend (the gRPC pair adds time, not cases), "process" for
 			// plugin processes.
@@ -124,15 +148,29 @@ func TestConformanceCatches(t *testing.T) {
 			cmd := exec.Command(os.Args[0], "-test.run=^TestConformanceBrokenHelper$/^"+mode+"$", "-test.v", "-test.count=1", "-test.timeout=120s")
 			cmd.Env = append(os.Environ(), brokenEnv+"="+name)
 			out, err := cmd.CombinedOutput()
-			if err == nil {
-				t.Fatalf("conformance suite passed a backend with bug %q:\n%s", name, out)
+			ch <- outcome{out, err}
+		}()
+	}
+	for _, name := range names {
+		b := brokenBackends[name]
+		t.Run(name, func(t *testing.T) {
+			o := <-outcomes[name]
+			if o.err == nil {
+				t.Fatalf("conformance suite passed a backend with bug %q:\n%s", name, o.out)
 			}
-			if _, ok := err.(*exec.ExitError); !ok {
-				t.Fatalf("run helper: %v", err)
+			if _, ok := o.err.(*exec.ExitError); !ok {
+				t.Fatalf("run helper: %v", o.err)
 			}
-			if !strings.Contains(string(out), b.want) {
-				t.Errorf("suite failed for bug %q but its output lacks %q:\n%s", name, b.want, out)
+			if !strings.Contains(string(o.out), b.want) {
+				t.Errorf("suite failed for bug %q but its output lacks %q:\n%s", name, b.want, o.out)
 			}
 		})
 	}
+}
+
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

@@ -25,6 +25,7 @@ type universe struct {
 	names   []*pubName             // guarded by mu
 	jobs    map[string]plugin.Job  // configured jobs by namespace; guarded by mu
 	conns   map[string]int         // Connects not undone, by sorted namespaces; guarded by mu
+	aborted map[string]error       // why each aborted job ended; guarded by mu
 }
 
 type faults struct {
@@ -47,6 +48,16 @@ type faults struct {
 	firstReadKept        bool // a PersistFirstRead name outlives its first read
 	rangeIgnored         bool // a RangeNamespace name is seen by every job
 	unpublishAllNoop     bool // an Unpublish without keys removes nothing
+	zeroTimeoutExpires   bool // a zero Timeout expires at once
+	abortForgotten       bool // calls after an Abort wait as if it never happened
+}
+
+// timeoutOf is a request's time-out: zero is the contract's default.
+func (u *universe) timeoutOf(t, def time.Duration) time.Duration {
+	if t == 0 && !u.faults.zeroTimeoutExpires {
+		return def
+	}
+	return t
 }
 
 // pubName is one published name.
@@ -108,6 +119,7 @@ func (u *universe) failLocked(f *fence, err error) {
 
 func newUniverse(f faults) *universe {
 	return &universe{
+		aborted: map[string]error{},
 		faults:  f,
 		changed: make(chan struct{}),
 		fences:  map[string]*fence{},
@@ -161,11 +173,16 @@ func (n *node) Abort(_ context.Context, req *plugin.AbortRequest) error {
 	}
 	u.mu.Lock()
 	defer u.mu.Unlock()
+	why := fmt.Errorf("job %s aborted by rank %d: %w", req.Proc.Nspace, req.Proc.Rank, plugin.ErrAborted)
+	if !u.faults.abortForgotten {
+		u.aborted[req.Proc.Nspace] = why
+	}
 	for key, f := range u.fences {
 		if f.nspace == req.Proc.Nspace {
-			u.failLocked(f, fmt.Errorf("fence %s: job %s aborted by rank %d: %w", key, req.Proc.Nspace, req.Proc.Rank, plugin.ErrAborted))
+			u.failLocked(f, fmt.Errorf("fence %s: %w", key, why))
 		}
 	}
+	u.notifyLocked()
 	return nil
 }
 
@@ -199,7 +216,12 @@ func (n *node) Fence(ctx context.Context, req *plugin.FenceRequest) (*plugin.Fen
 	if u.faults.fenceByIDOnly {
 		key = req.ID
 	}
+	timeout := u.timeoutOf(req.Timeout, plugin.DefaultFenceTimeout)
 	u.mu.Lock()
+	if why := u.aborted[job.Nspace]; why != nil {
+		u.mu.Unlock()
+		return nil, fmt.Errorf("fence %s: %w", req.ID, why)
+	}
 	f := u.fences[key]
 	if f != nil && f.err != nil && u.faults.lateArrivalWaits {
 		f = nil // start over
@@ -209,7 +231,7 @@ func (n *node) Fence(ctx context.Context, req *plugin.FenceRequest) (*plugin.Fen
 	}
 	if f == nil {
 		f = &fence{nspace: job.Nspace, data: map[int32][]byte{}, done: make(chan struct{}), nodes: job.Nodes, collect: req.Collect,
-			deadline: time.Now().Add(req.Timeout)}
+			deadline: time.Now().Add(timeout)}
 		u.fences[key] = f
 	}
 	f.data[id] = bytes.Clone(req.Data)
@@ -227,11 +249,11 @@ func (n *node) Fence(ctx context.Context, req *plugin.FenceRequest) (*plugin.Fen
 		return &plugin.FenceResponse{}, nil
 	}
 
-	var timeout <-chan time.Time
-	if req.Timeout > 0 && !u.faults.ignoreTimeout {
+	var expired <-chan time.Time
+	if !u.faults.ignoreTimeout {
 		t := time.NewTimer(time.Until(f.deadline))
 		defer t.Stop()
-		timeout = t.C
+		expired = t.C
 	}
 	cancelled := ctx.Done()
 	if u.faults.ignoreCancel {
@@ -241,7 +263,7 @@ func (n *node) Fence(ctx context.Context, req *plugin.FenceRequest) (*plugin.Fen
 	case <-f.done:
 	case <-cancelled:
 		return nil, fmt.Errorf("fence %s: %w", req.ID, ctx.Err())
-	case <-timeout:
+	case <-expired:
 		u.mu.Lock()
 		var missing []string
 		for _, nd := range f.nodes {
@@ -256,7 +278,7 @@ func (n *node) Fence(ctx context.Context, req *plugin.FenceRequest) (*plugin.Fen
 		case u.faults.vagueTimeout:
 			err = fmt.Errorf("fence %s of job %s: %w", req.ID, job.Nspace, plugin.ErrTimeout)
 		default:
-			err = fmt.Errorf("fence %s of job %s: %s did not arrive in %s: %w", req.ID, job.Nspace, strings.Join(missing, ", "), req.Timeout, plugin.ErrTimeout)
+			err = fmt.Errorf("fence %s of job %s: %s did not arrive in %s: %w", req.ID, job.Nspace, strings.Join(missing, ", "), timeout, plugin.ErrTimeout)
 		}
 		u.failLocked(f, err)
 		u.mu.Unlock()
@@ -279,15 +301,13 @@ func (n *node) Fence(ctx context.Context, req *plugin.FenceRequest) (*plugin.Fen
 	return &plugin.FenceResponse{Data: out}, nil
 }
 
-// wait blocks until cond holds (checked under mu) or the deadline or ctx
-// ends; it returns whether cond held.
+// wait blocks until cond holds (checked under mu) or the time-out passes
+// or ctx ends; it returns whether cond held. A time-out of zero or less
+// has passed already: cond is checked once.
 func (u *universe) wait(ctx context.Context, timeout time.Duration, cond func() bool) (bool, error) {
-	var deadline <-chan time.Time
-	if timeout > 0 {
-		t := time.NewTimer(timeout)
-		defer t.Stop()
-		deadline = t.C
-	}
+	t := time.NewTimer(timeout)
+	defer t.Stop()
+	deadline := t.C
 	for {
 		u.mu.Lock()
 		ok := cond()
@@ -324,11 +344,15 @@ func (n *node) DirectModex(ctx context.Context, req *plugin.ModexRequest) (*plug
 		}
 	}
 	var data []byte
-	timeout := req.Timeout
+	timeout := u.timeoutOf(req.Timeout, plugin.DefaultFenceTimeout)
 	if u.faults.modexIgnoresTimeout {
-		timeout = 0
+		timeout = time.Hour
 	}
+	var why error
 	ok, err := u.wait(ctx, timeout, func() bool {
+		if why = u.aborted[req.Proc.Nspace]; why != nil {
+			return true
+		}
 		data = data[:0]
 		for _, nd := range want {
 			d, ok := u.modex[plugin.Proc{Nspace: req.Proc.Nspace, Rank: nd.Ranks[0]}]
@@ -342,12 +366,15 @@ func (n *node) DirectModex(ctx context.Context, req *plugin.ModexRequest) (*plug
 	if err != nil {
 		return nil, fmt.Errorf("direct modex of %s: %w", req.Proc, err)
 	}
+	if why != nil {
+		return nil, fmt.Errorf("direct modex of %s: %w", req.Proc, why)
+	}
 	if !ok {
 		var names []string
 		for _, nd := range want {
 			names = append(names, "node "+nd.Name)
 		}
-		return nil, fmt.Errorf("direct modex of %s: %s contributed no data in %s: %w", req.Proc, strings.Join(names, ", "), req.Timeout, plugin.ErrTimeout)
+		return nil, fmt.Errorf("direct modex of %s: %s contributed no data in %s: %w", req.Proc, strings.Join(names, ", "), timeout, plugin.ErrTimeout)
 	}
 	if req.Proc.Rank == plugin.RankWildcard && u.faults.modexWildcardNothing {
 		data = nil
@@ -398,7 +425,7 @@ func (n *node) Lookup(ctx context.Context, req *plugin.LookupRequest) (*plugin.L
 		return len(found) == len(req.Keys)
 	}
 	if req.Wait {
-		ok, err := u.wait(ctx, req.Timeout, find)
+		ok, err := u.wait(ctx, u.timeoutOf(req.Timeout, plugin.DefaultLookupTimeout), find)
 		if err != nil {
 			return nil, fmt.Errorf("lookup %s: %w", strings.Join(req.Keys, ","), err)
 		}
