@@ -90,8 +90,17 @@ func (l *logger) enabled(lv hclog.Level) bool {
 	return cur != hclog.Off && lv != hclog.Off && (lv == hclog.NoLevel || lv >= cur)
 }
 
-// Log writes msg at level with args as key/value pairs.
+// normalExit is go-plugin's message when a plugin process ends; it logs
+// it at info on a clean exit (and at error, with the error, otherwise).
+const normalExit = "plugin process exited"
+
+// Log writes msg at level with args as key/value pairs. go-plugin's info
+// line on every clean plugin exit is debug here: a backend ending with its
+// job is not news.
 func (l *logger) Log(level hclog.Level, msg string, args ...any) {
+	if level == hclog.Info && msg == normalExit {
+		level = hclog.Debug
+	}
 	if !l.enabled(level) {
 		return
 	}

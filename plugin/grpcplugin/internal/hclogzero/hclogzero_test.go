@@ -82,3 +82,22 @@ func TestStandardWriter(t *testing.T) {
 		t.Errorf("output (-want +got):\n%s", diff)
 	}
 }
+
+// TestCleanExitIsDebug: go-plugin's info line on every clean plugin exit
+// is debug, while an exit with an error stays an error.
+func TestCleanExitIsDebug(t *testing.T) {
+	var buf bytes.Buffer
+	l := New(zerolog.New(&buf).Level(zerolog.InfoLevel))
+	l.Info("plugin process exited", "plugin", "/usr/bin/gopmi-rm-x", "id", 42)
+	l.Error("plugin process exited", "plugin", "/usr/bin/gopmi-rm-x", "id", 43, "error", "exit status 2")
+	l.Info("other news")
+	got := lines(t, &buf)
+	if len(got) != 2 || got[0]["level"] != "error" || got[0]["id"] != float64(43) || got[1]["message"] != "other news" {
+		t.Errorf("at info: %v; want the error exit and the other line only", got)
+	}
+	buf.Reset()
+	New(zerolog.New(&buf).Level(zerolog.DebugLevel)).Info("plugin process exited", "id", 44)
+	if got := lines(t, &buf); len(got) != 1 || got[0]["level"] != "debug" {
+		t.Errorf("at debug: %v; want the clean exit at debug", got)
+	}
+}
