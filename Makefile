@@ -13,7 +13,7 @@ FUZZ     := ./bridge/pmi1:FuzzParse ./bridge/pmi1:FuzzSplit ./bridge/pmi1:FuzzRo
 DEMO_N   ?= 4
 APT      := DEBIAN_FRONTEND=noninteractive apt-get install -y -q
 
-.PHONY: all build install demo deps test test-unit integration bench fuzz proto check-proto lint clean
+.PHONY: all build install demo deps test test-unit integration bench fuzz proto check-proto generate lint clean
 
 all: build
 
@@ -74,6 +74,12 @@ proto:
 # same check runs in `make test` (proto/proto_test.go).
 check-proto:
 	$(GO) test -run TestGeneratedCodeIsCurrent ./proto/
+
+# The contract's method-by-method forwarders (Deferred, Complete,
+# Unimplemented, plugintest.Fake, the local link) are generated from
+# plugin/backend.go; plugin/internal/forwardgen's test checks them.
+generate:
+	$(GO) run ./plugin/internal/forwardgen
 
 lint:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go' | grep -v '\.pb\.go$$'))"

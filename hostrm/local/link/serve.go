@@ -26,33 +26,18 @@ func method[Req, Resp any](f func(plugin.Full, context.Context, *Req) (*Resp, er
 	}
 }
 
+// noRequest makes the handler of a call without a request.
+func noRequest[Resp any](f func(plugin.Full, context.Context) (*Resp, error)) handler {
+	return func(ctx context.Context, be plugin.Full, _ json.RawMessage) (any, error) {
+		return f(be, ctx)
+	}
+}
+
 // notice makes the handler of a call that answers only an error.
 func notice[Req any](f func(plugin.Full, context.Context, *Req) error) handler {
 	return method(func(be plugin.Full, ctx context.Context, req *Req) (*struct{}, error) {
 		return &struct{}{}, f(be, ctx, req)
 	})
-}
-
-// handlers are the calls, by their wire names.
-var handlers = map[string]handler{
-	"get-info": func(ctx context.Context, be plugin.Full, _ json.RawMessage) (any, error) {
-		return be.GetInfo(ctx)
-	},
-	"configure":        method(plugin.Full.Configure),
-	"client-connected": notice(plugin.Full.ClientConnected),
-	"client-finalized": notice(plugin.Full.ClientFinalized),
-	"abort":            notice(plugin.Full.Abort),
-	"fence":            method(plugin.Full.Fence),
-	"direct-modex":     method(plugin.Full.DirectModex),
-	"publish":          notice(plugin.Full.Publish),
-	"lookup":           method(plugin.Full.Lookup),
-	"unpublish":        notice(plugin.Full.Unpublish),
-	"spawn":            method(plugin.Full.Spawn),
-	"connect":          method(plugin.Full.Connect),
-	"disconnect":       notice(plugin.Full.Disconnect),
-	"query":            method(plugin.Full.Query),
-	"log":              notice(plugin.Full.Log),
-	"notify-event":     notice(plugin.Full.NotifyEvent),
 }
 
 // Serve serves be on l until ctx ends, then closes l and every connection,
