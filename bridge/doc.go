@@ -19,6 +19,11 @@
 // on under Hydra); FenceModex sends no data back and fetches a missing key
 // from its owner through DirectModex.
 //
+// Requests are served from the protocols' command tables (pmi1.Commands,
+// pmi2.Commands): dispatch.go checks each request against its command's
+// entry, and the handlers read its attributes through it, so an absent
+// attribute means the table's default and nothing else.
+//
 // Every wait has a deadline from Timeouts, measured with the Clock, so a
 // test drives time by hand. Every request gets an answer: unsupported ones
 // and failures get rc!=0 with a message that names what is missing or who

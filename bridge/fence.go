@@ -410,7 +410,7 @@ const ringKey = "\x00ring"
 // the counts before it, the right value of its left neighbour and the left
 // value of its right neighbour (wrapping).
 func (s *Session) ring(r *request, m *wire.Message) {
-	count, err := m.Int("ring-count", -1)
+	count, err := strconv.Atoi(m.Value("ring-count"))
 	if err != nil || count < 0 {
 		r.fail(wire.RcInvalidArg, fmt.Errorf("ring: bad ring-count=%q", m.Value("ring-count")))
 		return

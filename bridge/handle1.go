@@ -1,6 +1,7 @@
 package bridge
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 
@@ -15,12 +16,16 @@ func (s *Session) dispatch1(r *request, m *wire.Message) {
 		s.spawnBlock(r, m)
 		return
 	}
+	spec, ok := checked(r, m, pmi1.Commands)
+	if !ok {
+		return
+	}
 	switch m.Cmd {
 	case "init":
-		s.init(r, m)
+		s.init(r, spec, m)
 		return
 	case "initack":
-		s.initack(r, m)
+		s.initack(r, spec, m)
 		return
 	}
 	if s.rank < 0 {
@@ -38,79 +43,30 @@ func (s *Session) dispatch1(r *request, m *wire.Message) {
 	case "get_my_kvsname":
 		r.ok("kvsname", j.cfg.Job.Nspace)
 	case "put":
-		if !s.checkKVSName(r, m) {
-			return
-		}
-		if key, val, ok := needKeyValue(r, m); ok {
-			s.put(r, key, val)
+		if s.checkKVSName(r, m) {
+			s.put(r, m.Value("key"), m.Value("value"))
 		}
 	case "get":
-		if !s.checkKVSName(r, m) {
-			return
-		}
-		if key, ok := needKey(r, m); ok {
-			s.get(r, j.cfg.Job.Nspace, -1, key, true)
+		if s.checkKVSName(r, m) {
+			s.get(r, j.cfg.Job.Nspace, -1, m.Value("key"), true)
 		}
 	case "barrier_in":
 		s.barrier1(r, m)
 	case "finalize":
 		s.finalize(r)
 	case "abort":
-		s.abort(r, exitCode(m), firstOf(m, "message", "msg", "error_msg"), true)
+		s.abort(r, exitCode(spec, m), firstOf(m, "message", "error_msg"), true)
 	case "publish_name":
-		s.publish(r, m.Value("service"), m.Value("port"), m.Has("port"), nil)
+		s.publish(r, m.Value("service"), m.Value("port"), nil)
 	case "unpublish_name":
 		s.unpublish(r, m.Value("service"), nil)
 	case "lookup_name":
 		s.lookup(r, m.Value("service"), nil)
-	case "getbyidx", "create_kvs", "destroy_kvs":
-		r.fail(wire.RcFail, fmt.Errorf("%s is not supported by gopmi (PMI-1 KVS iteration and extra KVS spaces were dropped from MPICH long ago)", m.Cmd))
+	case "singinit":
+		r.fail(wire.RcFail, errors.New("singinit: gopmi offers no singleton upgrade: the tasks it serves are started with their PMI environment"))
 	default:
-		r.fail(wire.RcFail, fmt.Errorf("unknown PMI-1 command %q", m.Cmd))
+		r.fail(wire.RcErrOther, fmt.Errorf("gopmi bug: PMI-1 command %q is in the command table but not served", m.Cmd))
 	}
-}
-
-// exitCode reads an abort's status from exitcode= (MPICH) or exit_code=
-// (Flux's spelling); without either the job still fails, with status 1.
-func exitCode(m *wire.Message) int {
-	for _, k := range []string{"exitcode", "exit_code"} {
-		if v, ok := m.Get(k); ok {
-			if n, err := strconv.Atoi(v); err == nil {
-				return n
-			}
-		}
-	}
-	return 1
-}
-
-func firstOf(m *wire.Message, keys ...string) string {
-	for _, k := range keys {
-		if v, ok := m.Get(k); ok {
-			return v
-		}
-	}
-	return ""
-}
-
-// needKey returns the request's key=, or answers it with INVALID_KEY.
-func needKey(r *request, m *wire.Message) (string, bool) {
-	key, ok := m.Get("key")
-	if !ok {
-		r.fail(wire.RcInvalidKey, fmt.Errorf("%s: missing key=", m.Cmd))
-	}
-	return key, ok
-}
-
-// needKeyValue returns the request's key= and value=, or answers it with
-// INVALID_KEY or INVALID_VAL.
-func needKeyValue(r *request, m *wire.Message) (key, val string, ok bool) {
-	if key, ok = needKey(r, m); !ok {
-		return "", "", false
-	}
-	if val, ok = m.Get("value"); !ok {
-		r.fail(wire.RcInvalidVal, fmt.Errorf("%s %s: missing value=", m.Cmd, key))
-	}
-	return key, val, ok
 }
 
 // checkKVSName refuses a put or get that names another job's KVS: PMI-1
@@ -125,13 +81,13 @@ func (s *Session) checkKVSName(r *request, m *wire.Message) bool {
 }
 
 // init answers the first line of both protocols.
-func (s *Session) init(r *request, m *wire.Message) {
+func (s *Session) init(r *request, spec *wire.CommandSpec, m *wire.Message) {
 	if s.version != 0 {
 		r.fail(wire.RcFail, fmt.Errorf("init: already initialized with PMI-%d", s.version))
 		return
 	}
-	ver, err1 := m.Int("pmi_version", 1)
-	sub, err2 := m.Int("pmi_subversion", 1)
+	ver, err1 := spec.Int(m, "pmi_version")
+	sub, err2 := spec.Int(m, "pmi_subversion")
 	if err1 != nil || err2 != nil {
 		r.fail(wire.RcInvalidArg, fmt.Errorf("init: bad version fields: %v", firstErr(err1, err2)))
 		return
@@ -160,8 +116,8 @@ func firstErr(errs ...error) error {
 }
 
 // initack binds a PMI_PORT connection to its rank (Hydra's handshake).
-func (s *Session) initack(r *request, m *wire.Message) {
-	id, err := m.Int("pmiid", -1)
+func (s *Session) initack(r *request, spec *wire.CommandSpec, m *wire.Message) {
+	id, err := spec.Int(m, "pmiid")
 	if err != nil || id < 0 {
 		r.fail(wire.RcInvalidArg, fmt.Errorf("initack: missing or bad pmiid= (%q)", m.Value("pmiid")))
 		return

@@ -4,12 +4,17 @@ import (
 	"fmt"
 	"strconv"
 
+	"github.com/gopmi/gopmi/bridge/pmi2"
 	"github.com/gopmi/gopmi/bridge/wire"
 )
 
 // dispatch2 serves one PMI-2 request.
 func (s *Session) dispatch2(r *request, m *wire.Message) {
 	j := s.j
+	spec, ok := checked(r, m, pmi2.Commands)
+	if !ok {
+		return
+	}
 	if m.Cmd == "fullinit" {
 		s.fullinit(r, m)
 		return
@@ -22,15 +27,10 @@ func (s *Session) dispatch2(r *request, m *wire.Message) {
 	case "job-getid":
 		r.ok("jobid", j.cfg.Job.Nspace)
 	case "kvs-put":
-		if key, val, ok := needKeyValue(r, m); ok {
-			s.put(r, key, val)
-		}
+		s.put(r, m.Value("key"), m.Value("value"))
 	case "kvs-get":
-		key, ok := needKey(r, m)
-		if !ok {
-			return
-		}
-		src, err := m.Int("srcid", -1)
+		key := m.Value("key")
+		src, err := spec.Int(m, "srcid")
 		if err != nil {
 			r.fail(wire.RcInvalidArg, fmt.Errorf("kvs-get %s: %w", key, err))
 			return
@@ -43,45 +43,31 @@ func (s *Session) dispatch2(r *request, m *wire.Message) {
 	case "kvs-fence":
 		s.j.enterFence(r, j.worldGroup(), j.cfg.FenceMode == FenceLazy, nil)
 	case "info-putnodeattr":
-		if key, val, ok := needKeyValue(r, m); ok {
-			s.putNodeAttr(r, key, val)
-		}
+		s.putNodeAttr(r, m.Value("key"), m.Value("value"))
 	case "info-getnodeattr":
-		key, ok := needKey(r, m)
-		if !ok {
-			return
-		}
-		wait, err := m.Bool("wait", false)
+		key := m.Value("key")
+		wait, err := spec.Bool(m, "wait")
 		if err != nil {
 			r.fail(wire.RcInvalidArg, fmt.Errorf("info-getnodeattr %s: %w", key, err))
 			return
 		}
 		s.getNodeAttr(r, key, wait)
 	case "info-getjobattr":
-		if key, ok := needKey(r, m); ok {
-			s.getJobAttr(r, key)
-		}
-	case "name-publish":
-		info, err := infoList(m)
+		s.getJobAttr(r, m.Value("key"))
+	case "name-publish", "name-unpublish", "name-lookup":
+		info, err := infoList(spec, m)
 		if err != nil {
-			r.fail(wire.RcInvalidArg, fmt.Errorf("name-publish: %w", err))
+			r.failKV(wire.RcInvalidArg, fmt.Errorf("%s: %w", m.Cmd, err), failKV(r)...)
 			return
 		}
-		s.publish(r, m.Value("name"), m.Value("port"), m.Has("port"), info)
-	case "name-unpublish":
-		info, err := infoList(m)
-		if err != nil {
-			r.fail(wire.RcInvalidArg, fmt.Errorf("name-unpublish: %w", err))
-			return
+		switch m.Cmd {
+		case "name-publish":
+			s.publish(r, m.Value("name"), m.Value("port"), info)
+		case "name-unpublish":
+			s.unpublish(r, m.Value("name"), info)
+		default:
+			s.lookup(r, m.Value("name"), info)
 		}
-		s.unpublish(r, m.Value("name"), info)
-	case "name-lookup":
-		info, err := infoList(m)
-		if err != nil {
-			r.fail(wire.RcInvalidArg, fmt.Errorf("name-lookup: %w", err))
-			return
-		}
-		s.lookup(r, m.Value("name"), info)
 	case "spawn":
 		s.spawn2(r, m)
 	case "job-connect":
@@ -89,16 +75,19 @@ func (s *Session) dispatch2(r *request, m *wire.Message) {
 	case "job-disconnect":
 		s.jobDisconnect(r, m)
 	case "abort":
-		// MPICH >= 4.1 sends no isworld: that is a world abort, and so is
-		// one whose isworld= does not read (Bool then returns the default).
-		world, _ := m.Bool("isworld", true)
-		s.abort(r, exitCode(m), firstOf(m, "message", "msg", "error_msg"), world)
+		// MPICH >= 4.1 sends no isworld: that is a world abort (the
+		// table's default), and so is one whose isworld= does not read.
+		world, err := spec.Bool(m, "isworld")
+		if err != nil {
+			world = true
+		}
+		s.abort(r, exitCode(spec, m), firstOf(m, "message", "msg"), world)
 	case "ring":
 		s.ring(r, m)
 	case "finalize":
 		s.finalize(r)
 	default:
-		r.fail(wire.RcErrOther, fmt.Errorf("unknown PMI-2 command %q", m.Cmd))
+		r.fail(wire.RcErrOther, fmt.Errorf("gopmi bug: PMI-2 command %q is in the command table but not served", m.Cmd))
 	}
 }
 
@@ -107,7 +96,7 @@ func (s *Session) dispatch2(r *request, m *wire.Message) {
 func (s *Session) fullinit(r *request, m *wire.Message) {
 	j := s.j
 	rank := int64(-1)
-	for _, k := range []string{"pmirank", "srcid", "pmiid"} {
+	for _, k := range []string{"pmirank", "srcid"} {
 		if v, ok := m.Get(k); ok {
 			n, err := strconv.ParseInt(v, 10, 32)
 			if err != nil {
@@ -154,8 +143,8 @@ func (s *Session) fullinit(r *request, m *wire.Message) {
 }
 
 // infoList reads infokeycount/infokeyN/infovalN.
-func infoList(m *wire.Message) ([]wire.Arg, error) {
-	n, err := m.Int("infokeycount", 0)
+func infoList(spec *wire.CommandSpec, m *wire.Message) ([]wire.Arg, error) {
+	n, err := spec.Int(m, "infokeycount")
 	if err != nil {
 		return nil, err
 	}

@@ -88,13 +88,9 @@ func rcOf(err error) int {
 	return wire.RcFail
 }
 
-func (s *Session) publish(r *request, name, port string, hasPort bool, info []wire.Arg) {
+func (s *Session) publish(r *request, name, port string, info []wire.Arg) {
 	if name == "" {
 		r.failKV(wire.RcInvalidArg, fmt.Errorf("%s: missing service name", r.cmd), nsFailKV(r)...)
-		return
-	}
-	if !hasPort {
-		r.failKV(wire.RcInvalidArg, fmt.Errorf("%s %s: missing port=", r.cmd, name), nsFailKV(r)...)
 		return
 	}
 	req := &plugin.PublishRequest{Proc: s.j.proc(s.rank), Data: []plugin.Info{{Key: name, Value: port}}, Info: toInfo(info)}
@@ -172,9 +168,9 @@ func lookupFailKV(r *request) []string {
 
 // jobConnect maps PMI-2 job-connect to the backend's Connect.
 func (s *Session) jobConnect(r *request, m *wire.Message) {
-	jobid, ok := m.Get("jobid")
-	if !ok || jobid == "" {
-		r.fail(wire.RcInvalidArg, fmt.Errorf("job-connect: missing jobid="))
+	jobid := m.Value("jobid")
+	if jobid == "" {
+		r.fail(wire.RcInvalidArg, fmt.Errorf("job-connect: empty jobid="))
 		return
 	}
 	j := s.j
@@ -199,9 +195,9 @@ func (j *Job) connectProcs(jobid string) []plugin.Proc {
 }
 
 func (s *Session) jobDisconnect(r *request, m *wire.Message) {
-	jobid, ok := m.Get("jobid")
-	if !ok || jobid == "" {
-		r.fail(wire.RcInvalidArg, fmt.Errorf("job-disconnect: missing jobid="))
+	jobid := m.Value("jobid")
+	if jobid == "" {
+		r.fail(wire.RcInvalidArg, fmt.Errorf("job-disconnect: empty jobid="))
 		return
 	}
 	j := s.j

@@ -29,7 +29,10 @@ const (
 // src/pmi/maint/pmi-1.1.txt and pmi-1.2.txt plus the legacy commands of
 // MPICH's old simple PMI client and the name service keys Slurm uses.
 // Every reply may also carry rc= (missing means 0) and msg= (free text).
-// Tests and the bridge read it; do not modify it.
+// The bridge serves requests from it: a command it lacks is unknown, a
+// required attribute missing is refused, and an absent optional one means
+// its Default (wire.CommandSpec.Arg); the transcript tests hold real
+// clients to it. Do not modify it at run time.
 var Commands = wire.Table{
 	{
 		Name: "init", Reply: "response_to_init", Since: "1.1",

@@ -36,7 +36,10 @@ func infoFamily() []wire.AttrSpec {
 // reply echoes; every reply carries rc= and, on failure, errmsg=. A
 // missing optional attribute means its Default: MPICH's generated client
 // omits attributes equal to their default (found=TRUE, wait=FALSE,
-// srcid=-1). Tests and the bridge read it; do not modify it.
+// srcid=-1). The bridge serves requests from it: a command it lacks is
+// unknown, a required attribute missing is refused, and an absent optional
+// one means its Default (wire.CommandSpec.Arg); the transcript tests hold
+// real clients to it. Do not modify it at run time.
 var Commands = wire.Table{
 	{
 		Name: "fullinit", Reply: "fullinit-response", Since: "2.0",

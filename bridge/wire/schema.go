@@ -1,6 +1,10 @@
 package wire
 
-import "strings"
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
 
 // Kind is the type of an attribute value on the wire.
 type Kind int
@@ -102,6 +106,49 @@ func (c *CommandSpec) MissingRequired(m *Message) []string {
 		}
 	}
 	return miss
+}
+
+// Arg reads request attribute key of m as c describes it: m's value, or
+// the attribute's Default when m lacks it. A key c does not list is an
+// error: a server reads only what its table says a client may send, so
+// the table is the one place that says what a request carries and what
+// an absent attribute means.
+func (c *CommandSpec) Arg(m *Message, key string) (string, error) {
+	a, ok := c.RequestAttr(key)
+	if !ok {
+		return "", fmt.Errorf("%s: attribute %s is not in gopmi's command table", c.Name, key)
+	}
+	if v, ok := m.Get(key); ok {
+		return v, nil
+	}
+	return a.Default, nil
+}
+
+// Int reads an integer attribute as Arg does; an absent attribute without
+// a Default, like a value that is not an integer, is a *FieldError.
+func (c *CommandSpec) Int(m *Message, key string) (int, error) {
+	v, err := c.Arg(m, key)
+	if err != nil {
+		return 0, err
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(v))
+	if err != nil {
+		return 0, &FieldError{Key: key, Value: v, Reason: "not an integer"}
+	}
+	return n, nil
+}
+
+// Bool reads a boolean attribute as Arg does (ParseBool's spellings).
+func (c *CommandSpec) Bool(m *Message, key string) (bool, error) {
+	v, err := c.Arg(m, key)
+	if err != nil {
+		return false, err
+	}
+	b, ok := ParseBool(v)
+	if !ok {
+		return false, &FieldError{Key: key, Value: v, Reason: "not a boolean"}
+	}
+	return b, nil
 }
 
 func findAttr(list []AttrSpec, key string) (AttrSpec, bool) {

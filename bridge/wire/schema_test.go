@@ -72,3 +72,37 @@ func TestSpawnTotalProcs(t *testing.T) {
 		t.Errorf("TotalProcs = %d", s.TotalProcs())
 	}
 }
+
+// TestCommandSpecArgs: a request's attributes read through its spec: the
+// value when present, the Default when not; a key the spec lacks, a bad
+// value, or an absent attribute without a Default is an error.
+func TestCommandSpecArgs(t *testing.T) {
+	c := &CommandSpec{Name: "kvs-get", Request: []AttrSpec{
+		{Key: "srcid", Kind: KindInt, Default: "-1"},
+		{Key: "wait", Kind: KindBool, Default: "FALSE"},
+		{Key: "count", Kind: KindInt},
+		{Key: "key", Kind: KindString, Required: true},
+	}}
+	m := New("kvs-get", "key", "k", "wait", "TRUE")
+	if n, err := c.Int(m, "srcid"); n != -1 || err != nil {
+		t.Errorf("srcid default: %d, %v", n, err)
+	}
+	if b, err := c.Bool(m, "wait"); !b || err != nil {
+		t.Errorf("wait: %v, %v", b, err)
+	}
+	if v, err := c.Arg(m, "key"); v != "k" || err != nil {
+		t.Errorf("key: %q, %v", v, err)
+	}
+	if _, err := c.Int(m, "count"); err == nil || err.Error() != `field count="": not an integer` {
+		t.Errorf("absent count without a default: %v", err)
+	}
+	if _, err := c.Int(New("kvs-get", "srcid", "x"), "srcid"); err == nil || err.Error() != `field srcid="x": not an integer` {
+		t.Errorf("bad srcid: %v", err)
+	}
+	if _, err := c.Bool(New("kvs-get", "wait", "maybe"), "wait"); err == nil {
+		t.Error("wait=maybe read")
+	}
+	if _, err := c.Arg(m, "jobid"); err == nil || err.Error() != "kvs-get: attribute jobid is not in gopmi's command table" {
+		t.Errorf("unlisted key: %v", err)
+	}
+}
