@@ -70,6 +70,9 @@ type Config struct {
 	// Clock is nil for real time.
 	Clock  Clock
 	Logger zerolog.Logger
+
+	// tap, set by this package's tests, observes the job's goroutines.
+	tap tap
 }
 
 // Sender writes encoded bytes to one task's connection. Send must not block

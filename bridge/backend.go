@@ -35,6 +35,10 @@ type Backend struct {
 	info     *plugin.BackendInfo // written once before ready closes; never nil after
 	attrs    []plugin.Info       // written once before ready closes
 	err      error               // written once before ready closes
+
+	mu      sync.Mutex
+	known   bool     // guarded by mu; set when ready closes
+	onKnown []func() // guarded by mu; run once, when ready closes
 }
 
 // NewBackend returns the handle of a backend that is not up yet. name
@@ -65,6 +69,7 @@ func (b *Backend) Up(be plugin.Full, info *plugin.BackendInfo, attrs []plugin.In
 		}
 		b.full, b.info, b.attrs = be, info, attrs
 		close(b.ready)
+		b.runKnown()
 	})
 }
 
@@ -79,7 +84,34 @@ func (b *Backend) Fail(err error) {
 		b.err = fmt.Errorf("backend not available: %w", err)
 		b.info = &plugin.BackendInfo{}
 		close(b.ready)
+		b.runKnown()
 	})
+}
+
+// whenKnown runs f once the bring-up ended, either way: at once when it
+// has, else on the goroutine that calls Up or Fail. It does not ask for
+// the backend. f must not block or take a lock its caller may hold: the
+// Job's callbacks only start work on goroutines of their own.
+func (b *Backend) whenKnown(f func()) {
+	b.mu.Lock()
+	if !b.known {
+		b.onKnown = append(b.onKnown, f)
+		b.mu.Unlock()
+		return
+	}
+	b.mu.Unlock()
+	f()
+}
+
+func (b *Backend) runKnown() {
+	b.mu.Lock()
+	b.known = true
+	fs := b.onKnown
+	b.onKnown = nil
+	b.mu.Unlock()
+	for _, f := range fs {
+		f()
+	}
 }
 
 // Need asks for the backend without waiting for it.

@@ -1,6 +1,7 @@
 package bridge
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"slices"
@@ -198,7 +199,7 @@ func TestSingleNodeFencePublished(t *testing.T) {
 		k.expect("cmd=kvs-fence-response;rc=0;")
 	}
 	want := map[string]string{"k0": "0:v0", "k1": "1:v1"}
-	eventually(t, "both puts published", func() bool {
+	w.check("both puts published", func() bool {
 		_, recs := publishedRecords(t, w.rm, "n0")
 		return fmt.Sprint(recs) == fmt.Sprint(want)
 	})
@@ -222,8 +223,7 @@ func TestSingleNodeFencePublished(t *testing.T) {
 // sends it once something brought the backend up; it never starts the
 // backend for this alone.
 func TestSingleNodePublishWaitsForBackend(t *testing.T) {
-	ready := make(chan struct{})
-	late, asked := withLateBackend(ready, &plugin.BackendInfo{Name: "late", Capabilities: []string{plugin.CapPublish}})
+	late, lb := withLateBackend(false, &plugin.BackendInfo{Name: "late", Capabilities: []string{plugin.CapPublish}})
 	w := newWorld(t, 1, 1, late)
 	k := w.task(0)
 	k.init2()
@@ -235,10 +235,8 @@ func TestSingleNodePublishWaitsForBackend(t *testing.T) {
 	k.expect("cmd=kvs-put-response;rc=0;")
 	k.send("cmd=kvs-fence;")
 	k.expect("cmd=kvs-fence-response;rc=0;")
-	select {
-	case <-asked:
+	if lb.asked {
 		t.Fatal("fences of a one-node job asked for the backend")
-	default:
 	}
 	if reqs := w.rm.fenceRequests(); len(reqs) != 0 {
 		t.Fatalf("fences reached a backend that is not up: %+v", reqs)
@@ -246,11 +244,14 @@ func TestSingleNodePublishWaitsForBackend(t *testing.T) {
 	// The name service needs the backend; once it is up the kept data
 	// follows.
 	k.send("cmd=name-publish;name=svc;port=p;infokeycount=0;")
-	<-asked
-	close(ready)
+	k.silent()
+	if !lb.asked {
+		t.Fatal("the name service did not ask for the backend")
+	}
+	lb.up()
 	k.expect("cmd=name-publish-response;rc=0;")
 	want := map[string]string{"a": "0:1", "b": "0:2"}
-	eventually(t, "kept puts published", func() bool {
+	w.check("kept puts published", func() bool {
 		_, recs := publishedRecords(t, w.rm, "n0")
 		return fmt.Sprint(recs) == fmt.Sprint(want)
 	})
@@ -260,7 +261,7 @@ func TestSingleNodePublishWaitsForBackend(t *testing.T) {
 	k.send("cmd=kvs-fence;")
 	k.expect("cmd=kvs-fence-response;rc=0;")
 	want["c"] = "0:3"
-	eventually(t, "later puts published", func() bool {
+	w.check("later puts published", func() bool {
 		_, recs := publishedRecords(t, w.rm, "n0")
 		return fmt.Sprint(recs) == fmt.Sprint(want)
 	})
@@ -269,27 +270,23 @@ func TestSingleNodePublishWaitsForBackend(t *testing.T) {
 // A spawned job on one node asks for its backend to publish its fence
 // data: its parent reads it.
 func TestSpawnedJobPublishes(t *testing.T) {
-	late, asked := withLateBackend(nil, &plugin.BackendInfo{Name: "fake"})
+	late, lb := withLateBackend(true, &plugin.BackendInfo{Name: "fake"})
 	w := newWorld(t, 1, 1, withParent("job-0"), late)
 	k := w.task(0)
 	k.init2()
 	k.send("cmd=kvs-fence;")
 	k.expect("cmd=kvs-fence-response;rc=0;")
-	select {
-	case <-asked:
+	if lb.asked {
 		t.Fatal("a fence without puts asked for the backend")
-	default:
 	}
 	k.send("cmd=kvs-put;key=a;value=1;")
 	k.expect("cmd=kvs-put-response;rc=0;")
 	k.send("cmd=kvs-fence;")
 	k.expect("cmd=kvs-fence-response;rc=0;")
-	select {
-	case <-asked:
-	case <-time.After(waitFor):
+	if !lb.asked {
 		t.Fatal("the spawned job did not ask for its backend")
 	}
-	eventually(t, "the spawned job's puts published", func() bool {
+	w.check("the spawned job's puts published", func() bool {
 		_, recs := publishedRecords(t, w.rm, "n0")
 		return recs["a"] == "0:1"
 	})
@@ -438,7 +435,7 @@ func TestEarlyExitFailsJob(t *testing.T) {
 	if res.Err == nil || !strings.Contains(res.Err.Error(), "rank 1") {
 		t.Fatalf("result = %+v", res)
 	}
-	eventually(t, "backend notified", func() bool {
+	w.check("backend notified", func() bool {
 		_, ev, _ := w.rm.snapshot()
 		return len(ev) == 1 && ev[0].Code == plugin.EventProcAborted && ev[0].Source.Rank == 1
 	})
@@ -491,7 +488,7 @@ func TestAbort(t *testing.T) {
 			if !res.Aborted || res.Status != tc.status || !errors.Is(res.Err, plugin.ErrAborted) {
 				t.Fatalf("result = %+v", res)
 			}
-			eventually(t, "backend abort", func() bool {
+			w.check("backend abort", func() bool {
 				aborts, _, _ := w.rm.snapshot()
 				return len(aborts) > 0
 			})
@@ -506,7 +503,7 @@ func TestAbort(t *testing.T) {
 				t.Fatalf("world abort has targets %v", aborts[0].Targets)
 			}
 			// The rank waiting in the fence is answered.
-			m := a.c.next(waitFor)
+			m := a.reply()
 			if m == nil || m.Value("rc") == "0" {
 				t.Fatalf("fence waiter got %+v", m)
 			}
@@ -529,7 +526,7 @@ func TestPMIPort(t *testing.T) {
 	a.expect("cmd=set debug=0")
 	a.init1()
 	// A second connection may not take rank 0.
-	x := &tsk{t: t, rank: 0, c: newConn()}
+	x := &tsk{t: t, q: w.q, rank: 0, c: newConn()}
 	x.s = j.AttachPort(x.c)
 	x.send("cmd=initack pmiid=0")
 	x.expect("cmd=initack rc=3")
@@ -689,7 +686,7 @@ func TestBadInput(t *testing.T) {
 		{"no command here", "rc=3"},
 	} {
 		k.send(tc.send)
-		m := k.c.next(waitFor)
+		m := k.reply()
 		if m == nil {
 			t.Fatalf("%q: no reply", tc.send)
 		}
@@ -742,7 +739,7 @@ func TestBadInputPMI2(t *testing.T) {
 	k.expect("cmd=job-getid-response;rc=0;")
 	// A garbled length cannot be resynchronised: answered, then closed.
 	k.raw("abcdefcmd=job-getid;")
-	m := k.c.next(waitFor)
+	m := k.reply()
 	if m == nil || m.Value("rc") == "0" {
 		t.Fatalf("garbled length: reply %+v", m)
 	}
@@ -844,8 +841,7 @@ func TestProcessMapping(t *testing.T) {
 // The shim serves tasks while its backend starts: local requests are
 // answered at once, requests that need the backend wait for it.
 func TestBackendArrivesLater(t *testing.T) {
-	ready := make(chan struct{})
-	late, _ := withLateBackend(ready, &plugin.BackendInfo{Name: "late", Capabilities: []string{plugin.CapPublish}},
+	late, lb := withLateBackend(false, &plugin.BackendInfo{Name: "late", Capabilities: []string{plugin.CapPublish}},
 		plugin.Info{Key: "PMI_hwloc_xmlfile", Value: "/tmp/topo.xml"}, plugin.Info{Key: "universeSize", Value: "99"})
 	w := newWorld(t, 1, 1, late)
 	k := w.task(0)
@@ -858,11 +854,11 @@ func TestBackendArrivesLater(t *testing.T) {
 	k.silent()
 	k.send("cmd=info-getjobattr;key=PMI_hwloc_xmlfile;")
 	k.silent()
-	close(ready)
+	lb.up()
 	// Both waited for the backend; they may be answered in either order.
 	got := map[string]*wire.Message{}
 	for i := 0; i < 2; i++ {
-		m := k.c.next(waitFor)
+		m := k.reply()
 		if m == nil {
 			t.Fatal("a request that waited for the backend was not answered")
 		}
@@ -894,5 +890,63 @@ func TestBackendThatNeverStarts(t *testing.T) {
 	m := k.expect("cmd=name-lookup-response;rc=-1;")
 	if !strings.Contains(m.Value("errmsg"), "backend not available: gopmi-rm-x exited") {
 		t.Fatalf("errmsg = %q", m.Value("errmsg"))
+	}
+}
+
+// A request at the backend gate waits no longer than its deadline when
+// the host never says whether the backend came up.
+func TestGateDeadline(t *testing.T) {
+	clk := newManualClock()
+	late, lb := withLateBackend(false, &plugin.BackendInfo{Name: "late", Capabilities: []string{plugin.CapPublish}})
+	w := newWorld(t, 1, 1, late, withClock(clk), withTimeouts(Timeouts{Backend: 10 * time.Second}))
+	k := w.task(0)
+	k.init2()
+	k.send("cmd=name-publish;name=svc;port=p;infokeycount=0;")
+	k.silent()
+	if !lb.asked {
+		t.Fatal("the name service did not ask for the backend")
+	}
+	clk.advance(10*time.Second + grace - time.Millisecond)
+	k.silent()
+	clk.advance(time.Millisecond)
+	m := k.expect("cmd=name-publish-response;rc=-1;")
+	if !strings.Contains(m.Value("errmsg"), "waiting for fake to start: no answer within 15s") {
+		t.Fatalf("errmsg = %q", m.Value("errmsg"))
+	}
+	// A backend that comes up afterwards serves the next request.
+	lb.up()
+	k.send("cmd=name-publish;name=svc;port=p;infokeycount=0;")
+	k.expect("cmd=name-publish-response;rc=0;")
+}
+
+// The job's end answers what waits at the gate and leaves nothing for
+// Shutdown to wait for; an abort's report still reaches the backend once
+// it is up.
+func TestGateAtJobEnd(t *testing.T) {
+	late, lb := withLateBackend(false, &plugin.BackendInfo{Name: "late", Capabilities: []string{plugin.CapPublish}})
+	w := newWorld(t, 2, 1, late)
+	a, b := w.task(0), w.task(1)
+	a.init2()
+	b.init2()
+	a.send("cmd=name-lookup;name=svc;infokeycount=0;")
+	a.silent()
+	b.send("cmd=abort;isworld=TRUE;msg=boom;")
+	a.expect("cmd=name-lookup-response;rc=-1;found=FALSE;")
+	if res := w.waitDone(0); !res.Aborted {
+		t.Fatalf("result %+v", res)
+	}
+	if aborts, _, _ := w.rm.snapshot(); len(aborts) != 0 {
+		t.Fatalf("aborts before the backend is up: %+v", aborts)
+	}
+	lb.up()
+	w.check("the abort reached the backend", func() bool {
+		aborts, _, _ := w.rm.snapshot()
+		return len(aborts) == 1 && aborts[0].Message == "boom"
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), waitFor)
+	defer cancel()
+	start := time.Now()
+	if err := w.job(0).Shutdown(ctx); err != nil || time.Since(start) > time.Second {
+		t.Fatalf("shutdown: %v after %s", err, time.Since(start))
 	}
 }

@@ -43,13 +43,16 @@ func checked(r *request, m *wire.Message, t wire.Table) (*wire.CommandSpec, bool
 
 // failKV is what a failed reply to r carries besides rc and the message,
 // for the clients that read it instead of rc: Slurm's PMI-1 name service
-// reads info=fail, and a PMI-2 lookup answers found=FALSE.
+// reads info=fail, and a PMI-2 lookup or node attribute answers
+// found=FALSE.
 func failKV(r *request) []string {
 	switch r.cmd {
 	case "publish_name", "unpublish_name", "name-publish", "name-unpublish":
 		return nsFailKV(r)
 	case "lookup_name", "name-lookup":
 		return lookupFailKV(r)
+	case "info-getnodeattr":
+		return []string{"found", "FALSE"}
 	}
 	return nil
 }

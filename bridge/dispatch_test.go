@@ -61,7 +61,7 @@ func TestTableDrivesDispatch(t *testing.T) {
 			}
 			line := wellFormed(spec, v)
 			k.send(line)
-			m := k.c.next(waitFor)
+			m := k.reply()
 			if m == nil {
 				t.Fatalf("PMI-%d %q: no reply", v, line)
 			}
@@ -79,7 +79,7 @@ func TestTableDrivesDispatch(t *testing.T) {
 				}
 				without := strings.Replace(line, a.Key+"=", "gopmi-dropped=", 1)
 				k.send(without)
-				m := k.c.next(waitFor)
+				m := k.reply()
 				if m == nil {
 					t.Fatalf("PMI-%d %q: no reply", v, without)
 				}

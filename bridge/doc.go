@@ -24,6 +24,34 @@
 // entry, and the handlers read its attributes through it, so an absent
 // attribute means the table's default and nothing else.
 //
+// # Concurrency model
+//
+// A Session never blocks: Feed parses, decides and either answers at
+// once or parks the request (Job.pending) until something answers it.
+// Everything off the Session's goroutine goes through the job's calls
+// (lifecycle.go): each backend call on a goroutine of its own with a
+// deadline, and the timers of the waits; nothing else starts a goroutine
+// or arms a timer, so Shutdown waits for all of it. Work that needs a
+// backend still starting waits at the backend gate (gate.go) as a
+// callback on the Backend, not as a blocked goroutine. One lock, j.mu,
+// guards the job's state, which is split by concern: the tasks, the
+// committed store, the fence table (fence.go), the parked waits (one
+// generic timed wait list, waits.go), the direct modex table, the node
+// attributes and the notices batch.
+//
+// Tests count the goroutines the job starts (Config.tap) and the backend
+// calls their fake RM holds, so they wait until the job is quiet, never
+// for a time: after that every reply the job will send without more input
+// has been sent. The golden transcripts (testdata/golden) record each
+// request in, each reply and each backend call out, in the one order
+// that gives; go test -run TestTranscripts -rewrite writes them.
+//
+// Files follow the concerns: dispatch.go, handle1.go and handle2.go take
+// a request to its handler; get.go (put, get, lazy gets, direct modex),
+// attrs.go (node and job attributes), fence.go, ring.go, names.go,
+// connect.go, spawn.go serve them; lifecycle.go holds the job's
+// goroutines, its end, init and finalize notices and abort.
+//
 // Every wait has a deadline from Timeouts, measured with the Clock, so a
 // test drives time by hand. Every request gets an answer: unsupported ones
 // and failures get rc!=0 with a message that names what is missing or who

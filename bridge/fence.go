@@ -8,7 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/gopmi/gopmi/bridge/kvs"
 	"github.com/gopmi/gopmi/bridge/pmi1"
 	"github.com/gopmi/gopmi/bridge/wire"
 	"github.com/gopmi/gopmi/plugin"
@@ -115,6 +114,49 @@ type fence struct {
 	stop    func() bool
 }
 
+// fenceTable is this node's fences: the open ones by ID, the sequence
+// each group finished last (fences of a group complete in order), what
+// node barriers committed for the next world fence to carry, and the
+// last failure, which explains what follows it. Guarded by j.mu.
+type fenceTable struct {
+	open      map[string]*fence
+	done      map[string]int
+	carry     []byte
+	lastErr   error
+	publishes int  // numbers the publish fences
+	withheld  bool // a one-node job committed data before its backend was up
+}
+
+func newFenceTable() fenceTable {
+	return fenceTable{open: make(map[string]*fence), done: make(map[string]int)}
+}
+
+// next is the group's fence after the last finished one, if open.
+func (t *fenceTable) next(gname string) *fence {
+	return t.open[fenceID(gname, t.done[gname]+1)]
+}
+
+// epoch is the sequence of the last finished world fence.
+func (t *fenceTable) epoch() int { return t.done[worldName] }
+
+// finish records f's end: a failed fence stays open so late arrivals
+// learn of it at once.
+func (t *fenceTable) finish(f *fence, err error) {
+	if err != nil {
+		f.err = err
+		t.lastErr = err
+	} else {
+		delete(t.open, f.id)
+	}
+	t.done[f.g.name] = f.seq
+}
+
+func (t *fenceTable) stopTimers() {
+	for _, f := range t.open {
+		f.stopTimer()
+	}
+}
+
 // fenceWaiter is a request parked in a fence with the extra pairs of its
 // success answer (the PMI 1.2 tag), which are the request's own: ranks
 // meet in one fence whether or not they named its group.
@@ -142,20 +184,20 @@ func (j *Job) enterFence(r *request, g group, answerNow bool, replyKV []string) 
 func (j *Job) enterCollective(r *request, g group, answerNow bool, replyKV []string, extra []byte) {
 	j.mu.Lock()
 	if j.ended {
-		err := j.result.Err
+		err := j.endedErrLocked(r.cmd)
 		j.mu.Unlock()
-		r.fail(wire.RcFail, fmt.Errorf("%s: job has ended: %w", r.cmd, err))
+		r.fail(wire.RcFail, err)
 		return
 	}
 	t := j.tasks[r.rank]
 	seq := t.seq[g.name] + 1
 	t.seq[g.name] = seq
 	id := fenceID(g.name, seq)
-	f := j.fences[id]
+	f := j.fences.open[id]
 	if f == nil {
 		f = &fence{id: id, g: g, seq: seq, local: j.localMembers(g), arrived: make(map[int32]bool)}
-		j.fences[id] = f
-		f.stop = j.afterFunc(j.cfg.Timeouts.Fence, func() { j.fenceTimedOut(f) })
+		j.fences.open[id] = f
+		f.stop = j.calls.after(j.cfg.Timeouts.Fence, func() { j.fenceTimedOut(f) })
 	}
 	if f.err != nil {
 		err := f.err
@@ -190,7 +232,7 @@ func (j *Job) enterCollective(r *request, g group, answerNow bool, replyKV []str
 // ready and the one before it finished: fences of a group complete in
 // order so a later fence's data never lands under an earlier one's.
 func (j *Job) startNextLocked(gname string) {
-	f := j.fences[fenceID(gname, j.groupDone[gname]+1)]
+	f := j.fences.next(gname)
 	if f == nil || !f.ready || f.started || f.err != nil {
 		return
 	}
@@ -199,23 +241,20 @@ func (j *Job) startNextLocked(gname string) {
 		if !j.oneNode() {
 			// A node barrier's puts are the other nodes' too, from
 			// the next world fence on.
-			j.carry = append(j.carry, f.data...)
+			j.fences.carry = append(j.fences.carry, f.data...)
 		}
 		// completeFence takes j.mu, which the caller holds. Once Shutdown
 		// began the job has ended and there is nothing to complete.
-		if j.track() {
-			go func() {
-				defer j.wg.Done()
-				j.completeFence(f, f.data, nil)
-			}()
-		}
+		j.calls.run(j.cfg.Timeouts.Fence, false, func(context.Context) {
+			j.completeFence(f, f.data, nil)
+		})
 		return
 	}
 	collect := !(f.g.name == worldName && j.cfg.FenceMode == FenceModex)
 	data := f.data
-	if f.g.name == worldName && len(j.carry) > 0 {
-		data = append(j.carry, f.data...)
-		j.carry = nil
+	if f.g.name == worldName && len(j.fences.carry) > 0 {
+		data = append(j.fences.carry, f.data...)
+		j.fences.carry = nil
 	}
 	req := &plugin.FenceRequest{
 		ID:         f.id,
@@ -226,8 +265,11 @@ func (j *Job) startNextLocked(gname string) {
 		Collect:    collect,
 		Timeout:    j.cfg.Timeouts.Fence,
 	}
-	j.goBackend(j.cfg.Timeouts.Fence+grace, func(ctx context.Context) {
-		resp, err := j.be.Fence(ctx, req)
+	j.withBackend(j.cfg.Timeouts.Fence+grace, false, func(ctx context.Context, err error) {
+		var resp *plugin.FenceResponse
+		if err == nil {
+			resp, err = j.be.Fence(ctx, req)
+		}
 		var blob []byte
 		switch {
 		case err != nil:
@@ -257,6 +299,7 @@ func (j *Job) publishLocked(data []byte) {
 		return
 	}
 	if !j.be.Known() {
+		j.fences.withheld = true
 		if j.cfg.Job.Parent != "" {
 			j.needBackend()
 		}
@@ -269,7 +312,8 @@ func (j *Job) publishLocked(data []byte) {
 // backend was up. A fence committed meanwhile may go twice; the
 // records are the same.
 func (j *Job) flushStoreLocked() {
-	if j.oneNode() {
+	if j.oneNode() && j.fences.withheld {
+		j.fences.withheld = false
 		if data := j.store.AppendAll(nil); len(data) > 0 {
 			j.sendPublishLocked(data)
 		}
@@ -280,16 +324,16 @@ func (j *Job) sendPublishLocked(data []byte) {
 	if !j.be.IsUp() || j.ended {
 		return // no backend, or no job: nobody can read it from elsewhere
 	}
-	j.publishSeq++
+	j.fences.publishes++
 	req := &plugin.FenceRequest{
-		ID:         "publish:" + j.lay.node.Name + "/" + strconv.Itoa(j.publishSeq),
+		ID:         "publish:" + j.lay.node.Name + "/" + strconv.Itoa(j.fences.publishes),
 		Procs:      []plugin.Proc{j.proc(plugin.RankWildcard)}, // the whole job is here
 		LocalProcs: j.procs(j.lay.local),
 		Node:       j.lay.node.Name,
 		Data:       data,
 		Timeout:    j.cfg.Timeouts.Fence,
 	}
-	j.goBackend(j.cfg.Timeouts.Fence+grace, func(ctx context.Context) {
+	j.calls.run(j.cfg.Timeouts.Fence+grace, false, func(ctx context.Context) {
 		if _, err := j.be.Fence(ctx, req); err != nil && ctx.Err() == nil {
 			j.log.Warn().Err(err).Msg("publishing this node's fence data failed: other nodes and jobs cannot read it")
 		}
@@ -329,13 +373,9 @@ func (j *Job) completeFence(f *fence, blob []byte, err error) {
 		}
 	}
 	if err != nil {
-		f.err = err
-		j.fenceErr = err
 		j.log.Error().Err(err).Msg("fence failed")
-	} else {
-		delete(j.fences, f.id)
 	}
-	j.groupDone[f.g.name] = f.seq
+	j.fences.finish(f, err)
 	var answers []func()
 	if f.g.name == worldName {
 		answers = j.wakeLazyLocked(f.seq, err)
@@ -379,7 +419,7 @@ func (j *Job) fenceTimedOut(f *fence) {
 		f.id, j.cfg.Job.Nspace, plugin.RankList(missing), j.lay.node.Name, j.cfg.Timeouts.Fence, plugin.ErrTimeout)
 	f.err = err
 	f.stop = nil
-	j.fenceErr = err
+	j.fences.lastErr = err
 	var answers []func()
 	if f.g.name == worldName {
 		answers = j.wakeLazyLocked(f.seq, err)
@@ -395,64 +435,4 @@ func (j *Job) fenceTimedOut(f *fence) {
 	for _, a := range answers {
 		a()
 	}
-}
-
-// ringEntry is one rank's PMIX_Ring contribution.
-type ringEntry struct {
-	count       int
-	left, right string
-}
-
-const ringKey = "\x00ring"
-
-// ring is Slurm's PMIX_Ring: a scan over the job in rank order. Each rank
-// gives a count and its left and right values; it gets back the sum of
-// the counts before it, the right value of its left neighbour and the left
-// value of its right neighbour (wrapping).
-func (s *Session) ring(r *request, m *wire.Message) {
-	count, err := strconv.Atoi(m.Value("ring-count"))
-	if err != nil || count < 0 {
-		r.fail(wire.RcInvalidArg, fmt.Errorf("ring: bad ring-count=%q", m.Value("ring-count")))
-		return
-	}
-	v := strconv.Itoa(count) + "\x00" + m.Value("ring-left") + "\x00" + m.Value("ring-right")
-	rec := kvs.AppendRecord(nil, kvs.Record{Rank: s.rank, Key: ringKey, Value: v})
-	g := s.j.worldGroup()
-	g.name = ringName
-	s.j.enterCollective(r, g, false, nil, rec)
-}
-
-func decodeRing(blob []byte) (map[int32]ringEntry, error) {
-	out := make(map[int32]ringEntry)
-	err := kvs.Decode(blob, func(rec kvs.Record) error {
-		if rec.Key != ringKey {
-			return nil
-		}
-		parts := strings.SplitN(rec.Value, "\x00", 3)
-		if len(parts) != 3 {
-			return fmt.Errorf("ring: bad contribution from rank %d", rec.Rank)
-		}
-		n, err := strconv.Atoi(parts[0])
-		if err != nil {
-			return fmt.Errorf("ring: bad count from rank %d", rec.Rank)
-		}
-		out[rec.Rank] = ringEntry{count: n, left: parts[1], right: parts[2]}
-		return nil
-	})
-	return out, err
-}
-
-func (j *Job) answerRing(r *request, ring map[int32]ringEntry) {
-	size := j.cfg.Job.Size
-	if int32(len(ring)) != size {
-		r.fail(wire.RcFail, fmt.Errorf("ring: %d of %d ranks contributed", len(ring), size))
-		return
-	}
-	before := 0
-	for q := int32(0); q < r.rank; q++ {
-		before += ring[q].count
-	}
-	left := ring[(r.rank-1+size)%size].right
-	right := ring[(r.rank+1)%size].left
-	r.ok("ring-count", strconv.Itoa(before), "ring-left", left, "ring-right", right)
 }

@@ -13,15 +13,86 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/gopmi/gopmi/bridge/kvs"
 	"github.com/gopmi/gopmi/bridge/pmi1"
 	"github.com/gopmi/gopmi/bridge/pmi2"
 	"github.com/gopmi/gopmi/bridge/wire"
 	"github.com/gopmi/gopmi/plugin"
 )
 
-// waitFor bounds every wait in these tests; nothing here should take more
-// than a few milliseconds.
+// waitFor bounds the one wait in these tests, for the jobs to be quiet;
+// nothing here should take more than a few milliseconds.
 const waitFor = 5 * time.Second
+
+// quiet tells when the jobs under test are quiet: nothing of theirs runs
+// but backend calls that the fake RM holds until the test does something
+// more. The jobs count every goroutine they start (Config.tap: Begin,
+// End) and the fake RM the calls it holds (hold, and release by whoever
+// lets them go), so a test never waits for a reply that is not coming,
+// nor for a window of silence: after wait, every reply the jobs will
+// send without more input has been sent.
+type quiet struct {
+	mu      sync.Mutex
+	cond    *sync.Cond
+	running int
+	held    int
+}
+
+func newQuiet() *quiet {
+	q := &quiet{}
+	q.cond = sync.NewCond(&q.mu)
+	return q
+}
+
+func (q *quiet) Begin() {
+	q.mu.Lock()
+	q.running++
+	q.mu.Unlock()
+}
+
+func (q *quiet) End() {
+	q.mu.Lock()
+	q.running--
+	q.cond.Broadcast()
+	q.mu.Unlock()
+}
+
+// hold counts a call the fake RM holds. Call with the fake RM's lock.
+func (q *quiet) hold() {
+	q.mu.Lock()
+	q.held++
+	q.cond.Broadcast()
+	q.mu.Unlock()
+}
+
+// release counts n held calls let go, by the goroutine that lets them go
+// and before it can end, so the jobs never look quiet in between.
+func (q *quiet) release(n int) {
+	q.mu.Lock()
+	q.held -= n
+	q.mu.Unlock()
+}
+
+// wait returns once the jobs are quiet, failing t after waitFor.
+func (q *quiet) wait(t testing.TB) {
+	t.Helper()
+	timedOut := false
+	stop := time.AfterFunc(waitFor, func() {
+		q.mu.Lock()
+		timedOut = true
+		q.cond.Broadcast()
+		q.mu.Unlock()
+	})
+	defer stop.Stop()
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for q.running != q.held {
+		if timedOut {
+			t.Fatalf("the jobs are not quiet after %s: %d goroutines run, %d calls held", waitFor, q.running, q.held)
+		}
+		q.cond.Wait()
+	}
+}
 
 // conn is a Sender that records what the bridge writes to one task and
 // decodes it as the task would.
@@ -68,51 +139,41 @@ func (c *conn) isClosed() bool {
 	return c.closed
 }
 
-// next returns the next whole reply, waiting up to d; nil on time-out.
-func (c *conn) next(d time.Duration) *wire.Message {
-	deadline := time.Now().Add(d)
-	for {
-		c.mu.Lock()
-		var (
-			adv int
-			tok []byte
-			err error
-		)
-		if c.version == 2 {
-			adv, tok, err = c.s2.Split(c.buf, false)
-		} else {
-			adv, tok, err = c.s1.Split(c.buf, false)
-		}
-		if err != nil {
-			c.mu.Unlock()
-			panic(fmt.Sprintf("reply does not frame: %v in %q", err, c.buf))
-		}
-		if tok != nil {
-			tok = append([]byte(nil), tok...)
-			c.buf = c.buf[adv:]
-			v := c.version
-			c.mu.Unlock()
-			var m *wire.Message
-			if v == 2 {
-				m, err = pmi2.Parse(tok)
-			} else {
-				m, err = pmi1.Parse(tok)
-			}
-			if err != nil {
-				panic(fmt.Sprintf("reply does not parse: %v in %q", err, tok))
-			}
-			return m
-		}
-		c.mu.Unlock()
-		left := time.Until(deadline)
-		if left <= 0 {
-			return nil
-		}
-		select {
-		case <-c.notify:
-		case <-time.After(left):
-		}
+// take returns the next whole reply already written, or nil.
+func (c *conn) take() *wire.Message {
+	c.mu.Lock()
+	var (
+		adv int
+		tok []byte
+		err error
+	)
+	if c.version == 2 {
+		adv, tok, err = c.s2.Split(c.buf, false)
+	} else {
+		adv, tok, err = c.s1.Split(c.buf, false)
 	}
+	if err != nil {
+		c.mu.Unlock()
+		panic(fmt.Sprintf("reply does not frame: %v in %q", err, c.buf))
+	}
+	if tok == nil {
+		c.mu.Unlock()
+		return nil
+	}
+	tok = append([]byte(nil), tok...)
+	c.buf = c.buf[adv:]
+	v := c.version
+	c.mu.Unlock()
+	var m *wire.Message
+	if v == 2 {
+		m, err = pmi2.Parse(tok)
+	} else {
+		m, err = pmi1.Parse(tok)
+	}
+	if err != nil {
+		panic(fmt.Sprintf("reply does not parse: %v in %q", err, tok))
+	}
+	return m
 }
 
 // pending reports unread bytes.
@@ -125,9 +186,18 @@ func (c *conn) pending() string {
 // task is a test's handle on one rank: its session and its conn.
 type tsk struct {
 	t    testing.TB
+	q    *quiet
 	rank int32
 	s    *Session
 	c    *conn
+}
+
+// reply returns the task's next reply once the jobs are quiet; nil when
+// none is coming.
+func (k *tsk) reply() *wire.Message {
+	k.t.Helper()
+	k.q.wait(k.t)
+	return k.c.take()
 }
 
 // send writes one PMI-1 line (newline added) or, once the task spoke
@@ -149,7 +219,7 @@ func (k *tsk) raw(b string) { k.s.Feed([]byte(b)) }
 // the same value (the reply may carry more); "key=*" only checks presence.
 func (k *tsk) expect(want string) *wire.Message {
 	k.t.Helper()
-	m := k.c.next(waitFor)
+	m := k.reply()
 	if m == nil {
 		k.t.Fatalf("rank %d: no reply, want %q (unread %q)", k.rank, want, k.c.pending())
 	}
@@ -183,10 +253,10 @@ func checkMsg(t testing.TB, rank int32, m *wire.Message, want string) {
 	}
 }
 
-// silent checks that no reply arrives for a short while.
+// silent checks that no reply is coming.
 func (k *tsk) silent() {
 	k.t.Helper()
-	if m := k.c.next(50 * time.Millisecond); m != nil {
+	if m := k.reply(); m != nil {
 		k.t.Fatalf("rank %d: unexpected reply %s %+v", k.rank, m.Cmd, m.Args)
 	}
 }
@@ -214,6 +284,7 @@ func (k *tsk) init2() *wire.Message {
 // one fake RM.
 type world struct {
 	t     testing.TB
+	q     *quiet
 	rm    *fakeRM
 	jobs  []*Job
 	tasks []*tsk
@@ -253,37 +324,36 @@ func withCaps(caps ...string) jobOpt {
 	}
 }
 
+// lateBackend is a backend the test brings up by hand.
+type lateBackend struct {
+	info  *plugin.BackendInfo
+	attrs []plugin.Info
+	b     *Backend
+	rm    plugin.Full
+	asked bool // the job asked for it
+	auto  bool // up as soon as asked
+}
+
+// up brings the backend up, as the host does once it started.
+func (l *lateBackend) up() { l.b.Up(l.rm, l.info, l.attrs) }
+
 // withLateBackend gives the job a backend that comes up, with info and
-// attrs, once the job asked for it and ready closed (at once for nil);
-// asked closes when the job first asks for it.
-func withLateBackend(ready <-chan struct{}, info *plugin.BackendInfo, attrs ...plugin.Info) (opt jobOpt, asked <-chan struct{}) {
-	ch := make(chan struct{})
-	var once sync.Once
+// attrs, when the test calls up, or with auto as soon as the job asks for
+// it.
+func withLateBackend(auto bool, info *plugin.BackendInfo, attrs ...plugin.Info) (jobOpt, *lateBackend) {
+	l := &lateBackend{info: info, attrs: attrs, auto: auto}
 	return func(c *jobSetup) {
-		t := c.t
 		c.backend = func(rm plugin.Full) *Backend {
-			var b *Backend
-			b = NewBackend("fake", func() {
-				once.Do(func() { close(ch) })
-				if ready == nil {
-					b.Up(rm, info, attrs)
-					return
+			l.rm = rm
+			l.b = NewBackend("fake", func() {
+				l.asked = true
+				if l.auto {
+					l.up()
 				}
-				stop := make(chan struct{})
-				done := make(chan struct{})
-				t.Cleanup(func() { close(stop); <-done })
-				go func() {
-					defer close(done)
-					select {
-					case <-ready:
-						b.Up(rm, info, attrs)
-					case <-stop:
-					}
-				}()
 			})
-			return b
+			return l.b
 		}
-	}, ch
+	}, l
 }
 
 func withTimeouts(t Timeouts) jobOpt { return func(c *jobSetup) { c.Timeouts = t } }
@@ -296,7 +366,7 @@ func newWorld(t testing.TB, size, nodes int, opts ...jobOpt) *world {
 
 func newWorldRM(t testing.TB, rm *fakeRM, size, nodes int, attach bool, opts ...jobOpt) *world {
 	t.Helper()
-	w := &world{t: t, rm: rm}
+	w := &world{t: t, rm: rm, q: rm.q}
 	job := plugin.Job{Nspace: "job-1", Size: int32(size)}
 	per := (size + nodes - 1) / nodes
 	for n := 0; n < nodes; n++ {
@@ -308,7 +378,7 @@ func newWorldRM(t testing.TB, rm *fakeRM, size, nodes int, attach bool, opts ...
 	}
 	rm.setJob(job)
 	for n := 0; n < nodes; n++ {
-		setup := jobSetup{t: t, Config: Config{Job: job, NodeID: int32(n), Logger: zerolog.Nop()}}
+		setup := jobSetup{t: t, Config: Config{Job: job, NodeID: int32(n), Logger: zerolog.Nop(), tap: w.q}}
 		withCaps(plugin.CapPublish, plugin.CapSpawn, plugin.CapConnect, plugin.CapNotify)(&setup)
 		for _, o := range opts {
 			o(&setup)
@@ -331,7 +401,7 @@ func newWorldRM(t testing.TB, rm *fakeRM, size, nodes int, attach bool, opts ...
 			}
 		})
 		for _, r := range job.Nodes[n].Ranks {
-			k := &tsk{t: t, rank: r, c: newConn()}
+			k := &tsk{t: t, q: w.q, rank: r, c: newConn()}
 			if attach {
 				s, err := j.Attach(r, k.c)
 				if err != nil {
@@ -357,15 +427,26 @@ func (w *world) init12() {
 
 func (w *world) job(node int) *Job { return w.jobs[node] }
 
-// waitDone waits for a job engine to end.
+// waitDone checks that a job engine has ended, once the jobs are quiet.
 func (w *world) waitDone(node int) Result {
 	w.t.Helper()
+	w.q.wait(w.t)
 	select {
 	case <-w.jobs[node].Done():
 		return w.jobs[node].Result()
-	case <-time.After(waitFor):
+	default:
 		w.t.Fatalf("node %d: job did not end", node)
 		return Result{}
+	}
+}
+
+// check checks cond (a fake RM's record of calls the jobs made on their
+// own goroutines) once the jobs are quiet.
+func (w *world) check(what string, cond func() bool) {
+	w.t.Helper()
+	w.q.wait(w.t)
+	if !cond() {
+		w.t.Fatalf("%s: did not happen", what)
 	}
 }
 
@@ -386,19 +467,58 @@ type fakeRM struct {
 	connects  []*plugin.ConnectRequest
 	fenceReqs []*plugin.FenceRequest
 	modex     []*plugin.ModexRequest
-	fenceErr  error         // when set, every Fence fails with it
-	holdFence chan struct{} // when set, Fence waits for it
+	fenceErr  error // when set, every Fence fails with it
 	foreign   map[string][]byte
+	q         *quiet
+	log       []string // every call, as the golden transcripts record it
 }
 
 type fakeFence struct {
 	nodes map[string]bool
 	data  []byte
 	done  chan struct{}
+	held  int // calls waiting for the other nodes
 }
 
 func newFakeRM() *fakeRM {
-	return &fakeRM{fences: map[string]*fakeFence{}, data: map[string][]byte{}, names: map[string]string{}, foreign: map[string][]byte{}}
+	return &fakeRM{fences: map[string]*fakeFence{}, data: map[string][]byte{}, names: map[string]string{}, foreign: map[string][]byte{}, q: newQuiet()}
+}
+
+// record logs a call. Called with mu held.
+func (f *fakeRM) record(format string, args ...any) {
+	f.log = append(f.log, fmt.Sprintf(format, args...))
+}
+
+// calls returns the calls logged since the last time, sorted: calls made
+// on several goroutines at once come in any order.
+func (f *fakeRM) calls() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	out := f.log
+	f.log = nil
+	sort.Strings(out)
+	return out
+}
+
+// procList writes procs as the golden transcripts show them.
+func procList(procs []plugin.Proc) string {
+	s := make([]string, len(procs))
+	for i, p := range procs {
+		s[i] = p.String()
+	}
+	return strings.Join(s, ",")
+}
+
+// records writes a kvs blob as rank:key pairs.
+func records(blob []byte) string {
+	var s []string
+	if err := kvs.Decode(blob, func(r kvs.Record) error {
+		s = append(s, fmt.Sprintf("%d:%s", r.Rank, r.Key))
+		return nil
+	}); err != nil {
+		return "undecodable: " + err.Error()
+	}
+	return "[" + strings.Join(s, " ") + "]"
 }
 
 func (f *fakeRM) setJob(j plugin.Job) {
@@ -419,7 +539,7 @@ func (f *fakeRM) Fence(ctx context.Context, req *plugin.FenceRequest) (*plugin.F
 		return nil, err
 	}
 	f.fenceReqs = append(f.fenceReqs, req)
-	hold := f.holdFence
+	f.record("Fence %s node=%s procs=%s local=%s collect=%v data=%s", req.ID, req.Node, procList(req.Procs), procList(req.LocalProcs), req.Collect, records(req.Data))
 	ff := f.fences[req.ID]
 	if ff == nil {
 		ff = &fakeFence{nodes: map[string]bool{}, done: make(chan struct{})}
@@ -430,18 +550,22 @@ func (f *fakeRM) Fence(ctx context.Context, req *plugin.FenceRequest) (*plugin.F
 	f.data[req.Node] = append([]byte(nil), req.Data...)
 	if len(ff.nodes) == f.nodesOf(req.Procs) {
 		close(ff.done)
+		f.q.release(ff.held)
+		ff.held = 0
+	} else {
+		ff.held++
+		f.q.hold()
 	}
 	f.mu.Unlock()
-	if hold != nil {
-		select {
-		case <-hold:
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
-	}
 	select {
 	case <-ff.done:
 	case <-ctx.Done():
+		f.mu.Lock()
+		if !isClosed(ff.done) {
+			ff.held--
+			f.q.release(1)
+		}
+		f.mu.Unlock()
 		return nil, fmt.Errorf("fence %s: %w", req.ID, plugin.ErrTimeout)
 	}
 	f.mu.Lock()
@@ -477,6 +601,7 @@ func (f *fakeRM) DirectModex(ctx context.Context, req *plugin.ModexRequest) (*pl
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.modex = append(f.modex, req)
+	f.record("DirectModex %s by %s", req.Proc, req.Requestor)
 	if req.Proc.Nspace != f.job.Nspace {
 		d, ok := f.foreign[req.Proc.Nspace]
 		if !ok {
@@ -503,6 +628,7 @@ func (f *fakeRM) Abort(ctx context.Context, req *plugin.AbortRequest) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.aborts = append(f.aborts, req)
+	f.record("Abort by %s status=%d targets=%s: %s", req.Proc, req.Status, procList(req.Targets), req.Message)
 	return nil
 }
 
@@ -510,12 +636,14 @@ func (f *fakeRM) NotifyEvent(ctx context.Context, req *plugin.EventRequest) erro
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.events = append(f.events, req)
+	f.record("NotifyEvent %v from %s", req.Code, req.Source)
 	return nil
 }
 
 func (f *fakeRM) Publish(ctx context.Context, req *plugin.PublishRequest) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.record("Publish %v by %s", req.Data, req.Proc)
 	for _, d := range req.Data {
 		if _, ok := f.names[d.Key]; ok {
 			return fmt.Errorf("name %s: %w", d.Key, plugin.ErrAlreadyExists)
@@ -528,6 +656,7 @@ func (f *fakeRM) Publish(ctx context.Context, req *plugin.PublishRequest) error 
 func (f *fakeRM) Lookup(ctx context.Context, req *plugin.LookupRequest) (*plugin.LookupResponse, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.record("Lookup %v by %s", req.Keys, req.Proc)
 	var out []plugin.Published
 	for _, k := range req.Keys {
 		if v, ok := f.names[k]; ok {
@@ -543,6 +672,7 @@ func (f *fakeRM) Lookup(ctx context.Context, req *plugin.LookupRequest) (*plugin
 func (f *fakeRM) Unpublish(ctx context.Context, req *plugin.UnpublishRequest) error {
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	f.record("Unpublish %v by %s", req.Keys, req.Proc)
 	for _, k := range req.Keys {
 		if _, ok := f.names[k]; !ok {
 			return fmt.Errorf("%s: %w", k, plugin.ErrNotFound)
@@ -556,6 +686,7 @@ func (f *fakeRM) Spawn(ctx context.Context, req *plugin.SpawnRequest) (*plugin.S
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.spawns = append(f.spawns, req)
+	f.record("Spawn %d apps by %s preput=%d", len(req.Apps), req.Requestor, len(req.Preput))
 	for _, a := range req.Apps {
 		for _, kv := range a.Info {
 			if kv.Key != "path" {
@@ -570,28 +701,35 @@ func (f *fakeRM) Connect(ctx context.Context, req *plugin.ConnectRequest) (*plug
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.connects = append(f.connects, req)
+	f.record("Connect %s", procList(req.Procs))
 	return &plugin.ConnectResponse{ID: "c1"}, nil
 }
 
-func (f *fakeRM) Disconnect(ctx context.Context, req *plugin.DisconnectRequest) error { return nil }
+func (f *fakeRM) Disconnect(ctx context.Context, req *plugin.DisconnectRequest) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.record("Disconnect %s", procList(req.Procs))
+	return nil
+}
+
+func (f *fakeRM) ClientConnected(ctx context.Context, req *plugin.ClientRequest) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.record("ClientConnected %s", procList(req.Procs))
+	return nil
+}
+
+func (f *fakeRM) ClientFinalized(ctx context.Context, req *plugin.ClientRequest) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.record("ClientFinalized %s", procList(req.Procs))
+	return nil
+}
 
 func (f *fakeRM) snapshot() (aborts []*plugin.AbortRequest, events []*plugin.EventRequest, spawns []*plugin.SpawnRequest) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return append(aborts, f.aborts...), append(events, f.events...), append(spawns, f.spawns...)
-}
-
-// eventually polls cond (a fake RM's record of calls made on the job's own
-// goroutines) until it holds or the deadline passes.
-func eventually(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(waitFor)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("%s: did not happen within %s", what, waitFor)
-		}
-		time.Sleep(time.Millisecond)
-	}
 }
 
 // manualClock fires timers only when the test advances it.

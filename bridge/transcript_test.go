@@ -2,15 +2,14 @@ package bridge
 
 import (
 	"bufio"
+	"flag"
 	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
-	"time"
 
 	"github.com/gopmi/gopmi/bridge/pmi1"
 	"github.com/gopmi/gopmi/bridge/pmi2"
@@ -242,35 +241,9 @@ func findPreput(parent *jobScript) []plugin.Info {
 	return nil
 }
 
-// order makes the replay respect what MPI did out of PMI's sight: a
-// lookup follows the publish (the programs barrier in MPI between them)
-// and an unpublish or abort waits for the other ranks.
-type order struct {
-	mu      sync.Mutex
-	cond    *sync.Cond
-	pub     map[string]bool
-	lookups map[string]int // lookups of a name not yet answered
-	left    int            // ranks still running their scripts
-}
-
-// wait blocks until cond holds, or fails the test after waitFor.
-func (o *order) wait(t *testing.T, what string, cond func() bool) bool {
-	deadline := time.Now().Add(waitFor)
-	stop := time.AfterFunc(waitFor, func() {
-		o.mu.Lock()
-		o.cond.Broadcast()
-		o.mu.Unlock()
-	})
-	defer stop.Stop()
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Errorf("replay: %s never happened", what)
-			return false
-		}
-		o.cond.Wait()
-	}
-	return true
-}
+// rewrite regenerates the golden transcripts: go test ./bridge -run
+// TestTranscripts -rewrite.
+var rewrite = flag.Bool("rewrite", false, "rewrite the golden transcripts in testdata/golden")
 
 func cmdOf(b []byte) (cmd, name string) {
 	s := string(b)
@@ -292,6 +265,12 @@ func cmdOf(b []byte) (cmd, name string) {
 	return cmd, name
 }
 
+// TestTranscripts replays each capture and checks every answer against
+// the peer's (compareReply), then holds what gopmi did against its
+// golden transcript: each request in, each reply and each backend call
+// out, in the one order the replay takes. A change in what the bridge
+// sends or asks of the backend shows as a diff of testdata/golden;
+// -rewrite writes the new one.
 func TestTranscripts(t *testing.T) {
 	files, err := filepath.Glob(filepath.Join(transcriptDir(t), "*.txt"))
 	if err != nil || len(files) == 0 {
@@ -300,14 +279,67 @@ func TestTranscripts(t *testing.T) {
 	for _, file := range files {
 		name := strings.TrimSuffix(filepath.Base(file), ".txt")
 		t.Run(name, func(t *testing.T) {
+			var golden strings.Builder
 			for ji, js := range loadTranscript(t, file) {
-				t.Run(fmt.Sprintf("job%d", ji), func(t *testing.T) { replayJob(t, js, ji > 0) })
+				fmt.Fprintf(&golden, "== job %d (%s, %d ranks)\n", ji, js.nspace, len(js.ranks))
+				t.Run(fmt.Sprintf("job%d", ji), func(t *testing.T) { replayJob(t, js, ji > 0, &golden) })
 			}
+			checkGolden(t, filepath.Join("testdata", "golden", name+".txt"), golden.String())
 		})
 	}
 }
 
-func replayJob(t *testing.T, js *jobScript, spawned bool) {
+func checkGolden(t *testing.T, path, got string) {
+	t.Helper()
+	if *rewrite {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("%v (go test ./bridge -run TestTranscripts -rewrite writes it)", err)
+	}
+	if string(want) == got {
+		return
+	}
+	wl, gl := strings.Split(string(want), "\n"), strings.Split(got, "\n")
+	for i := 0; i < max(len(wl), len(gl)); i++ {
+		var w, g string
+		if i < len(wl) {
+			w = wl[i]
+		}
+		if i < len(gl) {
+			g = gl[i]
+		}
+		if w != g {
+			t.Fatalf("%s differs from line %d:\n want %q\n got  %q\n(if the change is meant, go test ./bridge -run TestTranscripts -rewrite)", path, i+1, w, g)
+		}
+	}
+}
+
+// replayer plays a job's ranks one step at a time, in rank order, and
+// lets the jobs go quiet after each step: the replay, its answers and
+// the backend calls come in one order every run. A step waits for what
+// MPI did out of PMI's sight: a lookup follows the publish (the programs
+// barrier in MPI between them), an unpublish follows the lookups of its
+// name, and an abort follows the other ranks' scripts.
+type replayer struct {
+	t       *testing.T
+	w       *world
+	out     *strings.Builder
+	ranks   []*rankScript
+	next    []int // each rank's next step
+	owed    []int // replies its current step still waits for
+	pub     map[string]bool
+	lookups map[string]int // lookups of a name not yet answered
+}
+
+func replayJob(t *testing.T, js *jobScript, spawned bool, out *strings.Builder) {
 	rm := newFakeRM()
 	port := js.ranks[0].port
 	opts := []jobOpt{func(c *jobSetup) {
@@ -319,39 +351,35 @@ func replayJob(t *testing.T, js *jobScript, spawned bool) {
 	}}
 	w := newWorldRM(t, rm, len(js.ranks), 1, !port, opts...)
 	rm.setJob(w.job(0).cfg.Job)
-	ord := &order{pub: map[string]bool{}, lookups: map[string]int{}, left: len(js.ranks)}
-	ord.cond = sync.NewCond(&ord.mu)
-	for _, rs := range js.ranks {
-		for _, st := range rs.steps {
-			if c, svc := cmdOf(st.send); c == "lookup_name" || c == "name-lookup" {
-				ord.lookups[svc]++
-			}
-		}
-	}
+	p := &replayer{t: t, w: w, out: out, ranks: js.ranks, next: make([]int, len(js.ranks)), owed: make([]int, len(js.ranks)),
+		pub: map[string]bool{}, lookups: map[string]int{}}
 	aborted := false
-	var wg sync.WaitGroup
 	for _, rs := range js.ranks {
-		k := w.task(int(rs.rank))
 		if port {
-			k.s = w.job(0).AttachPort(k.c)
+			w.task(int(rs.rank)).s = w.job(0).AttachPort(w.task(int(rs.rank)).c)
 		}
 		for _, st := range rs.steps {
-			if c, _ := cmdOf(st.send); c == "abort" {
+			switch c, svc := cmdOf(st.send); c {
+			case "lookup_name", "name-lookup":
+				p.lookups[svc]++
+			case "abort":
 				aborted = true
 			}
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			replayRank(t, k, rs, ord)
-		}()
 	}
-	wg.Wait()
+	for p.step() {
+	}
+	for i, rs := range p.ranks {
+		if p.next[i] < len(rs.steps) {
+			t.Errorf("rank %d stuck at step %d (%q), owed %d replies", rs.rank, p.next[i], rs.steps[p.next[i]].send, p.owed[i])
+		}
+	}
 	if aborted {
 		res := w.waitDone(0)
 		if !res.Aborted {
 			t.Fatalf("abort transcript: result %+v", res)
 		}
+		p.logCalls()
 		return
 	}
 	for _, k := range w.tasks {
@@ -360,60 +388,136 @@ func replayJob(t *testing.T, js *jobScript, spawned bool) {
 	if res := w.waitDone(0); res.Err != nil {
 		t.Fatalf("job ended with %v", res.Err)
 	}
+	p.logCalls()
 }
 
-func replayRank(t *testing.T, k *tsk, rs *rankScript, ord *order) {
-	defer func() {
-		ord.mu.Lock()
-		ord.left--
-		ord.cond.Broadcast()
-		ord.mu.Unlock()
-	}()
-	for i, st := range rs.steps {
-		cmd, svc := cmdOf(st.send)
-		ord.mu.Lock()
-		ok := true
-		switch cmd {
-		case "lookup_name", "name-lookup":
-			if len(st.replies) > 0 && !strings.Contains(st.replies[0], "rc=1") && !strings.Contains(st.replies[0], "FALSE") && !strings.Contains(st.replies[0], "info=fail") {
-				ok = ord.wait(t, "publish of "+svc, func() bool { return ord.pub[svc] })
-			}
-		case "unpublish_name", "name-unpublish":
-			ok = ord.wait(t, "lookups of "+svc, func() bool { return ord.lookups[svc] == 0 })
-		case "abort":
-			ok = ord.wait(t, "the other ranks' scripts", func() bool { return ord.left == 1 })
+// step plays the next step of the first rank that may go, then collects
+// what came back; it reports whether any rank could go.
+func (p *replayer) step() bool {
+	for i, rs := range p.ranks {
+		if p.owed[i] > 0 || p.next[i] == len(rs.steps) || !p.allowed(i) {
+			continue
 		}
-		ord.mu.Unlock()
-		if !ok {
-			return
-		}
+		st := rs.steps[p.next[i]]
+		k := p.w.task(int(rs.rank))
 		k.c.mu.Lock()
 		k.c.version = st.v
 		k.c.mu.Unlock()
+		fmt.Fprintf(p.out, "r%d> %s\n", rs.rank, quoteWire(st.send))
 		k.s.Feed(st.send)
-		for _, want := range st.replies {
-			got := k.c.next(waitFor)
-			if got == nil {
-				t.Errorf("rank %d step %d (%q): no answer, peer said %q", rs.rank, i, st.send, want)
-				return
+		p.owed[i] = len(st.replies)
+		if p.owed[i] == 0 {
+			p.done(i)
+		}
+		p.collect()
+		return true
+	}
+	return false
+}
+
+// allowed says whether rank i's next step may go now.
+func (p *replayer) allowed(i int) bool {
+	st := p.ranks[i].steps[p.next[i]]
+	switch cmd, svc := cmdOf(st.send); cmd {
+	case "lookup_name", "name-lookup":
+		found := len(st.replies) > 0 && !strings.Contains(st.replies[0], "rc=1") && !strings.Contains(st.replies[0], "FALSE") && !strings.Contains(st.replies[0], "info=fail")
+		return !found || p.pub[svc]
+	case "unpublish_name", "name-unpublish":
+		return p.lookups[svc] == 0
+	case "abort":
+		for x, rs := range p.ranks {
+			if x != i && p.next[x] < len(rs.steps) {
+				return false
 			}
-			compareReply(t, rs.rank, st, got, want)
 		}
-		ord.mu.Lock()
-		switch cmd {
-		case "publish_name", "name-publish":
-			ord.pub[svc] = true
-		case "lookup_name", "name-lookup":
-			ord.lookups[svc]--
+	}
+	return true
+}
+
+// collect waits until the job is quiet, then reads every reply written,
+// in rank order, and checks each against the peer's.
+func (p *replayer) collect() {
+	p.w.q.wait(p.t)
+	p.logCalls()
+	for i, rs := range p.ranks {
+		k := p.w.task(int(rs.rank))
+		for {
+			m := k.c.take()
+			if m == nil {
+				break
+			}
+			if p.owed[i] == 0 {
+				p.t.Errorf("rank %d: unexpected reply %s %+v", rs.rank, m.Cmd, m.Args)
+				continue
+			}
+			st := rs.steps[p.next[i]]
+			want := st.replies[len(st.replies)-p.owed[i]]
+			fmt.Fprintf(p.out, "r%d< %s\n", rs.rank, quoteWire(encodeLike(m, st.v, want)))
+			compareReply(p.t, rs.rank, st, m, want)
+			p.owed[i]--
+			if p.owed[i] == 0 {
+				p.done(i)
+			}
 		}
-		ord.cond.Broadcast()
-		ord.mu.Unlock()
-		if cmd == "init" && strings.Contains(string(st.send), "pmi_version=2") {
+	}
+}
+
+// done ends rank i's current step.
+func (p *replayer) done(i int) {
+	rs := p.ranks[i]
+	st := rs.steps[p.next[i]]
+	switch cmd, svc := cmdOf(st.send); cmd {
+	case "publish_name", "name-publish":
+		p.pub[svc] = true
+	case "lookup_name", "name-lookup":
+		p.lookups[svc]--
+	case "init":
+		if strings.Contains(string(st.send), "pmi_version=2") {
+			k := p.w.task(int(rs.rank))
 			k.c.mu.Lock()
 			k.c.version = 2
 			k.c.mu.Unlock()
 		}
 	}
+	p.next[i]++
+}
+
+func (p *replayer) logCalls() {
+	for _, c := range p.w.rm.calls() {
+		fmt.Fprintf(p.out, "rm: %s\n", c)
+	}
+}
+
+// encodeLike writes a reply back in the protocol of the peer's answer it
+// stands for: a PMI-2 client's init is answered in PMI-1.
+func encodeLike(m *wire.Message, v int, peer string) []byte {
+	if v == 2 && !strings.HasPrefix(peer, "cmd=response_to_init") {
+		return pmi2.Append(nil, m)
+	}
+	return pmi1.Append(nil, m)
+}
+
+// quoteWire writes bytes as the captures do: \n for a newline, @ for a
+// NUL, other bytes outside printable ASCII as \xNN; a line longer than
+// 160 bytes is cut, with its length.
+func quoteWire(b []byte) string {
+	var s strings.Builder
+	for _, c := range b[:min(len(b), 160)] {
+		switch {
+		case c == '\n':
+			s.WriteString(`\n`)
+		case c == 0:
+			s.WriteByte('@')
+		case c < 0x20 || c >= 0x7f:
+			fmt.Fprintf(&s, `\x%02x`, c)
+		default:
+			s.WriteByte(c)
+		}
+	}
+	if len(b) > 160 {
+		fmt.Fprintf(&s, "...(%d bytes)", len(b))
+	}
+	return s.String()
 }
 
 // compared are the reply fields whose meaning must match the peer's.
