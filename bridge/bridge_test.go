@@ -943,10 +943,11 @@ func TestGateAtJobEnd(t *testing.T) {
 		aborts, _, _ := w.rm.snapshot()
 		return len(aborts) == 1 && aborts[0].Message == "boom"
 	})
+	// Nothing is left waiting at the gate: the gate's own deadline (the
+	// default 30 s) is far beyond waitFor.
 	ctx, cancel := context.WithTimeout(context.Background(), waitFor)
 	defer cancel()
-	start := time.Now()
-	if err := w.job(0).Shutdown(ctx); err != nil || time.Since(start) > time.Second {
-		t.Fatalf("shutdown: %v after %s", err, time.Since(start))
+	if err := w.job(0).Shutdown(ctx); err != nil {
+		t.Fatalf("shutdown: %v", err)
 	}
 }

@@ -43,11 +43,18 @@ func (j *Job) withBackend(d time.Duration, outlive bool, f func(ctx context.Cont
 	if !j.calls.track() {
 		return // shut down: the job ended and answered every request
 	}
+	// One deadline for the wait and the call: a request never waits
+	// longer than its time-out in all.
+	deadline := time.Now().Add(d)
 	w := &gateWait{}
 	start := func(err error) {
-		if w.claim() {
-			j.calls.spawn(d, outlive, func(ctx context.Context) { f(ctx, err) })
+		if !w.claim() {
+			return
 		}
+		if err == nil && !outlive && j.calls.ctx.Err() != nil {
+			err = fmt.Errorf("waiting for %s to start: the job ended", j.be.Name())
+		}
+		j.calls.spawnUntil(deadline, outlive, func(ctx context.Context) { f(ctx, err) })
 	}
 	if j.be.Known() {
 		start(j.be.Err())
@@ -57,7 +64,8 @@ func (j *Job) withBackend(d time.Duration, outlive bool, f func(ctx context.Cont
 		start(fmt.Errorf("waiting for %s to start: no answer within %s: %w", j.be.Name(), d, plugin.ErrTimeout))
 	}))
 	if !outlive {
-		w.also(context.AfterFunc(j.calls.ctx, func() {
+		// The job's end claims it, on the ending goroutine (calls.end).
+		w.also(j.calls.atEnd(func() {
 			start(fmt.Errorf("waiting for %s to start: the job ended", j.be.Name()))
 		}))
 	}
@@ -118,7 +126,7 @@ func (s *Session) async(r *request, capName, what string, d timeoutKind, down fu
 	r.park()
 	j.mu.Unlock()
 	if down == nil {
-		down = func(err error) { r.fail(wire.RcFail, fmt.Errorf("%s: %w", r.cmd, err)) }
+		down = func(err error) { r.failKV(wire.RcFail, fmt.Errorf("%s: %w", r.cmd, err), failKV(r)...) }
 	}
 	j.withBackend(j.timeout(d)+grace, false, func(ctx context.Context, err error) {
 		defer func() {

@@ -328,14 +328,18 @@ func withCaps(caps ...string) jobOpt {
 type lateBackend struct {
 	info  *plugin.BackendInfo
 	attrs []plugin.Info
-	b     *Backend
+	bs    []*Backend // one per node
 	rm    plugin.Full
-	asked bool // the job asked for it
+	asked bool // a node's job asked for it
 	auto  bool // up as soon as asked
 }
 
-// up brings the backend up, as the host does once it started.
-func (l *lateBackend) up() { l.b.Up(l.rm, l.info, l.attrs) }
+// up brings every node's backend up, as the hosts do once it started.
+func (l *lateBackend) up() {
+	for _, b := range l.bs {
+		b.Up(l.rm, l.info, l.attrs)
+	}
+}
 
 // withLateBackend gives the job a backend that comes up, with info and
 // attrs, when the test calls up, or with auto as soon as the job asks for
@@ -345,13 +349,15 @@ func withLateBackend(auto bool, info *plugin.BackendInfo, attrs ...plugin.Info) 
 	return func(c *jobSetup) {
 		c.backend = func(rm plugin.Full) *Backend {
 			l.rm = rm
-			l.b = NewBackend("fake", func() {
+			var b *Backend
+			b = NewBackend("fake", func() {
 				l.asked = true
 				if l.auto {
-					l.up()
+					b.Up(l.rm, l.info, l.attrs)
 				}
 			})
-			return l.b
+			l.bs = append(l.bs, b)
+			return b
 		}
 	}, l
 }

@@ -24,7 +24,10 @@ type calls struct {
 
 	mu      sync.Mutex // orders wg.Add before Shutdown's wg.Wait
 	wg      sync.WaitGroup
-	closing bool // guarded by mu; no new work once set
+	closing bool           // guarded by mu; no new work once set
+	ended   bool           // guarded by mu; end ran
+	atEnds  map[int]func() // guarded by mu; what end runs, by registration
+	nextEnd int            // guarded by mu
 }
 
 // tap observes the job's goroutines: Begin before one starts, End when it
@@ -64,6 +67,11 @@ func (c *calls) run(d time.Duration, outlive bool, f func(ctx context.Context)) 
 
 // spawn is run for work that track counted already.
 func (c *calls) spawn(d time.Duration, outlive bool, f func(ctx context.Context)) {
+	c.spawnUntil(time.Now().Add(d), outlive, f)
+}
+
+// spawnUntil is spawn with a deadline.
+func (c *calls) spawnUntil(deadline time.Time, outlive bool, f func(ctx context.Context)) {
 	if c.tap != nil {
 		c.tap.Begin()
 	}
@@ -76,10 +84,48 @@ func (c *calls) spawn(d time.Duration, outlive bool, f func(ctx context.Context)
 		if outlive {
 			parent = context.Background()
 		}
-		ctx, cancel := context.WithTimeout(parent, d)
+		ctx, cancel := context.WithDeadline(parent, deadline)
 		defer cancel()
 		f(ctx)
 	}()
+}
+
+// atEnd registers f to run when the job ends, on the goroutine that ends
+// it (at once if it has ended), and returns its stop.
+func (c *calls) atEnd(f func()) func() bool {
+	c.mu.Lock()
+	if c.ended {
+		c.mu.Unlock()
+		f()
+		return func() bool { return false }
+	}
+	if c.atEnds == nil {
+		c.atEnds = make(map[int]func())
+	}
+	id := c.nextEnd
+	c.nextEnd++
+	c.atEnds[id] = f
+	c.mu.Unlock()
+	return func() bool {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		_, ok := c.atEnds[id]
+		delete(c.atEnds, id)
+		return ok
+	}
+}
+
+// end cancels the job's calls and runs what waited for the end.
+func (c *calls) end() {
+	c.cancel()
+	c.mu.Lock()
+	c.ended = true
+	fs := c.atEnds
+	c.atEnds = nil
+	c.mu.Unlock()
+	for _, f := range fs {
+		f()
+	}
 }
 
 // after arms a timer whose callback Shutdown waits for.
@@ -155,7 +201,7 @@ func (j *Job) end(res Result) {
 	}
 	clear(j.pending)
 	j.mu.Unlock()
-	j.calls.cancel()
+	j.calls.end()
 	if res.Err != nil && !res.Aborted {
 		j.log.Error().Err(res.Err).Msg("job failed")
 	}

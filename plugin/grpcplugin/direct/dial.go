@@ -3,6 +3,7 @@ package direct
 import (
 	"context"
 	"fmt"
+	"net"
 	"strings"
 	"sync"
 
@@ -23,6 +24,15 @@ type DialOption func(*dialConfig)
 
 type dialConfig struct {
 	maxMsg int
+	dialer func(ctx context.Context, addr string) (net.Conn, error)
+}
+
+// WithDialer makes the connection with dial instead of a plain TCP or
+// unix connect, for a transport that must first authenticate (a
+// resource manager's per-job secret) or that tunnels. addr is target
+// without its scheme.
+func WithDialer(dial func(ctx context.Context, addr string) (net.Conn, error)) DialOption {
+	return func(c *dialConfig) { c.dialer = dial }
 }
 
 // WithDialMaxMessageSize bounds one gRPC message in either direction
@@ -60,9 +70,17 @@ func Dial(ctx context.Context, target string, opts ...DialOption) (_ *Conn, retE
 	if strings.HasPrefix(target, "/") {
 		target = "unix://" + target
 	}
-	cc, err := grpc.NewClient(target,
+	gopts := []grpc.DialOption{
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
-		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(cfg.maxMsg), grpc.MaxCallSendMsgSize(cfg.maxMsg)))
+		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(cfg.maxMsg), grpc.MaxCallSendMsgSize(cfg.maxMsg)),
+	}
+	if cfg.dialer != nil {
+		gopts = append(gopts, grpc.WithContextDialer(cfg.dialer))
+		if !strings.Contains(target, "://") {
+			target = "passthrough:///" + target
+		}
+	}
+	cc, err := grpc.NewClient(target, gopts...)
 	if err != nil {
 		return nil, fmt.Errorf("dial rm backend %s: %w: %w", target, err, plugin.ErrInvalidArgument)
 	}
