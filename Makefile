@@ -4,7 +4,10 @@ PREFIX   ?= /usr/local
 BIN      := bin
 VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS  := -s -w -X main.version=$(VERSION)
-CMDS     := ./hostrm/cmd/gopmi ./shim/cmd/gopmi-shim ./hostrm/local/cmd/gopmi-rm-local
+CMDS     := ./hostrm/cmd/gopmi ./shim/cmd/gopmi-shim ./hostrm/local/cmd/gopmi-rm-local ./hostrm/slurm/cmd/gopmi-rm-slurm
+# Where Slurm loads plugins from (Debian's); make install-slurm-plugin
+# installs mpi_gopmi.so there.
+SLURM_PLUGINDIR ?= $(firstword $(wildcard /usr/lib/*/slurm-wlm) /usr/lib/x86_64-linux-gnu/slurm-wlm)
 FUZZTIME ?= 30s
 # Packages with native fuzz targets, and their targets.
 FUZZ     := ./bridge/pmi1:FuzzParse ./bridge/pmi1:FuzzSplit ./bridge/pmi1:FuzzRoundTrip \
@@ -13,7 +16,7 @@ FUZZ     := ./bridge/pmi1:FuzzParse ./bridge/pmi1:FuzzSplit ./bridge/pmi1:FuzzRo
 DEMO_N   ?= 4
 APT      := DEBIAN_FRONTEND=noninteractive apt-get install -y -q
 
-.PHONY: all build install demo deps test test-unit integration bench fuzz proto check-proto generate lint clean
+.PHONY: all build install slurm-plugin install-slurm-plugin demo deps deps-test test test-unit integration bench fuzz proto check-proto generate lint clean
 
 all: build
 
@@ -22,7 +25,17 @@ build:
 
 install: build
 	install -d $(DESTDIR)$(PREFIX)/bin
-	install -m 0755 $(BIN)/gopmi $(BIN)/gopmi-shim $(BIN)/gopmi-rm-local $(DESTDIR)$(PREFIX)/bin/
+	install -m 0755 $(BIN)/gopmi $(BIN)/gopmi-shim $(BIN)/gopmi-rm-local $(BIN)/gopmi-rm-slurm $(DESTDIR)$(PREFIX)/bin/
+
+# Slurm's MPI plugin (srun --mpi=gopmi), built against the installed
+# Slurm's own source (Debian's source package; see contrib/slurm). It finds
+# the gopmi binaries in $(PREFIX)/bin unless mpi.conf says GopmiBinDir.
+slurm-plugin:
+	BINDIR=$(PREFIX)/bin contrib/slurm/build.sh $(BIN)/mpi_gopmi.so
+
+# Restart every slurmd afterwards: slurmd loads the MPI plugins at start.
+install-slurm-plugin: slurm-plugin
+	install -m 0755 $(BIN)/mpi_gopmi.so $(DESTDIR)$(SLURM_PLUGINDIR)/mpi_gopmi.so
 
 # The README's first command: install what the demo needs, build and
 # install gopmi, then run an MPI program on $(DEMO_N) ranks with it.
@@ -39,11 +52,19 @@ deps:
 		apt-get update -q && $(APT) mpich libmpich-dev libpmi2-0-dev protobuf-compiler; \
 	fi
 
+# The tests also run a real Slurm cluster (slurm-wlm, munge) and build
+# Slurm's MPI plugin from Debian's source package (dpkg-dev, a compiler).
+deps-test: deps
+	@if ! command -v slurmd >/dev/null || ! command -v munged >/dev/null || \
+	    ! command -v dpkg-source >/dev/null || ! command -v gcc >/dev/null; then \
+		apt-get update -q && $(APT) slurm-wlm munge build-essential dpkg-dev; \
+	fi
+
 # Unit, transcript, fuzz-seed and integration tests, all under -race; the
 # integration tests run twice, with jobs on one node served by gopmi run
 # itself and by gopmi-shim processes. What they need from Debian comes
 # first (deps).
-test: deps
+test: deps-test
 	@test -z "$$(gofmt -l $$(git ls-files '*.go' | grep -v '\.pb\.go$$'))" || { gofmt -l $$(git ls-files '*.go' | grep -v '\.pb\.go$$'); echo 'gofmt needed'; exit 1; }
 	$(GO) vet ./...
 	$(GO) test -race -timeout 20m ./...

@@ -47,7 +47,8 @@ const mod = "github.com/gopmi/gopmi/"
 
 // TestImportRules holds the layout's rules, so that they can be read from
 // the imports: the local resource manager (the universe, its link and
-// gopmi-rm-local) uses nothing but the SDK and itself; only gopmi run's
+// gopmi-rm-local) uses nothing but the SDK and itself, the Slurm backend
+// nothing but the SDK and the universe; only gopmi run's
 // launcher imports the shim's serving loop, and nothing imports the shim
 // process; the bridge never imports gRPC; and `gopmi` links neither
 // go-plugin nor gRPC nor protojson nor the shim, so that it starts lean.
@@ -67,6 +68,11 @@ func TestImportRules(t *testing.T) {
 			switch {
 			case sdkOnly[path] && own && !slices.Contains(sdk, imp) && !sdkOnly[imp]:
 				t.Errorf("%s imports %s: the local resource manager may use only the SDK (%s)", path, imp, strings.Join(sdk, ", "))
+			case strings.HasPrefix(path, mod+"hostrm/slurm") && own && !slices.Contains(sdk, imp) &&
+				imp != mod+"hostrm/local" && !strings.HasPrefix(imp, mod+"hostrm/slurm"):
+				// The coordinator keeps the step's state in the local RM's
+				// universe, itself SDK-only.
+				t.Errorf("%s imports %s: the Slurm backend may use only the SDK and the universe (hostrm/local)", path, imp)
 			case imp == mod+"shim/serve" && path != mod+"hostrm/local/launcher" && path != mod+"shim":
 				t.Errorf("%s imports the shim's serving loop: only gopmi run's launcher and the shim may", path)
 			case imp == mod+"shim" && path != mod+"shim/cmd/gopmi-shim":

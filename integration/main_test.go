@@ -35,7 +35,7 @@ var (
 )
 
 // commands are the packages `go build` turns into the three binaries.
-var commands = []string{"./hostrm/cmd/gopmi", "./shim/cmd/gopmi-shim", "./hostrm/local/cmd/gopmi-rm-local"}
+var commands = []string{"./hostrm/cmd/gopmi", "./shim/cmd/gopmi-shim", "./hostrm/local/cmd/gopmi-rm-local", "./hostrm/slurm/cmd/gopmi-rm-slurm"}
 
 func TestMain(m *testing.M) {
 	if os.Getenv(taskEnv) != "" {
@@ -64,6 +64,7 @@ func runTests(m *testing.M) int {
 		fmt.Printf("integration: binaries and client programs ready in %s; one-node jobs served %s\n", time.Since(start).Round(time.Millisecond), mode)
 	}
 	code := m.Run()
+	stopSlurm()
 	printTimings()
 	return code
 }
@@ -100,24 +101,33 @@ func buildGopmi(ctx context.Context, dir string) error {
 	if err != nil {
 		return fmt.Errorf("build gopmi: the go command is not in PATH: %w", err)
 	}
-	var root bytes.Buffer
-	cmd := exec.CommandContext(ctx, goTool, "env", "GOMOD")
-	cmd.Stdout = &root
-	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("build gopmi: go env GOMOD: %w", err)
-	}
-	mod := strings.TrimSpace(root.String())
-	if mod == "" || mod == os.DevNull {
-		return errors.New("build gopmi: not inside the gopmi module")
+	root, err := moduleRoot(ctx)
+	if err != nil {
+		return fmt.Errorf("build gopmi: %w", err)
 	}
 	args := append([]string{"build", "-o", dir + string(filepath.Separator)}, commands...)
-	cmd = exec.CommandContext(ctx, goTool, args...)
-	cmd.Dir = filepath.Dir(mod)
+	cmd := exec.CommandContext(ctx, goTool, args...)
+	cmd.Dir = root
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		return fmt.Errorf("build gopmi: go %s: %w\n%s", strings.Join(args, " "), err, out)
 	}
 	return nil
+}
+
+// moduleRoot is the gopmi module's directory.
+func moduleRoot(ctx context.Context) (string, error) {
+	var root bytes.Buffer
+	cmd := exec.CommandContext(ctx, "go", "env", "GOMOD")
+	cmd.Stdout = &root
+	if err := cmd.Run(); err != nil {
+		return "", fmt.Errorf("go env GOMOD: %w", err)
+	}
+	mod := strings.TrimSpace(root.String())
+	if mod == "" || mod == os.DevNull {
+		return "", errors.New("not inside the gopmi module")
+	}
+	return filepath.Dir(mod), nil
 }
 
 // begin fails t at once when setup failed and logs the test's wall time

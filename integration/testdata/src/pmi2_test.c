@@ -75,7 +75,11 @@ static void get_key(const char *key, char *val, int maxlen, int *vallen, const c
 
 static int local_leader(void)
 {
+    /* hydra and gopmi say MPI_LOCALRANKID; Slurm's own mpi/pmi2 only
+     * SLURM_LOCALID. */
     const char *s = getenv("MPI_LOCALRANKID");
+    if (s == NULL)
+        s = getenv("SLURM_LOCALID");
     return s != NULL ? atoi(s) == 0 : rank == 0;
 }
 

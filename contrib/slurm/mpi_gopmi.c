@@ -1,0 +1,642 @@
+/*
+ * mpi/gopmi: Slurm's MPI plugin for gopmi (srun --mpi=gopmi).
+ *
+ * It holds no PMI logic. srun's side starts the step's coordinator
+ * (gopmi-rm-slurm coordinate) and hands the stepds its port and a per-step
+ * secret in the step's environment. Each slurmstepd makes one socketpair
+ * per local task, starts gopmi-shim as the job's user with the server
+ * ends and a bootstrap (the step's layout, protojson on stdin), and waits
+ * for its READY=1. Each task gets PMI_FD, PMI_RANK, PMI_SIZE, PMI_JOBID.
+ *
+ * Built against the exact Slurm release it runs in: contrib/slurm/build.sh.
+ */
+
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "slurm/slurm.h"
+#include "slurm/slurm_errno.h"
+#include "src/common/slurm_xlator.h"
+
+#include "src/common/env.h"
+#include "src/common/hostlist.h"
+#include "src/common/list.h"
+#include "src/common/parse_config.h"
+#include "src/common/read_config.h"
+#include "src/common/slurm_mpi.h"
+#include "src/common/xmalloc.h"
+#include "src/common/xstring.h"
+#include "src/slurmd/slurmstepd/slurmstepd_job.h"
+
+#ifndef GOPMI_BINDIR
+#define GOPMI_BINDIR "/usr/local/bin"
+#endif
+
+const char plugin_name[] = "gopmi: PMI-1 and PMI-2 served by gopmi-shim";
+const char plugin_type[] = "mpi/gopmi";
+const uint32_t plugin_id = 190; /* 101..107 are Slurm's own */
+const uint32_t plugin_version = SLURM_VERSION_NUMBER;
+
+/* The step's environment between srun, the stepds and gopmi-rm-slurm. */
+#define ENV_PORT "GOPMI_SLURM_COORD_PORT"
+#define ENV_COORD "GOPMI_SLURM_COORD"
+#define ENV_SECRET "GOPMI_SLURM_SECRET"
+#define ENV_NODES "GOPMI_SLURM_NODES" /* the step's layout, JSON */
+
+/* mpi.conf keys, read by slurmd and handed to each stepd. srun does not
+ * read mpi.conf: its side takes GOPMI_BINDIR from its environment. */
+static s_p_options_t gopmi_options[] = {
+	{"GopmiBinDir", S_P_STRING},
+	{"GopmiFenceMode", S_P_STRING},
+	{"GopmiLogLevel", S_P_STRING},
+	{"GopmiTimeout", S_P_UINT32},
+	{"GopmiStartTimeout", S_P_UINT32},
+	{"GopmiValMax", S_P_UINT32},
+	{NULL}
+};
+
+static struct {
+	char *bindir;
+	char *fence_mode; /* collect, lazy, modex */
+	char *log_level;
+	uint32_t timeout;       /* seconds, fences and gets; 0: gopmi's default */
+	uint32_t start_timeout; /* seconds the stepd waits for READY */
+	uint32_t val_max;       /* 0: gopmi's default */
+} gconf = { NULL, NULL, NULL, 0, 30, 0 };
+
+static const char *bindir(void)
+{
+	const char *d = getenv("GOPMI_BINDIR");
+	if (d && d[0])
+		return d;
+	if (gconf.bindir && gconf.bindir[0])
+		return gconf.bindir;
+	return GOPMI_BINDIR;
+}
+
+/* json_str appends s to *buf as a JSON string. */
+static void json_str(char **buf, const char *s)
+{
+	xstrcat(*buf, "\"");
+	for (; s && *s; s++) {
+		unsigned char c = *s;
+		if (c == '"' || c == '\\')
+			xstrfmtcat(*buf, "\\%c", c);
+		else if (c < 0x20)
+			xstrfmtcat(*buf, "\\u%04x", c);
+		else
+			xstrfmtcat(*buf, "%c", c);
+	}
+	xstrcat(*buf, "\"");
+}
+
+/* ------------------------------------------------------------------ */
+/* srun's side                                                         */
+
+/* layout_json writes the step's nodes, in Slurm's node order, with the
+ * ranks each runs, as the bootstrap's job.nodes. Only srun knows every
+ * node's ranks; it hands them to the stepds in the step's environment. */
+static char *layout_json(const slurm_step_layout_t *lay)
+{
+	hostlist_t hl = hostlist_create(lay->node_list);
+	char *b = xstrdup("["), *name;
+
+	for (uint32_t n = 0; n < lay->node_cnt; n++) {
+		name = hostlist_nth(hl, n);
+		xstrfmtcat(b, "%s{\"id\":%u,\"name\":", n ? "," : "", n);
+		json_str(&b, name ? name : "");
+		free(name);
+		xstrcat(b, ",\"ranks\":[");
+		for (uint32_t t = 0; t < lay->tasks[n]; t++)
+			xstrfmtcat(b, "%s%u", t ? "," : "", lay->tids[n][t]);
+		xstrcat(b, "]}");
+	}
+	hostlist_destroy(hl);
+	xstrcat(b, "]");
+	return b;
+}
+
+typedef struct {
+	pid_t pid;
+	int in; /* the coordinator's stdin: closing it ends the coordinator */
+} client_state_t;
+
+static int read_line_timeout(int fd, char *buf, size_t size, int ms)
+{
+	size_t n = 0;
+	struct timespec start;
+	clock_gettime(CLOCK_MONOTONIC, &start);
+	while (n + 1 < size) {
+		struct timespec now;
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+		int left, rc;
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		left = ms - (int) ((now.tv_sec - start.tv_sec) * 1000 +
+				   (now.tv_nsec - start.tv_nsec) / 1000000);
+		if (left <= 0)
+			return -ETIMEDOUT;
+		rc = poll(&p, 1, left);
+		if (rc < 0 && errno == EINTR)
+			continue;
+		if (rc <= 0)
+			return rc ? -errno : -ETIMEDOUT;
+		rc = read(fd, buf + n, 1);
+		if (rc < 0 && errno == EINTR)
+			continue;
+		if (rc <= 0)
+			return rc ? -errno : -EPIPE;
+		if (buf[n] == '\n') {
+			buf[n] = '\0';
+			return n;
+		}
+		n++;
+	}
+	return -EMSGSIZE;
+}
+
+extern mpi_plugin_client_state_t *
+mpi_p_client_prelaunch(const mpi_plugin_client_info_t *job, char ***env)
+{
+	char secret[65], line[128], step[64], *path = NULL, *nodes;
+	unsigned char raw[32];
+	int in[2], out[2], port = 0, rc, fd;
+	pid_t pid;
+	client_state_t *st;
+	const char *coord = getenvp(*env, ENV_COORD);
+
+	if (coord && coord[0] && getenvp(*env, ENV_SECRET)) {
+		/* A step spawned from a gopmi step: its coordinator serves
+		 * this one too (one name service for the step and everything
+		 * it spawned). */
+		debug("mpi/gopmi: step %u.%u joins coordinator %s",
+		      job->step_id.job_id, job->step_id.step_id, coord);
+		nodes = layout_json(job->step_layout);
+		env_array_overwrite(env, ENV_NODES, nodes);
+		xfree(nodes);
+		st = xmalloc(sizeof(*st));
+		st->pid = -1;
+		st->in = -1;
+		return st;
+	}
+
+	fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || read(fd, raw, sizeof(raw)) != sizeof(raw)) {
+		error("mpi/gopmi: no step secret: /dev/urandom: %m");
+		if (fd >= 0)
+			close(fd);
+		return NULL;
+	}
+	close(fd);
+	for (int i = 0; i < 32; i++)
+		snprintf(secret + 2 * i, 3, "%02x", raw[i]);
+	snprintf(step, sizeof(step), "%u.%u", job->step_id.job_id,
+		 job->step_id.step_id);
+
+	path = xstrdup_printf("%s/gopmi-rm-slurm", bindir());
+	if (access(path, X_OK) != 0) {
+		error("mpi/gopmi: %s: %m (set GOPMI_BINDIR, or install gopmi there)", path);
+		xfree(path);
+		return NULL;
+	}
+	if (pipe2(in, O_CLOEXEC) || pipe2(out, O_CLOEXEC)) {
+		error("mpi/gopmi: pipe: %m");
+		xfree(path);
+		return NULL;
+	}
+	pid = fork();
+	if (pid < 0) {
+		error("mpi/gopmi: fork: %m");
+		xfree(path);
+		return NULL;
+	}
+	if (pid == 0) {
+		char *argv[] = { path, "coordinate", "-step", step, NULL };
+		dup2(in[0], 0);
+		dup2(out[1], 1);
+		setenv(ENV_SECRET, secret, 1);
+		setpgid(0, 0); /* srun's signals to its group are not ours */
+		execv(path, argv);
+		dprintf(2, "mpi/gopmi: exec %s: %s\n", path, strerror(errno));
+		_exit(127);
+	}
+	close(in[0]);
+	close(out[1]);
+	rc = read_line_timeout(out[0], line, sizeof(line), 10000);
+	close(out[0]);
+	if (rc < 0 || sscanf(line, "port %d", &port) != 1 || port <= 0) {
+		error("mpi/gopmi: %s did not report its port (%s)", path,
+		      rc < 0 ? strerror(-rc) : line);
+		close(in[1]);
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+		xfree(path);
+		return NULL;
+	}
+	xfree(path);
+	nodes = layout_json(job->step_layout);
+	env_array_overwrite(env, ENV_NODES, nodes);
+	xfree(nodes);
+	env_array_overwrite_fmt(env, ENV_PORT, "%d", port);
+	env_array_overwrite(env, ENV_SECRET, secret);
+	debug("mpi/gopmi: step %s coordinator pid %d port %d", step, (int) pid, port);
+	st = xmalloc(sizeof(*st));
+	st->pid = pid;
+	st->in = in[1];
+	return st;
+}
+
+extern int mpi_p_client_fini(mpi_plugin_client_state_t *state)
+{
+	client_state_t *st = state;
+	int status = 0, rc = 0;
+
+	if (!st)
+		return SLURM_SUCCESS;
+	if (st->pid > 0) {
+		close(st->in); /* the coordinator ends and says how */
+		for (int i = 0; i < 100; i++) {
+			pid_t w = waitpid(st->pid, &status, WNOHANG);
+			if (w == st->pid)
+				break;
+			if (i == 99) {
+				kill(st->pid, SIGKILL);
+				waitpid(st->pid, &status, 0);
+			}
+			usleep(50000);
+		}
+		if (WIFEXITED(status))
+			rc = WEXITSTATUS(status);
+		else if (WIFSIGNALED(status))
+			rc = 128 + WTERMSIG(status);
+	}
+	xfree(st);
+	/* Non-zero becomes srun's exit status: an MPI_Abort's errorcode. */
+	return rc;
+}
+
+/* ------------------------------------------------------------------ */
+/* slurmstepd's side                                                   */
+
+static int *task_fds;     /* the task's end of each local socketpair */
+static uint32_t ntask_fds;
+/* Each task says on this pipe that it was forked; once all did, the
+ * stepd closes its copies of the tasks' ends, so that the shim sees a
+ * task's connection close when the task ends. */
+static int forked[2] = { -1, -1 };
+static int spawned; /* the step was spawned by a gopmi step */
+
+static void *close_task_ends(void *arg)
+{
+	char c;
+	uint32_t n = 0;
+	while (n < ntask_fds) {
+		ssize_t r = read(forked[0], &c, 1);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			break;
+		n++;
+	}
+	if (n == ntask_fds)
+		for (uint32_t i = 0; i < ntask_fds; i++)
+			close(task_fds[i]);
+	close(forked[0]);
+	return NULL;
+}
+
+static char *bootstrap(const stepd_step_rec_t *job, const char *coord, const char *nodes)
+{
+	char *b = NULL;
+
+	xstrfmtcat(b, "{\"version\":1,\"job\":{\"nspace\":\"slurm.%u.%u\",\"size\":%u,\"nodes\":%s",
+		   job->step_id.job_id, job->step_id.step_id, job->ntasks, nodes);
+	xstrfmtcat(b, ",\"apps\":[{\"firstRank\":0,\"size\":%u,\"cmd\":", job->ntasks);
+	json_str(&b, job->argv && job->argv[0] ? job->argv[0] : "");
+	xstrfmtcat(b, "}]},\"nodeId\":%u,\"tasks\":[", job->nodeid);
+	for (uint32_t i = 0; i < job->node_tasks; i++)
+		xstrfmtcat(b, "%s{\"rank\":%u,\"fdName\":\"rank%u\"}", i ? "," : "",
+			   job->task[i]->gtid, job->task[i]->gtid);
+	xstrcat(b, "],\"backend\":{\"name\":\"slurm\",\"args\":[\"-coordinator\",");
+	json_str(&b, coord);
+	xstrcat(b, "]}");
+	if (gconf.val_max)
+		xstrfmtcat(b, ",\"limits\":{\"valMax\":%u}", gconf.val_max);
+	if (gconf.timeout)
+		xstrfmtcat(b, ",\"timeouts\":{\"fence\":\"%us\"}", gconf.timeout);
+	if (gconf.fence_mode && gconf.fence_mode[0]) {
+		char *up = xstrdup(gconf.fence_mode);
+		for (char *p = up; *p; p++)
+			if (*p >= 'a' && *p <= 'z')
+				*p -= 'a' - 'A';
+		xstrfmtcat(b, ",\"fenceMode\":\"FENCE_MODE_%s\"", up);
+		xfree(up);
+	}
+	if (gconf.log_level && gconf.log_level[0]) {
+		xstrcat(b, ",\"logLevel\":");
+		json_str(&b, gconf.log_level);
+	}
+	xstrcat(b, "}");
+	return b;
+}
+
+/* wait_ready reads the shim's sd_notify datagrams until READY=1, its
+ * failure (STATUS=, ERRNO=) or its exit, within the start time-out. */
+static int wait_ready(int sock, pid_t shim, const stepd_step_rec_t *job)
+{
+	char msg[4096];
+	int waited = 0, limit = gconf.start_timeout * 1000;
+	for (;;) {
+		struct pollfd p = { .fd = sock, .events = POLLIN };
+		int rc = poll(&p, 1, 100), status;
+		if (rc > 0) {
+			ssize_t n = recv(sock, msg, sizeof(msg) - 1, 0);
+			if (n > 0) {
+				msg[n] = '\0';
+				if (strstr(msg, "READY=1"))
+					return SLURM_SUCCESS;
+				if (strstr(msg, "ERRNO=") || strstr(msg, "STOPPING=1")) {
+					char *s = strstr(msg, "STATUS=");
+					char *e = s ? strchr(s, '\n') : NULL;
+					if (e)
+						*e = '\0';
+					error("mpi/gopmi: gopmi-shim on node %u: %s",
+					      job->nodeid, s ? s + 7 : msg);
+					return SLURM_ERROR;
+				}
+			}
+		}
+		if (waitpid(shim, &status, WNOHANG) == shim) {
+			error("mpi/gopmi: gopmi-shim on node %u exited (status %d) before it served the tasks",
+			      job->nodeid, WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
+			return SLURM_ERROR;
+		}
+		waited += 100;
+		if (waited >= limit) {
+			error("mpi/gopmi: gopmi-shim on node %u did not say READY=1 within %us",
+			      job->nodeid, gconf.start_timeout);
+			return SLURM_ERROR;
+		}
+	}
+}
+
+extern int mpi_p_slurmstepd_prefork(const stepd_step_rec_t *job, char ***env)
+{
+	const char *port = getenvp(*env, ENV_PORT);
+	const char *host = getenvp(*env, "SLURM_SRUN_COMM_HOST");
+	const char *secret = getenvp(*env, ENV_SECRET);
+	const char *given = getenvp(*env, ENV_COORD);
+	const char *nodes = getenvp(*env, ENV_NODES);
+	char *coord = NULL, *boot = NULL, *shim = NULL, *names = NULL;
+	int (*pairs)[2] = NULL, in[2] = { -1, -1 }, ns = -1, rc = SLURM_ERROR;
+	struct sockaddr_un addr = { .sun_family = AF_UNIX };
+	socklen_t alen;
+	pid_t pid;
+
+	if (given && given[0]) {
+		coord = xstrdup(given); /* a spawned step: its parent's */
+		spawned = 1;
+	}
+	else if (port && host)
+		coord = xstrdup_printf("%s:%s", host, port);
+	if (!coord || !secret || !nodes) {
+		error("mpi/gopmi: the step has no coordinator (%s, SLURM_SRUN_COMM_HOST, %s or %s missing): was srun's mpi/gopmi plugin loaded?",
+		      ENV_PORT, ENV_SECRET, ENV_NODES);
+		goto out;
+	}
+	shim = xstrdup_printf("%s/gopmi-shim", bindir());
+	boot = bootstrap(job, coord, nodes);
+
+	/* The shim's readiness comes back on an abstract datagram socket. */
+	ns = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	snprintf(addr.sun_path + 1, sizeof(addr.sun_path) - 1, "gopmi-%u.%u-%u-%d",
+		 job->step_id.job_id, job->step_id.step_id, job->nodeid, (int) getpid());
+	alen = offsetof(struct sockaddr_un, sun_path) + 1 + strlen(addr.sun_path + 1);
+	if (ns < 0 || bind(ns, (struct sockaddr *) &addr, alen)) {
+		error("mpi/gopmi: notify socket: %m");
+		goto out;
+	}
+
+	ntask_fds = job->node_tasks;
+	task_fds = xcalloc(ntask_fds, sizeof(int));
+	pairs = xcalloc(ntask_fds, sizeof(*pairs));
+	for (uint32_t i = 0; i < ntask_fds; i++) {
+		if (socketpair(AF_UNIX, SOCK_STREAM, 0, pairs[i])) {
+			error("mpi/gopmi: socketpair: %m");
+			goto out;
+		}
+		task_fds[i] = pairs[i][1];
+		fcntl(pairs[i][0], F_SETFD, FD_CLOEXEC);
+		fcntl(pairs[i][1], F_SETFD, FD_CLOEXEC);
+		xstrfmtcat(names, "%srank%u", i ? ":" : "", job->task[i]->gtid);
+	}
+	if (pipe2(in, O_CLOEXEC) || pipe2(forked, O_CLOEXEC)) {
+		error("mpi/gopmi: pipe: %m");
+		goto out;
+	}
+
+	pid = fork();
+	if (pid < 0) {
+		error("mpi/gopmi: fork: %m");
+		goto out;
+	}
+	if (pid == 0) {
+		char nbuf[16], notify[128];
+		char *argv[] = { shim, NULL };
+		/* The shim ends with the step: with its stepd, and when every
+		 * task's connection closed. It runs as the job's user. */
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		dup2(in[0], 0);
+		/* The server ends go to fds 3.. in order. Move them above the
+		 * target range first so no dup2 overwrites one not yet moved. */
+		for (uint32_t i = 0; i < ntask_fds; i++) {
+			int hi = fcntl(pairs[i][0], F_DUPFD_CLOEXEC, 3 + ntask_fds + 64);
+			pairs[i][0] = hi;
+		}
+		for (uint32_t i = 0; i < ntask_fds; i++) {
+			dup2(pairs[i][0], 3 + i);
+			fcntl(3 + i, F_SETFD, 0);
+		}
+		if (setgroups(job->ngids, job->gids) || setgid(job->gid) ||
+		    setuid(job->uid)) {
+			dprintf(2, "mpi/gopmi: become uid %u: %s\n", job->uid, strerror(errno));
+			_exit(126);
+		}
+		snprintf(nbuf, sizeof(nbuf), "%u", ntask_fds);
+		snprintf(notify, sizeof(notify), "@%s", addr.sun_path + 1);
+		setenv("LISTEN_FDS", nbuf, 1);
+		setenv("LISTEN_FDNAMES", names, 1);
+		unsetenv("LISTEN_PID");
+		setenv("NOTIFY_SOCKET", notify, 1);
+		setenv(ENV_SECRET, secret, 1);
+		setenv(ENV_COORD, coord, 1);
+		if (job->cwd)
+			(void) chdir(job->cwd);
+		execv(shim, argv);
+		dprintf(2, "mpi/gopmi: exec %s: %s\n", shim, strerror(errno));
+		_exit(127);
+	}
+	close(in[0]);
+	in[0] = -1;
+	for (uint32_t i = 0; i < ntask_fds; i++) {
+		close(pairs[i][0]);
+		pairs[i][0] = -1;
+	}
+	if (write(in[1], boot, strlen(boot)) != (ssize_t) strlen(boot)) {
+		error("mpi/gopmi: write the bootstrap to gopmi-shim: %m");
+		goto out;
+	}
+	close(in[1]);
+	in[1] = -1;
+	rc = wait_ready(ns, pid, job);
+	if (rc == SLURM_SUCCESS) {
+		pthread_t th;
+		pthread_attr_t attr;
+		pthread_attr_init(&attr);
+		pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+		if (pthread_create(&th, &attr, close_task_ends, NULL)) {
+			error("mpi/gopmi: thread: %m");
+			rc = SLURM_ERROR;
+		}
+		pthread_attr_destroy(&attr);
+	}
+	if (rc == SLURM_SUCCESS)
+		debug("mpi/gopmi: gopmi-shim pid %d serves %u tasks of step %u.%u",
+		      (int) pid, ntask_fds, job->step_id.job_id, job->step_id.step_id);
+out:
+	if (ns >= 0)
+		close(ns);
+	if (in[0] >= 0)
+		close(in[0]);
+	if (in[1] >= 0)
+		close(in[1]);
+	if (pairs) {
+		for (uint32_t i = 0; i < ntask_fds; i++)
+			if (pairs[i][0] > 0)
+				close(pairs[i][0]);
+		xfree(pairs);
+	}
+	/* The tasks must not see the coordinator's address or the secret. */
+	unsetenvp(*env, ENV_PORT);
+	unsetenvp(*env, ENV_SECRET);
+	unsetenvp(*env, ENV_NODES);
+	unsetenvp(*env, ENV_COORD);
+	xfree(coord);
+	xfree(boot);
+	xfree(shim);
+	xfree(names);
+	return rc;
+}
+
+extern int mpi_p_slurmstepd_task(const mpi_plugin_task_info_t *job, char ***env)
+{
+	int fd = -1;
+
+	for (uint32_t i = 0; i < ntask_fds; i++) {
+		if ((int) i == job->ltaskid)
+			fd = task_fds[i];
+		else
+			close(task_fds[i]);
+	}
+	if (fd < 0) {
+		error("mpi/gopmi: task %u has no PMI connection", job->gtaskid);
+		return SLURM_ERROR;
+	}
+	fcntl(fd, F_SETFD, 0); /* the task's own end survives its exec */
+	if (forked[1] >= 0) {
+		(void) write(forked[1], "f", 1);
+		close(forked[1]);
+	}
+	env_array_overwrite_fmt(env, "PMI_FD", "%d", fd);
+	env_array_overwrite_fmt(env, "PMI_RANK", "%u", job->gtaskid);
+	env_array_overwrite_fmt(env, "PMI_SIZE", "%u", job->ntasks);
+	env_array_overwrite_fmt(env, "PMI_JOBID", "%u.%u", job->step_id.job_id,
+				job->step_id.step_id);
+	/* As hydra and gopmi run set them: the task's place on its node. */
+	env_array_overwrite_fmt(env, "MPI_LOCALRANKID", "%d", job->ltaskid);
+	env_array_overwrite_fmt(env, "MPI_LOCALNRANKS", "%u", job->ltasks);
+	if (spawned)
+		env_array_overwrite(env, "PMI_SPAWNED", "1");
+	return SLURM_SUCCESS;
+}
+
+/* ------------------------------------------------------------------ */
+/* mpi.conf                                                            */
+
+extern void mpi_p_conf_options(s_p_options_t **full_options, int *full_opt_cnt)
+{
+	transfer_s_p_options(full_options, gopmi_options, full_opt_cnt);
+}
+
+extern void mpi_p_conf_set(s_p_hashtbl_t *tbl)
+{
+	if (!tbl)
+		return;
+	s_p_get_string(&gconf.bindir, "GopmiBinDir", tbl);
+	s_p_get_string(&gconf.fence_mode, "GopmiFenceMode", tbl);
+	s_p_get_string(&gconf.log_level, "GopmiLogLevel", tbl);
+	s_p_get_uint32(&gconf.timeout, "GopmiTimeout", tbl);
+	s_p_get_uint32(&gconf.start_timeout, "GopmiStartTimeout", tbl);
+	s_p_get_uint32(&gconf.val_max, "GopmiValMax", tbl);
+	if (!gconf.start_timeout)
+		gconf.start_timeout = 30;
+}
+
+extern s_p_hashtbl_t *mpi_p_conf_get(void)
+{
+	s_p_hashtbl_t *tbl = s_p_hashtbl_create(gopmi_options);
+	char *v;
+
+	if (gconf.bindir)
+		s_p_parse_pair(tbl, "GopmiBinDir", gconf.bindir);
+	if (gconf.fence_mode)
+		s_p_parse_pair(tbl, "GopmiFenceMode", gconf.fence_mode);
+	if (gconf.log_level)
+		s_p_parse_pair(tbl, "GopmiLogLevel", gconf.log_level);
+	v = xstrdup_printf("%u", gconf.timeout);
+	s_p_parse_pair(tbl, "GopmiTimeout", v);
+	xfree(v);
+	v = xstrdup_printf("%u", gconf.start_timeout);
+	s_p_parse_pair(tbl, "GopmiStartTimeout", v);
+	xfree(v);
+	v = xstrdup_printf("%u", gconf.val_max);
+	s_p_parse_pair(tbl, "GopmiValMax", v);
+	xfree(v);
+	return tbl;
+}
+
+static void add_pair(List l, const char *name, char *value)
+{
+	config_key_pair_t *kp = xmalloc(sizeof(*kp));
+	kp->name = xstrdup(name);
+	kp->value = value;
+	list_append(l, kp);
+}
+
+extern List mpi_p_conf_get_printable(void)
+{
+	List l = list_create(destroy_config_key_pair);
+
+	add_pair(l, "GopmiBinDir", xstrdup(gconf.bindir ? gconf.bindir : GOPMI_BINDIR));
+	add_pair(l, "GopmiFenceMode", xstrdup(gconf.fence_mode ? gconf.fence_mode : "collect"));
+	add_pair(l, "GopmiLogLevel", xstrdup(gconf.log_level ? gconf.log_level : "info"));
+	add_pair(l, "GopmiStartTimeout", xstrdup_printf("%u", gconf.start_timeout));
+	add_pair(l, "GopmiTimeout", xstrdup_printf("%u", gconf.timeout));
+	add_pair(l, "GopmiValMax", xstrdup_printf("%u", gconf.val_max));
+	return l;
+}

@@ -1,0 +1,162 @@
+package slurm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os/exec"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/gopmi/gopmi/hostrm/local"
+	"github.com/gopmi/gopmi/plugin"
+	"github.com/gopmi/gopmi/plugin/grpcplugin/direct"
+)
+
+// CoordinatorOptions configure a step's coordinator.
+type CoordinatorOptions struct {
+	// Listen is the TCP address to listen on; default ":0" (every
+	// interface, a free port): the stepds reach it at srun's address.
+	Listen string
+	// Secret is the step secret every node must prove.
+	Secret string
+	// Step is the Slurm step, "<jobid>.<stepid>", that an abort or a
+	// failed task cancels; empty cancels nothing (tests).
+	Step string
+	// Cancel ends the step; default runs `scancel --signal=KILL <Step>`.
+	Cancel func(ctx context.Context, step string) error
+	// Ready is told the port once the coordinator listens.
+	Ready func(port int)
+	// Logger is for the coordinator's own lines.
+	Logger zerolog.Logger
+	// Version is reported by GetInfo.
+	Version string
+}
+
+// Coordinator is the step-wide side of gopmi-rm-slurm: it runs in srun's
+// process tree (srun's mpi/gopmi plugin starts it) and serves every
+// node's gopmi-rm-slurm over an authenticated TCP link. The step-wide
+// state (fences across nodes, every node's data for direct modex, the
+// name service, connects, aborts) lives in one local.Universe.
+type Coordinator struct {
+	opts CoordinatorOptions
+	u    *local.Universe
+	log  zerolog.Logger
+
+	mu     sync.Mutex
+	status int    // what srun should exit with; 0 while nothing failed
+	why    string // the first abort or failure
+}
+
+// NewCoordinator returns a coordinator; Run serves it.
+func NewCoordinator(opts CoordinatorOptions) *Coordinator {
+	if opts.Listen == "" {
+		opts.Listen = ":0"
+	}
+	if opts.Cancel == nil {
+		opts.Cancel = scancel
+	}
+	c := &Coordinator{opts: opts, log: opts.Logger}
+	c.u = local.NewUniverse(local.UniverseOptions{
+		Prefix:       "slurm." + opts.Step,
+		Version:      opts.Version,
+		Logger:       opts.Logger,
+		OnAbort:      c.aborted,
+		OnProcFailed: c.procFailed,
+	})
+	return c
+}
+
+// Backend is the coordinator's backend, for tests that call it directly.
+func (c *Coordinator) Backend() plugin.Full { return c.u }
+
+// Status is what srun should exit with: the status of the first abort
+// (MPI_Abort's errorcode, as mpiexec reports it), 1 after a task failed,
+// else 0.
+func (c *Coordinator) Status() (int, string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.status, c.why
+}
+
+// Run listens, reports the port and serves until ctx ends.
+func (c *Coordinator) Run(ctx context.Context) error {
+	if c.opts.Secret == "" {
+		return errors.New("coordinator: no step secret")
+	}
+	l, err := net.Listen("tcp", c.opts.Listen)
+	if err != nil {
+		return fmt.Errorf("coordinator: %w", err)
+	}
+	if c.opts.Ready != nil {
+		c.opts.Ready(l.Addr().(*net.TCPAddr).Port)
+	}
+	defer c.u.Close()
+	err = direct.Serve(ctx, AuthListener(l, c.opts.Secret, c.log), c.u, direct.WithLogger(c.log))
+	if err != nil && ctx.Err() != nil {
+		return nil
+	}
+	return err
+}
+
+// exitStatus maps an MPI_Abort errorcode to an exit status: its low byte,
+// unless that is 0, which would read as success.
+func exitStatus(code int32) int {
+	s := int(code) & 0xff
+	if s == 0 {
+		return 1
+	}
+	return s
+}
+
+func (c *Coordinator) aborted(ev local.AbortEvent) {
+	c.fail(exitStatus(ev.Status), fmt.Sprintf("rank %d of job %s called abort with status %d: %s", ev.Proc.Rank, ev.Proc.Nspace, ev.Status, ev.Message))
+}
+
+func (c *Coordinator) procFailed(p plugin.Proc, reason string) {
+	c.fail(1, fmt.Sprintf("rank %d of job %s failed: %s", p.Rank, p.Nspace, reason))
+}
+
+// fail records the first failure and ends the step: an MPI job whose
+// rank aborted or died would otherwise hang in its next fence.
+func (c *Coordinator) fail(status int, why string) {
+	c.mu.Lock()
+	first := c.status == 0
+	if first {
+		c.status, c.why = status, why
+	}
+	c.mu.Unlock()
+	if !first {
+		return
+	}
+	c.log.Error().Str("step", c.opts.Step).Msg(why)
+	if c.opts.Step == "" {
+		return
+	}
+	go func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		if err := c.opts.Cancel(ctx, c.opts.Step); err != nil {
+			c.log.Error().Err(err).Str("step", c.opts.Step).Msg("cancelling the step failed")
+		}
+	}()
+}
+
+func scancel(ctx context.Context, step string) error {
+	out, err := exec.CommandContext(ctx, "scancel", "--signal=KILL", step).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("scancel --signal=KILL %s: %w: %s", step, err, out)
+	}
+	return nil
+}
+
+// WritePort writes the line srun's plugin reads: "port <n>".
+func WritePort(w io.Writer, port int) error {
+	_, err := io.WriteString(w, "port "+strconv.Itoa(port)+"\n")
+	return err
+}

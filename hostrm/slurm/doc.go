@@ -1,0 +1,47 @@
+// Package slurm is gopmi-rm-slurm, gopmi's Slurm backend, and the step
+// coordinator it talks to. contrib/slurm's mpi/gopmi plugin makes Slurm run
+// them: `srun --mpi=gopmi`.
+//
+// # Processes
+//
+//	srun ── mpi/gopmi (srun side) ──starts── gopmi-rm-slurm coordinate
+//	                                          (Coordinator: the step's state)
+//	            ▲ TCP, step secret (AuthListener / AuthDialer)
+//	            │
+//	slurmstepd on each node ── mpi/gopmi ──starts── gopmi-shim ──go-plugin──
+//	    gopmi-rm-slurm (Node: a plugin.Relay to the coordinator)
+//
+// The coordinator runs beside srun for the step's life: srun's plugin
+// starts it, reads "port <n>" from it, puts the port, the step's layout and
+// a fresh secret in the step's environment, and closes its standard input
+// when the step ends; it exits with the status srun should report (an
+// MPI_Abort's errorcode; 1 after a task failed). A step spawned from a
+// gopmi step joins its parent's coordinator, so a step and everything it
+// spawned share one name space.
+//
+// Each node's gopmi-rm-slurm is one process per job per node, started by
+// that node's gopmi-shim, as every gopmi backend (package plugin,
+// "Process model"). It keeps nothing: every call goes to the coordinator,
+// which holds fences across nodes, every node's data for direct modex, the
+// name service, connects and aborts in one local.Universe (package
+// hostrm/local, which imports only the SDK).
+//
+// # The link
+//
+// The coordinator listens on TCP (every interface; the stepds reach it at
+// srun's address, SLURM_SRUN_COMM_HOST). A connection must first answer
+// the coordinator's challenge with HMAC-SHA256(secret, nonce); one that
+// cannot is closed and logged, and a silent one is dropped after 5 s
+// without holding up others. Then it carries the gopmi.rm.v1 gRPC service
+// (package direct). The secret reaches the node processes in their
+// environment (GOPMI_SLURM_SECRET), never on a command line, and the tasks
+// never see it.
+//
+// # Not yet
+//
+// Fences are gathered by the coordinator from every node (a star, one
+// message up and one down per node); the tree of nodes with a width from
+// mpi.conf is the next step. Spawn (a nested srun in the allocation) is
+// not offered: the backend does not advertise the capability, and
+// MPI_Comm_spawn fails with a message that says so.
+package slurm

@@ -1,0 +1,360 @@
+// Package slurmlab runs a real Slurm cluster on this machine for the
+// integration tests: munged with a private key and socket, slurmctld and
+// several slurmd (Debian's Slurm is built with --enable-multiple-slurmd,
+// so each `slurmd -N nX` is a node of its own), all in a temporary
+// directory, on free ports, with the mpi/gopmi plugin in a PluginDir of
+// their own. Nothing outside the directory is touched; Stop ends every
+// daemon it started. It needs root (slurmd runs tasks as their user) and
+// Debian's slurm-wlm and munge.
+package slurmlab
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// InstallHint says what the cluster needs.
+const InstallHint = "apt-get install slurm-wlm munge build-essential dpkg-dev (as root; .ci/run installs them)"
+
+// Options describe the cluster.
+type Options struct {
+	// Nodes is the number of slurmd; default 2.
+	Nodes int
+	// CPUs is each node's CPU count as Slurm sees it; default 32 (tasks
+	// may outnumber the real cores).
+	CPUs int
+	// Plugin is the built mpi_gopmi.so; empty runs without it.
+	Plugin string
+	// MPIConf is written as mpi.conf beside slurm.conf when not empty.
+	MPIConf string
+}
+
+// Cluster is a running cluster.
+type Cluster struct {
+	Dir     string
+	Conf    string
+	Nodes   []string
+	daemons []*exec.Cmd // munged, slurmctld, then each slurmd
+}
+
+// Env is what a command needs to reach the cluster (srun, sinfo).
+func (c *Cluster) Env() []string { return []string{"SLURM_CONF=" + c.Conf} }
+
+// Check reports what is missing to run a cluster here.
+func Check() error {
+	if os.Geteuid() != 0 {
+		return errors.New("a Slurm cluster needs root: slurmd starts tasks as their user")
+	}
+	var miss []string
+	for _, b := range []string{"munged", "mungekey", "slurmctld", "slurmd", "srun", "sinfo", "scancel"} {
+		if _, err := exec.LookPath(b); err != nil {
+			miss = append(miss, b)
+		}
+	}
+	if len(miss) > 0 {
+		return fmt.Errorf("missing %s: %s", strings.Join(miss, ", "), InstallHint)
+	}
+	return nil
+}
+
+// pluginDir is Debian's Slurm plugin directory.
+func pluginDir() (string, error) {
+	m, _ := filepath.Glob("/usr/lib/*/slurm-wlm/mpi_pmi2.so")
+	if len(m) == 0 {
+		return "", fmt.Errorf("no Slurm plugin directory (mpi_pmi2.so) under /usr/lib: %s", InstallHint)
+	}
+	return filepath.Dir(m[0]), nil
+}
+
+func freePorts(n int) ([]int, error) {
+	var ls []net.Listener
+	defer func() {
+		for _, l := range ls {
+			l.Close()
+		}
+	}()
+	var out []int
+	for len(out) < n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		ls = append(ls, l)
+		out = append(out, l.Addr().(*net.TCPAddr).Port)
+	}
+	return out, nil
+}
+
+// consecutive finds n free consecutive ports (slurmd -N takes its port
+// from a range in the node line).
+func consecutive(n int) (int, error) {
+	for try := 0; try < 50; try++ {
+		p, err := freePorts(1)
+		if err != nil {
+			return 0, err
+		}
+		base := p[0]
+		if base+n > 65535 {
+			continue
+		}
+		ok := true
+		var ls []net.Listener
+		for i := 0; i < n && ok; i++ {
+			l, err := net.Listen("tcp", "127.0.0.1:"+strconv.Itoa(base+i))
+			if err != nil {
+				ok = false
+				break
+			}
+			ls = append(ls, l)
+		}
+		for _, l := range ls {
+			l.Close()
+		}
+		if ok {
+			return base, nil
+		}
+	}
+	return 0, errors.New("no range of free ports")
+}
+
+// daemon starts a daemon in the foreground as a child that the kernel
+// kills if the test process dies first: a test killed half-way leaves no
+// cluster behind. Its output goes to log/<name>.out.
+func (c *Cluster) daemon(name string, args ...string) error {
+	out, err := os.Create(filepath.Join(c.Dir, "log", name+".out"))
+	if err != nil {
+		return err
+	}
+	defer out.Close()
+	cmd := exec.Command(args[0], args[1:]...)
+	cmd.Env = append(os.Environ(), c.Env()...)
+	cmd.Stdout, cmd.Stderr = out, out
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start %s: %w", name, err)
+	}
+	c.daemons = append(c.daemons, cmd)
+	return nil
+}
+
+// run runs a command that daemonizes: its output goes to a file, not a
+// pipe, which the daemon could hold open.
+func run(ctx context.Context, env []string, name string, args ...string) error {
+	out, err := os.CreateTemp("", "slurmlab-*.out")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(out.Name())
+	defer out.Close()
+	cmd := exec.CommandContext(ctx, name, args...)
+	cmd.Env = append(os.Environ(), env...)
+	cmd.Stdout, cmd.Stderr = out, out
+	if err := cmd.Run(); err != nil {
+		b, _ := os.ReadFile(out.Name())
+		return fmt.Errorf("%s %s: %w: %s", name, strings.Join(args, " "), err, bytes.TrimSpace(b))
+	}
+	return nil
+}
+
+// Start brings a cluster up in dir and waits until every node is idle.
+func Start(ctx context.Context, dir string, o Options) (c *Cluster, err error) {
+	if err := Check(); err != nil {
+		return nil, err
+	}
+	if o.Nodes <= 0 {
+		o.Nodes = 2
+	}
+	if o.CPUs <= 0 {
+		o.CPUs = 32
+	}
+	pdir, err := pluginDir()
+	if err != nil {
+		return nil, err
+	}
+	host, err := os.Hostname()
+	if err != nil {
+		return nil, err
+	}
+	c = &Cluster{Dir: dir, Conf: filepath.Join(dir, "slurm.conf")}
+	defer func() {
+		if err != nil {
+			c.Stop()
+		}
+	}()
+	for _, d := range []string{"munge", "state", "spool", "log", "run", "plugins"} {
+		if err := os.MkdirAll(filepath.Join(dir, d), 0o755); err != nil {
+			return c, err
+		}
+	}
+	if o.Plugin != "" {
+		b, err := os.ReadFile(o.Plugin)
+		if err != nil {
+			return c, err
+		}
+		if err := os.WriteFile(filepath.Join(dir, "plugins", "mpi_gopmi.so"), b, 0o755); err != nil {
+			return c, err
+		}
+	}
+	// munged insists on a socket directory everyone may enter.
+	if err := os.Chmod(filepath.Join(dir, "munge"), 0o755); err != nil {
+		return c, err
+	}
+	// ... and on no group- or world-writable directory above it.
+	if err := os.Chmod(dir, 0o755); err != nil {
+		return c, err
+	}
+	key := filepath.Join(dir, "munge", "munge.key")
+	sock := filepath.Join(dir, "munge", "munge.sock")
+	if err := run(ctx, nil, "mungekey", "-c", "-k", key); err != nil {
+		return c, err
+	}
+	if err := c.daemon("munged", "munged", "-F", "-S", sock, "--key-file="+key,
+		"--pid-file="+filepath.Join(dir, "munge", "munged.pid"), "--log-file="+filepath.Join(dir, "munge", "munged.log"),
+		"--seed-file="+filepath.Join(dir, "munge", "munged.seed")); err != nil {
+		return c, err
+	}
+	if err := waitFile(ctx, sock); err != nil {
+		return c, fmt.Errorf("munged: %w", err)
+	}
+	ports, err := freePorts(1)
+	if err != nil {
+		return c, err
+	}
+	base, err := consecutive(o.Nodes)
+	if err != nil {
+		return c, err
+	}
+	nodes := "n[1-" + strconv.Itoa(o.Nodes) + "]"
+	for i := 1; i <= o.Nodes; i++ {
+		c.Nodes = append(c.Nodes, "n"+strconv.Itoa(i))
+	}
+	conf := fmt.Sprintf(`ClusterName=gopmi
+SlurmctldHost=%[1]s(127.0.0.1)
+SlurmUser=root
+SlurmdUser=root
+AuthType=auth/munge
+CredType=cred/munge
+AuthInfo=socket=%[2]s
+StateSaveLocation=%[3]s/state
+SlurmdSpoolDir=%[3]s/spool/%%n
+SlurmctldPidFile=%[3]s/run/slurmctld.pid
+SlurmdPidFile=%[3]s/run/slurmd-%%n.pid
+SlurmctldLogFile=%[3]s/log/slurmctld.log
+SlurmdLogFile=%[3]s/log/slurmd-%%n.log
+SlurmctldPort=%[4]d
+SlurmdPort=%[5]d
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+SelectType=select/cons_tres
+SelectTypeParameters=CR_Core
+SchedulerType=sched/builtin
+JobAcctGatherType=jobacct_gather/none
+AccountingStorageType=accounting_storage/none
+JobCompType=jobcomp/none
+MpiDefault=none
+PluginDir=%[6]s:%[3]s/plugins
+ReturnToService=2
+SlurmdParameters=config_overrides
+SlurmctldDebug=info
+SlurmdDebug=debug
+KillWait=2
+NodeName=%[7]s NodeHostname=%[1]s NodeAddr=127.0.0.1 Port=%[5]d-%[8]d CPUs=%[9]d State=UNKNOWN
+PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP
+`, host, sock, dir, ports[0], base, pdir, nodes, base+o.Nodes-1, o.CPUs)
+	if err := os.WriteFile(c.Conf, []byte(conf), 0o644); err != nil {
+		return c, err
+	}
+	if o.MPIConf != "" {
+		if err := os.WriteFile(filepath.Join(dir, "mpi.conf"), []byte(o.MPIConf), 0o644); err != nil {
+			return c, err
+		}
+	}
+	if err := c.daemon("slurmctld", "slurmctld", "-D", "-i"); err != nil {
+		return c, err
+	}
+	for _, n := range c.Nodes {
+		if err := c.daemon("slurmd-"+n, "slurmd", "-D", "-N", n); err != nil {
+			return c, err
+		}
+	}
+	return c, c.waitIdle(ctx)
+}
+
+// waitIdle waits until sinfo shows every node idle.
+func (c *Cluster) waitIdle(ctx context.Context) error {
+	var last string
+	for {
+		cmd := exec.CommandContext(ctx, "sinfo", "-h", "-N", "-o", "%N %T")
+		cmd.Env = append(os.Environ(), c.Env()...)
+		out, _ := cmd.CombinedOutput()
+		last = strings.TrimSpace(string(out))
+		idle := 0
+		for _, l := range strings.Split(last, "\n") {
+			if f := strings.Fields(l); len(f) == 2 && f[1] == "idle" {
+				idle++
+			}
+		}
+		if idle == len(c.Nodes) {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("the nodes did not come up (sinfo: %q): %w; see %s/log", last, ctx.Err(), c.Dir)
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+}
+
+// Log returns the tail of a daemon's log ("slurmctld", "slurmd-n1").
+func (c *Cluster) Log(name string, lines int) string {
+	b, _ := os.ReadFile(filepath.Join(c.Dir, "log", name+".log"))
+	ls := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	if len(ls) > lines {
+		ls = ls[len(ls)-lines:]
+	}
+	return strings.Join(ls, "\n")
+}
+
+// Stop ends the daemons, slurmd first and munged last, each within a few
+// seconds (SIGKILL after).
+func (c *Cluster) Stop() {
+	for i := len(c.daemons) - 1; i >= 0; i-- {
+		cmd := c.daemons[i]
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		done := make(chan struct{})
+		go func() {
+			_ = cmd.Wait()
+			close(done)
+		}()
+		select {
+		case <-done:
+		case <-time.After(5 * time.Second):
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			<-done
+		}
+	}
+	c.daemons = nil
+}
+
+func waitFile(ctx context.Context, path string) error {
+	for {
+		if _, err := os.Stat(path); err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("%s did not appear: %w", path, ctx.Err())
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}

@@ -1,0 +1,251 @@
+package integration
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gopmi/gopmi/integration/clients"
+	"github.com/gopmi/gopmi/integration/internal/proc"
+	"github.com/gopmi/gopmi/integration/internal/slurmlab"
+)
+
+// The Slurm tests run `srun --mpi=gopmi` on a real cluster this machine
+// runs for them (package slurmlab: munged, slurmctld, two slurmd), with
+// mpi/gopmi built by contrib/slurm/build.sh against the installed Slurm
+// and finding the gopmi binaries of this run. The cluster starts with the
+// first Slurm test and stops after the last test.
+
+var (
+	slurmOnce    sync.Once
+	slurmCluster *slurmlab.Cluster
+	slurmErr     error
+)
+
+// slurm returns the cluster, starting it on first use. The Slurm cases
+// run once, in the default pass: GOPMI_IT_SERVE changes only how gopmi
+// run serves one node, which srun never uses.
+func slurm(t *testing.T) *slurmlab.Cluster {
+	t.Helper()
+	begin(t)
+	if shimMode() {
+		t.Skip("the Slurm cases run in the default pass only: GOPMI_IT_SERVE=shim changes gopmi run, not srun")
+	}
+	slurmOnce.Do(func() {
+		dir, err := os.MkdirTemp("", "gopmi-slurm-")
+		if err == nil {
+			// munged wants every directory above its socket enterable.
+			err = os.Chmod(dir, 0o755)
+		}
+		if err != nil {
+			slurmErr = err
+			return
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		so := filepath.Join(dir, "mpi_gopmi.so")
+		if slurmErr = buildSlurmPlugin(ctx, so); slurmErr != nil {
+			return
+		}
+		slurmCluster, slurmErr = slurmlab.Start(ctx, filepath.Join(dir, "cluster"), slurmlab.Options{Nodes: 2, Plugin: so})
+	})
+	if slurmErr != nil {
+		t.Fatalf("Slurm cluster: %v", slurmErr)
+	}
+	return slurmCluster
+}
+
+// stopSlurm ends the cluster after the tests.
+func stopSlurm() {
+	if slurmCluster != nil {
+		slurmCluster.Stop()
+		os.RemoveAll(filepath.Dir(slurmCluster.Dir))
+	}
+}
+
+// buildSlurmPlugin runs contrib/slurm/build.sh for this run's binaries.
+func buildSlurmPlugin(ctx context.Context, out string) error {
+	if err := slurmlab.Check(); err != nil {
+		return err
+	}
+	root, err := moduleRoot(ctx)
+	if err != nil {
+		return err
+	}
+	cmd := exec.CommandContext(ctx, filepath.Join(root, "contrib", "slurm", "build.sh"), out)
+	cmd.Env = append(os.Environ(), "BINDIR="+binDir)
+	var b bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &b, &b
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("contrib/slurm/build.sh: %w\n%s", err, b.String())
+	}
+	return nil
+}
+
+// srun runs argv under `srun --mpi=gopmi` with nodes nodes and n tasks.
+func srun(t *testing.T, c *slurmlab.Cluster, timeout time.Duration, srunArgs []string, prog string, args ...string) clients.Result {
+	t.Helper()
+	argv := append([]string{"srun", "--mpi=gopmi"}, srunArgs...)
+	argv = append(argv, prog)
+	argv = append(argv, args...)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	r, err := clients.Run(ctx, argv, clients.RunOptions{Env: c.Env()})
+	if err != nil && !r.TimedOut {
+		t.Fatalf("%s: %v", strings.Join(argv, " "), err)
+	}
+	return r
+}
+
+func slurmFailure(c *slurmlab.Cluster, r clients.Result) string {
+	return fmt.Sprintf("%s\nslurmd-n1.log:\n%s\nslurmd-n2.log:\n%s", r.Summary(), c.Log("slurmd-n1", 15), c.Log("slurmd-n2", 15))
+}
+
+// The case table every launcher is judged by, under srun --mpi=gopmi on
+// two nodes: MPICH's PMI-1 and Slurm's libpmi2, fences across nodes,
+// attributes, the name service, abort's exit status.
+func TestSlurmCases(t *testing.T) {
+	c := slurm(t)
+	for _, cs := range clients.Cases() {
+		if cs.Heavy || strings.Contains(cs.Name, "spawn") {
+			// Spawn under Slurm (a nested srun in the allocation) is not
+			// built yet.
+			continue
+		}
+		t.Run(cs.Name, func(t *testing.T) {
+			nodes := min(cs.N, 2)
+			timeout := cs.Timeout
+			if timeout == 0 {
+				timeout = 60 * time.Second
+			}
+			r := srun(t, c, timeout, []string{"-N", strconv.Itoa(nodes), "-n", strconv.Itoa(cs.N)}, progs[cs.Program], cs.Args...)
+			if err := cs.Verify("gopmi", r); err != nil {
+				t.Fatalf("%v\n%s", err, slurmFailure(c, r))
+			}
+		})
+	}
+}
+
+// PMI_process_mapping follows Slurm's layout: what Slurm's own mpi/pmi2
+// answers for the same step, for block and cyclic distributions, even and
+// uneven.
+func TestSlurmProcessMapping(t *testing.T) {
+	c := slurm(t)
+	mapping := func(t *testing.T, mpi string, args []string) string {
+		argv := append([]string{"--mpi=" + mpi, "-N", "2", "-n", "4"}, args...)
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		r, err := clients.Run(ctx, append(append([]string{"srun"}, argv...), progs[clients.PMI2Test], "default", "nosemi"), clients.RunOptions{Env: c.Env()})
+		if err != nil || r.ExitCode != 0 {
+			t.Fatalf("srun %s: %v\n%s", strings.Join(argv, " "), err, slurmFailure(c, r))
+		}
+		seen := map[string]int{}
+		for _, l := range clients.Lines(r.Stdout, "ok pmi2 rank=") {
+			if f := clients.Fields(l); f["key"] == "PMI_process_mapping" {
+				seen[f["value"]]++
+			}
+		}
+		if len(seen) != 1 {
+			t.Fatalf("srun %s: ranks disagree on the mapping: %v", strings.Join(argv, " "), seen)
+		}
+		for v := range seen {
+			return v
+		}
+		return ""
+	}
+	for _, tc := range []struct {
+		name string
+		args []string
+		want string // when the layout is fixed by the arguments
+	}{
+		{"block/even", []string{"-m", "block", "--ntasks-per-node=2"}, "(vector,(0,2,2))"},
+		{"cyclic/even", []string{"-m", "cyclic", "--ntasks-per-node=2"}, "(vector,(0,2,1),(0,2,1))"},
+		{"block", []string{"-m", "block"}, ""},
+		{"cyclic", []string{"-m", "cyclic"}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, slurms := mapping(t, "gopmi", tc.args), mapping(t, "pmi2", tc.args)
+			// The same layout may be written more than one way: Slurm
+			// writes (0,1,1),(0,1,1) where gopmi writes (0,1,2).
+			if a, b := rankNodes(t, got, 4), rankNodes(t, slurms, 4); a != b || (tc.want != "" && got != tc.want) {
+				t.Fatalf("gopmi says %s (nodes %s), Slurm's mpi/pmi2 %s (nodes %s), want %q", got, a, slurms, b, tc.want)
+			}
+		})
+	}
+}
+
+// rankNodes decodes an RFC 13 vector into each rank's node, as text.
+func rankNodes(t *testing.T, vector string, size int) string {
+	t.Helper()
+	body, ok := strings.CutPrefix(vector, "(vector,")
+	body, ok2 := strings.CutSuffix(body, ")")
+	if !ok || !ok2 {
+		t.Fatalf("not a vector mapping: %q", vector)
+	}
+	var nodes []string
+	for _, blk := range strings.Split(strings.Trim(body, "()"), "),(") {
+		var start, count, per int
+		if _, err := fmt.Sscanf(blk, "%d,%d,%d", &start, &count, &per); err != nil {
+			t.Fatalf("mapping %q: block %q: %v", vector, blk, err)
+		}
+		for n := start; n < start+count; n++ {
+			for i := 0; i < per; i++ {
+				nodes = append(nodes, strconv.Itoa(n))
+			}
+		}
+	}
+	if len(nodes) < size {
+		t.Fatalf("mapping %q covers %d of %d ranks", vector, len(nodes), size)
+	}
+	return strings.Join(nodes[:size], ",")
+}
+
+// A step leaves no gopmi process behind, on any node.
+func TestSlurmNoOrphans(t *testing.T) {
+	c := slurm(t)
+	r := srun(t, c, time.Minute, []string{"-N", "2", "-n", "4"}, progs[clients.MPIHello])
+	if r.ExitCode != 0 {
+		t.Fatal(slurmFailure(c, r))
+	}
+	left := func() []string {
+		var out []string
+		ps, _ := proc.Descendants(1)
+		for _, p := range ps {
+			if p.Alive() && (strings.HasPrefix(p.Comm, "gopmi-shim") || strings.HasPrefix(p.Comm, "gopmi-rm-slurm")) {
+				out = append(out, fmt.Sprintf("%s (pid %d, ppid %d)", p.Comm, p.PID, p.PPID))
+			}
+		}
+		return out
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for len(left()) > 0 && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if l := left(); len(l) > 0 {
+		t.Fatalf("left after the step: %s", strings.Join(l, ", "))
+	}
+}
+
+// scontrol shows what mpi.conf can set for gopmi.
+func TestSlurmConfigShown(t *testing.T) {
+	c := slurm(t)
+	cmd := exec.Command("scontrol", "show", "config")
+	cmd.Env = append(os.Environ(), c.Env()...)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("scontrol: %v\n%s", err, out)
+	}
+	for _, k := range []string{"GopmiBinDir", "GopmiFenceMode", "GopmiTimeout", "GopmiStartTimeout"} {
+		if !bytes.Contains(out, []byte(k)) {
+			t.Errorf("scontrol show config lacks %s", k)
+		}
+	}
+}
