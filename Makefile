@@ -77,8 +77,14 @@ integration:
 	$(GO) test -race -timeout 20m ./integration/...
 	GOPMI_IT_SERVE=shim $(GO) test -race -timeout 20m ./integration/
 
+# gopmi run against mpiexec.hydra; then, where a Slurm cluster can run
+# (root, slurm-wlm, munge), srun --mpi=gopmi against srun --mpi=pmi2 on a
+# two-node cluster the bench starts.
 bench: build
 	$(GO) run ./integration/bench -gopmi $(BIN)/gopmi $(BENCHFLAGS)
+	@if [ "$$(id -u)" = 0 ] && command -v slurmd >/dev/null && command -v munged >/dev/null; then \
+		$(GO) run ./integration/bench -gopmi $(BIN)/gopmi -slurm $(BENCHFLAGS); \
+	else echo "bench: srun not measured: needs root, slurm-wlm and munge (make deps-test)"; fi
 
 fuzz:
 	@set -e; for t in $(FUZZ); do pkg=$${t%%:*}; fn=$${t##*:}; \

@@ -4,12 +4,15 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -247,5 +250,81 @@ func TestSlurmConfigShown(t *testing.T) {
 		if !bytes.Contains(out, []byte(k)) {
 			t.Errorf("scontrol show config lacks %s", k)
 		}
+	}
+}
+
+// shimOf finds the gopmi-shim serving rank, on whatever node, from the
+// fd names its stepd gave it.
+func shimOf(rank int) (int, error) {
+	ps, err := proc.Descendants(1)
+	if err != nil {
+		return 0, err
+	}
+	want := "rank" + strconv.Itoa(rank)
+	for _, p := range ps {
+		if !p.Alive() || !strings.HasPrefix(p.Comm, "gopmi-shim") {
+			continue
+		}
+		env, err := os.ReadFile("/proc/" + strconv.Itoa(p.PID) + "/environ")
+		if err != nil {
+			continue
+		}
+		for _, kv := range strings.Split(string(env), "\x00") {
+			if names, ok := strings.CutPrefix(kv, "LISTEN_FDNAMES="); ok && slices.Contains(strings.Split(names, ":"), want) {
+				return p.PID, nil
+			}
+		}
+	}
+	return 0, fmt.Errorf("no gopmi-shim serves %s", want)
+}
+
+// A node lost in the middle of a job (its gopmi-shim killed) fails the
+// next fence within the step's time-out, naming the node and its ranks,
+// and srun exits non-zero.
+func TestSlurmNodeLoss(t *testing.T) {
+	c := slurm(t)
+	sock := filepath.Join(t.TempDir(), "ready.sock")
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	// Rank 1 (node n2) holds; rank 0 (node n1) waits in a barrier.
+	argv := append([]string{"srun", "--mpi=gopmi", "-N", "2", "-n", "2"}, taskArgs("hold")...)
+	done := make(chan clients.Result, 1)
+	go func() {
+		r, _ := clients.Run(ctx, argv, clients.RunOptions{Env: append(c.Env(), taskRun, sockEnv+"="+sock, "GOPMI_TIMEOUT=3")})
+		done <- r
+	}()
+	readyErr := waitReady(ctx, ln, 2)
+	var victim int
+	if readyErr == nil {
+		victim, readyErr = shimOf(1)
+	}
+	if readyErr == nil {
+		readyErr = syscall.Kill(victim, syscall.SIGKILL)
+	}
+	if readyErr != nil {
+		cancel()
+	}
+	r := <-done
+	if readyErr != nil {
+		t.Fatalf("before the kill: %v\n%s", readyErr, slurmFailure(c, r))
+	}
+	if r.TimedOut || r.ExitCode == 0 {
+		t.Fatalf("srun did not fail: %s", slurmFailure(c, r))
+	}
+	var barrier string
+	for _, l := range clients.Lines(r.Stdout, "barrier-error rank=0") {
+		barrier = l
+	}
+	// PMI-1 messages have no spaces.
+	if !strings.Contains(strings.ReplaceAll(barrier, "_", " "), "rank 1 (node n2) did not arrive") {
+		t.Fatalf("rank 0's barrier error does not name rank 1 on node n2: %q\n%s", barrier, slurmFailure(c, r))
+	}
+	if strings.Contains(r.Stdout, "barrier-completed") {
+		t.Fatalf("a barrier completed without node n2:\n%s", r.Stdout)
 	}
 }

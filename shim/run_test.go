@@ -150,15 +150,18 @@ func TestRunAbort(t *testing.T) {
 	p.tasks[0].init()
 	p.tasks[1].init()
 	p.tasks[1].send("cmd=abort exitcode=7")
-	p.waitExit(serve.ExitAborted, "status 7")
 	select {
 	case req := <-aborted:
 		if req.Status != 7 || req.Proc.Rank != 1 {
 			t.Errorf("abort %+v", req)
 		}
-	default:
-		t.Error("backend saw no abort")
+	case <-time.After(waitTimeout):
+		t.Fatal("backend saw no abort")
 	}
+	// The step daemon kills the tasks.
+	p.tasks[0].conn.Close()
+	p.tasks[1].conn.Close()
+	p.waitExit(serve.ExitAborted, "status 7")
 }
 
 // SIGTERM and the end of Run's context both fail the job: a pending

@@ -26,6 +26,8 @@
 #include <sys/stat.h>
 #include <sys/types.h>
 #include <sys/un.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -137,45 +139,14 @@ typedef struct {
 	int in; /* the coordinator's stdin: closing it ends the coordinator */
 } client_state_t;
 
-static int read_line_timeout(int fd, char *buf, size_t size, int ms)
-{
-	size_t n = 0;
-	struct timespec start;
-	clock_gettime(CLOCK_MONOTONIC, &start);
-	while (n + 1 < size) {
-		struct timespec now;
-		struct pollfd p = { .fd = fd, .events = POLLIN };
-		int left, rc;
-		clock_gettime(CLOCK_MONOTONIC, &now);
-		left = ms - (int) ((now.tv_sec - start.tv_sec) * 1000 +
-				   (now.tv_nsec - start.tv_nsec) / 1000000);
-		if (left <= 0)
-			return -ETIMEDOUT;
-		rc = poll(&p, 1, left);
-		if (rc < 0 && errno == EINTR)
-			continue;
-		if (rc <= 0)
-			return rc ? -errno : -ETIMEDOUT;
-		rc = read(fd, buf + n, 1);
-		if (rc < 0 && errno == EINTR)
-			continue;
-		if (rc <= 0)
-			return rc ? -errno : -EPIPE;
-		if (buf[n] == '\n') {
-			buf[n] = '\0';
-			return n;
-		}
-		n++;
-	}
-	return -EMSGSIZE;
-}
-
 extern mpi_plugin_client_state_t *
 mpi_p_client_prelaunch(const mpi_plugin_client_info_t *job, char ***env)
 {
-	char secret[65], line[128], step[64], *path = NULL, *nodes;
+	char secret[65], step[64], *path = NULL, *nodes;
 	unsigned char raw[32];
-	int in[2], out[2], port = 0, rc, fd;
+	int in[2], port, fd, lfd;
+	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_ANY) };
+	socklen_t slen = sizeof(sin);
 	pid_t pid;
 	client_state_t *st;
 	const char *coord = getenvp(*env, ENV_COORD);
@@ -214,21 +185,45 @@ mpi_p_client_prelaunch(const mpi_plugin_client_info_t *job, char ***env)
 		xfree(path);
 		return NULL;
 	}
-	if (pipe2(in, O_CLOEXEC) || pipe2(out, O_CLOEXEC)) {
+	/* srun listens for the coordinator, which inherits the socket
+	 * (LISTEN_FDS, fd 3): the port is known at once and the coordinator
+	 * starts while the step launches. */
+	lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (lfd < 0 || bind(lfd, (struct sockaddr *) &sin, sizeof(sin)) ||
+	    listen(lfd, 1024) || getsockname(lfd, (struct sockaddr *) &sin, &slen)) {
+		error("mpi/gopmi: coordinator socket: %m");
+		if (lfd >= 0)
+			close(lfd);
+		xfree(path);
+		return NULL;
+	}
+	port = ntohs(sin.sin_port);
+	if (pipe2(in, O_CLOEXEC)) {
 		error("mpi/gopmi: pipe: %m");
+		close(lfd);
 		xfree(path);
 		return NULL;
 	}
 	pid = fork();
 	if (pid < 0) {
 		error("mpi/gopmi: fork: %m");
+		close(lfd);
 		xfree(path);
 		return NULL;
 	}
 	if (pid == 0) {
 		char *argv[] = { path, "coordinate", "-step", step, NULL };
+		int null = open("/dev/null", O_WRONLY);
 		dup2(in[0], 0);
-		dup2(out[1], 1);
+		if (null >= 0)
+			dup2(null, 1); /* srun's stdout is the tasks' */
+		if (lfd == 3)
+			fcntl(3, F_SETFD, 0);
+		else
+			dup2(lfd, 3); /* clears close-on-exec */
+		setenv("LISTEN_FDS", "1", 1);
+		unsetenv("LISTEN_PID");
+		unsetenv("LISTEN_FDNAMES");
 		setenv(ENV_SECRET, secret, 1);
 		setpgid(0, 0); /* srun's signals to its group are not ours */
 		execv(path, argv);
@@ -236,18 +231,7 @@ mpi_p_client_prelaunch(const mpi_plugin_client_info_t *job, char ***env)
 		_exit(127);
 	}
 	close(in[0]);
-	close(out[1]);
-	rc = read_line_timeout(out[0], line, sizeof(line), 10000);
-	close(out[0]);
-	if (rc < 0 || sscanf(line, "port %d", &port) != 1 || port <= 0) {
-		error("mpi/gopmi: %s did not report its port (%s)", path,
-		      rc < 0 ? strerror(-rc) : line);
-		close(in[1]);
-		kill(pid, SIGKILL);
-		waitpid(pid, NULL, 0);
-		xfree(path);
-		return NULL;
-	}
+	close(lfd);
 	xfree(path);
 	nodes = layout_json(job->step_layout);
 	env_array_overwrite(env, ENV_NODES, nodes);
@@ -269,16 +253,19 @@ extern int mpi_p_client_fini(mpi_plugin_client_state_t *state)
 	if (!st)
 		return SLURM_SUCCESS;
 	if (st->pid > 0) {
-		close(st->in); /* the coordinator ends and says how */
-		for (int i = 0; i < 100; i++) {
+		/* The coordinator ends when its stdin closes, and says how:
+		 * wait for it, 10 s at most, looking often at first. */
+		close(st->in);
+		for (long waited = 0, step = 200;; waited += step, step = step < 20000 ? step * 2 : step) {
 			pid_t w = waitpid(st->pid, &status, WNOHANG);
 			if (w == st->pid)
 				break;
-			if (i == 99) {
+			if (w < 0 || waited >= 10000000) {
 				kill(st->pid, SIGKILL);
 				waitpid(st->pid, &status, 0);
+				break;
 			}
-			usleep(50000);
+			usleep(step);
 		}
 		if (WIFEXITED(status))
 			rc = WEXITSTATUS(status);
@@ -320,9 +307,18 @@ static void *close_task_ends(void *arg)
 	return NULL;
 }
 
-static char *bootstrap(const stepd_step_rec_t *job, const char *coord, const char *nodes)
+/* step_setting is a user's per-step choice from the job's environment
+ * (srun --export), else mpi.conf's. */
+static const char *step_setting(char **env, const char *name, const char *conf)
 {
-	char *b = NULL;
+	const char *v = getenvp(env, name);
+	return v && v[0] ? v : conf;
+}
+
+static char *bootstrap(const stepd_step_rec_t *job, char **env, const char *coord, const char *nodes)
+{
+	char *b = NULL, timeout[16];
+	const char *mode, *t;
 
 	xstrfmtcat(b, "{\"version\":1,\"job\":{\"nspace\":\"slurm.%u.%u\",\"size\":%u,\"nodes\":%s",
 		   job->step_id.job_id, job->step_id.step_id, job->ntasks, nodes);
@@ -337,10 +333,13 @@ static char *bootstrap(const stepd_step_rec_t *job, const char *coord, const cha
 	xstrcat(b, "]}");
 	if (gconf.val_max)
 		xstrfmtcat(b, ",\"limits\":{\"valMax\":%u}", gconf.val_max);
-	if (gconf.timeout)
-		xstrfmtcat(b, ",\"timeouts\":{\"fence\":\"%us\"}", gconf.timeout);
-	if (gconf.fence_mode && gconf.fence_mode[0]) {
-		char *up = xstrdup(gconf.fence_mode);
+	snprintf(timeout, sizeof(timeout), "%u", gconf.timeout);
+	t = step_setting(env, "GOPMI_TIMEOUT", gconf.timeout ? timeout : NULL);
+	if (t && strspn(t, "0123456789") == strlen(t) && atoi(t) > 0)
+		xstrfmtcat(b, ",\"timeouts\":{\"fence\":\"%ds\"}", atoi(t));
+	mode = step_setting(env, "GOPMI_FENCE_MODE", gconf.fence_mode);
+	if (mode && mode[0]) {
+		char *up = xstrdup(mode);
 		for (char *p = up; *p; p++)
 			if (*p >= 'a' && *p <= 'z')
 				*p -= 'a' - 'A';
@@ -420,7 +419,7 @@ extern int mpi_p_slurmstepd_prefork(const stepd_step_rec_t *job, char ***env)
 		goto out;
 	}
 	shim = xstrdup_printf("%s/gopmi-shim", bindir());
-	boot = bootstrap(job, coord, nodes);
+	boot = bootstrap(job, *env, coord, nodes);
 
 	/* The shim's readiness comes back on an abstract datagram socket. */
 	ns = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);

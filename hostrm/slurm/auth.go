@@ -8,6 +8,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"strings"
 	"sync"
@@ -85,7 +86,13 @@ func (a *authListener) loop() {
 
 func (a *authListener) handshake(c net.Conn) {
 	if err := serverHandshake(c, a.secret); err != nil {
-		a.log.Warn().Str("peer", c.RemoteAddr().String()).Err(err).Msg("connection refused: it did not prove the step secret")
+		ev := a.log.Warn()
+		if errors.Is(err, io.EOF) {
+			// A node process that ended before it answered (its job
+			// ended while it started) is no intruder.
+			ev = a.log.Debug()
+		}
+		ev.Str("peer", c.RemoteAddr().String()).Err(err).Msg("connection refused: it did not prove the step secret")
 		_ = c.Close()
 		return
 	}

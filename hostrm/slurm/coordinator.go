@@ -20,8 +20,13 @@ import (
 
 // CoordinatorOptions configure a step's coordinator.
 type CoordinatorOptions struct {
-	// Listen is the TCP address to listen on; default ":0" (every
-	// interface, a free port): the stepds reach it at srun's address.
+	// Listener is the socket to serve, when the caller made it (srun's
+	// plugin does, so that the port is known before the coordinator
+	// starts). Nil: listen on Listen.
+	Listener net.Listener
+	// Listen is the TCP address to listen on without a Listener; default
+	// ":0" (every interface, a free port): the stepds reach it at srun's
+	// address.
 	Listen string
 	// Secret is the step secret every node must prove.
 	Secret string
@@ -89,15 +94,20 @@ func (c *Coordinator) Run(ctx context.Context) error {
 	if c.opts.Secret == "" {
 		return errors.New("coordinator: no step secret")
 	}
-	l, err := net.Listen("tcp", c.opts.Listen)
-	if err != nil {
-		return fmt.Errorf("coordinator: %w", err)
+	l := c.opts.Listener
+	if l == nil {
+		var err error
+		if l, err = net.Listen("tcp", c.opts.Listen); err != nil {
+			return fmt.Errorf("coordinator: %w", err)
+		}
 	}
 	if c.opts.Ready != nil {
 		c.opts.Ready(l.Addr().(*net.TCPAddr).Port)
 	}
 	defer c.u.Close()
-	err = direct.Serve(ctx, AuthListener(l, c.opts.Secret, c.log), c.u, direct.WithLogger(c.log))
+	// srun waits for the coordinator when the step ends: calls still in
+	// flight then (a shim's last notice) get half a second.
+	err := direct.Serve(ctx, AuthListener(l, c.opts.Secret, c.log), c.u, direct.WithLogger(c.log), direct.WithGracePeriod(500*time.Millisecond))
 	if err != nil && ctx.Err() != nil {
 		return nil
 	}
@@ -115,7 +125,11 @@ func exitStatus(code int32) int {
 }
 
 func (c *Coordinator) aborted(ev local.AbortEvent) {
-	c.fail(exitStatus(ev.Status), fmt.Sprintf("rank %d of job %s called abort with status %d: %s", ev.Proc.Rank, ev.Proc.Nspace, ev.Status, ev.Message))
+	why := fmt.Sprintf("rank %d of job %s called abort with status %d", ev.Proc.Rank, ev.Proc.Nspace, ev.Status)
+	if ev.Message != "" {
+		why += ": " + ev.Message
+	}
+	c.fail(exitStatus(ev.Status), why)
 }
 
 func (c *Coordinator) procFailed(p plugin.Proc, reason string) {
@@ -134,7 +148,8 @@ func (c *Coordinator) fail(status int, why string) {
 	if !first {
 		return
 	}
-	c.log.Error().Str("step", c.opts.Step).Msg(why)
+	// gopmi-rm-slurm's main prints why when it exits; srun shows it.
+	c.log.Debug().Str("step", c.opts.Step).Msg(why)
 	if c.opts.Step == "" {
 		return
 	}

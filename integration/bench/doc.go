@@ -1,6 +1,11 @@
 // Command bench measures process managers side by side in one run on one
-// machine: MPICH's mpiexec.hydra (the reference), gopmi (`gopmi run`) and,
-// with -slurm, `srun --mpi=pmi2`. Launchers take turns run by run (ABAB...)
+// machine: MPICH's mpiexec.hydra (the reference) and gopmi (`gopmi run`);
+// with -slurm instead, `srun --mpi=pmi2 -N 2` (the reference) and `srun
+// --mpi=gopmi -N 2` on a two-node Slurm cluster the bench starts (package
+// slurmlab, as the integration tests; the step daemons run under slurmd,
+// outside srun's process tree, so only wall times and srun's tree CPU are
+// compared, and the burst and start-up sections are left out). Launchers
+// take turns run by run (ABAB...)
 // so machine noise hits all of them alike, and the report gives ratios
 // against the reference, never lone absolute times.
 //

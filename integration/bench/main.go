@@ -77,6 +77,8 @@ type config struct {
 	cpuRuns    int
 	// perf samples (c)'s runs; nil when perf is not used.
 	perf *perfCPU
+	// slurm: srun on a cluster the bench starts (-slurm).
+	slurm bool
 }
 
 // cpuRunsFor is how many runs under perf a size gets for (c).
@@ -130,7 +132,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.SetOutput(stderr)
 	var (
 		ls        launcherList
-		slurm     = fs.Bool("slurm", false, "also measure `srun --mpi=pmi2 -n {n}`")
+		slurm     = fs.Bool("slurm", false, "measure `srun --mpi=gopmi -N 2` against `srun --mpi=pmi2 -N 2` on a two-node Slurm cluster the bench starts (root, slurm-wlm, munge) instead of gopmi run against hydra")
 		gopmi     = fs.String("gopmi", "./bin/gopmi", "gopmi binary used when no -launcher is given")
 		trueNs    = fs.String("true", "1", "task counts for the launch floor (/bin/true) in (a)")
 		hello     = fs.String("hello", "1,4,16,64", "task counts for the MPICH hello section")
@@ -233,8 +235,22 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 			c.notes = append(c.notes, fmt.Sprintf("gopmi not measured: %s not found (build it, or pass -launcher 'gopmi=<path> run -n {n}')", *gopmi))
 		}
 	}
-	if *slurm && !slices.ContainsFunc(ls, func(l clients.Launcher) bool { return l.Name == "srun" }) {
-		ls = append(ls, clients.Launcher{Name: "srun", Template: []string{"srun", "--mpi=pmi2", "-n", "{n}"}})
+	if *slurm {
+		if c.gopmiDir == "" {
+			return nil, fmt.Errorf("-slurm: gopmi's binaries not found (-gopmi %s)", *gopmi)
+		}
+		c.slurm = true
+		// Slurm's own first: the ratios are against it.
+		ls = []clients.Launcher{
+			{Name: "srun-pmi2", Template: []string{"srun", "--mpi=pmi2", "-N", "2", "-n", "{n}"}},
+			{Name: "srun-gopmi", Template: []string{"srun", "--mpi=gopmi", "-N", "2", "-n", "{n}"}},
+		}
+		// srun's step daemons run under slurmd, outside the launcher's
+		// process tree: perf and the burst would measure srun alone.
+		c.perfMode, c.burst, c.startRuns = "off", 0, 0
+		if !set["true"] {
+			c.trueNs = []int{2}
+		}
 	}
 	for _, l := range ls {
 		if _, err := exec.LookPath(l.Template[0]); err != nil {
@@ -339,6 +355,14 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		fmt.Fprintln(stderr, "bench:", err)
 		return 1
+	}
+	if cfg.slurm {
+		stop, err := startSlurm(ctx, cfg.gopmiDir, stderr)
+		if err != nil {
+			fmt.Fprintln(stderr, "bench: -slurm:", err)
+			return 1
+		}
+		defer stop()
 	}
 	var (
 		p        *perfCPU

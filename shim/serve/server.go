@@ -127,6 +127,9 @@ func (s *Server) Fail(err error) { s.job.Fail(err) }
 func (s *Server) Wait(ctx context.Context) error {
 	s.wait(ctx)
 	res := s.job.Result()
+	if res.Aborted {
+		s.awaitKill(ctx)
+	}
 	s.shutdown()
 	switch {
 	case res.Aborted:
@@ -142,6 +145,26 @@ func (s *Server) Wait(ctx context.Context) error {
 		return fmt.Errorf("%w: %w", ErrJobFailed, res.Err)
 	}
 	return nil
+}
+
+// awaitKill holds the task connections open after an abort until the
+// tasks close them, ctx ends or the shutdown time-out passes: MPICH's
+// PMI-1 client waits on its connection after sending abort, for the
+// process manager to kill it, and a connection closed first makes its
+// MPI_Abort return ("readline failed") and the program go on.
+func (s *Server) awaitKill(ctx context.Context) {
+	gone := make(chan struct{})
+	go func() {
+		s.readers.Wait()
+		close(gone)
+	}()
+	t := time.NewTimer(s.cfg.Shutdown)
+	defer t.Stop()
+	select {
+	case <-gone:
+	case <-ctx.Done():
+	case <-t.C:
+	}
 }
 
 // Reason says in a few words how the job has ended, for a host's

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -166,6 +167,9 @@ func TestServeEndings(t *testing.T) {
 			j.tasks[1].send("cmd=init pmi_version=1 pmi_subversion=1")
 			j.tasks[1].expect("cmd=response_to_init")
 			j.tasks[1].send("cmd=abort exitcode=7")
+			// The process manager kills the tasks.
+			j.tasks[0].c.Close()
+			j.tasks[1].c.Close()
 		}, ExitAborted, "status 7"},
 		{"host stops", func(j *job, cancel context.CancelCauseFunc) {
 			cancel(errors.New("received terminated"))
@@ -186,6 +190,32 @@ func TestServeEndings(t *testing.T) {
 				t.Fatalf("Wait: %v (exit %d), want exit %d and %q", err, got, tt.code, tt.msg)
 			}
 		})
+	}
+}
+
+// After an abort the task connections stay open until the tasks close
+// them (the process manager kills them): MPICH's PMI-1 client waits on its
+// connection after abort, and an EOF makes its MPI_Abort return.
+func TestAbortKeepsConnectionsUntilKilled(t *testing.T) {
+	fake := &plugintest.Fake{AbortF: func(context.Context, *plugin.AbortRequest) error { return nil }}
+	j := startJob(t, 2, bridge.ReadyBackend(fake, fake.DefaultInfo(), nil), nil)
+	for _, k := range j.tasks {
+		k.send("cmd=init pmi_version=1 pmi_subversion=1")
+		k.expect("cmd=response_to_init")
+	}
+	j.tasks[1].send("cmd=abort exitcode=7")
+	// The other task is still answered (with an error: the job ended).
+	j.tasks[0].send("cmd=barrier_in")
+	j.tasks[0].expect("cmd=barrier_out rc=-1")
+	// The aborting task's connection is open: a read times out, no EOF.
+	_ = j.tasks[1].c.SetReadDeadline(time.Now().Add(20 * time.Millisecond))
+	if _, err := j.tasks[1].r.ReadByte(); !errors.Is(err, os.ErrDeadlineExceeded) {
+		t.Fatalf("the aborting task's connection: %v, want it open", err)
+	}
+	j.tasks[0].c.Close()
+	j.tasks[1].c.Close()
+	if err := j.wait(t, context.Background()); ExitCode(err) != ExitAborted {
+		t.Fatalf("Wait: %v", err)
 	}
 }
 

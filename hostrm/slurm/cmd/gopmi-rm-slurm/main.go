@@ -1,8 +1,10 @@
 // Command gopmi-rm-slurm is gopmi's Slurm backend. Run by a node's
 // gopmi-shim (through go-plugin), it forwards the node's backend calls to
 // the step's coordinator; run as `gopmi-rm-slurm coordinate` by srun's
-// mpi/gopmi plugin, it is that coordinator: it prints "port <n>" once it
-// listens, serves until its standard input closes or it gets SIGTERM, and
+// mpi/gopmi plugin, it is that coordinator: it serves the socket srun's
+// plugin passes it (LISTEN_FDS=1, fd 3; without one it listens on -listen
+// and prints "port <n>"), until its standard input closes or it gets
+// SIGTERM, and
 // exits with the status srun should report (an MPI_Abort's errorcode).
 package main
 
@@ -10,6 +12,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/signal"
 	"syscall"
@@ -53,13 +56,27 @@ func coordinate(args []string) int {
 		_, _ = io.Copy(io.Discard, os.Stdin)
 		cancel()
 	}()
-	c := slurm.NewCoordinator(slurm.CoordinatorOptions{
-		Listen: listen,
-		Secret: os.Getenv(slurm.EnvSecret),
-		Step:   step,
-		Logger: log,
-		Ready:  func(port int) { _ = slurm.WritePort(os.Stdout, port) },
-	})
+	var l net.Listener
+	if os.Getenv("LISTEN_FDS") == "1" {
+		// srun's plugin made the socket; it is fd 3.
+		var err error
+		if l, err = net.FileListener(os.NewFile(3, "coordinator")); err != nil {
+			fmt.Fprintf(os.Stderr, "gopmi-rm-slurm coordinate: the inherited socket: %v\n", err)
+			return exitSetup
+		}
+		os.Unsetenv("LISTEN_FDS")
+	}
+	opts := slurm.CoordinatorOptions{
+		Listener: l,
+		Listen:   listen,
+		Secret:   os.Getenv(slurm.EnvSecret),
+		Step:     step,
+		Logger:   log,
+	}
+	if l == nil {
+		opts.Ready = func(port int) { _ = slurm.WritePort(os.Stdout, port) }
+	}
+	c := slurm.NewCoordinator(opts)
 	if err := c.Run(ctx); err != nil {
 		fmt.Fprintf(os.Stderr, "gopmi-rm-slurm coordinate: %v\n", err)
 		return exitSetup
