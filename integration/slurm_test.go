@@ -328,3 +328,61 @@ func TestSlurmNodeLoss(t *testing.T) {
 		t.Fatalf("a barrier completed without node n2:\n%s", r.Stdout)
 	}
 }
+
+// salloc runs `salloc <allocation> srun --mpi=gopmi <step>` on the
+// cluster: a spawn needs room in an allocation for the spawned step.
+func salloc(t *testing.T, c *slurmlab.Cluster, timeout time.Duration, alloc, step []string, prog string, args ...string) clients.Result {
+	t.Helper()
+	argv := append(append([]string{"salloc"}, alloc...), "srun", "--mpi=gopmi")
+	argv = append(append(append(argv, step...), prog), args...)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	r, err := clients.Run(ctx, argv, clients.RunOptions{Env: c.Env()})
+	if err != nil && !r.TimedOut {
+		t.Fatalf("%s: %v", strings.Join(argv, " "), err)
+	}
+	return r
+}
+
+// MPI_Comm_spawn's PMI under srun: a nested srun --mpi=gopmi in the same
+// allocation, joining the step's coordinator; the children see
+// PMI_SPAWNED, the preput keys and their own layout; the parent reads
+// their keys after job-connect.
+func TestSlurmSpawn(t *testing.T) {
+	c := slurm(t)
+	for _, cs := range clients.Cases() {
+		if cs.Name != "pmi2/spawn/n=2" {
+			continue
+		}
+		r := salloc(t, c, time.Minute, []string{"-N", "2", "-n", "8"}, []string{"-n", "2"}, progs[cs.Program], cs.Args...)
+		if err := cs.Verify("gopmi", r); err != nil {
+			t.Fatalf("%v\n%s", err, slurmFailure(c, r))
+		}
+		// Spawn, then job-connect to the children, read their keys by
+		// rank and whole, disconnect.
+		r = salloc(t, c, time.Minute, []string{"-N", "2", "-n", "8"}, []string{"-n", "2"}, progs[clients.PMI2Test], "connect")
+		if r.ExitCode != 0 || strings.Contains(r.Stdout, "fail ") ||
+			strings.Count(r.Stdout, "size=2 mode=connect\n") != 2 || strings.Count(r.Stdout, "size=2 mode=connect-child\n") != 2 {
+			t.Fatalf("connect: %s\n%s", r.Stdout, slurmFailure(c, r))
+		}
+		return
+	}
+	t.Fatal("no pmi2/spawn/n=2 case")
+}
+
+// A spawn that Slurm cannot place fails, with Slurm's reason, and ends
+// the job; it never hangs.
+func TestSlurmSpawnRefused(t *testing.T) {
+	c := slurm(t)
+	// One CPU: the two children cannot be placed.
+	r := salloc(t, c, time.Minute, []string{"-n", "1"}, []string{"-n", "1"}, progs[clients.PMI2Test], "spawn")
+	if r.TimedOut || r.ExitCode == 0 {
+		t.Fatalf("want a failed job: %s", slurmFailure(c, r))
+	}
+	if !strings.Contains(r.Stdout, "reason=spawn-rc-") {
+		t.Fatalf("the spawner was not told: %s", r.Stdout)
+	}
+	if !strings.Contains(r.Stderr, "More processors requested than permitted") {
+		t.Fatalf("Slurm's reason is not shown:\n%s", r.Stderr)
+	}
+}

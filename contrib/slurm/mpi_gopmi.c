@@ -60,6 +60,11 @@ const uint32_t plugin_version = SLURM_VERSION_NUMBER;
 #define ENV_COORD "GOPMI_SLURM_COORD"
 #define ENV_SECRET "GOPMI_SLURM_SECRET"
 #define ENV_NODES "GOPMI_SLURM_NODES" /* the step's layout, JSON */
+/* A spawned step's: its namespace, its spawner's, the spawn's preput (a
+ * JSON array of {"key","value"}), set by the coordinator's nested srun. */
+#define ENV_NSPACE "GOPMI_SLURM_NSPACE"
+#define ENV_PARENT "GOPMI_SLURM_PARENT"
+#define ENV_PREPUT "GOPMI_SLURM_PREPUT"
 
 /* mpi.conf keys, read by slurmd and handed to each stepd. srun does not
  * read mpi.conf: its side takes GOPMI_BINDIR from its environment. */
@@ -149,14 +154,23 @@ mpi_p_client_prelaunch(const mpi_plugin_client_info_t *job, char ***env)
 	socklen_t slen = sizeof(sin);
 	pid_t pid;
 	client_state_t *st;
-	const char *coord = getenvp(*env, ENV_COORD);
+	/* srun's own environment: *env is the step's, which may not hold
+	 * srun's variables yet. */
+	const char *coord = getenv(ENV_COORD), *joined = getenv(ENV_SECRET);
 
-	if (coord && coord[0] && getenvp(*env, ENV_SECRET)) {
+	if (coord && coord[0] && joined && joined[0]) {
 		/* A step spawned from a gopmi step: its coordinator serves
 		 * this one too (one name service for the step and everything
 		 * it spawned). */
 		debug("mpi/gopmi: step %u.%u joins coordinator %s",
 		      job->step_id.job_id, job->step_id.step_id, coord);
+		env_array_overwrite(env, ENV_COORD, coord);
+		env_array_overwrite(env, ENV_SECRET, joined);
+		for (const char **k = (const char *[]) { ENV_NSPACE, ENV_PARENT, ENV_PREPUT, NULL }; *k; k++) {
+			const char *v = getenv(*k);
+			if (v)
+				env_array_overwrite(env, *k, v);
+		}
 		nodes = layout_json(job->step_layout);
 		env_array_overwrite(env, ENV_NODES, nodes);
 		xfree(nodes);
@@ -213,10 +227,8 @@ mpi_p_client_prelaunch(const mpi_plugin_client_info_t *job, char ***env)
 	}
 	if (pid == 0) {
 		char *argv[] = { path, "coordinate", "-step", step, NULL };
-		int null = open("/dev/null", O_WRONLY);
+		/* stdout stays srun's: a spawned step's tasks write there. */
 		dup2(in[0], 0);
-		if (null >= 0)
-			dup2(null, 1); /* srun's stdout is the tasks' */
 		if (lfd == 3)
 			fcntl(3, F_SETFD, 0);
 		else
@@ -253,18 +265,20 @@ extern int mpi_p_client_fini(mpi_plugin_client_state_t *state)
 	if (!st)
 		return SLURM_SUCCESS;
 	if (st->pid > 0) {
-		/* The coordinator ends when its stdin closes, and says how:
-		 * wait for it, 10 s at most, looking often at first. */
+		/* The coordinator ends when its stdin closes, once the steps
+		 * the job spawned have ended (they end with the allocation at
+		 * the latest), and says how. Look often at first. */
 		close(st->in);
 		for (long waited = 0, step = 200;; waited += step, step = step < 20000 ? step * 2 : step) {
 			pid_t w = waitpid(st->pid, &status, WNOHANG);
 			if (w == st->pid)
 				break;
-			if (w < 0 || waited >= 10000000) {
-				kill(st->pid, SIGKILL);
-				waitpid(st->pid, &status, 0);
+			if (w < 0) {
+				error("mpi/gopmi: wait for the coordinator: %m");
 				break;
 			}
+			if (waited >= 10000000 && waited < 10000000 + step)
+				info("mpi/gopmi: waiting for the steps this step spawned to end");
 			usleep(step);
 		}
 		if (WIFEXITED(status))
@@ -320,8 +334,23 @@ static char *bootstrap(const stepd_step_rec_t *job, char **env, const char *coor
 	char *b = NULL, timeout[16];
 	const char *mode, *t;
 
-	xstrfmtcat(b, "{\"version\":1,\"job\":{\"nspace\":\"slurm.%u.%u\",\"size\":%u,\"nodes\":%s",
-		   job->step_id.job_id, job->step_id.step_id, job->ntasks, nodes);
+	const char *ns = getenvp(env, ENV_NSPACE), *parent = getenvp(env, ENV_PARENT);
+	const char *preput = getenvp(env, ENV_PREPUT);
+
+	if (ns && ns[0]) {
+		xstrcat(b, "{\"version\":1,\"job\":{\"nspace\":");
+		json_str(&b, ns);
+	} else {
+		xstrfmtcat(b, "{\"version\":1,\"job\":{\"nspace\":\"slurm.%u.%u\"",
+			   job->step_id.job_id, job->step_id.step_id);
+	}
+	xstrfmtcat(b, ",\"size\":%u,\"nodes\":%s", job->ntasks, nodes);
+	if (parent && parent[0]) {
+		xstrcat(b, ",\"parent\":");
+		json_str(&b, parent);
+	}
+	if (preput && preput[0] == '[')
+		xstrfmtcat(b, ",\"preput\":%s", preput);
 	xstrfmtcat(b, ",\"apps\":[{\"firstRank\":0,\"size\":%u,\"cmd\":", job->ntasks);
 	json_str(&b, job->argv && job->argv[0] ? job->argv[0] : "");
 	xstrfmtcat(b, "}]},\"nodeId\":%u,\"tasks\":[", job->nodeid);
@@ -330,7 +359,9 @@ static char *bootstrap(const stepd_step_rec_t *job, char **env, const char *coor
 			   job->task[i]->gtid, job->task[i]->gtid);
 	xstrcat(b, "],\"backend\":{\"name\":\"slurm\",\"args\":[\"-coordinator\",");
 	json_str(&b, coord);
-	xstrcat(b, "]}");
+	/* A spawned step's backend starts at once: the coordinator counts its
+	 * nodes in to know that the spawn started. */
+	xstrfmtcat(b, "]%s}", spawned ? ",\"startAtOnce\":true" : "");
 	if (gconf.val_max)
 		xstrfmtcat(b, ",\"limits\":{\"valMax\":%u}", gconf.val_max);
 	snprintf(timeout, sizeof(timeout), "%u", gconf.timeout);
@@ -535,6 +566,9 @@ out:
 	unsetenvp(*env, ENV_SECRET);
 	unsetenvp(*env, ENV_NODES);
 	unsetenvp(*env, ENV_COORD);
+	unsetenvp(*env, ENV_NSPACE);
+	unsetenvp(*env, ENV_PARENT);
+	unsetenvp(*env, ENV_PREPUT);
 	xfree(coord);
 	xfree(boot);
 	xfree(shim);

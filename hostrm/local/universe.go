@@ -52,6 +52,11 @@ type UniverseOptions struct {
 	// Launch starts a spawned job and returns once its tasks started. Nil
 	// means spawn is not supported.
 	Launch func(ctx context.Context, spec *JobSpec) error
+	// LayoutByRM says that the resource manager behind Launch places a
+	// spawned job's ranks itself (Slurm's srun): the layout NewJob made is
+	// provisional, and the job's first Configure gives the real one (same
+	// namespace and size; later Configures must agree with it).
+	LayoutByRM bool
 	// OnAbort is called, without locks held, after a process asked to
 	// abort; the launcher kills the targets and ends the run.
 	OnAbort func(ev AbortEvent)
@@ -255,6 +260,38 @@ func (u *Universe) addJob(layout plugin.Job) *job {
 	return j
 }
 
+// relayout gives a registered job the layout its resource manager chose,
+// keeping its parent and apps when the new layout does not say.
+func (j *job) relayout(layout plugin.Job) {
+	if layout.Parent == "" {
+		layout.Parent = j.layout.Parent
+	}
+	if len(layout.Apps) == 0 {
+		layout.Apps = j.layout.Apps
+	}
+	j.layout = layout
+	j.nodeIndex = make(map[int32]int, len(layout.Nodes))
+	for i, n := range layout.Nodes {
+		j.nodeIndex[n.ID] = i
+		for _, r := range n.Ranks {
+			j.rankNode[r] = n.ID
+		}
+	}
+}
+
+// Configured reports whether every node of the job called Configure, and
+// how many nodes it has; a launcher whose resource manager places the
+// ranks (LayoutByRM) waits for it to know that the job started.
+func (u *Universe) Configured(nspace string) (all bool, nodes int) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	j := u.jobs[nspace]
+	if j == nil {
+		return false, 0
+	}
+	return len(j.configured) == len(j.layout.Nodes), len(j.layout.Nodes)
+}
+
 // sameLayout reports how two layouts of one job differ, or "".
 func sameLayout(a, b plugin.Job) string {
 	if a.Size != b.Size {
@@ -288,10 +325,17 @@ func (u *Universe) Configure(_ context.Context, req *plugin.ConfigureRequest) (*
 		return nil, plugin.Errorf(plugin.ErrAborted, "configure: job %s: the run is ending", req.Job.Nspace)
 	}
 	j := u.jobs[req.Job.Nspace]
-	if j == nil {
+	switch {
+	case j == nil:
 		j = u.addJob(req.Job)
-	} else if d := sameLayout(j.layout, req.Job); d != "" {
-		return nil, plugin.Errorf(plugin.ErrInvalidArgument, "configure: job %s: layout differs: %s", req.Job.Nspace, d)
+	case u.opts.LayoutByRM && len(j.configured) == 0 && j.layout.Size == req.Job.Size:
+		// The resource manager placed the ranks: its layout replaces the
+		// provisional one.
+		j.relayout(req.Job)
+	default:
+		if d := sameLayout(j.layout, req.Job); d != "" {
+			return nil, plugin.Errorf(plugin.ErrInvalidArgument, "configure: job %s: layout differs: %s", req.Job.Nspace, d)
+		}
 	}
 	if _, ok := j.nodeIndex[req.NodeID]; !ok {
 		return nil, plugin.Errorf(plugin.ErrInvalidArgument, "configure: job %s has no node id %d", req.Job.Nspace, req.NodeID)

@@ -1009,3 +1009,45 @@ func TestSpawn(t *testing.T) {
 		}
 	})
 }
+
+// With LayoutByRM the resource manager places a spawned job's ranks: the
+// first Configure replaces NewJob's provisional layout, the other nodes
+// must agree with it, and Configured says when every node is in.
+func TestLayoutByRM(t *testing.T) {
+	ctx := context.Background()
+	for _, byRM := range []bool{false, true} {
+		u := NewUniverse(UniverseOptions{Hostname: "h", LayoutByRM: byRM})
+		spec, err := u.NewJob([]AppSpec{{Path: "/bin/app", Procs: 2}}, "parent", true, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		placed := plugin.Job{Nspace: spec.Job.Nspace, Size: 2, Nodes: []plugin.Node{
+			{ID: 0, Name: "n1", Ranks: []int32{0}}, {ID: 1, Name: "n2", Ranks: []int32{1}},
+		}}
+		_, err = u.Configure(ctx, &plugin.ConfigureRequest{Job: placed, NodeID: 0})
+		if !byRM {
+			if !errors.Is(err, plugin.ErrInvalidArgument) || !strings.Contains(err.Error(), "layout differs") {
+				t.Fatalf("without LayoutByRM: %v", err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if all, nodes := u.Configured(spec.Job.Nspace); all || nodes != 2 {
+			t.Fatalf("after one node: all=%v nodes=%d", all, nodes)
+		}
+		other := placed
+		other.Nodes = []plugin.Node{{ID: 0, Name: "n1", Ranks: []int32{0, 1}}}
+		if _, err := u.Configure(ctx, &plugin.ConfigureRequest{Job: other, NodeID: 0}); !errors.Is(err, plugin.ErrInvalidArgument) {
+			t.Fatalf("a second, different layout: %v", err)
+		}
+		if _, err := u.Configure(ctx, &plugin.ConfigureRequest{Job: placed, NodeID: 1}); err != nil {
+			t.Fatal(err)
+		}
+		if all, _ := u.Configured(spec.Job.Nspace); !all {
+			t.Fatal("every node configured, Configured says not")
+		}
+		u.Close()
+	}
+}

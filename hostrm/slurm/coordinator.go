@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"os"
 	"os/exec"
 	"strconv"
 	"sync"
@@ -41,6 +42,11 @@ type CoordinatorOptions struct {
 	Logger zerolog.Logger
 	// Version is reported by GetInfo.
 	Version string
+	// Srun is the srun a spawn runs; default "srun" from PATH.
+	Srun string
+	// Stdout and Stderr receive a spawned step's output (srun's own
+	// streams); default the coordinator's.
+	Stdout, Stderr io.Writer
 }
 
 // Coordinator is the step-wide side of gopmi-rm-slurm: it runs in srun's
@@ -51,11 +57,15 @@ type CoordinatorOptions struct {
 type Coordinator struct {
 	opts CoordinatorOptions
 	u    *local.Universe
+	be   *stepBackend
 	log  zerolog.Logger
 
-	mu     sync.Mutex
-	status int    // what srun should exit with; 0 while nothing failed
-	why    string // the first abort or failure
+	mu      sync.Mutex
+	status  int           // what srun should exit with; 0 while nothing failed
+	why     string        // the first abort or failure
+	addr    string        // host:port the nodes reach us at, from their connections
+	changed chan struct{} // closed and replaced when a node configures
+	spawned sync.WaitGroup
 }
 
 // NewCoordinator returns a coordinator; Run serves it.
@@ -66,19 +76,47 @@ func NewCoordinator(opts CoordinatorOptions) *Coordinator {
 	if opts.Cancel == nil {
 		opts.Cancel = scancel
 	}
-	c := &Coordinator{opts: opts, log: opts.Logger}
+	if opts.Srun == "" {
+		opts.Srun = "srun"
+	}
+	if opts.Stdout == nil {
+		opts.Stdout = os.Stdout
+	}
+	if opts.Stderr == nil {
+		opts.Stderr = os.Stderr
+	}
+	c := &Coordinator{opts: opts, log: opts.Logger, changed: make(chan struct{})}
 	c.u = local.NewUniverse(local.UniverseOptions{
 		Prefix:       "slurm." + opts.Step,
 		Version:      opts.Version,
 		Logger:       opts.Logger,
 		OnAbort:      c.aborted,
 		OnProcFailed: c.procFailed,
+		Launch:       c.launch,
+		LayoutByRM:   true,
 	})
+	c.be = &stepBackend{Universe: c.u, c: c}
 	return c
 }
 
+// stepBackend is the universe as the nodes see it: a Configure also
+// wakes a spawn waiting for its job's nodes.
+type stepBackend struct {
+	*local.Universe
+	c *Coordinator
+}
+
+func (b *stepBackend) Configure(ctx context.Context, req *plugin.ConfigureRequest) (*plugin.ConfigureResponse, error) {
+	resp, err := b.Universe.Configure(ctx, req)
+	b.c.mu.Lock()
+	close(b.c.changed)
+	b.c.changed = make(chan struct{})
+	b.c.mu.Unlock()
+	return resp, err
+}
+
 // Backend is the coordinator's backend, for tests that call it directly.
-func (c *Coordinator) Backend() plugin.Full { return c.u }
+func (c *Coordinator) Backend() plugin.Full { return c.be }
 
 // Status is what srun should exit with: the status of the first abort
 // (MPI_Abort's errorcode, as mpiexec reports it), 1 after a task failed,
@@ -107,11 +145,47 @@ func (c *Coordinator) Run(ctx context.Context) error {
 	defer c.u.Close()
 	// srun waits for the coordinator when the step ends: calls still in
 	// flight then (a shim's last notice) get half a second.
-	err := direct.Serve(ctx, AuthListener(l, c.opts.Secret, c.log), c.u, direct.WithLogger(c.log), direct.WithGracePeriod(500*time.Millisecond))
+	err := direct.Serve(ctx, addrListener{AuthListener(l, c.opts.Secret, c.log), c}, c.be, direct.WithLogger(c.log), direct.WithGracePeriod(500*time.Millisecond))
 	if err != nil && ctx.Err() != nil {
 		return nil
 	}
 	return err
+}
+
+// WaitSpawned returns once every step this coordinator spawned has ended,
+// or ctx has: the coordinator must serve them to their end, as mpiexec
+// waits for the jobs its job spawned.
+func (c *Coordinator) WaitSpawned(ctx context.Context) error {
+	done := make(chan struct{})
+	go func() {
+		c.spawned.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// addrListener learns the address the nodes reach the coordinator at
+// from their connections: a spawned step's nodes are told the same.
+type addrListener struct {
+	net.Listener
+	c *Coordinator
+}
+
+func (l addrListener) Accept() (net.Conn, error) {
+	conn, err := l.Listener.Accept()
+	if err == nil {
+		l.c.mu.Lock()
+		if l.c.addr == "" {
+			l.c.addr = conn.LocalAddr().String()
+		}
+		l.c.mu.Unlock()
+	}
+	return conn, err
 }
 
 // exitStatus maps an MPI_Abort errorcode to an exit status: its low byte,

@@ -39,9 +39,23 @@
 //
 // # Not yet
 //
+// # Spawn
+//
+// A spawn runs `srun --mpi=gopmi --overlap -n N cmd` in the job's
+// allocation with the coordinator's address and secret, the new job's
+// namespace, its parent and the preput in the environment (EnvNspace,
+// EnvParent, EnvPreput): its srun joins this coordinator instead of
+// starting one, and its stepds build their bootstraps from them. The
+// spawn returns once every node of the new step configured its backend;
+// srun's own error line is the reason when it fails first. The universe
+// takes the new step's layout from its first Configure (LayoutByRM):
+// Slurm places the ranks. When srun's stdin closes, the coordinator
+// serves the spawned steps to their end before it exits.
+//
+// # Not yet
+//
 // Fences are gathered by the coordinator from every node (a star, one
 // message up and one down per node); the tree of nodes with a width from
-// mpi.conf is the next step. Spawn (a nested srun in the allocation) is
-// not offered: the backend does not advertise the capability, and
-// MPI_Comm_spawn fails with a message that says so.
+// mpi.conf is the next step. A spawn of several commands at once (MPMD)
+// is refused by name.
 package slurm

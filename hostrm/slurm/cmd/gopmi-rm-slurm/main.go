@@ -51,10 +51,13 @@ func coordinate(args []string) int {
 	defer stop()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	// srun's plugin holds our standard input open for the step's life.
+	var c *slurm.Coordinator
+	// srun's plugin holds our standard input open for the step's life;
+	// when it closes, the steps the job spawned are served to their end.
+	stdinClosed := make(chan struct{})
 	go func() {
 		_, _ = io.Copy(io.Discard, os.Stdin)
-		cancel()
+		close(stdinClosed)
 	}()
 	var l net.Listener
 	if os.Getenv("LISTEN_FDS") == "1" {
@@ -76,7 +79,15 @@ func coordinate(args []string) int {
 	if l == nil {
 		opts.Ready = func(port int) { _ = slurm.WritePort(os.Stdout, port) }
 	}
-	c := slurm.NewCoordinator(opts)
+	c = slurm.NewCoordinator(opts)
+	go func() {
+		select {
+		case <-stdinClosed:
+			_ = c.WaitSpawned(ctx)
+		case <-ctx.Done():
+		}
+		cancel()
+	}()
 	if err := c.Run(ctx); err != nil {
 		fmt.Fprintf(os.Stderr, "gopmi-rm-slurm coordinate: %v\n", err)
 		return exitSetup

@@ -1,0 +1,149 @@
+package slurm
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+
+	"github.com/gopmi/gopmi/hostrm/local"
+	"github.com/gopmi/gopmi/plugin"
+)
+
+// The environment of a spawned step's srun, read by mpi/gopmi's stepd side
+// (besides EnvCoordinator and EnvSecret, which make it join this
+// coordinator).
+const (
+	// EnvNspace is the spawned job's namespace, which the spawner was
+	// told.
+	EnvNspace = "GOPMI_SLURM_NSPACE"
+	// EnvParent is the spawner's namespace.
+	EnvParent = "GOPMI_SLURM_PARENT"
+	// EnvPreput is the spawn's preput, a JSON array of {"key","value"}.
+	EnvPreput = "GOPMI_SLURM_PREPUT"
+)
+
+// launch starts a spawned job as a step of the same allocation: a nested
+// `srun --mpi=gopmi --overlap`, which joins this coordinator. It returns
+// once every node of the new step configured its backend (its tasks are
+// starting), or with srun's own reason when srun ends first or the spawn
+// time-out passes.
+func (c *Coordinator) launch(ctx context.Context, spec *local.JobSpec) error {
+	if len(spec.Apps) != 1 {
+		return plugin.Errorf(plugin.ErrNotSupported, "spawn of %d commands at once (MPMD) is not supported under Slurm yet", len(spec.Apps))
+	}
+	c.mu.Lock()
+	addr := c.addr
+	c.mu.Unlock()
+	if addr == "" {
+		return plugin.Errorf(plugin.ErrUnavailable, "spawn: the coordinator does not know its address yet")
+	}
+	app := spec.Apps[0]
+	args := []string{"--mpi=gopmi", "--overlap", "-n", strconv.Itoa(int(app.Procs))}
+	if app.Dir != "" {
+		args = append(args, "--chdir="+app.Dir)
+	}
+	args = append(args, app.Path)
+	args = append(args, app.Args...)
+	type kv struct {
+		Key   string `json:"key"`
+		Value string `json:"value"`
+	}
+	preput := make([]kv, 0, len(spec.Preput))
+	for _, p := range spec.Preput {
+		preput = append(preput, kv{p.Key, p.Value})
+	}
+	pj, err := json.Marshal(preput)
+	if err != nil {
+		return err
+	}
+	cmd := exec.Command(c.opts.Srun, args...)
+	cmd.Env = append(os.Environ(),
+		EnvCoordinator+"="+addr, EnvSecret+"="+c.opts.Secret,
+		EnvNspace+"="+spec.Job.Nspace, EnvParent+"="+spec.Job.Parent, EnvPreput+"="+string(pj))
+	cmd.Env = append(cmd.Env, app.Env...)
+	tail := &tailBuffer{max: 4096}
+	cmd.Stdout = c.opts.Stdout
+	cmd.Stderr = io.MultiWriter(c.opts.Stderr, tail)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	c.mu.Lock()
+	changed := c.changed
+	c.mu.Unlock()
+	if err := cmd.Start(); err != nil {
+		return plugin.Errorf(plugin.ErrUnavailable, "spawn: %v", err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	ns := spec.Job.Nspace
+	c.log.Debug().Str("job", ns).Strs("srun", args).Msg("spawning")
+	for {
+		if all, _ := c.u.Configured(ns); all {
+			break
+		}
+		select {
+		case <-changed:
+			c.mu.Lock()
+			changed = c.changed
+			c.mu.Unlock()
+		case err := <-exited:
+			c.u.EndJob(ns, "srun ended before the job started")
+			return fmt.Errorf("srun %s ended before the job started (%v): %s", strings.Join(args, " "), err, tail.last())
+		case <-ctx.Done():
+			_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			<-exited
+			reason := tail.last()
+			if reason == "" {
+				reason = "srun said nothing"
+			}
+			return fmt.Errorf("%w: Slurm did not start it: %s", ctx.Err(), reason)
+		}
+	}
+	// The step runs on; its end ends the job here.
+	c.spawned.Add(1)
+	go func() {
+		defer c.spawned.Done()
+		err := <-exited
+		failure := ""
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			failure = "srun exited with " + ee.ProcessState.String()
+		} else if err != nil {
+			failure = err.Error()
+		}
+		c.u.EndJob(ns, failure)
+	}()
+	return nil
+}
+
+// tailBuffer keeps the end of what a process wrote, for its reason.
+type tailBuffer struct {
+	mu  sync.Mutex
+	max int
+	b   []byte
+}
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.b = append(t.b, p...)
+	if len(t.b) > t.max {
+		t.b = t.b[len(t.b)-t.max:]
+	}
+	return len(p), nil
+}
+
+// last is the last non-empty line written.
+func (t *tailBuffer) last() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	lines := bytes.Split(bytes.TrimSpace(t.b), []byte("\n"))
+	return strings.TrimSpace(string(lines[len(lines)-1]))
+}
