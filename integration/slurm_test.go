@@ -386,3 +386,21 @@ func TestSlurmSpawnRefused(t *testing.T) {
 		t.Fatalf("Slurm's reason is not shown:\n%s", r.Stderr)
 	}
 }
+
+// A gopmi-shim that cannot start fails the step, with the shim's own
+// message in srun's output (Slurm's srun alone would exit 0 after "task
+// launch failed").
+func TestSlurmShimFailureIsShown(t *testing.T) {
+	c := slurm(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	argv := []string{"srun", "--mpi=gopmi", "-N", "2", "-n", "2", progs[clients.MPIHello]}
+	r, err := clients.Run(ctx, argv, clients.RunOptions{Env: append(c.Env(), "GOPMI_FENCE_MODE=bogus")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.ExitCode == 0 || strings.Count(r.Stderr, `gopmi: gopmi-shim on node`) != 2 ||
+		!strings.Contains(r.Stderr, `"FENCE_MODE_BOGUS"`) || strings.Contains(r.Stdout, "ok hello") {
+		t.Fatalf("want both nodes' shim errors and a failed step:\n%s", slurmFailure(c, r))
+	}
+}

@@ -301,6 +301,11 @@ static uint32_t ntask_fds;
  * task's connection close when the task ends. */
 static int forked[2] = { -1, -1 };
 static int spawned; /* the step was spawned by a gopmi step */
+/* Why the shim could not serve this node's tasks. Slurm's srun exits 0
+ * when a stepd's prefork fails ("task launch failed"), so prefork lets the
+ * tasks start and each one fails at once with this message on its stderr,
+ * which srun shows: the step fails, and says why. */
+static char shim_error[4200];
 
 static void *close_task_ends(void *arg)
 {
@@ -405,21 +410,22 @@ static int wait_ready(int sock, pid_t shim, const stepd_step_rec_t *job)
 					char *e = s ? strchr(s, '\n') : NULL;
 					if (e)
 						*e = '\0';
-					error("mpi/gopmi: gopmi-shim on node %u: %s",
-					      job->nodeid, s ? s + 7 : msg);
+					snprintf(shim_error, sizeof(shim_error), "gopmi-shim on node %u: %.4000s",
+						 job->nodeid, s ? s + 7 : msg);
 					return SLURM_ERROR;
 				}
 			}
 		}
 		if (waitpid(shim, &status, WNOHANG) == shim) {
-			error("mpi/gopmi: gopmi-shim on node %u exited (status %d) before it served the tasks",
-			      job->nodeid, WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
+			snprintf(shim_error, sizeof(shim_error), "gopmi-shim on node %u exited (status %d) before it served the tasks",
+				 job->nodeid, WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
 			return SLURM_ERROR;
 		}
 		waited += 100;
 		if (waited >= limit) {
-			error("mpi/gopmi: gopmi-shim on node %u did not say READY=1 within %us",
-			      job->nodeid, gconf.start_timeout);
+			snprintf(shim_error, sizeof(shim_error), "gopmi-shim on node %u did not say READY=1 within %us",
+				 job->nodeid, gconf.start_timeout);
+			kill(shim, SIGKILL);
 			return SLURM_ERROR;
 		}
 	}
@@ -445,8 +451,9 @@ extern int mpi_p_slurmstepd_prefork(const stepd_step_rec_t *job, char ***env)
 	else if (port && host)
 		coord = xstrdup_printf("%s:%s", host, port);
 	if (!coord || !secret || !nodes) {
-		error("mpi/gopmi: the step has no coordinator (%s, SLURM_SRUN_COMM_HOST, %s or %s missing): was srun's mpi/gopmi plugin loaded?",
-		      ENV_PORT, ENV_SECRET, ENV_NODES);
+		snprintf(shim_error, sizeof(shim_error),
+			 "the step has no coordinator (%s, SLURM_SRUN_COMM_HOST, %s or %s missing): was srun's mpi/gopmi plugin loaded?",
+			 ENV_PORT, ENV_SECRET, ENV_NODES);
 		goto out;
 	}
 	shim = xstrdup_printf("%s/gopmi-shim", bindir());
@@ -573,12 +580,26 @@ out:
 	xfree(boot);
 	xfree(shim);
 	xfree(names);
-	return rc;
+	if (rc != SLURM_SUCCESS) {
+		if (!shim_error[0])
+			snprintf(shim_error, sizeof(shim_error), "could not start gopmi-shim on node %u: %s",
+				 job->nodeid, strerror(errno));
+		error("mpi/gopmi: %s", shim_error);
+	}
+	/* The tasks start either way; each fails at once when the shim did
+	 * not come up (see shim_error). */
+	return SLURM_SUCCESS;
 }
 
 extern int mpi_p_slurmstepd_task(const mpi_plugin_task_info_t *job, char ***env)
 {
 	int fd = -1;
+
+	if (shim_error[0]) {
+		/* stderr is the task's, which srun prints. */
+		dprintf(2, "gopmi: %s\n", shim_error);
+		_exit(1);
+	}
 
 	for (uint32_t i = 0; i < ntask_fds; i++) {
 		if ((int) i == job->ltaskid)
