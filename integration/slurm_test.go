@@ -137,6 +137,30 @@ func TestSlurmCases(t *testing.T) {
 	}
 }
 
+// The fence tree at width 1 (node n2's fences go through node n1): the
+// fence-heavy cases give the same answers as under the coordinator alone.
+func TestSlurmTree(t *testing.T) {
+	c := slurm(t)
+	want := map[string]bool{"hello/n=4": true, "alltoall/n=8": true, "pmi2/default/n=4": true, "pmi2/ring/n=4": true, "pmi1/n=64": true, "pmi2_bench/n=16": true}
+	for _, cs := range clients.Cases() {
+		if !want[cs.Name] {
+			continue
+		}
+		t.Run(cs.Name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+			defer cancel()
+			argv := append([]string{"srun", "--mpi=gopmi", "-N", "2", "-n", strconv.Itoa(cs.N), progs[cs.Program]}, cs.Args...)
+			r, err := clients.Run(ctx, argv, clients.RunOptions{Env: append(c.Env(), "GOPMI_TREE_WIDTH=1")})
+			if err != nil && !r.TimedOut {
+				t.Fatal(err)
+			}
+			if err := cs.Verify("gopmi", r); err != nil {
+				t.Fatalf("%v\n%s", err, slurmFailure(c, r))
+			}
+		})
+	}
+}
+
 // PMI_process_mapping follows Slurm's layout: what Slurm's own mpi/pmi2
 // answers for the same step, for block and cyclic distributions, even and
 // uneven.
@@ -283,6 +307,15 @@ func shimOf(rank int) (int, error) {
 // and srun exits non-zero.
 func TestSlurmNodeLoss(t *testing.T) {
 	c := slurm(t)
+	// Width 16: both nodes under the coordinator. Width 1: node n2's
+	// fences go through node n1, which must send its own part up without
+	// n2's so that the coordinator names n2 alone.
+	for _, width := range []string{"16", "1"} {
+		t.Run("tree-width="+width, func(t *testing.T) { nodeLoss(t, c, width) })
+	}
+}
+
+func nodeLoss(t *testing.T, c *slurmlab.Cluster, width string) {
 	sock := filepath.Join(t.TempDir(), "ready.sock")
 	ln, err := net.Listen("unix", sock)
 	if err != nil {
@@ -295,7 +328,7 @@ func TestSlurmNodeLoss(t *testing.T) {
 	argv := append([]string{"srun", "--mpi=gopmi", "-N", "2", "-n", "2"}, taskArgs("hold")...)
 	done := make(chan clients.Result, 1)
 	go func() {
-		r, _ := clients.Run(ctx, argv, clients.RunOptions{Env: append(c.Env(), taskRun, sockEnv+"="+sock, "GOPMI_TIMEOUT=3")})
+		r, _ := clients.Run(ctx, argv, clients.RunOptions{Env: append(c.Env(), taskRun, sockEnv+"="+sock, "GOPMI_TIMEOUT=3", "GOPMI_TREE_WIDTH="+width)})
 		done <- r
 	}()
 	readyErr := waitReady(ctx, ln, 2)

@@ -75,6 +75,7 @@ static s_p_options_t gopmi_options[] = {
 	{"GopmiTimeout", S_P_UINT32},
 	{"GopmiStartTimeout", S_P_UINT32},
 	{"GopmiValMax", S_P_UINT32},
+	{"GopmiTreeWidth", S_P_UINT32},
 	{NULL}
 };
 
@@ -85,7 +86,8 @@ static struct {
 	uint32_t timeout;       /* seconds, fences and gets; 0: gopmi's default */
 	uint32_t start_timeout; /* seconds the stepd waits for READY */
 	uint32_t val_max;       /* 0: gopmi's default */
-} gconf = { NULL, NULL, NULL, 0, 30, 0 };
+	uint32_t tree_width;    /* fence tree width; Slurm's TreeWidth default */
+} gconf = { NULL, NULL, NULL, 0, 30, 0, 16 };
 
 static const char *bindir(void)
 {
@@ -364,6 +366,12 @@ static char *bootstrap(const stepd_step_rec_t *job, char **env, const char *coor
 			   job->task[i]->gtid, job->task[i]->gtid);
 	xstrcat(b, "],\"backend\":{\"name\":\"slurm\",\"args\":[\"-coordinator\",");
 	json_str(&b, coord);
+	snprintf(timeout, sizeof(timeout), "%u", gconf.tree_width);
+	t = step_setting(env, "GOPMI_TREE_WIDTH", timeout);
+	if (strspn(t, "0123456789") != strlen(t) || atoi(t) < 1)
+		t = timeout;
+	xstrcat(b, ",\"-tree-width\",");
+	json_str(&b, t);
 	/* A spawned step's backend starts at once: the coordinator counts its
 	 * nodes in to know that the spawn started. */
 	xstrfmtcat(b, "]%s}", spawned ? ",\"startAtOnce\":true" : "");
@@ -647,8 +655,11 @@ extern void mpi_p_conf_set(s_p_hashtbl_t *tbl)
 	s_p_get_uint32(&gconf.timeout, "GopmiTimeout", tbl);
 	s_p_get_uint32(&gconf.start_timeout, "GopmiStartTimeout", tbl);
 	s_p_get_uint32(&gconf.val_max, "GopmiValMax", tbl);
+	s_p_get_uint32(&gconf.tree_width, "GopmiTreeWidth", tbl);
 	if (!gconf.start_timeout)
 		gconf.start_timeout = 30;
+	if (!gconf.tree_width)
+		gconf.tree_width = 16;
 }
 
 extern s_p_hashtbl_t *mpi_p_conf_get(void)
@@ -671,6 +682,9 @@ extern s_p_hashtbl_t *mpi_p_conf_get(void)
 	v = xstrdup_printf("%u", gconf.val_max);
 	s_p_parse_pair(tbl, "GopmiValMax", v);
 	xfree(v);
+	v = xstrdup_printf("%u", gconf.tree_width);
+	s_p_parse_pair(tbl, "GopmiTreeWidth", v);
+	xfree(v);
 	return tbl;
 }
 
@@ -691,6 +705,7 @@ extern List mpi_p_conf_get_printable(void)
 	add_pair(l, "GopmiLogLevel", xstrdup(gconf.log_level ? gconf.log_level : "info"));
 	add_pair(l, "GopmiStartTimeout", xstrdup_printf("%u", gconf.start_timeout));
 	add_pair(l, "GopmiTimeout", xstrdup_printf("%u", gconf.timeout));
+	add_pair(l, "GopmiTreeWidth", xstrdup_printf("%u", gconf.tree_width));
 	add_pair(l, "GopmiValMax", xstrdup_printf("%u", gconf.val_max));
 	return l;
 }

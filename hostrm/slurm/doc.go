@@ -21,10 +21,12 @@
 //
 // Each node's gopmi-rm-slurm is one process per job per node, started by
 // that node's gopmi-shim, as every gopmi backend (package plugin,
-// "Process model"). It keeps nothing: every call goes to the coordinator,
-// which holds fences across nodes, every node's data for direct modex, the
-// name service, connects and aborts in one local.Universe (package
-// hostrm/local, which imports only the SDK).
+// "Process model"). Collecting fences go up the fence tree (tree.go): a
+// node joins its part with its children's and sends one call up. Every
+// other call goes to the coordinator, which holds the fences across the
+// tree's top, every node's data for direct modex, the name service,
+// connects and aborts in one local.Universe (package hostrm/local, which
+// imports only the SDK).
 //
 // # The link
 //
@@ -54,8 +56,7 @@
 //
 // # Not yet
 //
-// Fences are gathered by the coordinator from every node (a star, one
-// message up and one down per node); the tree of nodes with a width from
-// mpi.conf is the next step. A spawn of several commands at once (MPMD)
-// is refused by name.
+// A spawn of several commands at once (MPMD) is refused by name. In modex
+// mode a barrier's parts reach the coordinator one per node, since it
+// serves direct modex from each node's own data.
 package slurm

@@ -4,7 +4,9 @@ import (
 	"context"
 	"flag"
 	"io"
+	"net"
 	"os"
+	"sync"
 
 	"github.com/gopmi/gopmi/plugin"
 	"github.com/gopmi/gopmi/plugin/grpcplugin/direct"
@@ -27,6 +29,13 @@ const (
 // coordinator.
 type Node struct {
 	*plugin.Relay
+
+	width  int
+	secret string
+
+	mu   sync.Mutex
+	host string // this node's address towards the coordinator
+	tree *tree  // set by Configure for a job on several nodes
 }
 
 // NewNode returns the backend of a node process, which reads the
@@ -40,11 +49,15 @@ func newNode(args []string, getenv func(string) string) *Node {
 	fs := flag.NewFlagSet("gopmi-rm-slurm", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	addr := fs.String("coordinator", "", "")
+	width := fs.Int("tree-width", DefaultTreeWidth, "")
 	if fs.Parse(args) != nil || *addr == "" {
 		*addr = getenv(EnvCoordinator)
 	}
+	if *width < 1 {
+		*width = DefaultTreeWidth
+	}
 	secret := getenv(EnvSecret)
-	n := &Node{}
+	n := &Node{width: *width, secret: secret}
 	n.Relay = plugin.NewRelay(func(ctx context.Context) (plugin.Full, io.Closer, error) {
 		switch {
 		case *addr == "":
@@ -52,13 +65,74 @@ func newNode(args []string, getenv func(string) string) *Node {
 		case secret == "":
 			return nil, nil, plugin.Errorf(plugin.ErrUnavailable, "gopmi-rm-slurm: no step secret in %s", EnvSecret)
 		}
-		c, err := direct.Dial(ctx, *addr, direct.WithDialer(AuthDialer(secret)))
+		dial := AuthDialer(secret)
+		c, err := direct.Dial(ctx, *addr, direct.WithDialer(func(ctx context.Context, a string) (net.Conn, error) {
+			conn, err := dial(ctx, a)
+			if err == nil {
+				if la, ok := conn.LocalAddr().(*net.TCPAddr); ok {
+					n.mu.Lock()
+					n.host = la.IP.String()
+					n.mu.Unlock()
+				}
+			}
+			return conn, err
+		}))
 		if err != nil {
 			return nil, nil, plugin.Wrapf(err, plugin.ErrUnavailable, "gopmi-rm-slurm: coordinator %s", *addr)
 		}
 		return c.Backend(), c, nil
 	})
 	return n
+}
+
+// Configure forwards the job's layout to the coordinator, and for a job on
+// several nodes takes this node's place in the fence tree: a node with
+// children listens for them and publishes its address.
+func (n *Node) Configure(ctx context.Context, req *plugin.ConfigureRequest) (*plugin.ConfigureResponse, error) {
+	resp, err := n.Relay.Configure(ctx, req)
+	if err != nil || len(req.Job.Nodes) < 2 {
+		return resp, err
+	}
+	n.mu.Lock()
+	if n.tree != nil {
+		n.mu.Unlock()
+		return resp, nil // Configure is idempotent
+	}
+	t := &tree{width: n.width, job: req.Job, self: req.Job.NodeIndex(req.NodeID), toRoot: n.Relay, secret: n.secret,
+		open: map[string]*gather{}}
+	host := n.host
+	n.mu.Unlock()
+	if err := t.serveChildren(ctx, host); err != nil {
+		t.close()
+		return nil, err
+	}
+	n.mu.Lock()
+	n.tree = t
+	n.mu.Unlock()
+	return resp, nil
+}
+
+// Fence goes up the fence tree once Configure placed this node in it.
+func (n *Node) Fence(ctx context.Context, req *plugin.FenceRequest) (*plugin.FenceResponse, error) {
+	n.mu.Lock()
+	t := n.tree
+	n.mu.Unlock()
+	if t == nil {
+		return n.Relay.Fence(ctx, req)
+	}
+	return t.fence(ctx, req)
+}
+
+// Close leaves the tree and the coordinator.
+func (n *Node) Close() error {
+	n.mu.Lock()
+	t := n.tree
+	n.tree = nil
+	n.mu.Unlock()
+	if t != nil {
+		t.close()
+	}
+	return n.Relay.Close()
 }
 
 // GetInfo answers as the coordinator does, under the name "slurm".

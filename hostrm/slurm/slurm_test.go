@@ -4,9 +4,11 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -85,8 +87,53 @@ func TestConformancePlugin(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, addr := startCoordinator(t, CoordinatorOptions{Secret: secret})
-	p := plugintest.Plugin{Path: bin, Args: []string{"-coordinator", addr}, Env: []string{EnvSecret + "=" + secret}}
-	plugintest.RunConformance(t, p.Harness(500*time.Millisecond, nil))
+	// Width 16: both nodes under the coordinator. Width 1: node n1's
+	// fences go up through node n0's subtree server.
+	for _, width := range []string{"16", "1"} {
+		t.Run("width="+width, func(t *testing.T) {
+			p := plugintest.Plugin{Path: bin, Args: []string{"-coordinator", addr, "-tree-width", width}, Env: []string{EnvSecret + "=" + secret}}
+			plugintest.RunConformance(t, p.Harness(500*time.Millisecond, nil))
+		})
+	}
+}
+
+func TestTreeShape(t *testing.T) {
+	for _, tc := range []struct {
+		i, width, n int
+		parent      int
+		children    []int
+	}{
+		{0, 16, 2, -1, nil},
+		{1, 16, 40, -1, []int{32, 33, 34, 35, 36, 37, 38, 39}},
+		{0, 1, 3, -1, []int{1}},
+		{1, 1, 3, 0, []int{2}},
+		{2, 1, 3, 1, nil},
+		{0, 2, 7, -1, []int{2, 3}},
+		{1, 2, 7, -1, []int{4, 5}},
+		{5, 2, 7, 1, nil},
+		{2, 2, 7, 0, []int{6}},
+	} {
+		if p := treeParent(tc.i, tc.width); p != tc.parent {
+			t.Errorf("treeParent(%d, %d) = %d, want %d", tc.i, tc.width, p, tc.parent)
+		}
+		if c := treeChildren(tc.i, tc.width, tc.n); !slices.Equal(c, tc.children) {
+			t.Errorf("treeChildren(%d, %d, %d) = %v, want %v", tc.i, tc.width, tc.n, c, tc.children)
+		}
+	}
+	// Every node is in exactly one subtree under the coordinator.
+	for _, width := range []int{1, 2, 3, 16} {
+		seen := map[int]int{}
+		for i := 0; i < min(width, 20); i++ {
+			for _, x := range subtree(i, width, 20) {
+				seen[x]++
+			}
+		}
+		for i := 0; i < 20; i++ {
+			if seen[i] != 1 {
+				t.Errorf("width %d: node %d in %d subtrees", width, i, seen[i])
+			}
+		}
+	}
 }
 
 // A node that cannot prove the step secret is refused and logged; one
@@ -173,4 +220,95 @@ func TestAbortCancelsTheStep(t *testing.T) {
 			t.Errorf("exitStatus(%d) = %d, want %d", code, got, want)
 		}
 	}
+}
+
+// counting counts the Fence calls that reach the coordinator.
+type counting struct {
+	plugin.Full
+	mu     sync.Mutex
+	fences []*plugin.FenceRequest
+}
+
+func (c *counting) Fence(ctx context.Context, req *plugin.FenceRequest) (*plugin.FenceResponse, error) {
+	c.mu.Lock()
+	c.fences = append(c.fences, req)
+	c.mu.Unlock()
+	return c.Full.Fence(ctx, req)
+}
+
+// At width 1, three nodes form a chain: a barrier's parts go up one by
+// one, each node's data its own for direct modex; a collecting fence
+// reaches the coordinator as one call carrying every node's part, and
+// every node gets all the data.
+func TestTreeJoinsFences(t *testing.T) {
+	coord := NewCoordinator(CoordinatorOptions{Secret: "s"})
+	count := &counting{Full: coord.Backend()}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		_ = direct.Serve(ctx, addrListener{AuthListener(l, "s", zerolog.Nop()), coord}, count)
+	}()
+	defer func() { cancel(); <-served }()
+
+	job := plugin.Job{Nspace: "slurm.7.0", Size: 3, Nodes: []plugin.Node{
+		{ID: 0, Name: "n1", Ranks: []int32{0}}, {ID: 1, Name: "n2", Ranks: []int32{1}}, {ID: 2, Name: "n3", Ranks: []int32{2}},
+	}}
+	env := map[string]string{EnvSecret: "s"}
+	var nodes []*Node
+	for i := range job.Nodes {
+		n := newNode([]string{"-coordinator", l.Addr().String(), "-tree-width", "1"}, func(k string) string { return env[k] })
+		defer n.Close()
+		if _, err := n.Configure(ctx, &plugin.ConfigureRequest{Job: job, NodeID: int32(i)}); err != nil {
+			t.Fatal(err)
+		}
+		nodes = append(nodes, n)
+	}
+	fenceAll := func(id string, collect bool) []*plugin.FenceResponse {
+		out := make([]*plugin.FenceResponse, len(nodes))
+		var wg sync.WaitGroup
+		for i, n := range nodes {
+			wg.Go(func() {
+				resp, err := n.Fence(ctx, &plugin.FenceRequest{
+					ID: id, Procs: []plugin.Proc{{Nspace: job.Nspace, Rank: plugin.RankWildcard}},
+					LocalProcs: []plugin.Proc{{Nspace: job.Nspace, Rank: int32(i)}}, Node: job.Nodes[i].Name,
+					Data: []byte(fmt.Sprintf("d%d;", i)), Collect: collect, Timeout: 5 * time.Second,
+				})
+				if err != nil {
+					t.Errorf("node %d: %v", i, err)
+				}
+				out[i] = resp
+			})
+		}
+		wg.Wait()
+		return out
+	}
+	fenceAll("world/1", false)
+	count.mu.Lock()
+	n := len(count.fences)
+	count.fences = nil
+	count.mu.Unlock()
+	if n != 3 {
+		t.Fatalf("a barrier reached the coordinator in %d calls, want 3 (each node's data its own)", n)
+	}
+	resp, err := nodes[0].DirectModex(ctx, &plugin.ModexRequest{Requestor: plugin.Proc{Nspace: job.Nspace, Rank: 0}, Proc: plugin.Proc{Nspace: job.Nspace, Rank: 2}, Timeout: time.Second})
+	if err != nil || string(resp.Data) != "d2;" {
+		t.Fatalf("DirectModex(rank 2) after the barrier = %v, %v", resp, err)
+	}
+	for i, r := range fenceAll("world/2", true) {
+		for _, part := range []string{"d0;", "d1;", "d2;"} {
+			if r == nil || !strings.Contains(string(r.Data), part) {
+				t.Fatalf("node %d: collect got %v, want every part", i, r)
+			}
+		}
+	}
+	count.mu.Lock()
+	if len(count.fences) != 1 || len(count.fences[0].LocalProcs) != 3 {
+		t.Fatalf("the coordinator saw %d fence calls (%+v), want one carrying 3 ranks", len(count.fences), count.fences)
+	}
+	count.mu.Unlock()
 }
