@@ -93,15 +93,20 @@ func buildSlurmPlugin(ctx context.Context, out string) error {
 	return nil
 }
 
-// srun runs argv under `srun --mpi=gopmi` with nodes nodes and n tasks.
+// srun runs prog under `srun --mpi=gopmi <srunArgs>`.
 func srun(t *testing.T, c *slurmlab.Cluster, timeout time.Duration, srunArgs []string, prog string, args ...string) clients.Result {
 	t.Helper()
-	argv := append([]string{"srun", "--mpi=gopmi"}, srunArgs...)
-	argv = append(argv, prog)
-	argv = append(argv, args...)
+	argv := append(append([]string{"srun", "--mpi=gopmi"}, srunArgs...), prog)
+	return runOn(t, c, timeout, append(argv, args...))
+}
+
+// runOn runs argv against the cluster; only a command that cannot start
+// fails t, the result says the rest.
+func runOn(t *testing.T, c *slurmlab.Cluster, timeout time.Duration, argv []string, env ...string) clients.Result {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	r, err := clients.Run(ctx, argv, clients.RunOptions{Env: c.Env()})
+	r, err := clients.Run(ctx, argv, clients.RunOptions{Env: append(c.Env(), env...)})
 	if err != nil && !r.TimedOut {
 		t.Fatalf("%s: %v", strings.Join(argv, " "), err)
 	}
@@ -147,13 +152,8 @@ func TestSlurmTree(t *testing.T) {
 			continue
 		}
 		t.Run(cs.Name, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-			defer cancel()
 			argv := append([]string{"srun", "--mpi=gopmi", "-N", "2", "-n", strconv.Itoa(cs.N), progs[cs.Program]}, cs.Args...)
-			r, err := clients.Run(ctx, argv, clients.RunOptions{Env: append(c.Env(), "GOPMI_TREE_WIDTH=1")})
-			if err != nil && !r.TimedOut {
-				t.Fatal(err)
-			}
+			r := runOn(t, c, time.Minute, argv, "GOPMI_TREE_WIDTH=1")
 			if err := cs.Verify("gopmi", r); err != nil {
 				t.Fatalf("%v\n%s", err, slurmFailure(c, r))
 			}
@@ -367,14 +367,7 @@ func nodeLoss(t *testing.T, c *slurmlab.Cluster, width string) {
 func salloc(t *testing.T, c *slurmlab.Cluster, timeout time.Duration, alloc, step []string, prog string, args ...string) clients.Result {
 	t.Helper()
 	argv := append(append([]string{"salloc"}, alloc...), "srun", "--mpi=gopmi")
-	argv = append(append(append(argv, step...), prog), args...)
-	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	defer cancel()
-	r, err := clients.Run(ctx, argv, clients.RunOptions{Env: c.Env()})
-	if err != nil && !r.TimedOut {
-		t.Fatalf("%s: %v", strings.Join(argv, " "), err)
-	}
-	return r
+	return runOn(t, c, timeout, append(append(append(argv, step...), prog), args...))
 }
 
 // MPI_Comm_spawn's PMI under srun: a nested srun --mpi=gopmi in the same
@@ -425,13 +418,8 @@ func TestSlurmSpawnRefused(t *testing.T) {
 // launch failed").
 func TestSlurmShimFailureIsShown(t *testing.T) {
 	c := slurm(t)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
 	argv := []string{"srun", "--mpi=gopmi", "-N", "2", "-n", "2", progs[clients.MPIHello]}
-	r, err := clients.Run(ctx, argv, clients.RunOptions{Env: append(c.Env(), "GOPMI_FENCE_MODE=bogus")})
-	if err != nil {
-		t.Fatal(err)
-	}
+	r := runOn(t, c, time.Minute, argv, "GOPMI_FENCE_MODE=bogus")
 	if r.ExitCode == 0 || strings.Count(r.Stderr, `gopmi: gopmi-shim on node`) != 2 ||
 		!strings.Contains(r.Stderr, `"FENCE_MODE_BOGUS"`) || strings.Contains(r.Stdout, "ok hello") {
 		t.Fatalf("want both nodes' shim errors and a failed step:\n%s", slurmFailure(c, r))
