@@ -188,6 +188,10 @@ func (l addrListener) Accept() (net.Conn, error) {
 	return conn, err
 }
 
+// cancelGrace is how long after an abort or a failed task the step is
+// cancelled.
+const cancelGrace = 300 * time.Millisecond
+
 // exitStatus maps an MPI_Abort errorcode to an exit status: its low byte,
 // unless that is 0, which would read as success.
 func exitStatus(code int32) int {
@@ -228,6 +232,11 @@ func (c *Coordinator) fail(status int, why string) {
 		return
 	}
 	go func() {
+		// The ranks in PMI calls fail at once (the universe fails the
+		// job's waits); the step's end is the backstop for the others.
+		// It waits a moment, so that the aborting rank's last lines,
+		// on their way from its node to srun, are not cut off.
+		time.Sleep(cancelGrace)
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		if err := c.opts.Cancel(ctx, c.opts.Step); err != nil {
