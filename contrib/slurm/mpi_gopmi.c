@@ -107,7 +107,9 @@ static void json_str(char **buf, const char *s)
 		unsigned char c = *s;
 		if (c == '"' || c == '\\')
 			xstrfmtcat(*buf, "\\%c", c);
-		else if (c < 0x20)
+		else if (c < 0x20 || c >= 0x80)
+			/* Control bytes, and bytes beyond ASCII read as
+			 * Latin-1: the bootstrap must be valid UTF-8. */
 			xstrfmtcat(*buf, "\\u%04x", c);
 		else
 			xstrfmtcat(*buf, "%c", c);
@@ -149,7 +151,7 @@ typedef struct {
 extern mpi_plugin_client_state_t *
 mpi_p_client_prelaunch(const mpi_plugin_client_info_t *job, char ***env)
 {
-	char secret[65], step[64], *path = NULL, *nodes;
+	char secret[65], step[64], *path = NULL, *nodes, **cenv;
 	unsigned char raw[32];
 	int in[2], port, fd, lfd;
 	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_ANY) };
@@ -181,6 +183,12 @@ mpi_p_client_prelaunch(const mpi_plugin_client_info_t *job, char ***env)
 		st->in = -1;
 		return st;
 	}
+
+	/* A fresh coordinator: nothing left in srun's environment from an
+	 * enclosing step may steer this one. Slurm lays the plugin's values
+	 * over srun's environment, so empty values (read as unset) win. */
+	for (const char **k = (const char *[]) { ENV_COORD, ENV_NSPACE, ENV_PARENT, ENV_PREPUT, NULL }; *k; k++)
+		env_array_overwrite(env, *k, "");
 
 	fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
 	if (fd < 0 || read(fd, raw, sizeof(raw)) != sizeof(raw)) {
@@ -220,14 +228,23 @@ mpi_p_client_prelaunch(const mpi_plugin_client_info_t *job, char ***env)
 		xfree(path);
 		return NULL;
 	}
+	/* Made before fork: srun has threads; the child only makes system
+	 * calls until it execs. */
+	cenv = env_array_copy((const char **) environ);
+	env_array_overwrite(&cenv, "LISTEN_FDS", "1");
+	unsetenvp(cenv, "LISTEN_PID");
+	unsetenvp(cenv, "LISTEN_FDNAMES");
+	env_array_overwrite(&cenv, ENV_SECRET, secret);
 	pid = fork();
 	if (pid < 0) {
 		error("mpi/gopmi: fork: %m");
 		close(lfd);
 		xfree(path);
+		env_array_free(cenv);
 		return NULL;
 	}
 	if (pid == 0) {
+		static const char exec_failed[] = "mpi/gopmi: cannot exec gopmi-rm-slurm\n";
 		char *argv[] = { path, "coordinate", "-step", step, NULL };
 		/* stdout stays srun's: a spawned step's tasks write there. */
 		dup2(in[0], 0);
@@ -235,15 +252,12 @@ mpi_p_client_prelaunch(const mpi_plugin_client_info_t *job, char ***env)
 			fcntl(3, F_SETFD, 0);
 		else
 			dup2(lfd, 3); /* clears close-on-exec */
-		setenv("LISTEN_FDS", "1", 1);
-		unsetenv("LISTEN_PID");
-		unsetenv("LISTEN_FDNAMES");
-		setenv(ENV_SECRET, secret, 1);
 		setpgid(0, 0); /* srun's signals to its group are not ours */
-		execv(path, argv);
-		dprintf(2, "mpi/gopmi: exec %s: %s\n", path, strerror(errno));
+		execve(path, argv, cenv);
+		(void) write(2, exec_failed, sizeof(exec_failed) - 1);
 		_exit(127);
 	}
+	env_array_free(cenv);
 	close(in[0]);
 	close(lfd);
 	xfree(path);
@@ -338,7 +352,7 @@ static const char *step_setting(char **env, const char *name, const char *conf)
 
 static char *bootstrap(const stepd_step_rec_t *job, char **env, const char *coord, const char *nodes)
 {
-	char *b = NULL, timeout[16];
+	char *b = NULL, timeout[16], *up2;
 	const char *mode, *t;
 
 	const char *ns = getenvp(env, ENV_NSPACE), *parent = getenvp(env, ENV_PARENT);
@@ -387,7 +401,10 @@ static char *bootstrap(const stepd_step_rec_t *job, char **env, const char *coor
 		for (char *p = up; *p; p++)
 			if (*p >= 'a' && *p <= 'z')
 				*p -= 'a' - 'A';
-		xstrfmtcat(b, ",\"fenceMode\":\"FENCE_MODE_%s\"", up);
+		xstrcat(b, ",\"fenceMode\":");
+		up2 = xstrdup_printf("FENCE_MODE_%s", up);
+		json_str(&b, up2);
+		xfree(up2);
 		xfree(up);
 	}
 	if (gconf.log_level && gconf.log_level[0]) {
@@ -403,7 +420,8 @@ static char *bootstrap(const stepd_step_rec_t *job, char **env, const char *coor
 static int wait_ready(int sock, pid_t shim, const stepd_step_rec_t *job)
 {
 	char msg[4096];
-	int waited = 0, limit = gconf.start_timeout * 1000;
+	struct timespec start, now;
+	clock_gettime(CLOCK_MONOTONIC, &start);
 	for (;;) {
 		struct pollfd p = { .fd = sock, .events = POLLIN };
 		int rc = poll(&p, 1, 100), status;
@@ -429,11 +447,12 @@ static int wait_ready(int sock, pid_t shim, const stepd_step_rec_t *job)
 				 job->nodeid, WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
 			return SLURM_ERROR;
 		}
-		waited += 100;
-		if (waited >= limit) {
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		if (now.tv_sec - start.tv_sec >= (time_t) gconf.start_timeout) {
 			snprintf(shim_error, sizeof(shim_error), "gopmi-shim on node %u did not say READY=1 within %us",
 				 job->nodeid, gconf.start_timeout);
 			kill(shim, SIGKILL);
+			waitpid(shim, NULL, 0);
 			return SLURM_ERROR;
 		}
 	}
@@ -448,6 +467,8 @@ extern int mpi_p_slurmstepd_prefork(const stepd_step_rec_t *job, char ***env)
 	const char *nodes = getenvp(*env, ENV_NODES);
 	char *coord = NULL, *boot = NULL, *shim = NULL, *names = NULL;
 	int (*pairs)[2] = NULL, in[2] = { -1, -1 }, ns = -1, rc = SLURM_ERROR;
+	char **envp = NULL;
+	pid_t stepd;
 	struct sockaddr_un addr = { .sun_family = AF_UNIX };
 	socklen_t alen;
 	pid_t pid;
@@ -495,17 +516,30 @@ extern int mpi_p_slurmstepd_prefork(const stepd_step_rec_t *job, char ***env)
 		goto out;
 	}
 
+	/* Everything the child needs is made before fork: slurmstepd has
+	 * threads, and the child may only make system calls until it execs. */
+	{
+		char nbuf[16], notify[128];
+		snprintf(nbuf, sizeof(nbuf), "%u", ntask_fds);
+		snprintf(notify, sizeof(notify), "@%s", addr.sun_path + 1);
+		envp = env_array_copy((const char **) environ);
+		unsetenvp(envp, "LISTEN_PID");
+		env_array_overwrite(&envp, "LISTEN_FDS", nbuf);
+		env_array_overwrite(&envp, "LISTEN_FDNAMES", names);
+		env_array_overwrite(&envp, "NOTIFY_SOCKET", notify);
+		env_array_overwrite(&envp, ENV_SECRET, secret);
+		env_array_overwrite(&envp, ENV_COORD, coord);
+	}
+	stepd = getpid();
 	pid = fork();
 	if (pid < 0) {
 		error("mpi/gopmi: fork: %m");
 		goto out;
 	}
 	if (pid == 0) {
-		char nbuf[16], notify[128];
+		static const char setid_failed[] = "mpi/gopmi: gopmi-shim cannot become the job's user\n";
+		static const char exec_failed[] = "mpi/gopmi: cannot exec gopmi-shim\n";
 		char *argv[] = { shim, NULL };
-		/* The shim ends with the step: with its stepd, and when every
-		 * task's connection closed. It runs as the job's user. */
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		dup2(in[0], 0);
 		/* The server ends go to fds 3.. in order. Move them above the
 		 * target range first so no dup2 overwrites one not yet moved. */
@@ -519,21 +553,20 @@ extern int mpi_p_slurmstepd_prefork(const stepd_step_rec_t *job, char ***env)
 		}
 		if (setgroups(job->ngids, job->gids) || setgid(job->gid) ||
 		    setuid(job->uid)) {
-			dprintf(2, "mpi/gopmi: become uid %u: %s\n", job->uid, strerror(errno));
+			(void) write(2, setid_failed, sizeof(setid_failed) - 1);
 			_exit(126);
 		}
-		snprintf(nbuf, sizeof(nbuf), "%u", ntask_fds);
-		snprintf(notify, sizeof(notify), "@%s", addr.sun_path + 1);
-		setenv("LISTEN_FDS", nbuf, 1);
-		setenv("LISTEN_FDNAMES", names, 1);
-		unsetenv("LISTEN_PID");
-		setenv("NOTIFY_SOCKET", notify, 1);
-		setenv(ENV_SECRET, secret, 1);
-		setenv(ENV_COORD, coord, 1);
+		/* The shim ends with the step: with its stepd, and when every
+		 * task's connection closed. A change of user clears the
+		 * parent-death signal, so it is set after, and the stepd
+		 * checked for still being there. */
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (getppid() != stepd)
+			_exit(125);
 		if (job->cwd)
 			(void) chdir(job->cwd);
-		execv(shim, argv);
-		dprintf(2, "mpi/gopmi: exec %s: %s\n", shim, strerror(errno));
+		execve(shim, argv, envp);
+		(void) write(2, exec_failed, sizeof(exec_failed) - 1);
 		_exit(127);
 	}
 	close(in[0]);
@@ -571,9 +604,12 @@ out:
 	if (in[1] >= 0)
 		close(in[1]);
 	if (pairs) {
-		for (uint32_t i = 0; i < ntask_fds; i++)
+		for (uint32_t i = 0; i < ntask_fds; i++) {
 			if (pairs[i][0] > 0)
 				close(pairs[i][0]);
+			if (rc != SLURM_SUCCESS && pairs[i][1] > 0)
+				close(pairs[i][1]);
+		}
 		xfree(pairs);
 	}
 	/* The tasks must not see the coordinator's address or the secret. */
@@ -588,6 +624,7 @@ out:
 	xfree(boot);
 	xfree(shim);
 	xfree(names);
+	env_array_free(envp);
 	if (rc != SLURM_SUCCESS) {
 		if (!shim_error[0])
 			snprintf(shim_error, sizeof(shim_error), "could not start gopmi-shim on node %u: %s",

@@ -328,7 +328,7 @@ func (u *Universe) Configure(_ context.Context, req *plugin.ConfigureRequest) (*
 	switch {
 	case j == nil:
 		j = u.addJob(req.Job)
-	case u.opts.LayoutByRM && len(j.configured) == 0 && j.layout.Size == req.Job.Size:
+	case u.opts.LayoutByRM && len(j.configured) == 0 && j.layout.Size == req.Job.Size && req.Job.NodeIndex(req.NodeID) >= 0:
 		// The resource manager placed the ranks: its layout replaces the
 		// provisional one.
 		j.relayout(req.Job)

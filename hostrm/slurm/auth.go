@@ -12,6 +12,7 @@ import (
 	"net"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -71,17 +72,42 @@ func AuthListener(l net.Listener, secret string, log zerolog.Logger) net.Listene
 }
 
 func (a *authListener) loop() {
+	backoff := 5 * time.Millisecond
 	for {
 		c, err := a.Listener.Accept()
 		if err != nil {
+			if !errors.Is(err, net.ErrClosed) && isTemporary(err) {
+				// Out of file descriptors, say: the next node's
+				// connection may well be accepted later.
+				a.log.Warn().Err(err).Msg("accept failed; retrying")
+				select {
+				case <-time.After(backoff):
+				case <-a.done:
+					return
+				}
+				backoff = min(2*backoff, time.Second)
+				continue
+			}
 			select {
 			case a.errs <- err:
 			case <-a.done:
 			}
 			return
 		}
+		backoff = 5 * time.Millisecond
 		go a.handshake(c)
 	}
+}
+
+// isTemporary reports an accept error worth retrying: too many open
+// files, a connection aborted before it was accepted.
+func isTemporary(err error) bool {
+	for _, e := range []error{syscall.EMFILE, syscall.ENFILE, syscall.ECONNABORTED, syscall.ENOBUFS, syscall.ENOMEM} {
+		if errors.Is(err, e) {
+			return true
+		}
+	}
+	return false
 }
 
 func (a *authListener) handshake(c net.Conn) {

@@ -66,6 +66,7 @@ type Coordinator struct {
 	addr    string        // host:port the nodes reach us at, from their connections
 	changed chan struct{} // closed and replaced when a node configures
 	spawned sync.WaitGroup
+	sruns   map[*exec.Cmd]bool // spawned steps' sruns still running
 }
 
 // NewCoordinator returns a coordinator; Run serves it.
@@ -229,6 +230,7 @@ func (c *Coordinator) fail(status int, why string) {
 	// gopmi-rm-slurm's main prints why when it exits; srun shows it.
 	c.log.Debug().Str("step", c.opts.Step).Msg(why)
 	if c.opts.Step == "" {
+		c.stopSpawned()
 		return
 	}
 	go func() {
@@ -237,6 +239,7 @@ func (c *Coordinator) fail(status int, why string) {
 		// It waits a moment, so that the aborting rank's last lines,
 		// on their way from its node to srun, are not cut off.
 		time.Sleep(cancelGrace)
+		c.stopSpawned()
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		if err := c.opts.Cancel(ctx, c.opts.Step); err != nil {

@@ -33,9 +33,10 @@ type Node struct {
 	width  int
 	secret string
 
-	mu   sync.Mutex
-	host string // this node's address towards the coordinator
-	tree *tree  // set by Configure for a job on several nodes
+	cfgMu sync.Mutex // one Configure at a time: one tree
+	mu    sync.Mutex
+	host  string // this node's address towards the coordinator
+	tree  *tree  // set by Configure for a job on several nodes
 }
 
 // NewNode returns the backend of a node process, which reads the
@@ -89,6 +90,8 @@ func newNode(args []string, getenv func(string) string) *Node {
 // several nodes takes this node's place in the fence tree: a node with
 // children listens for them and publishes its address.
 func (n *Node) Configure(ctx context.Context, req *plugin.ConfigureRequest) (*plugin.ConfigureResponse, error) {
+	n.cfgMu.Lock()
+	defer n.cfgMu.Unlock()
 	resp, err := n.Relay.Configure(ctx, req)
 	if err != nil || len(req.Job.Nodes) < 2 {
 		return resp, err

@@ -6,12 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -311,4 +313,73 @@ func TestTreeJoinsFences(t *testing.T) {
 		t.Fatalf("the coordinator saw %d fence calls (%+v), want one carrying 3 ranks", len(count.fences), count.fences)
 	}
 	count.mu.Unlock()
+}
+
+// flakyListener fails its first Accept with "too many open files".
+type flakyListener struct {
+	net.Listener
+	once sync.Once
+}
+
+func (l *flakyListener) Accept() (net.Conn, error) {
+	var err error
+	l.once.Do(func() {
+		err = &net.OpError{Op: "accept", Net: "tcp", Err: os.NewSyscallError("accept4", syscall.EMFILE)}
+	})
+	if err != nil {
+		return nil, err
+	}
+	return l.Listener.Accept()
+}
+
+// Running out of file descriptors once does not stop the coordinator
+// accepting nodes.
+func TestAcceptRetriesTemporaryErrors(t *testing.T) {
+	raw, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := AuthListener(&flakyListener{Listener: raw}, "s", zerolog.Nop())
+	defer l.Close()
+	accepted := make(chan error, 1)
+	go func() {
+		c, err := l.Accept()
+		if err == nil {
+			c.Close()
+		}
+		accepted <- err
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	c, err := AuthDialer("s")(ctx, raw.Addr().String())
+	if err != nil {
+		t.Fatalf("dial after a failed accept: %v", err)
+	}
+	c.Close()
+	if err := <-accepted; err != nil {
+		t.Fatalf("Accept: %v", err)
+	}
+}
+
+// A caller waiting for the tree's parent to be found leaves when its own
+// deadline passes, not when the lookup in flight gives up.
+func TestTreeParentHonoursCallerDeadline(t *testing.T) {
+	coord := NewCoordinator(CoordinatorOptions{Secret: "s"})
+	job := plugin.Job{Nspace: "slurm.8.0", Size: 2, Nodes: []plugin.Node{{ID: 0, Name: "n1", Ranks: []int32{0}}, {ID: 1, Name: "n2", Ranks: []int32{1}}}}
+	ctx := context.Background()
+	if _, err := coord.Backend().Configure(ctx, &plugin.ConfigureRequest{Job: job, NodeID: 1}); err != nil {
+		t.Fatal(err)
+	}
+	// Node n2 at width 1 waits for n1's address, which n1 never publishes.
+	tr := &tree{width: 1, job: job, self: 1, toRoot: coord.Backend(), secret: "s", open: map[string]*gather{}}
+	go func() { _, _ = tr.parent(ctx, 3*time.Second) }()
+	time.Sleep(50 * time.Millisecond) // the first lookup is in flight
+	short, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	_, err := tr.parent(short, 3*time.Second)
+	if err == nil || time.Since(start) > 2*time.Second {
+		t.Fatalf("second caller: %v after %s, want an error near its 200 ms deadline", err, time.Since(start))
+	}
+	coord.u.Close() // ends the first lookup
 }

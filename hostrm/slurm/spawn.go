@@ -13,6 +13,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/gopmi/gopmi/hostrm/local"
 	"github.com/gopmi/gopmi/plugin"
@@ -108,9 +109,22 @@ func (c *Coordinator) launch(ctx context.Context, spec *local.JobSpec) error {
 	}
 	// The step runs on; its end ends the job here.
 	c.spawned.Add(1)
+	c.mu.Lock()
+	if c.sruns == nil {
+		c.sruns = map[*exec.Cmd]bool{}
+	}
+	c.sruns[cmd] = true
+	stopped := c.status != 0
+	c.mu.Unlock()
+	if stopped {
+		c.stopSpawned() // the job failed while this one started
+	}
 	go func() {
 		defer c.spawned.Done()
 		err := <-exited
+		c.mu.Lock()
+		delete(c.sruns, cmd)
+		c.mu.Unlock()
 		failure := ""
 		var ee *exec.ExitError
 		if errors.As(err, &ee) {
@@ -121,6 +135,30 @@ func (c *Coordinator) launch(ctx context.Context, spec *local.JobSpec) error {
 		c.u.EndJob(ns, failure)
 	}()
 	return nil
+}
+
+// stopSpawned ends the spawned steps after an abort or a failure: SIGTERM
+// to each srun, which ends its step, then SIGKILL to the srun's group
+// after a few seconds. Without it a spawned step's ranks outside PMI
+// would run on, and srun, waiting for the coordinator, with them.
+func (c *Coordinator) stopSpawned() {
+	c.mu.Lock()
+	var cmds []*exec.Cmd
+	for cmd := range c.sruns {
+		cmds = append(cmds, cmd)
+	}
+	c.mu.Unlock()
+	for _, cmd := range cmds {
+		_ = syscall.Kill(cmd.Process.Pid, syscall.SIGTERM)
+		time.AfterFunc(5*time.Second, func() {
+			// Only while it is unreaped: its pid cannot be reused yet.
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			if c.sruns[cmd] {
+				_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			}
+		})
+	}
 }
 
 // tailBuffer keeps the end of what a process wrote, for its reason.

@@ -83,19 +83,21 @@ type tree struct {
 	toRoot plugin.Full // the coordinator
 	secret string
 
-	mu       sync.Mutex
-	up       plugin.Full // the parent: a node's subtree server, or the coordinator
-	upClose  func() error
-	open     map[string]*gather
-	stop     func()
-	abortErr error // the job was aborted: every fence fails with it
+	mu        sync.Mutex
+	up        plugin.Full // the parent: a node's subtree server, or the coordinator
+	upClose   func() error
+	resolving chan struct{} // closed when the parent's lookup in flight ends
+	open      map[string]*gather
+	stop      func()
+	abortErr  error // the job was aborted: every fence fails with it
 }
 
 // gather is one fence as a subtree sees it.
 type gather struct {
 	req     *plugin.FenceRequest // the first part: ID, Procs, Collect
 	start   time.Time
-	expect  int
+	expect  int            // participant ranks in this subtree
+	have    map[int32]bool // those that arrived
 	parts   []*plugin.FenceRequest
 	waiters []chan fenceResult // answered with the merged call's result
 	sent    bool               // the gathered parts went up
@@ -107,40 +109,39 @@ type fenceResult struct {
 	err  error
 }
 
-// participants are the node indexes hosting procs of the job.
-func (t *tree) participants(procs []plugin.Proc) map[int]bool {
-	out := map[int]bool{}
+// subtreeRanks counts the participants of procs that this node's subtree
+// hosts, and says whether they are all on this node.
+func (t *tree) subtreeRanks(procs []plugin.Proc) (n int, onlyHere bool) {
 	rankNode := t.job.RankNodes()
+	in := make([]bool, len(t.job.Nodes))
+	for _, i := range subtree(t.self, t.width, len(t.job.Nodes)) {
+		in[i] = true
+	}
+	seen := map[int32]bool{}
+	onlyHere = true
+	add := func(r int32) {
+		if r < 0 || int(r) >= len(rankNode) || rankNode[r] < 0 || seen[r] || !in[rankNode[r]] {
+			return
+		}
+		seen[r] = true
+		n++
+		if int(rankNode[r]) != t.self {
+			onlyHere = false
+		}
+	}
 	for _, p := range procs {
-		if p.Nspace != t.job.Nspace || p.Rank == plugin.RankWildcard {
-			if p.Nspace == t.job.Nspace {
-				for i := range t.job.Nodes {
-					out[i] = true
-				}
+		if p.Nspace != t.job.Nspace {
+			continue
+		}
+		if p.Rank == plugin.RankWildcard {
+			for r := range rankNode {
+				add(int32(r))
 			}
 			continue
 		}
-		if p.Rank >= 0 && int(p.Rank) < len(rankNode) && rankNode[p.Rank] >= 0 {
-			out[int(rankNode[p.Rank])] = true
-		}
+		add(p.Rank)
 	}
-	return out
-}
-
-// expected counts the parts this node waits for: its own, and one per
-// child whose subtree hosts a participant.
-func (t *tree) expected(procs []plugin.Proc) int {
-	in := t.participants(procs)
-	n := 0
-	if in[t.self] {
-		n++
-	}
-	for _, c := range treeChildren(t.self, t.width, len(t.job.Nodes)) {
-		if slices.ContainsFunc(subtree(c, t.width, len(t.job.Nodes)), func(i int) bool { return in[i] }) {
-			n++
-		}
-	}
-	return n
+	return n, onlyHere
 }
 
 // fence takes one part (this node's shim's, or a child's subtree's) and
@@ -165,11 +166,13 @@ func (t *tree) fence(ctx context.Context, req *plugin.FenceRequest) (*plugin.Fen
 	}
 	g := t.open[key]
 	if g == nil {
-		g = &gather{req: req, start: time.Now(), expect: t.expected(req.Procs)}
-		if g.expect <= 1 {
+		n, onlyHere := t.subtreeRanks(req.Procs)
+		if onlyHere {
+			// Nobody below takes part: this node's part goes up as it is.
 			t.mu.Unlock()
 			return t.send(ctx, req)
 		}
+		g = &gather{req: req, start: time.Now(), expect: n, have: map[int32]bool{}}
 		t.open[key] = g
 		timeout := orDefault(req.Timeout, plugin.DefaultFenceTimeout)
 		g.flush = time.AfterFunc(timeout/2, func() { t.flush(key, g) })
@@ -182,7 +185,10 @@ func (t *tree) fence(ctx context.Context, req *plugin.FenceRequest) (*plugin.Fen
 	ch := make(chan fenceResult, 1)
 	g.parts = append(g.parts, req)
 	g.waiters = append(g.waiters, ch)
-	if len(g.parts) == g.expect {
+	for _, p := range req.LocalProcs {
+		g.have[p.Rank] = true
+	}
+	if len(g.have) >= g.expect {
 		t.goUp(key, g)
 	}
 	t.mu.Unlock()
@@ -238,7 +244,7 @@ func (t *tree) flush(key string, g *gather) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if !g.sent && len(g.parts) > 0 {
-		t.log.Debug().Str("fence", g.req.ID).Int("parts", len(g.parts)).Int("expected", g.expect).Msg("fence tree: sending a partial subtree up")
+		t.log.Debug().Str("fence", g.req.ID).Int("ranks", len(g.have)).Int("expected", g.expect).Msg("fence tree: sending a partial subtree up")
 		t.goUp(key, g)
 	}
 }
@@ -259,8 +265,18 @@ func (t *tree) goUp(key string, g *gather) {
 	merged.Timeout = remaining(g)
 	waiters := g.waiters
 	g.waiters = nil
-	if len(g.parts) == g.expect {
+	if len(g.have) >= g.expect {
 		delete(t.open, key)
+	} else {
+		// Sent early: the late parts go up one by one, until the
+		// fence's time-out passed for good.
+		time.AfterFunc(merged.Timeout+5*time.Second, func() {
+			t.mu.Lock()
+			if t.open[key] == g {
+				delete(t.open, key)
+			}
+			t.mu.Unlock()
+		})
 	}
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), merged.Timeout+5*time.Second)
@@ -283,32 +299,61 @@ func (t *tree) send(ctx context.Context, req *plugin.FenceRequest) (*plugin.Fenc
 
 // parent is the backend fences go up to: the coordinator for the nodes
 // under it, else the parent node's subtree server, whose address the
-// coordinator's name service holds.
+// coordinator's name service holds. One lookup runs at a time, without
+// the tree's lock; callers waiting for it leave when their ctx ends.
 func (t *tree) parent(ctx context.Context, wait time.Duration) (plugin.Full, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.up != nil {
-		return t.up, nil
+	for {
+		t.mu.Lock()
+		if t.up != nil {
+			up := t.up
+			t.mu.Unlock()
+			return up, nil
+		}
+		p := treeParent(t.self, t.width)
+		if p < 0 {
+			t.up = t.toRoot
+			t.mu.Unlock()
+			return t.toRoot, nil
+		}
+		if ch := t.resolving; ch != nil {
+			t.mu.Unlock()
+			select {
+			case <-ch:
+				continue
+			case <-ctx.Done():
+				return nil, plugin.Errorf(plugin.ErrTimeout, "fence tree: the parent node %s: %v", t.job.Nodes[p].Name, ctx.Err())
+			}
+		}
+		ch := make(chan struct{})
+		t.resolving = ch
+		t.mu.Unlock()
+		up, closer, err := t.resolve(ctx, p, wait)
+		t.mu.Lock()
+		if err == nil {
+			t.up, t.upClose = up, closer
+		}
+		t.resolving = nil
+		close(ch)
+		t.mu.Unlock()
+		return up, err
 	}
-	p := treeParent(t.self, t.width)
-	if p < 0 {
-		t.up = t.toRoot
-		return t.up, nil
-	}
+}
+
+// resolve looks the parent's address up and dials it.
+func (t *tree) resolve(ctx context.Context, p int, wait time.Duration) (plugin.Full, func() error, error) {
 	resp, err := t.toRoot.Lookup(ctx, &plugin.LookupRequest{
 		Proc: plugin.Proc{Nspace: t.job.Nspace, Rank: t.job.Nodes[t.self].Ranks[0]}, Keys: []string{treeKey(t.job.Nspace, p)},
 		Range: plugin.RangeNamespace, Wait: true, Timeout: wait,
 	})
 	if err != nil {
-		return nil, plugin.Wrapf(err, plugin.ErrUnavailable, "fence tree: the parent node %s", t.job.Nodes[p].Name)
+		return nil, nil, plugin.Wrapf(err, plugin.ErrUnavailable, "fence tree: the parent node %s", t.job.Nodes[p].Name)
 	}
 	addr := resp.Data[0].Value
 	c, err := direct.Dial(ctx, addr, direct.WithDialer(AuthDialer(t.secret)))
 	if err != nil {
-		return nil, plugin.Wrapf(err, plugin.ErrUnavailable, "fence tree: the parent node %s at %s", t.job.Nodes[p].Name, addr)
+		return nil, nil, plugin.Wrapf(err, plugin.ErrUnavailable, "fence tree: the parent node %s at %s", t.job.Nodes[p].Name, addr)
 	}
-	t.up, t.upClose = c.Backend(), c.Close
-	return t.up, nil
+	return c.Backend(), c.Close, nil
 }
 
 // watchAbort waits, at the coordinator, for the job's abort, which fails
