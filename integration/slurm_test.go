@@ -360,6 +360,11 @@ func nodeLoss(t *testing.T, c *slurmlab.Cluster, width string) {
 	if strings.Contains(r.Stdout, "barrier-completed") {
 		t.Fatalf("a barrier completed without node n2:\n%s", r.Stdout)
 	}
+	// srun's own stderr names who never arrived: the shims' logs stay on
+	// their nodes.
+	if !strings.Contains(r.Stderr, "rank 1 (node n2) did not arrive") {
+		t.Fatalf("srun's stderr does not name rank 1 on node n2:\n%s", r.Stderr)
+	}
 }
 
 // salloc runs `salloc <allocation> srun --mpi=gopmi <step>` on the
@@ -420,8 +425,16 @@ func TestSlurmShimFailureIsShown(t *testing.T) {
 	c := slurm(t)
 	argv := []string{"srun", "--mpi=gopmi", "-N", "2", "-n", "2", progs[clients.MPIHello]}
 	r := runOn(t, c, time.Minute, argv, "GOPMI_FENCE_MODE=bogus")
-	if r.ExitCode == 0 || strings.Count(r.Stderr, `gopmi: gopmi-shim on node`) != 2 ||
-		!strings.Contains(r.Stderr, `"FENCE_MODE_BOGUS"`) || strings.Contains(r.Stdout, "ok hello") {
-		t.Fatalf("want both nodes' shim errors and a failed step:\n%s", slurmFailure(c, r))
+	if r.ExitCode == 0 || strings.Count(r.Stderr, `gopmi: node `) != 2 ||
+		!strings.Contains(r.Stderr, `fence mode "bogus" (GOPMI_FENCE_MODE or GopmiFenceMode): want collect, lazy or modex`) ||
+		strings.Contains(r.Stdout, "ok hello") {
+		t.Fatalf("want one line per node naming the setting and a failed step:\n%s", slurmFailure(c, r))
+	}
+	// srun's side without its binaries: the step fails at once, saying
+	// where it looked (Slurm alone would wait half a minute).
+	start := time.Now()
+	r = runOn(t, c, time.Minute, argv, "GOPMI_BINDIR=/nonexistent")
+	if r.ExitCode == 0 || !strings.Contains(r.Stderr, "/nonexistent/gopmi-rm-slurm") || time.Since(start) > 15*time.Second {
+		t.Fatalf("a wrong GOPMI_BINDIR, after %s:\n%s", time.Since(start).Round(time.Millisecond), slurmFailure(c, r))
 	}
 }

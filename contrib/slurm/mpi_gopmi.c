@@ -145,8 +145,22 @@ static char *layout_json(const slurm_step_layout_t *lay)
 
 typedef struct {
 	pid_t pid;
-	int in; /* the coordinator's stdin: closing it ends the coordinator */
+	int in;     /* the coordinator's stdin: closing it ends the coordinator */
+	int failed; /* no coordinator: the step fails, srun exits 1 */
 } client_state_t;
+
+/* no_coordinator lets the step start without a coordinator after srun's
+ * side failed (its error() said why): each stepd then finds none and
+ * fails its tasks at once with a message, and srun exits 1. Returning
+ * NULL instead makes srun wait half a minute for a step it aborted. */
+static mpi_plugin_client_state_t *no_coordinator(void)
+{
+	client_state_t *st = xmalloc(sizeof(*st));
+	st->pid = -1;
+	st->in = -1;
+	st->failed = 1;
+	return st;
+}
 
 extern mpi_plugin_client_state_t *
 mpi_p_client_prelaunch(const mpi_plugin_client_info_t *job, char ***env)
@@ -195,7 +209,7 @@ mpi_p_client_prelaunch(const mpi_plugin_client_info_t *job, char ***env)
 		error("mpi/gopmi: no step secret: /dev/urandom: %m");
 		if (fd >= 0)
 			close(fd);
-		return NULL;
+		return no_coordinator();
 	}
 	close(fd);
 	for (int i = 0; i < 32; i++)
@@ -207,7 +221,7 @@ mpi_p_client_prelaunch(const mpi_plugin_client_info_t *job, char ***env)
 	if (access(path, X_OK) != 0) {
 		error("mpi/gopmi: %s: %m (set GOPMI_BINDIR, or install gopmi there)", path);
 		xfree(path);
-		return NULL;
+		return no_coordinator();
 	}
 	/* srun listens for the coordinator, which inherits the socket
 	 * (LISTEN_FDS, fd 3): the port is known at once and the coordinator
@@ -219,14 +233,14 @@ mpi_p_client_prelaunch(const mpi_plugin_client_info_t *job, char ***env)
 		if (lfd >= 0)
 			close(lfd);
 		xfree(path);
-		return NULL;
+		return no_coordinator();
 	}
 	port = ntohs(sin.sin_port);
 	if (pipe2(in, O_CLOEXEC)) {
 		error("mpi/gopmi: pipe: %m");
 		close(lfd);
 		xfree(path);
-		return NULL;
+		return no_coordinator();
 	}
 	/* Made before fork: srun has threads; the child only makes system
 	 * calls until it execs. */
@@ -241,7 +255,7 @@ mpi_p_client_prelaunch(const mpi_plugin_client_info_t *job, char ***env)
 		close(lfd);
 		xfree(path);
 		env_array_free(cenv);
-		return NULL;
+		return no_coordinator();
 	}
 	if (pid == 0) {
 		static const char exec_failed[] = "mpi/gopmi: cannot exec gopmi-rm-slurm\n";
@@ -302,6 +316,8 @@ extern int mpi_p_client_fini(mpi_plugin_client_state_t *state)
 		else if (WIFSIGNALED(status))
 			rc = 128 + WTERMSIG(status);
 	}
+	if (st->failed)
+		rc = 1;
 	xfree(st);
 	/* Non-zero becomes srun's exit status: an MPI_Abort's errorcode. */
 	return rc;
@@ -348,6 +364,28 @@ static const char *step_setting(char **env, const char *name, const char *conf)
 {
 	const char *v = getenvp(env, name);
 	return v && v[0] ? v : conf;
+}
+
+/* check_settings refuses a per-step or mpi.conf setting gopmi cannot use,
+ * naming it and what it wants (in shim_error); it returns non-zero then. */
+static int check_settings(char **env)
+{
+	const char *mode = step_setting(env, "GOPMI_FENCE_MODE", gconf.fence_mode);
+	const char *t = getenvp(env, "GOPMI_TIMEOUT"), *w = getenvp(env, "GOPMI_TREE_WIDTH");
+
+	if (mode && mode[0] && strcasecmp(mode, "collect") && strcasecmp(mode, "lazy") && strcasecmp(mode, "modex")) {
+		snprintf(shim_error, sizeof(shim_error), "fence mode \"%.64s\" (GOPMI_FENCE_MODE or GopmiFenceMode): want collect, lazy or modex", mode);
+		return 1;
+	}
+	if (t && t[0] && (strspn(t, "0123456789") != strlen(t) || atoi(t) < 1)) {
+		snprintf(shim_error, sizeof(shim_error), "GOPMI_TIMEOUT=%.64s: want a number of seconds, at least 1", t);
+		return 1;
+	}
+	if (w && w[0] && (strspn(w, "0123456789") != strlen(w) || atoi(w) < 1)) {
+		snprintf(shim_error, sizeof(shim_error), "GOPMI_TREE_WIDTH=%.64s: want a number, at least 1", w);
+		return 1;
+	}
+	return 0;
 }
 
 static char *bootstrap(const stepd_step_rec_t *job, char **env, const char *coord, const char *nodes)
@@ -436,21 +474,21 @@ static int wait_ready(int sock, pid_t shim, const stepd_step_rec_t *job)
 					char *e = s ? strchr(s, '\n') : NULL;
 					if (e)
 						*e = '\0';
-					snprintf(shim_error, sizeof(shim_error), "gopmi-shim on node %u: %.4000s",
-						 job->nodeid, s ? s + 7 : msg);
+					snprintf(shim_error, sizeof(shim_error), "gopmi-shim: %.4000s",
+						 s ? s + 7 : msg);
 					return SLURM_ERROR;
 				}
 			}
 		}
 		if (waitpid(shim, &status, WNOHANG) == shim) {
-			snprintf(shim_error, sizeof(shim_error), "gopmi-shim on node %u exited (status %d) before it served the tasks",
-				 job->nodeid, WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
+			snprintf(shim_error, sizeof(shim_error), "gopmi-shim exited (status %d) before it served the tasks",
+				 WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
 			return SLURM_ERROR;
 		}
 		clock_gettime(CLOCK_MONOTONIC, &now);
 		if (now.tv_sec - start.tv_sec >= (time_t) gconf.start_timeout) {
-			snprintf(shim_error, sizeof(shim_error), "gopmi-shim on node %u did not say READY=1 within %us",
-				 job->nodeid, gconf.start_timeout);
+			snprintf(shim_error, sizeof(shim_error), "gopmi-shim did not say READY=1 within %us (GopmiStartTimeout)",
+				 gconf.start_timeout);
 			kill(shim, SIGKILL);
 			waitpid(shim, NULL, 0);
 			return SLURM_ERROR;
@@ -486,6 +524,13 @@ extern int mpi_p_slurmstepd_prefork(const stepd_step_rec_t *job, char ***env)
 		goto out;
 	}
 	shim = xstrdup_printf("%s/gopmi-shim", bindir());
+	if (access(shim, X_OK) != 0) {
+		snprintf(shim_error, sizeof(shim_error),
+			 "%s: %s (GopmiBinDir in mpi.conf says where gopmi is installed)", shim, strerror(errno));
+		goto out;
+	}
+	if (check_settings(*env))
+		goto out;
 	boot = bootstrap(job, *env, coord, nodes);
 
 	/* The shim's readiness comes back on an abstract datagram socket. */
@@ -627,8 +672,8 @@ out:
 	env_array_free(envp);
 	if (rc != SLURM_SUCCESS) {
 		if (!shim_error[0])
-			snprintf(shim_error, sizeof(shim_error), "could not start gopmi-shim on node %u: %s",
-				 job->nodeid, strerror(errno));
+			snprintf(shim_error, sizeof(shim_error), "could not start gopmi-shim: %s",
+				 strerror(errno));
 		error("mpi/gopmi: %s", shim_error);
 	}
 	/* The tasks start either way; each fails at once when the shim did
@@ -641,8 +686,9 @@ extern int mpi_p_slurmstepd_task(const mpi_plugin_task_info_t *job, char ***env)
 	int fd = -1;
 
 	if (shim_error[0]) {
-		/* stderr is the task's, which srun prints. */
-		dprintf(2, "gopmi: %s\n", shim_error);
+		/* stderr is the task's, which srun prints: once per node. */
+		if (job->ltaskid == 0)
+			dprintf(2, "gopmi: node %u: %s\n", job->nodeid, shim_error);
 		_exit(1);
 	}
 

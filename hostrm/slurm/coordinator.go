@@ -107,6 +107,17 @@ type stepBackend struct {
 	c *Coordinator
 }
 
+// Fence reports a fence that timed out: the shims' own logs stay on their
+// nodes, so this is where srun's user learns who never arrived. MPICH may
+// go on after a failed barrier; the step ends instead, loudly.
+func (b *stepBackend) Fence(ctx context.Context, req *plugin.FenceRequest) (*plugin.FenceResponse, error) {
+	resp, err := b.Universe.Fence(ctx, req)
+	if err != nil && errors.Is(err, plugin.ErrTimeout) {
+		b.c.fail(1, err.Error())
+	}
+	return resp, err
+}
+
 func (b *stepBackend) Configure(ctx context.Context, req *plugin.ConfigureRequest) (*plugin.ConfigureResponse, error) {
 	resp, err := b.Universe.Configure(ctx, req)
 	b.c.mu.Lock()
@@ -227,8 +238,9 @@ func (c *Coordinator) fail(status int, why string) {
 	if !first {
 		return
 	}
-	// gopmi-rm-slurm's main prints why when it exits; srun shows it.
-	c.log.Debug().Str("step", c.opts.Step).Msg(why)
+	// srun's user sees it now, on srun's stderr, and again when srun
+	// exits.
+	fmt.Fprintf(c.opts.Stderr, "gopmi: %s\n", why)
 	if c.opts.Step == "" {
 		c.stopSpawned()
 		return

@@ -92,9 +92,7 @@ func coordinate(args []string) int {
 		fmt.Fprintf(os.Stderr, "gopmi-rm-slurm coordinate: %v\n", err)
 		return exitSetup
 	}
-	status, why := c.Status()
-	if status != 0 {
-		fmt.Fprintf(os.Stderr, "gopmi: %s\n", why)
-	}
+	// The failure was reported when it happened.
+	status, _ := c.Status()
 	return status
 }
