@@ -36,9 +36,7 @@ type Backend struct {
 	attrs    []plugin.Info       // written once before ready closes
 	err      error               // written once before ready closes
 
-	mu      sync.Mutex
-	known   bool     // guarded by mu; set when ready closes
-	onKnown []func() // guarded by mu; run once, when ready closes
+	known event // fires once ready closed
 }
 
 // NewBackend returns the handle of a backend that is not up yet. name
@@ -69,7 +67,7 @@ func (b *Backend) Up(be plugin.Full, info *plugin.BackendInfo, attrs []plugin.In
 		}
 		b.full, b.info, b.attrs = be, info, attrs
 		close(b.ready)
-		b.runKnown()
+		b.known.fire()
 	})
 }
 
@@ -84,34 +82,17 @@ func (b *Backend) Fail(err error) {
 		b.err = fmt.Errorf("backend not available: %w", err)
 		b.info = &plugin.BackendInfo{}
 		close(b.ready)
-		b.runKnown()
+		b.known.fire()
 	})
 }
 
 // whenKnown runs f once the bring-up ended, either way: at once when it
-// has, else on the goroutine that calls Up or Fail. It does not ask for
-// the backend. f must not block or take a lock its caller may hold: the
-// Job's callbacks only start work on goroutines of their own.
-func (b *Backend) whenKnown(f func()) {
-	b.mu.Lock()
-	if !b.known {
-		b.onKnown = append(b.onKnown, f)
-		b.mu.Unlock()
-		return
-	}
-	b.mu.Unlock()
-	f()
-}
-
-func (b *Backend) runKnown() {
-	b.mu.Lock()
-	b.known = true
-	fs := b.onKnown
-	b.onKnown = nil
-	b.mu.Unlock()
-	for _, f := range fs {
-		f()
-	}
+// has, else on the goroutine that calls Up or Fail; stop unregisters it.
+// It does not ask for the backend. f must not block or take a lock its
+// caller may hold: the Job's callbacks only start work on goroutines of
+// their own.
+func (b *Backend) whenKnown(f func()) (stop func() bool) {
+	return b.known.on(f)
 }
 
 // Need asks for the backend without waiting for it.

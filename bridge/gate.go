@@ -69,7 +69,7 @@ func (j *Job) withBackend(d time.Duration, outlive bool, f func(ctx context.Cont
 			start(fmt.Errorf("waiting for %s to start: the job ended", j.be.Name()))
 		}))
 	}
-	j.be.whenKnown(func() { start(j.be.Err()) })
+	w.also(j.be.whenKnown(func() { start(j.be.Err()) }))
 }
 
 // gateWait is one piece of work at the gate: whichever of its triggers

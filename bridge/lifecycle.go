@@ -24,10 +24,8 @@ type calls struct {
 
 	mu      sync.Mutex // orders wg.Add before Shutdown's wg.Wait
 	wg      sync.WaitGroup
-	closing bool           // guarded by mu; no new work once set
-	ended   bool           // guarded by mu; end ran
-	atEnds  map[int]func() // guarded by mu; what end runs, by registration
-	nextEnd int            // guarded by mu
+	closing bool  // guarded by mu; no new work once set
+	ended   event // fires when the job ends
 }
 
 // tap observes the job's goroutines: Begin before one starts, End when it
@@ -92,40 +90,12 @@ func (c *calls) spawnUntil(deadline time.Time, outlive bool, f func(ctx context.
 
 // atEnd registers f to run when the job ends, on the goroutine that ends
 // it (at once if it has ended), and returns its stop.
-func (c *calls) atEnd(f func()) func() bool {
-	c.mu.Lock()
-	if c.ended {
-		c.mu.Unlock()
-		f()
-		return func() bool { return false }
-	}
-	if c.atEnds == nil {
-		c.atEnds = make(map[int]func())
-	}
-	id := c.nextEnd
-	c.nextEnd++
-	c.atEnds[id] = f
-	c.mu.Unlock()
-	return func() bool {
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		_, ok := c.atEnds[id]
-		delete(c.atEnds, id)
-		return ok
-	}
-}
+func (c *calls) atEnd(f func()) func() bool { return c.ended.on(f) }
 
 // end cancels the job's calls and runs what waited for the end.
 func (c *calls) end() {
 	c.cancel()
-	c.mu.Lock()
-	c.ended = true
-	fs := c.atEnds
-	c.atEnds = nil
-	c.mu.Unlock()
-	for _, f := range fs {
-		f()
-	}
+	c.ended.fire()
 }
 
 // after arms a timer whose callback Shutdown waits for.

@@ -43,22 +43,9 @@ func slurm(t *testing.T) *slurmlab.Cluster {
 		t.Skip("the Slurm cases run in the default pass only: GOPMI_IT_SERVE=shim changes gopmi run, not srun")
 	}
 	slurmOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "gopmi-slurm-")
-		if err == nil {
-			// munged wants every directory above its socket enterable.
-			err = os.Chmod(dir, 0o755)
-		}
-		if err != nil {
-			slurmErr = err
-			return
-		}
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 		defer cancel()
-		so := filepath.Join(dir, "mpi_gopmi.so")
-		if slurmErr = buildSlurmPlugin(ctx, so); slurmErr != nil {
-			return
-		}
-		slurmCluster, slurmErr = slurmlab.Start(ctx, filepath.Join(dir, "cluster"), slurmlab.Options{Nodes: 2, Plugin: so})
+		slurmCluster, slurmErr = slurmlab.Start(ctx, "", slurmlab.Options{Nodes: 2, BinDir: binDir})
 	})
 	if slurmErr != nil {
 		t.Fatalf("Slurm cluster: %v", slurmErr)
@@ -70,27 +57,7 @@ func slurm(t *testing.T) *slurmlab.Cluster {
 func stopSlurm() {
 	if slurmCluster != nil {
 		slurmCluster.Stop()
-		os.RemoveAll(filepath.Dir(slurmCluster.Dir))
 	}
-}
-
-// buildSlurmPlugin runs contrib/slurm/build.sh for this run's binaries.
-func buildSlurmPlugin(ctx context.Context, out string) error {
-	if err := slurmlab.Check(); err != nil {
-		return err
-	}
-	root, err := moduleRoot(ctx)
-	if err != nil {
-		return err
-	}
-	cmd := exec.CommandContext(ctx, filepath.Join(root, "contrib", "slurm", "build.sh"), out)
-	cmd.Env = append(os.Environ(), "BINDIR="+binDir)
-	var b bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &b, &b
-	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("contrib/slurm/build.sh: %w\n%s", err, b.String())
-	}
-	return nil
 }
 
 // srun runs prog under `srun --mpi=gopmi <srunArgs>`.

@@ -134,7 +134,7 @@ func (u *Universe) Lookup(ctx context.Context, req *plugin.LookupRequest) (*plug
 	if err := refuseInfo(step, req.Info); err != nil {
 		return nil, err
 	}
-	timeout := orDefault(req.Timeout, plugin.DefaultLookupTimeout)
+	timeout := req.TimeoutOrDefault()
 	var timerC <-chan time.Time
 	if req.Wait {
 		timer := time.NewTimer(timeout)

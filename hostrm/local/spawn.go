@@ -65,7 +65,7 @@ func (u *Universe) Spawn(ctx context.Context, req *plugin.SpawnRequest) (*plugin
 	if err != nil {
 		return nil, err
 	}
-	timeout := orDefault(req.Timeout, plugin.DefaultSpawnTimeout)
+	timeout := req.TimeoutOrDefault()
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	if err := u.opts.Launch(ctx, spec); err != nil {

@@ -174,7 +174,7 @@ func (t *tree) fence(ctx context.Context, req *plugin.FenceRequest) (*plugin.Fen
 		}
 		g = &gather{req: req, start: time.Now(), expect: n, have: map[int32]bool{}}
 		t.open[key] = g
-		timeout := orDefault(req.Timeout, plugin.DefaultFenceTimeout)
+		timeout := req.TimeoutOrDefault()
 		g.flush = time.AfterFunc(timeout/2, func() { t.flush(key, g) })
 	}
 	if g.sent {
@@ -207,7 +207,7 @@ func (t *tree) involves(req *plugin.FenceRequest) bool {
 			return false
 		}
 	}
-	return len(req.Procs) > 0 && !strings.HasPrefix(req.ID, "publish:")
+	return len(req.Procs) > 0
 }
 
 func fenceKey(req *plugin.FenceRequest) string {
@@ -232,7 +232,7 @@ func (t *tree) rest(g *gather, req *plugin.FenceRequest) *plugin.FenceRequest {
 }
 
 func remaining(g *gather) time.Duration {
-	left := orDefault(g.req.Timeout, plugin.DefaultFenceTimeout) - time.Since(g.start)
+	left := g.req.TimeoutOrDefault() - time.Since(g.start)
 	if left < time.Millisecond {
 		left = time.Millisecond
 	}
@@ -290,7 +290,7 @@ func (t *tree) goUp(key string, g *gather) {
 
 // send passes a call to the parent, finding it first.
 func (t *tree) send(ctx context.Context, req *plugin.FenceRequest) (*plugin.FenceResponse, error) {
-	up, err := t.parent(ctx, orDefault(req.Timeout, plugin.DefaultFenceTimeout))
+	up, err := t.parent(ctx, req.TimeoutOrDefault())
 	if err != nil {
 		return nil, err
 	}
@@ -416,7 +416,10 @@ func (t *tree) serveChildren(ctx context.Context, host string) error {
 		defer close(done)
 		var wg sync.WaitGroup
 		wg.Go(func() { t.watchAbort(sctx) })
-		_ = direct.Serve(sctx, AuthListener(l, t.secret, t.log), subtreeServer{t: t}, direct.WithGracePeriod(time.Second))
+		if err := direct.Serve(sctx, AuthListener(l, t.secret, t.log), subtreeServer{t: t}, direct.WithGracePeriod(time.Second)); err != nil && sctx.Err() == nil {
+			// The children's fences will fail, naming this node.
+			t.log.Error().Err(err).Msg("fence tree: serving the children failed")
+		}
 		wg.Wait()
 	}()
 	t.mu.Lock()
@@ -458,11 +461,4 @@ func (subtreeServer) GetInfo(context.Context) (*plugin.BackendInfo, error) {
 
 func (s subtreeServer) Fence(ctx context.Context, req *plugin.FenceRequest) (*plugin.FenceResponse, error) {
 	return s.t.fence(ctx, req)
-}
-
-func orDefault(d, def time.Duration) time.Duration {
-	if d <= 0 {
-		return def
-	}
-	return d
 }

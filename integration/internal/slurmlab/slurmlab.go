@@ -17,6 +17,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"syscall"
@@ -33,8 +34,12 @@ type Options struct {
 	// CPUs is each node's CPU count as Slurm sees it; default 32 (tasks
 	// may outnumber the real cores).
 	CPUs int
-	// Plugin is the built mpi_gopmi.so; empty runs without it.
+	// Plugin is a built mpi_gopmi.so. Empty: with BinDir, Start builds
+	// one with contrib/slurm/build.sh for the gopmi binaries there; without
+	// either, the cluster runs without gopmi.
 	Plugin string
+	// BinDir holds the gopmi binaries the built plugin runs.
+	BinDir string
 	// MPIConf is written as mpi.conf beside slurm.conf when not empty.
 	MPIConf string
 }
@@ -42,6 +47,7 @@ type Options struct {
 // Cluster is a running cluster.
 type Cluster struct {
 	Dir     string
+	temp    string // the directory Start made, removed by Stop
 	Conf    string
 	Nodes   []string
 	daemons []*exec.Cmd // munged, slurmctld, then each slurmd
@@ -166,10 +172,33 @@ func run(ctx context.Context, env []string, name string, args ...string) error {
 	return nil
 }
 
-// Start brings a cluster up in dir and waits until every node is idle.
+// Start brings a cluster up in dir (empty: a temporary directory, which
+// Stop removes) and waits until every node is idle.
 func Start(ctx context.Context, dir string, o Options) (c *Cluster, err error) {
 	if err := Check(); err != nil {
 		return nil, err
+	}
+	temp := ""
+	if dir == "" {
+		if temp, err = os.MkdirTemp("", "gopmi-slurm-"); err != nil {
+			return nil, err
+		}
+		dir = filepath.Join(temp, "cluster")
+		defer func() {
+			if err != nil {
+				os.RemoveAll(temp)
+			}
+		}()
+		// munged wants every directory above its socket enterable.
+		if err := os.Chmod(temp, 0o755); err != nil {
+			return nil, err
+		}
+	}
+	if o.Plugin == "" && o.BinDir != "" {
+		o.Plugin = filepath.Join(filepath.Dir(dir), "mpi_gopmi.so")
+		if err := BuildPlugin(ctx, o.BinDir, o.Plugin); err != nil {
+			return nil, err
+		}
 	}
 	if o.Nodes <= 0 {
 		o.Nodes = 2
@@ -185,7 +214,7 @@ func Start(ctx context.Context, dir string, o Options) (c *Cluster, err error) {
 	if err != nil {
 		return nil, err
 	}
-	c = &Cluster{Dir: dir, Conf: filepath.Join(dir, "slurm.conf")}
+	c = &Cluster{Dir: dir, Conf: filepath.Join(dir, "slurm.conf"), temp: temp}
 	defer func() {
 		if err != nil {
 			c.Stop()
@@ -344,6 +373,52 @@ func (c *Cluster) Stop() {
 		}
 	}
 	c.daemons = nil
+	if c.temp != "" {
+		os.RemoveAll(c.temp)
+	}
+}
+
+// BuildPlugin builds mpi/gopmi with contrib/slurm/build.sh into out, for
+// the gopmi binaries in binDir.
+func BuildPlugin(ctx context.Context, binDir, out string) error {
+	script, err := buildScript()
+	if err != nil {
+		return err
+	}
+	bin, err := filepath.Abs(binDir)
+	if err != nil {
+		return err
+	}
+	cmd := exec.CommandContext(ctx, script, out)
+	cmd.Env = append(os.Environ(), "BINDIR="+bin)
+	if b, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("contrib/slurm/build.sh: %w\n%s", err, b)
+	}
+	return nil
+}
+
+// buildScript finds contrib/slurm/build.sh from this source file, else
+// from the working directory up.
+func buildScript() (string, error) {
+	const rel = "contrib/slurm/build.sh"
+	if _, file, _, ok := runtime.Caller(0); ok && filepath.IsAbs(file) {
+		p := filepath.Join(filepath.Dir(file), "..", "..", "..", rel)
+		if _, err := os.Stat(p); err == nil {
+			return filepath.Clean(p), nil
+		}
+	}
+	wd, err := os.Getwd()
+	if err != nil {
+		return "", err
+	}
+	for d := wd; ; d = filepath.Dir(d) {
+		if _, err := os.Stat(filepath.Join(d, rel)); err == nil {
+			return filepath.Join(d, rel), nil
+		}
+		if filepath.Dir(d) == d {
+			return "", fmt.Errorf("%s not found from %s: run from the gopmi source tree", rel, wd)
+		}
+	}
 }
 
 func waitFile(ctx context.Context, path string) error {
