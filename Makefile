@@ -4,7 +4,7 @@ PREFIX   ?= /usr/local
 BIN      := bin
 VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS  := -s -w -X main.version=$(VERSION)
-CMDS     := ./hostrm/cmd/gopmi ./shim/cmd/gopmi-shim ./hostrm/local/cmd/gopmi-rm-local ./hostrm/slurm/cmd/gopmi-rm-slurm
+CMDS     := ./hostrm/cmd/gopmi ./shim/cmd/gopmi-shim ./hostrm/local/cmd/gopmi-rm-local ./hostrm/slurm/cmd/gopmi-rm-slurm ./hostrm/slurm/cmd/gopmi-slurm
 # Where Slurm loads plugins from (Debian's); make install-slurm-plugin
 # installs mpi_gopmi.so there.
 SLURM_PLUGINDIR ?= $(firstword $(wildcard /usr/lib/*/slurm-wlm) /usr/lib/x86_64-linux-gnu/slurm-wlm)
@@ -25,7 +25,7 @@ build:
 
 install: build
 	install -d $(DESTDIR)$(PREFIX)/bin
-	install -m 0755 $(BIN)/gopmi $(BIN)/gopmi-shim $(BIN)/gopmi-rm-local $(BIN)/gopmi-rm-slurm $(DESTDIR)$(PREFIX)/bin/
+	install -m 0755 $(BIN)/gopmi $(BIN)/gopmi-shim $(BIN)/gopmi-rm-local $(BIN)/gopmi-rm-slurm $(BIN)/gopmi-slurm $(DESTDIR)$(PREFIX)/bin/
 
 # Slurm's MPI plugin (srun --mpi=gopmi), built against the installed
 # Slurm's own source (Debian's source package; see contrib/slurm). It finds

@@ -48,10 +48,12 @@ const mod = "github.com/gopmi/gopmi/"
 // TestImportRules holds the layout's rules, so that they can be read from
 // the imports: the local resource manager (the universe, its link and
 // gopmi-rm-local) uses nothing but the SDK and itself, the Slurm backend
-// nothing but the SDK and the universe; only gopmi run's
-// launcher imports the shim's serving loop, and nothing imports the shim
-// process; the bridge never imports gRPC; and `gopmi` links neither
-// go-plugin nor gRPC nor protojson nor the shim, so that it starts lean.
+// nothing but the SDK and the universe (and gopmi-slurm, which is also a
+// shim, the shim); only gopmi run's launcher, the shim and gopmi-slurm
+// import the shim's serving loop; the bridge never imports gRPC; `gopmi`
+// links neither go-plugin nor gRPC nor protojson nor the shim, and
+// gopmi-slurm and the shim's package not go-plugin, so that they start
+// lean.
 func TestImportRules(t *testing.T) {
 	begin(t)
 	pkgs := listPackages(t, "./...")
@@ -62,6 +64,8 @@ func TestImportRules(t *testing.T) {
 		mod + "hostrm/local/cmd/gopmi-rm-local": true,
 	}
 	sdk := []string{mod + "plugin", mod + "plugin/execpath", mod + "plugin/grpcplugin", mod + "plugin/grpcplugin/direct"}
+	slurmShim := mod + "hostrm/slurm/cmd/gopmi-slurm"
+	shimPkgs := map[string]bool{mod + "shim": true, mod + "shim/serve": true}
 	for path, p := range pkgs {
 		for _, imp := range p.Imports {
 			own := strings.HasPrefix(imp, mod)
@@ -69,14 +73,14 @@ func TestImportRules(t *testing.T) {
 			case sdkOnly[path] && own && !slices.Contains(sdk, imp) && !sdkOnly[imp]:
 				t.Errorf("%s imports %s: the local resource manager may use only the SDK (%s)", path, imp, strings.Join(sdk, ", "))
 			case strings.HasPrefix(path, mod+"hostrm/slurm") && own && !slices.Contains(sdk, imp) &&
-				imp != mod+"hostrm/local" && !strings.HasPrefix(imp, mod+"hostrm/slurm"):
+				imp != mod+"hostrm/local" && !strings.HasPrefix(imp, mod+"hostrm/slurm") && !(path == slurmShim && shimPkgs[imp]):
 				// The coordinator keeps the step's state in the local RM's
-				// universe, itself SDK-only.
+				// universe, itself SDK-only; gopmi-slurm is also the shim.
 				t.Errorf("%s imports %s: the Slurm backend may use only the SDK and the universe (hostrm/local)", path, imp)
-			case imp == mod+"shim/serve" && path != mod+"hostrm/local/launcher" && path != mod+"shim":
-				t.Errorf("%s imports the shim's serving loop: only gopmi run's launcher and the shim may", path)
-			case imp == mod+"shim" && path != mod+"shim/cmd/gopmi-shim":
-				t.Errorf("%s imports package shim: only gopmi-shim's main may", path)
+			case imp == mod+"shim/serve" && path != mod+"hostrm/local/launcher" && path != mod+"shim" && path != slurmShim:
+				t.Errorf("%s imports the shim's serving loop: only gopmi run's launcher, the shim and gopmi-slurm may", path)
+			case imp == mod+"shim" && path != mod+"shim/cmd/gopmi-shim" && path != mod+"shim/goplugin" && path != slurmShim:
+				t.Errorf("%s imports package shim: only gopmi-shim's main, shim/goplugin and gopmi-slurm may", path)
 			case strings.HasPrefix(imp, mod+"hostrm") && !strings.HasPrefix(path, mod+"hostrm"):
 				t.Errorf("%s imports %s: nothing outside hostrm imports it", path, imp)
 			case strings.HasPrefix(path, mod+"bridge") && strings.HasPrefix(imp, "google.golang.org/grpc"):
@@ -93,6 +97,17 @@ func TestImportRules(t *testing.T) {
 	}
 	if !slices.Contains(gopmi.Deps, mod+"shim/serve") {
 		t.Errorf("gopmi does not link the shim's serving loop: it no longer serves a job on one node itself?")
+	}
+	// Every Slurm step starts a gopmi-slurm per node and one beside srun;
+	// the shim's package leaves go-plugin to gopmi-shim's main.
+	for _, pkg := range []string{"./hostrm/slurm/cmd/gopmi-slurm", "./shim"} {
+		for _, p := range listPackages(t, pkg) {
+			for _, dep := range p.Deps {
+				if strings.HasPrefix(dep, "github.com/hashicorp/go-plugin") || dep == mod+"plugin/grpcplugin" {
+					t.Errorf("%s links %s: every start would pay its package init", p.ImportPath, dep)
+				}
+			}
+		}
 	}
 }
 

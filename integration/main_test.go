@@ -35,7 +35,7 @@ var (
 )
 
 // commands are the packages `go build` turns into the three binaries.
-var commands = []string{"./hostrm/cmd/gopmi", "./shim/cmd/gopmi-shim", "./hostrm/local/cmd/gopmi-rm-local", "./hostrm/slurm/cmd/gopmi-rm-slurm"}
+var commands = []string{"./hostrm/cmd/gopmi", "./shim/cmd/gopmi-shim", "./hostrm/local/cmd/gopmi-rm-local", "./hostrm/slurm/cmd/gopmi-rm-slurm", "./hostrm/slurm/cmd/gopmi-slurm"}
 
 func TestMain(m *testing.M) {
 	if os.Getenv(taskEnv) != "" {

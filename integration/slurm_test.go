@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -213,7 +214,7 @@ func TestSlurmNoOrphans(t *testing.T) {
 		var out []string
 		ps, _ := proc.Descendants(1)
 		for _, p := range ps {
-			if p.Alive() && (strings.HasPrefix(p.Comm, "gopmi-shim") || strings.HasPrefix(p.Comm, "gopmi-rm-slurm")) {
+			if p.Alive() && (strings.HasPrefix(p.Comm, "gopmi-slurm") || strings.HasPrefix(p.Comm, "gopmi-shim") || strings.HasPrefix(p.Comm, "gopmi-rm-slurm")) {
 				out = append(out, fmt.Sprintf("%s (pid %d, ppid %d)", p.Comm, p.PID, p.PPID))
 			}
 		}
@@ -244,8 +245,8 @@ func TestSlurmConfigShown(t *testing.T) {
 	}
 }
 
-// shimOf finds the gopmi-shim serving rank, on whatever node, from the
-// fd names its stepd gave it.
+// shimOf finds the shim (gopmi-slurm shim) serving rank, on whatever node,
+// from the fd names its stepd gave it.
 func shimOf(rank int) (int, error) {
 	ps, err := proc.Descendants(1)
 	if err != nil {
@@ -253,7 +254,7 @@ func shimOf(rank int) (int, error) {
 	}
 	want := "rank" + strconv.Itoa(rank)
 	for _, p := range ps {
-		if !p.Alive() || !strings.HasPrefix(p.Comm, "gopmi-shim") {
+		if !p.Alive() || !strings.HasPrefix(p.Comm, "gopmi-slurm") {
 			continue
 		}
 		env, err := os.ReadFile("/proc/" + strconv.Itoa(p.PID) + "/environ")
@@ -266,10 +267,10 @@ func shimOf(rank int) (int, error) {
 			}
 		}
 	}
-	return 0, fmt.Errorf("no gopmi-shim serves %s", want)
+	return 0, fmt.Errorf("no gopmi-slurm shim serves %s", want)
 }
 
-// A node lost in the middle of a job (its gopmi-shim killed) fails the
+// A node lost in the middle of a job (its shim killed) fails the
 // next fence within the step's time-out, naming the node and its ranks,
 // and srun exits non-zero.
 func TestSlurmNodeLoss(t *testing.T) {
@@ -385,7 +386,7 @@ func TestSlurmSpawnRefused(t *testing.T) {
 	}
 }
 
-// A gopmi-shim that cannot start fails the step, with the shim's own
+// A shim that cannot start fails the step, with the shim's own
 // message in srun's output (Slurm's srun alone would exit 0 after "task
 // launch failed").
 func TestSlurmShimFailureIsShown(t *testing.T) {
@@ -401,7 +402,30 @@ func TestSlurmShimFailureIsShown(t *testing.T) {
 	// where it looked (Slurm alone would wait half a minute).
 	start := time.Now()
 	r = runOn(t, c, time.Minute, argv, "GOPMI_BINDIR=/nonexistent")
-	if r.ExitCode == 0 || !strings.Contains(r.Stderr, "/nonexistent/gopmi-rm-slurm") || time.Since(start) > 15*time.Second {
+	if r.ExitCode == 0 || !strings.Contains(r.Stderr, "/nonexistent/gopmi-slurm") || time.Since(start) > 15*time.Second {
 		t.Fatalf("a wrong GOPMI_BINDIR, after %s:\n%s", time.Since(start).Round(time.Millisecond), slurmFailure(c, r))
+	}
+}
+
+// Each rank reads PMI_hwloc_xmlfile as a job attribute: the topology its
+// own node's slurmstepd wrote, as MPICH loads it instead of probing the
+// machine in every rank.
+func TestSlurmHwlocXMLFile(t *testing.T) {
+	c := slurm(t)
+	r := srun(t, c, time.Minute, []string{"-N", "2", "-n", "4"}, progs[clients.PMI2Test], "hwloc")
+	if r.ExitCode != 0 {
+		t.Fatal(slurmFailure(c, r))
+	}
+	files := map[string]bool{}
+	for _, m := range regexp.MustCompile(`ok pmi2 rank=\d+ step=hwloc file=(\S+)`).FindAllStringSubmatch(r.Stdout, -1) {
+		files[m[1]] = true
+	}
+	if len(files) != 2 {
+		t.Fatalf("want each node's own topology file, one per node; got %v:\n%s", files, r.Stdout)
+	}
+	for f := range files {
+		if !strings.HasPrefix(f, c.Dir) || !strings.Contains(filepath.Base(f), "hwloc_topo_") {
+			t.Errorf("%s is not a slurmstepd's topology file under the cluster's spool", f)
+		}
 	}
 }

@@ -2,8 +2,8 @@ package shim
 
 import (
 	"context"
-	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"time"
 
@@ -11,51 +11,66 @@ import (
 
 	"github.com/gopmi/gopmi/plugin"
 	"github.com/gopmi/gopmi/plugin/execpath"
-	"github.com/gopmi/gopmi/plugin/grpcplugin"
 	"github.com/gopmi/gopmi/shim/serve"
 )
 
-// backendProc is a running backend plugin; *grpcplugin.Client is one.
-type backendProc interface {
+// Process is a running backend process; *grpcplugin.Client is one.
+type Process interface {
 	Backend() plugin.Full
+	// Info is what the backend said in its handshake, nil when it said
+	// nothing: the shim then asks GetInfo.
 	Info() *plugin.BackendInfo
+	// Exited closes when the process has died on its own.
 	Exited() <-chan struct{}
 	Close() error
 }
 
-// launch is what starting a backend needs beyond the bootstrap.
-type launch struct {
-	path      string // resolved binary
-	spec      serve.BackendSpec
-	socketDir string
-	log       zerolog.Logger
-	env       []string
-	// timeout bounds the start and handshake.
-	timeout time.Duration
+// Launch is what starting a backend process needs beyond the bootstrap.
+type Launch struct {
+	// Path is the resolved binary; Args are the bootstrap's.
+	Path string
+	Args []string
+	// SocketDir is a private 0700 directory for the plugin's socket.
+	SocketDir string
+	// Log receives the backend's stderr lines.
+	Log zerolog.Logger
+	// Env is added to the backend's environment.
+	Env []string
+	// Timeout bounds the start and handshake.
+	Timeout time.Duration
 }
 
-// startFunc starts a backend; tests replace it.
-type startFunc func(ctx context.Context, l launch) (backendProc, error)
+// StartFunc starts a backend process: shim/goplugin.Start does it with
+// go-plugin, as gopmi-shim does.
+type StartFunc func(ctx context.Context, l Launch) (Process, error)
 
-// startPlugin launches the backend binary with go-plugin.
-func startPlugin(ctx context.Context, l launch) (backendProc, error) {
-	c, err := grpcplugin.Start(ctx, grpcplugin.ClientConfig{
-		Path:      l.path,
-		Args:      l.spec.Args,
-		Env:       l.env,
-		SocketDir: l.socketDir,
-		// The logger receives every stderr line of the plugin,
-		// re-levelled, so Stderr stays nil: the lines would show twice.
-		Logger:       l.log,
-		StartTimeout: l.timeout,
-	})
-	if err != nil {
-		return nil, err
+// inProcess adapts RunConfig.Backend to a startFunc.
+func inProcess(newBackend func(context.Context, serve.BackendSpec) (plugin.Full, error), spec serve.BackendSpec) StartFunc {
+	return func(ctx context.Context, _ Launch) (Process, error) {
+		b, err := newBackend(ctx, spec)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %s (in-process): %w", serve.ErrBackend, spec.BinaryName(), err)
+		}
+		return localBackend{b}, nil
 	}
-	if c == nil {
-		return nil, errors.New("grpcplugin.Start returned no client")
+}
+
+// localBackend is a backend served in the shim's own process.
+type localBackend struct{ b plugin.Full }
+
+func (l localBackend) Backend() plugin.Full { return l.b }
+
+// Info is nil: serve.Configure asks the backend itself.
+func (l localBackend) Info() *plugin.BackendInfo { return nil }
+
+// Exited never closes: the backend lives and dies with the shim.
+func (l localBackend) Exited() <-chan struct{} { return nil }
+
+func (l localBackend) Close() error {
+	if c, ok := l.b.(io.Closer); ok {
+		return c.Close()
 	}
-	return c, nil
+	return nil
 }
 
 // resolveBackend finds the backend binary: backend.path if given, else

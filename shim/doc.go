@@ -20,7 +20,16 @@
 //	bridge.Backend ──► plugin.Full ──gRPC (grpcplugin)──► gopmi-rm-<name>
 //
 // The serving loop is package serve, which `gopmi run` also uses to serve
-// a job on one node from its own process. What is the shim's own is what
+// a job on one node from its own process.
+//
+// # Backend: a process, or in process
+//
+// gopmi-shim starts gopmi-rm-<name> as a go-plugin process (RunConfig's
+// StartPlugin, shim/goplugin.Start). A resource manager's own binary may
+// instead link this package and serve its backend in the shim's process
+// (RunConfig.Backend): gopmi-slurm shim does, so a Slurm step costs one
+// Go process per node, not two. This package does not link go-plugin, so
+// such a binary does not pay go-plugin's package initialisation either. What is the shim's own is what
 // makes it a process a step daemon can start: the bootstrap on stdin, the
 // inherited fds, readiness, the backend plugin, signals and exit status.
 //

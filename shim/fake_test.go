@@ -52,7 +52,7 @@ func (f *fakeBackend) Abort(ctx context.Context, req *plugin.AbortRequest) error
 	return nil
 }
 
-// fakeProc is an in-process backendProc around a backend.
+// fakeProc is an in-process Process around a backend.
 type fakeProc struct {
 	be     plugin.Full
 	exited chan struct{}
@@ -71,8 +71,8 @@ func (p *fakeProc) Info() *plugin.BackendInfo { return nil }
 func (p *fakeProc) Exited() <-chan struct{}   { return p.exited }
 func (p *fakeProc) die()                      { p.once.Do(func() { close(p.exited) }) }
 func (p *fakeProc) wasClosed() bool           { p.mu.Lock(); defer p.mu.Unlock(); return p.closed }
-func (p *fakeProc) start() startFunc {
-	return func(context.Context, launch) (backendProc, error) { return p, nil }
+func (p *fakeProc) start() StartFunc {
+	return func(context.Context, Launch) (Process, error) { return p, nil }
 }
 func (p *fakeProc) Close() error {
 	p.mu.Lock()

@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"github.com/gopmi/gopmi/shim/serve"
 	"net"
 	"os"
 	"path/filepath"
@@ -16,7 +15,9 @@ import (
 
 	"google.golang.org/protobuf/encoding/protojson"
 
+	"github.com/gopmi/gopmi/plugin"
 	shimv1 "github.com/gopmi/gopmi/proto/gopmi/shim/v1"
+	"github.com/gopmi/gopmi/shim/serve"
 )
 
 // waitTimeout bounds every wait of these tests.
@@ -268,7 +269,9 @@ type inProc struct {
 
 // runOpts tunes startRun.
 type runOpts struct {
-	start      startFunc
+	start      StartFunc
+	inProcess  func(context.Context, serve.BackendSpec) (plugin.Full, error)
+	noPlugins  bool // neither StartPlugin nor Backend
 	backendEnv []string
 	// extra files for Run besides one socketpair per fd task.
 	files []*os.File
@@ -310,14 +313,18 @@ func startRun(t *testing.T, b *shimv1.Bootstrap, o runOpts) *inProc {
 	ctx, cancel := context.WithCancel(context.Background())
 	p.cancel = cancel
 	t.Cleanup(cancel)
+	if o.start == nil && o.inProcess == nil && !o.noPlugins {
+		o.start = pluginStart
+	}
 	rc := RunConfig{
-		Stdin:      bytes.NewReader(data),
-		Stderr:     p.log,
-		Getenv:     func(k string) string { return env[k] },
-		Files:      func() ([]*os.File, error) { return files, nil },
-		Signals:    p.sigs,
-		start:      o.start,
-		backendEnv: o.backendEnv,
+		Stdin:       bytes.NewReader(data),
+		Stderr:      p.log,
+		Getenv:      func(k string) string { return env[k] },
+		Files:       func() ([]*os.File, error) { return files, nil },
+		Signals:     p.sigs,
+		StartPlugin: o.start,
+		Backend:     o.inProcess,
+		backendEnv:  o.backendEnv,
 	}
 	go func() { p.done <- Run(ctx, rc) }()
 	t.Cleanup(func() {

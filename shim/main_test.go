@@ -27,7 +27,7 @@ func TestMain(m *testing.M) {
 	if len(os.Args) > 1 {
 		switch os.Args[1] {
 		case roleShim:
-			os.Exit(Main())
+			os.Exit(Main(pluginStart))
 		case roleBackend:
 			serveFakeBackend()
 			os.Exit(0)

@@ -6,7 +6,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/gopmi/gopmi/shim/serve"
 	"net"
 	"os"
 	"os/exec"
@@ -17,11 +16,25 @@ import (
 
 	"google.golang.org/protobuf/encoding/protojson"
 
+	"github.com/gopmi/gopmi/plugin/grpcplugin"
 	shimv1 "github.com/gopmi/gopmi/proto/gopmi/shim/v1"
+	"github.com/gopmi/gopmi/shim/serve"
 )
 
 // These tests start the real backend plugin: this test binary as
 // gopmi-test-backend, through grpcplugin.
+
+// pluginStart is shim/goplugin.Start, which this package's tests cannot
+// import (it imports the shim).
+func pluginStart(ctx context.Context, l Launch) (Process, error) {
+	c, err := grpcplugin.Start(ctx, grpcplugin.ClientConfig{
+		Path: l.Path, Args: l.Args, Env: l.Env, SocketDir: l.SocketDir, Logger: l.Log, StartTimeout: l.Timeout,
+	})
+	if err != nil {
+		return nil, err
+	}
+	return c, nil
+}
 
 func TestRunRealPlugin(t *testing.T) {
 	// Two nodes: the barrier's fence crosses the gRPC boundary too.

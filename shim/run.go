@@ -44,17 +44,29 @@ type RunConfig struct {
 	// Signals delivers SIGTERM, SIGINT and SIGUSR1; nil means Run
 	// subscribes to them itself.
 	Signals <-chan os.Signal
+	// Backend, when set, serves the job's backend in this process instead
+	// of starting gopmi-rm-<name> through go-plugin: a resource manager's
+	// binary that links the shim (gopmi-rm-slurm shim) saves a process and
+	// a handshake per node. Run calls it when the job first needs its
+	// backend, with the bootstrap's backend spec, and closes the result
+	// (when it is an io.Closer) after the job. The backend then shares the
+	// shim's fate: there is no backend process to die on its own.
+	Backend func(ctx context.Context, spec serve.BackendSpec) (plugin.Full, error)
 
-	// start launches the backend; nil means startPlugin (tests).
-	start startFunc
-	// backendEnv is passed to grpcplugin as ClientConfig.Env (tests).
+	// StartPlugin starts gopmi-rm-<name> as a process when Backend is
+	// nil: gopmi-shim passes shim/goplugin.Start. The package does not
+	// link go-plugin itself, so that a binary serving its backend in
+	// process (Backend) does not pay for it at every start.
+	StartPlugin StartFunc
+
+	// backendEnv is added to the backend process's environment (tests).
 	backendEnv []string
 }
 
 // Main runs the shim as a process and returns its exit status:
-// os.Exit(shim.Main()) is gopmi-shim's whole main.
-func Main() int {
-	return serve.ExitCode(Run(context.Background(), RunConfig{}))
+// os.Exit(shim.Main(goplugin.Start)) is gopmi-shim's whole main.
+func Main(start StartFunc) int {
+	return serve.ExitCode(Run(context.Background(), RunConfig{StartPlugin: start}))
 }
 
 // Run serves one job on this node until every local task has finalized
@@ -221,10 +233,16 @@ func (s *server) run(ctx context.Context) error {
 
 	// A missing backend binary, the likeliest mistake, fails the start
 	// before anything is served.
-	path, err := s.backendPath()
-	if err != nil {
-		fds.close()
-		return err
+	path := ""
+	if s.rc.Backend == nil {
+		if s.rc.StartPlugin == nil {
+			fds.close()
+			return fmt.Errorf("%w: this shim can neither start a backend process nor serve %s in process", serve.ErrBackend, c.Backend.BinaryName())
+		}
+		if path, err = s.backendPath(); err != nil {
+			fds.close()
+			return err
+		}
 	}
 
 	// The tasks are served from here on, while the backend starts: their
@@ -266,7 +284,7 @@ func (s *server) run(ctx context.Context) error {
 // backendStart is the backend's bring-up, run beside the job.
 type backendStart struct {
 	done chan struct{} // closed when the bring-up ended
-	bp   backendProc   // the running backend; set before done closes
+	bp   Process       // the running backend; set before done closes
 	dir  string        // the backend's private socket directory, if made
 	stop context.CancelFunc
 }
@@ -343,31 +361,32 @@ func (bs *backendStart) close(log zerolog.Logger) {
 // configures the backend, both within the backend start time-out, and
 // hands it to be. startCtx cuts it short: the shim stopping (a signal) or
 // a job that no longer needs the backend.
-func (s *server) bringUpBackend(startCtx context.Context, path string, be *bridge.Backend, bs *backendStart) (backendProc, error) {
+func (s *server) bringUpBackend(startCtx context.Context, path string, be *bridge.Backend, bs *backendStart) (Process, error) {
 	c := s.cfg
-	// The socket directory is made only for a backend that starts: most
-	// jobs on one node never need theirs.
-	dir, err := os.MkdirTemp("", "gopmi-shim-")
-	if err != nil {
-		return nil, fmt.Errorf("%w: create socket dir: %w", serve.ErrBackend, err)
-	}
-	bs.dir = dir
-	start := s.rc.start
-	if start == nil {
-		start = startPlugin
+	start, dir := s.rc.StartPlugin, ""
+	if s.rc.Backend != nil {
+		start = inProcess(s.rc.Backend, c.Backend)
+	} else {
+		// The socket directory is made only for a backend process that
+		// starts: most jobs on one node never need theirs.
+		var err error
+		if dir, err = os.MkdirTemp("", "gopmi-shim-"); err != nil {
+			return nil, fmt.Errorf("%w: create socket dir: %w", serve.ErrBackend, err)
+		}
+		bs.dir = dir
 	}
 	ctx, cancel := context.WithTimeout(startCtx, c.BackendStart)
 	defer cancel()
 	// Start honours ctx only while it runs (a signal during start-up
 	// kills the plugin); afterwards the shim ends the plugin with Close.
 	s.log.Debug().Str("path", path).Strs("args", c.Backend.Args).Msg("starting backend")
-	bp, err := start(ctx, launch{
-		path:      path,
-		spec:      c.Backend,
-		socketDir: dir,
-		log:       s.log.With().Str("backend", c.Backend.BinaryName()).Logger(),
-		env:       s.rc.backendEnv,
-		timeout:   c.BackendStart,
+	bp, err := start(ctx, Launch{
+		Path:      path,
+		Args:      c.Backend.Args,
+		SocketDir: dir,
+		Log:       s.log.With().Str("backend", c.Backend.BinaryName()).Logger(),
+		Env:       s.rc.backendEnv,
+		Timeout:   c.BackendStart,
 	})
 	if err != nil {
 		switch {

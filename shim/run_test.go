@@ -5,10 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/gopmi/gopmi/shim/serve"
 	"net"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -21,6 +21,7 @@ import (
 
 	"github.com/gopmi/gopmi/plugin"
 	shimv1 "github.com/gopmi/gopmi/proto/gopmi/shim/v1"
+	"github.com/gopmi/gopmi/shim/serve"
 )
 
 // helloWorld runs what MPICH's hello does over PMI-1 on two tasks: init,
@@ -332,20 +333,20 @@ func TestRunStartupFailure(t *testing.T) {
 func TestRunBackendStartFailure(t *testing.T) {
 	tests := []struct {
 		name   string
-		start  func() startFunc
+		start  func() StartFunc
 		status string
 	}{
-		{name: "backend start fails", start: func() startFunc {
-			return func(context.Context, launch) (backendProc, error) {
+		{name: "backend start fails", start: func() StartFunc {
+			return func(context.Context, Launch) (Process, error) {
 				return nil, errors.New("handshake: garbage on stdout")
 			}
 		}, status: "handshake: garbage on stdout"},
-		{name: "configure fails", start: func() startFunc {
+		{name: "configure fails", start: func() StartFunc {
 			return newFakeProc(&fakeBackend{configure: func(context.Context, *plugin.ConfigureRequest) (*plugin.ConfigureResponse, error) {
 				return nil, fmt.Errorf("no such allocation: %w", plugin.ErrNotFound)
 			}}).start()
 		}, status: "gopmi-rm-fake: configure: no such allocation"},
-		{name: "old API", start: func() startFunc {
+		{name: "old API", start: func() StartFunc {
 			return newFakeProc(&oldAPIBackend{}).start()
 		}, status: "speaks API versions [0.9]"},
 	}
@@ -448,7 +449,7 @@ func TestResolveBackend(t *testing.T) {
 // cancelled, the step daemon hears why, and the exit says the job failed.
 func TestRunStopDuringStart(t *testing.T) {
 	starting := make(chan struct{})
-	start := func(ctx context.Context, _ launch) (backendProc, error) {
+	start := func(ctx context.Context, _ Launch) (Process, error) {
 		close(starting)
 		<-ctx.Done()
 		return nil, ctx.Err()
@@ -475,7 +476,7 @@ func TestRunStopDuringStart(t *testing.T) {
 func TestRunJobEndsBeforeBackendStarts(t *testing.T) {
 	starting := make(chan struct{})
 	cancelled := make(chan struct{})
-	start := func(ctx context.Context, _ launch) (backendProc, error) {
+	start := func(ctx context.Context, _ Launch) (Process, error) {
 		close(starting)
 		<-ctx.Done()
 		close(cancelled)
@@ -507,7 +508,7 @@ func TestRunJobEndsBeforeBackendStarts(t *testing.T) {
 // hello never does.
 func TestRunOneNodeJobNeedsNoBackend(t *testing.T) {
 	var starts atomic.Int32
-	start := func(ctx context.Context, _ launch) (backendProc, error) {
+	start := func(ctx context.Context, _ Launch) (Process, error) {
 		starts.Add(1)
 		return nil, errors.New("must not start")
 	}
@@ -524,12 +525,12 @@ func TestRunOneNodeJobNeedsNoBackend(t *testing.T) {
 // starts, and is gone when the shim is.
 func TestRunSocketDirLifetime(t *testing.T) {
 	dirs := make(chan string, 1)
-	start := func(_ context.Context, l launch) (backendProc, error) {
-		st, err := os.Stat(l.socketDir)
+	start := func(_ context.Context, l Launch) (Process, error) {
+		st, err := os.Stat(l.SocketDir)
 		if err != nil || !st.IsDir() || st.Mode().Perm() != 0o700 {
-			t.Errorf("socket dir %q at start: %v, %v", l.socketDir, st, err)
+			t.Errorf("socket dir %q at start: %v, %v", l.SocketDir, st, err)
 		}
-		dirs <- l.socketDir
+		dirs <- l.SocketDir
 		return nil, errors.New("handshake: garbage on stdout")
 	}
 	p := startRun(t, oneNode(1), runOpts{start: start})
@@ -553,9 +554,9 @@ func TestRunSocketDirLifetime(t *testing.T) {
 func TestRunStartAtOnce(t *testing.T) {
 	started := make(chan struct{})
 	var once sync.Once
-	start := func(ctx context.Context, l launch) (backendProc, error) {
+	start := func(ctx context.Context, l Launch) (Process, error) {
 		once.Do(func() { close(started) })
-		return startPlugin(ctx, l)
+		return pluginStart(ctx, l)
 	}
 	b := oneNode(2)
 	b.Backend.StartAtOnce = true
@@ -568,4 +569,52 @@ func TestRunStartAtOnce(t *testing.T) {
 	}
 	helloWorld(t, p.tasks[0], p.tasks[1])
 	p.waitExit(serve.ExitOK, "")
+}
+
+// RunConfig.Backend serves the backend in the shim's process: it gets the
+// bootstrap's backend spec when the job needs its backend, answers the
+// job's cross-node fence, and is closed after the job; no backend binary
+// is looked up.
+func TestRunInProcessBackend(t *testing.T) {
+	fences := make(chan *plugin.FenceRequest, 4)
+	fb := &fakeBackend{fence: func(_ context.Context, req *plugin.FenceRequest) (*plugin.FenceResponse, error) {
+		fences <- req
+		return &plugin.FenceResponse{Data: req.Data}, nil // node n1's rank 2 puts nothing
+	}}
+	var got serve.BackendSpec
+	var closed atomic.Bool
+	b := twoNodes()
+	b.Backend = &shimv1.BackendConfig{Name: "nowhere-on-path", Args: []string{"-x", "1"}}
+	p := startRun(t, b, runOpts{env: map[string]string{"PATH": t.TempDir()},
+		inProcess: func(_ context.Context, spec serve.BackendSpec) (plugin.Full, error) {
+			got = spec
+			return closeProbe{plugin.Complete(fb), &closed}, nil
+		}})
+	p.ready()
+	helloWorld(t, p.tasks[0], p.tasks[1])
+	p.waitExit(serve.ExitOK, "")
+	if got.Name != "nowhere-on-path" || !slices.Equal(got.Args, []string{"-x", "1"}) {
+		t.Errorf("backend spec %+v, want the bootstrap's", got)
+	}
+	if len(fences) == 0 {
+		t.Error("the in-process backend saw no fence")
+	}
+	if !closed.Load() {
+		t.Error("the in-process backend was not closed after the job")
+	}
+}
+
+// closeProbe records its Close.
+type closeProbe struct {
+	plugin.Full
+	closed *atomic.Bool
+}
+
+func (c closeProbe) Close() error { c.closed.Store(true); return nil }
+
+// A shim given no way to start a backend process, and none in process,
+// says so before it serves.
+func TestRunNoWayToStartBackend(t *testing.T) {
+	p := startRun(t, oneNode(1), runOpts{noPlugins: true})
+	p.waitExit(serve.ExitBackend, "can neither start a backend process nor serve gopmi-rm-")
 }

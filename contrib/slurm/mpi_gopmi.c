@@ -2,11 +2,13 @@
  * mpi/gopmi: Slurm's MPI plugin for gopmi (srun --mpi=gopmi).
  *
  * It holds no PMI logic. srun's side starts the step's coordinator
- * (gopmi-rm-slurm coordinate) and hands the stepds its port and a per-step
+ * (gopmi-slurm coordinate) and hands the stepds its port and a per-step
  * secret in the step's environment. Each slurmstepd makes one socketpair
- * per local task, starts gopmi-shim as the job's user with the server
- * ends and a bootstrap (the step's layout, protojson on stdin), and waits
- * for its READY=1. Each task gets PMI_FD, PMI_RANK, PMI_SIZE, PMI_JOBID.
+ * per local task, starts the node's shim (gopmi-slurm shim: gopmi-shim
+ * with the Slurm backend in its own process) as the job's user with the
+ * server ends and a bootstrap (the step's layout, protojson on stdin), and
+ * waits for its READY=1. Each task gets PMI_FD, PMI_RANK, PMI_SIZE,
+ * PMI_JOBID.
  *
  * Built against the exact Slurm release it runs in: contrib/slurm/build.sh.
  */
@@ -44,18 +46,24 @@
 #include "src/common/slurm_mpi.h"
 #include "src/common/xmalloc.h"
 #include "src/common/xstring.h"
+#include "src/slurmd/slurmd/slurmd.h"
 #include "src/slurmd/slurmstepd/slurmstepd_job.h"
+
+/* slurmstepd's configuration, for the path of the node's hwloc topology
+ * (PMI_hwloc_xmlfile). srun, which loads this plugin too, has no such
+ * symbol: weak, it is NULL there instead of failing the load. */
+#pragma weak conf
 
 #ifndef GOPMI_BINDIR
 #define GOPMI_BINDIR "/usr/local/bin"
 #endif
 
-const char plugin_name[] = "gopmi: PMI-1 and PMI-2 served by gopmi-shim";
+const char plugin_name[] = "gopmi: PMI-1 and PMI-2 served by gopmi";
 const char plugin_type[] = "mpi/gopmi";
 const uint32_t plugin_id = 190; /* 101..107 are Slurm's own */
 const uint32_t plugin_version = SLURM_VERSION_NUMBER;
 
-/* The step's environment between srun, the stepds and gopmi-rm-slurm. */
+/* The step's environment between srun, the stepds and gopmi-slurm. */
 #define ENV_PORT "GOPMI_SLURM_COORD_PORT"
 #define ENV_COORD "GOPMI_SLURM_COORD"
 #define ENV_SECRET "GOPMI_SLURM_SECRET"
@@ -217,7 +225,7 @@ mpi_p_client_prelaunch(const mpi_plugin_client_info_t *job, char ***env)
 	snprintf(step, sizeof(step), "%u.%u", job->step_id.job_id,
 		 job->step_id.step_id);
 
-	path = xstrdup_printf("%s/gopmi-rm-slurm", bindir());
+	path = xstrdup_printf("%s/gopmi-slurm", bindir());
 	if (access(path, X_OK) != 0) {
 		error("mpi/gopmi: %s: %m (set GOPMI_BINDIR, or install gopmi there)", path);
 		xfree(path);
@@ -258,7 +266,7 @@ mpi_p_client_prelaunch(const mpi_plugin_client_info_t *job, char ***env)
 		return no_coordinator();
 	}
 	if (pid == 0) {
-		static const char exec_failed[] = "mpi/gopmi: cannot exec gopmi-rm-slurm\n";
+		static const char exec_failed[] = "mpi/gopmi: cannot exec gopmi-slurm\n";
 		char *argv[] = { path, "coordinate", "-step", step, NULL };
 		/* stdout stays srun's: a spawned step's tasks write there. */
 		dup2(in[0], 0);
@@ -341,19 +349,39 @@ static char shim_error[4200];
 
 static void *close_task_ends(void *arg)
 {
-	char c;
+	/* Each task writes its byte moments after its fork; one that dies
+	 * before never does. Past the start time-out the stepd stops waiting,
+	 * so that it never holds the task ends (and the shim's view of a
+	 * closed connection) for the step's life. */
+	struct timespec start, now;
 	uint32_t n = 0;
+	char c;
+
+	clock_gettime(CLOCK_MONOTONIC, &start);
 	while (n < ntask_fds) {
-		ssize_t r = read(forked[0], &c, 1);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
+		struct pollfd p = { .fd = forked[0], .events = POLLIN };
+		long left;
+		int rc;
+
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		left = (long) gconf.start_timeout * 1000 -
+		       ((now.tv_sec - start.tv_sec) * 1000 + (now.tv_nsec - start.tv_nsec) / 1000000);
+		if (left <= 0) {
+			error("mpi/gopmi: %u of %u local tasks never reached their PMI set-up within %us; closing their connections",
+			      ntask_fds - n, ntask_fds, gconf.start_timeout);
 			break;
-		n++;
+		}
+		rc = poll(&p, 1, (int) left);
+		if (rc <= 0)
+			continue; /* EINTR or the deadline, checked above */
+		ssize_t r = read(forked[0], &c, 1);
+		if (r == 1)
+			n++;
+		else if (r == 0)
+			break; /* cannot happen while the stepd holds the write end */
 	}
-	if (n == ntask_fds)
-		for (uint32_t i = 0; i < ntask_fds; i++)
-			close(task_fds[i]);
+	for (uint32_t i = 0; i < ntask_fds; i++)
+		close(task_fds[i]);
 	close(forked[0]);
 	return NULL;
 }
@@ -412,7 +440,16 @@ static char *bootstrap(const stepd_step_rec_t *job, char **env, const char *coor
 		xstrfmtcat(b, ",\"preput\":%s", preput);
 	xstrfmtcat(b, ",\"apps\":[{\"firstRank\":0,\"size\":%u,\"cmd\":", job->ntasks);
 	json_str(&b, job->argv && job->argv[0] ? job->argv[0] : "");
-	xstrfmtcat(b, "}]},\"nodeId\":%u,\"tasks\":[", job->nodeid);
+	xstrcat(b, "}]");
+	/* The stepd writes the node's topology there before it forks the
+	 * tasks (xcpuinfo_hwloc_topo_load) and removes it when it ends: MPICH
+	 * loads it instead of probing the machine in every rank. */
+	if (&conf && conf && !conf->def_config && conf->hwloc_xml && conf->hwloc_xml[0]) {
+		xstrcat(b, ",\"attrs\":[{\"key\":\"PMI_hwloc_xmlfile\",\"value\":");
+		json_str(&b, conf->hwloc_xml);
+		xstrcat(b, "}]");
+	}
+	xstrfmtcat(b, "},\"nodeId\":%u,\"tasks\":[", job->nodeid);
 	for (uint32_t i = 0; i < job->node_tasks; i++)
 		xstrfmtcat(b, "%s{\"rank\":%u,\"fdName\":\"rank%u\"}", i ? "," : "",
 			   job->task[i]->gtid, job->task[i]->gtid);
@@ -474,20 +511,20 @@ static int wait_ready(int sock, pid_t shim, const stepd_step_rec_t *job)
 					char *e = s ? strchr(s, '\n') : NULL;
 					if (e)
 						*e = '\0';
-					snprintf(shim_error, sizeof(shim_error), "gopmi-shim: %.4000s",
+					snprintf(shim_error, sizeof(shim_error), "the shim: %.4000s",
 						 s ? s + 7 : msg);
 					return SLURM_ERROR;
 				}
 			}
 		}
 		if (waitpid(shim, &status, WNOHANG) == shim) {
-			snprintf(shim_error, sizeof(shim_error), "gopmi-shim exited (status %d) before it served the tasks",
+			snprintf(shim_error, sizeof(shim_error), "the shim (gopmi-slurm shim) exited (status %d) before it served the tasks",
 				 WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
 			return SLURM_ERROR;
 		}
 		clock_gettime(CLOCK_MONOTONIC, &now);
 		if (now.tv_sec - start.tv_sec >= (time_t) gconf.start_timeout) {
-			snprintf(shim_error, sizeof(shim_error), "gopmi-shim did not say READY=1 within %us (GopmiStartTimeout)",
+			snprintf(shim_error, sizeof(shim_error), "the shim (gopmi-slurm shim) did not say READY=1 within %us (GopmiStartTimeout)",
 				 gconf.start_timeout);
 			kill(shim, SIGKILL);
 			waitpid(shim, NULL, 0);
@@ -523,7 +560,7 @@ extern int mpi_p_slurmstepd_prefork(const stepd_step_rec_t *job, char ***env)
 			 ENV_PORT, ENV_SECRET, ENV_NODES);
 		goto out;
 	}
-	shim = xstrdup_printf("%s/gopmi-shim", bindir());
+	shim = xstrdup_printf("%s/gopmi-slurm", bindir());
 	if (access(shim, X_OK) != 0) {
 		snprintf(shim_error, sizeof(shim_error),
 			 "%s: %s (GopmiBinDir in mpi.conf says where gopmi is installed)", shim, strerror(errno));
@@ -582,9 +619,9 @@ extern int mpi_p_slurmstepd_prefork(const stepd_step_rec_t *job, char ***env)
 		goto out;
 	}
 	if (pid == 0) {
-		static const char setid_failed[] = "mpi/gopmi: gopmi-shim cannot become the job's user\n";
-		static const char exec_failed[] = "mpi/gopmi: cannot exec gopmi-shim\n";
-		char *argv[] = { shim, NULL };
+		static const char setid_failed[] = "mpi/gopmi: the shim cannot become the job's user\n";
+		static const char exec_failed[] = "mpi/gopmi: cannot exec gopmi-slurm\n";
+		char *argv[] = { shim, "shim", NULL };
 		dup2(in[0], 0);
 		/* The server ends go to fds 3.. in order. Move them above the
 		 * target range first so no dup2 overwrites one not yet moved. */
@@ -621,7 +658,7 @@ extern int mpi_p_slurmstepd_prefork(const stepd_step_rec_t *job, char ***env)
 		pairs[i][0] = -1;
 	}
 	if (write(in[1], boot, strlen(boot)) != (ssize_t) strlen(boot)) {
-		error("mpi/gopmi: write the bootstrap to gopmi-shim: %m");
+		error("mpi/gopmi: write the bootstrap to the shim: %m");
 		goto out;
 	}
 	close(in[1]);
@@ -639,7 +676,7 @@ extern int mpi_p_slurmstepd_prefork(const stepd_step_rec_t *job, char ***env)
 		pthread_attr_destroy(&attr);
 	}
 	if (rc == SLURM_SUCCESS)
-		debug("mpi/gopmi: gopmi-shim pid %d serves %u tasks of step %u.%u",
+		debug("mpi/gopmi: shim pid %d serves %u tasks of step %u.%u",
 		      (int) pid, ntask_fds, job->step_id.job_id, job->step_id.step_id);
 out:
 	if (ns >= 0)
@@ -672,7 +709,7 @@ out:
 	env_array_free(envp);
 	if (rc != SLURM_SUCCESS) {
 		if (!shim_error[0])
-			snprintf(shim_error, sizeof(shim_error), "could not start gopmi-shim: %s",
+			snprintf(shim_error, sizeof(shim_error), "could not start the shim (gopmi-slurm shim): %s",
 				 strerror(errno));
 		error("mpi/gopmi: %s", shim_error);
 	}

@@ -1,15 +1,25 @@
-// Package slurm is gopmi-rm-slurm, gopmi's Slurm backend, and the step
-// coordinator it talks to. contrib/slurm's mpi/gopmi plugin makes Slurm run
-// them: `srun --mpi=gopmi`.
+// Package slurm is gopmi's Slurm backend (Node) and the step coordinator
+// it talks to. contrib/slurm's mpi/gopmi plugin makes Slurm run them:
+// `srun --mpi=gopmi`.
 //
 // # Processes
 //
-//	srun ── mpi/gopmi (srun side) ──starts── gopmi-rm-slurm coordinate
+//	srun ── mpi/gopmi (srun side) ──starts── gopmi-slurm coordinate
 //	                                          (Coordinator: the step's state)
 //	            ▲ TCP, step secret (AuthListener / AuthDialer)
 //	            │
-//	slurmstepd on each node ── mpi/gopmi ──starts── gopmi-shim ──go-plugin──
-//	    gopmi-rm-slurm (Node: a plugin.Relay to the coordinator)
+//	slurmstepd on each node ── mpi/gopmi ──starts── gopmi-slurm shim
+//	    (the shim's serving loop with Node, a plugin.Relay to the
+//	    coordinator, in the same process)
+//
+// Under Slurm the node's backend runs inside the node's shim process
+// (shim.RunConfig.Backend): one Go process per node per step instead of a
+// shim and a go-plugin backend, which on a loaded node took about a third
+// of a short step's launch (see the README's Slurm table). gopmi-slurm
+// does not link go-plugin. The same Node is also gopmi-rm-slurm, the
+// go-plugin backend that gopmi-shim starts and the conformance kit runs
+// one process per node, as every gopmi backend (package plugin, "Process
+// model").
 //
 // The coordinator runs beside srun for the step's life: srun's plugin
 // starts it, reads "port <n>" from it, puts the port, the step's layout and
@@ -19,9 +29,7 @@
 // gopmi step joins its parent's coordinator, so a step and everything it
 // spawned share one name space.
 //
-// Each node's gopmi-rm-slurm is one process per job per node, started by
-// that node's gopmi-shim, as every gopmi backend (package plugin,
-// "Process model"). Collecting fences go up the fence tree (tree.go): a
+// Collecting fences go up the fence tree (tree.go): a
 // node joins its part with its children's and sends one call up. Every
 // other call goes to the coordinator, which holds the fences across the
 // tree's top, every node's data for direct modex, the name service,
@@ -38,8 +46,6 @@
 // (package direct). The secret reaches the node processes in their
 // environment (GOPMI_SLURM_SECRET), never on a command line, and the tasks
 // never see it.
-//
-// # Not yet
 //
 // # Spawn
 //

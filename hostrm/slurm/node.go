@@ -46,6 +46,13 @@ func NewNode() *Node {
 	return newNode(os.Args[1:], os.Getenv)
 }
 
+// NodeFromArgs is NewNode with the arguments given, as the bootstrap's
+// backend spec has them: the node's backend served inside the shim's own
+// process (gopmi-rm-slurm shim).
+func NodeFromArgs(args []string) *Node {
+	return newNode(args, os.Getenv)
+}
+
 func newNode(args []string, getenv func(string) string) *Node {
 	fs := flag.NewFlagSet("gopmi-rm-slurm", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)

@@ -79,6 +79,13 @@ type config struct {
 	perf *perfCPU
 	// slurm: srun on a cluster the bench starts (-slurm).
 	slurm bool
+	// perfAll: perf samples every process of the machine, not only the
+	// launcher's tree (Slurm's step daemons run under slurmd).
+	perfAll bool
+	// floorLauncher runs only the launch floor (/bin/true): srun
+	// --mpi=none, whose wall at each size is subtracted from a PMI job's
+	// to give its PMI part. "" when there is none.
+	floorLauncher string
 }
 
 // cpuRunsFor is how many runs under perf a size gets for (c).
@@ -244,12 +251,21 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 		ls = []clients.Launcher{
 			{Name: "srun-pmi2", Template: []string{"srun", "--mpi=pmi2", "-N", "2", "-n", "{n}"}},
 			{Name: "srun-gopmi", Template: []string{"srun", "--mpi=gopmi", "-N", "2", "-n", "{n}"}},
+			{Name: "srun-none", Template: []string{"srun", "--mpi=none", "-N", "2", "-n", "{n}"}},
 		}
+		c.floorLauncher = "srun-none"
 		// srun's step daemons run under slurmd, outside the launcher's
-		// process tree: perf and the burst would measure srun alone.
-		c.perfMode, c.burst, c.startRuns = "off", 0, 0
+		// process tree: perf samples the whole machine instead (the
+		// cluster is on this one), and the burst is left out.
+		c.perfAll, c.burst, c.startRuns = true, 0, 0
 		if !set["true"] {
+			// The floor at each PMI job's size too, for its PMI part.
 			c.trueNs = []int{2}
+			for _, n := range c.pmi2Ns {
+				if !slices.Contains(c.trueNs, n) {
+					c.trueNs = append(c.trueNs, n)
+				}
+			}
 		}
 	}
 	for _, l := range ls {
@@ -375,7 +391,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			return 1
 		}
 		defer os.RemoveAll(pdir)
-		p = &perfCPU{bin: "perf", dir: pdir}
+		p = &perfCPU{bin: "perf", dir: pdir, all: cfg.perfAll}
 		probeErr = p.probe(ctx)
 	}
 	use, perfNote, err := perfDecision(cfg.perfMode, probeErr)
@@ -455,6 +471,9 @@ func measure(ctx context.Context, cfg *config, s section, prog string, rep *repo
 		cells := map[string]*cell{}
 		var active []clients.Launcher
 		for _, l := range cfg.launchers {
+			if l.Name == cfg.floorLauncher && s.name != "true" {
+				continue
+			}
 			c := &cell{Section: s.name, N: n, Launcher: l.Name, Argv: l.Argv(n, prog, s.args...)}
 			rep.Cells = append(rep.Cells, c)
 			cells[l.Name] = c

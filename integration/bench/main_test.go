@@ -291,7 +291,7 @@ func TestPerfRoles(t *testing.T) {
 	}{
 		{hydra, roleSplit{PM: []string{"mpiexec.hydra", "hydra_pmi_proxy"}}},
 		{gopmi, roleSplit{PM: []string{"gopmi", "gopmi-shim", "gopmi-rm-local"}}},
-		{clients.Launcher{Name: "srun", Template: []string{"srun", "--mpi=pmi2", "-n", "{n}"}}, roleSplit{PM: []string{"srun"}}},
+		{clients.Launcher{Name: "srun", Template: []string{"srun", "--mpi=pmi2", "-n", "{n}"}}, roleSplit{PM: []string{"srun", "slurmstepd", "gopmi-slurm"}}},
 		{custom, roleSplit{PM: []string{"my-process-mana"}}},
 	} {
 		if diff := cmp.Diff(tt.want, rolesOf(tt.l)); diff != "" {
@@ -487,5 +487,45 @@ func TestQuickPerfOn(t *testing.T) {
 	}
 	if !launchers["hydra"] || launchers["gopmi"] != (gopmi != "") {
 		t.Errorf("cells of %v, want hydra and gopmi=%v", launchers, gopmi != "")
+	}
+}
+
+// Under Slurm, (b) also gives each launcher's whole PMI part, its wall
+// minus srun --mpi=none's /bin/true at the same N, and (c') is not
+// pretended: srun's wait4 tree does not hold the step daemons.
+func TestPrintSlurmPMIPart(t *testing.T) {
+	ls := []clients.Launcher{
+		{Name: "srun-pmi2", Template: []string{"srun", "--mpi=pmi2", "-n", "{n}"}},
+		{Name: "srun-gopmi", Template: []string{"srun", "--mpi=gopmi", "-n", "{n}"}},
+		{Name: "srun-none", Template: []string{"srun", "--mpi=none", "-n", "{n}"}},
+	}
+	cfg := &config{launchers: ls, floorLauncher: "srun-none", slurm: true, trueNs: []int{64}, pmi2Ns: []int{64},
+		runs: 1, runsLarge: 1}
+	cellOf := func(section, l string, wall float64) *cell {
+		return &cell{Section: section, N: 64, Launcher: l, Samples: []sample{{WallMS: wall}}, Median: sample{WallMS: wall}, MinMS: wall}
+	}
+	rep := &report{
+		Host: map[string]string{}, Launchers: map[string]string{}, Reference: "srun-pmi2", Roles: map[string]roleSplit{},
+		Cells: []*cell{
+			cellOf("true", "srun-pmi2", 210), cellOf("true", "srun-gopmi", 220), cellOf("true", "srun-none", 200),
+			cellOf("pmi2", "srun-pmi2", 500), cellOf("pmi2", "srun-gopmi", 300),
+		},
+	}
+	var out bytes.Buffer
+	printReport(&out, cfg, rep)
+	for _, re := range []string{
+		`(?m)^64\s+srun-pmi2\s+1\s.*\s300\.0\s*$`,
+		`(?m)^64\s+srun-gopmi\s+1\s.*\s100\.0\s+0\.33 \(3\.00x\)\s*$`,
+		`(?m)^\(c'\) not measured under Slurm`,
+	} {
+		if !regexp.MustCompile(re).MatchString(out.String()) {
+			t.Errorf("output lacks %s:\n%s", re, out.String())
+		}
+	}
+	if regexp.MustCompile(`(?m)^64\s+srun-none\s`).MatchString(out.String()) {
+		t.Errorf("the floor launcher has a (b) row:\n%s", out.String())
+	}
+	if got := (&perfCPU{bin: "perf", all: true}).record("d", []string{"srun"}); !slices.Contains(got, "-a") {
+		t.Errorf("perf record %v: want -a to see the step daemons", got)
 	}
 }

@@ -32,11 +32,14 @@ var perfComms = map[string]bool{"perf": true, "perf-exec": true}
 // mpiexec and its proxies; for gopmi, `gopmi run`, which serves a job on
 // one node itself and, with -ppn, starts a gopmi-shim and its
 // gopmi-rm-local backend per simulated node. srun's step daemon runs
-// under slurmd, outside the launcher's tree, so only srun is seen.
+// under slurmd, outside the launcher's tree: under Slurm perf samples the
+// whole machine (perfCPU.all), and srun's PM is srun, every slurmstepd
+// (which launches the tasks under any --mpi, and runs mpi/pmi2's agent
+// threads) and gopmi's processes under --mpi=gopmi.
 var roles = map[string]roleSplit{
 	"mpiexec.hydra": {PM: []string{"mpiexec.hydra", "hydra_pmi_proxy"}},
 	"gopmi":         {PM: []string{"gopmi", "gopmi-shim", "gopmi-rm-local"}},
-	"srun":          {PM: []string{"srun"}},
+	"srun":          {PM: []string{"srun", "slurmstepd", "gopmi-slurm"}},
 }
 
 // roleSplit names, by comm, the processes of a launcher's process
@@ -78,12 +81,18 @@ type perfCPU struct {
 	bin string // the perf command
 	dir string // where sample files go; the caller removes it
 	seq int    // numbers the sample files
+	all bool   // sample every CPU (perf record -a), not only argv's tree
 }
 
 // record is argv under `perf record`, writing to data: task-clock samples of
-// every thread of argv and its descendants.
+// every thread of argv and its descendants (with all, of every process
+// while argv runs).
 func (p *perfCPU) record(data string, argv []string) []string {
-	out := []string{p.bin, "record", "-q", "-e", "task-clock", "-c", strconv.Itoa(perfPeriodNS), "-o", data, "--"}
+	out := []string{p.bin, "record", "-q", "-e", "task-clock", "-c", strconv.Itoa(perfPeriodNS), "-o", data}
+	if p.all {
+		out = append(out, "-a")
+	}
+	out = append(out, "--")
 	return append(out, argv...)
 }
 

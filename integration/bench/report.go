@@ -72,7 +72,7 @@ func printReport(w io.Writer, cfg *config, r *report) {
 	var names, others []string
 	for _, l := range cfg.launchers {
 		names = append(names, l.Name)
-		if l.Name != ref {
+		if l.Name != ref && l.Name != cfg.floorLauncher {
 			others = append(others, l.Name)
 		}
 	}
@@ -116,10 +116,21 @@ func printReport(w io.Writer, cfg *config, r *report) {
 		cfg.k, cfg.v, cfg.g, cfg.r)
 	fmt.Fprintf(w, "    rank 0's fence / get times summed over rounds; launcher wall; floor: the same job with no keys (init, fences, finalize);\n")
 	fmt.Fprintf(w, "    data = wall - floor, the job's PMI data part; ms, medians\n")
+	fl := cfg.floorLauncher
+	if fl != "" {
+		fmt.Fprintf(w, "    pmi = wall - %s's /bin/true at the same N: the whole PMI part of the step\n", fl)
+	}
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	fmt.Fprintln(tw, "N\tlauncher\truns\tfence\tget\twall\tfloor\tdata\twall vs "+ref+"\tdata vs "+ref)
+	hdr := "N\tlauncher\truns\tfence\tget\twall\tfloor\tdata\twall vs " + ref + "\tdata vs " + ref
+	if fl != "" {
+		hdr += "\tpmi\tpmi vs " + ref
+	}
+	fmt.Fprintln(tw, hdr)
 	for _, n := range cfg.pmi2Ns {
 		for _, name := range names {
+			if name == fl {
+				continue
+			}
 			c := r.find("pmi2", n, name)
 			if c == nil {
 				continue
@@ -144,8 +155,20 @@ func printReport(w io.Writer, cfg *config, r *report) {
 					}
 				}
 			}
-			fmt.Fprintf(tw, "%d\t%s\t%d\t%.1f\t%.1f\t%.1f\t%s\t%s\t%s\t%s\n", n, name, len(c.Samples),
-				float64(c.Median.FenceUS)/1000, float64(c.Median.GetUS)/1000, c.Median.WallMS, floor, data, wall, dataRatio)
+			pmiCols := ""
+			if fl != "" {
+				pmi, pmiRatio := "-", ""
+				if p := r.pmiMS(n, name, fl); p > 0 {
+					pmi = fmt.Sprintf("%.1f", p)
+					if pa := r.pmiMS(n, ref, fl); name != ref && pa > 0 {
+						x, y := ratio(pa, p)
+						pmiRatio = x + " (" + y + ")"
+					}
+				}
+				pmiCols = "\t" + pmi + "\t" + pmiRatio
+			}
+			fmt.Fprintf(tw, "%d\t%s\t%d\t%.1f\t%.1f\t%.1f\t%s\t%s\t%s\t%s%s\n", n, name, len(c.Samples),
+				float64(c.Median.FenceUS)/1000, float64(c.Median.GetUS)/1000, c.Median.WallMS, floor, data, wall, dataRatio, pmiCols)
 		}
 	}
 	tw.Flush()
@@ -157,35 +180,39 @@ func printReport(w io.Writer, cfg *config, r *report) {
 	} else {
 		fmt.Fprintf(w, "\n(c) process-manager CPU by process: not measured (perf not used: %s)\n", r.PerfNote)
 	}
-	fmt.Fprintf(w, "\n(c') process-manager CPU estimate: launcher's wait4 tree user+sys minus the tasks' own\n")
-	fmt.Fprintf(w, "     getrusage; includes each task's teardown after its report (end of MPI_Finalize, exit);\n")
-	fmt.Fprintf(w, "     ms, medians of the timed runs\n")
-	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	head = []string{"workload", "N"}
-	head = append(head, names...)
-	for _, o := range others {
-		head = append(head, o+"/"+ref, ref+"/"+o)
-	}
-	fmt.Fprintln(tw, strings.Join(head, "\t"))
-	for _, sec := range cpuSections {
-		for _, n := range sec.ns {
-			row := []string{sec.label, fmt.Sprint(n)}
-			for _, name := range names {
-				c := r.find(sec.name, n, name)
-				switch {
-				case ok(c):
-					row = append(row, fmt.Sprintf("%.1f", c.Median.PMCPUMS))
-				case c != nil && c.Fail != "":
-					row = append(row, "fail")
-				default:
-					row = append(row, "-")
-				}
-			}
-			row = append(row, r.ratioCols(sec.name, n, ref, others, func(c *cell) float64 { return c.Median.PMCPUMS })...)
-			fmt.Fprintln(tw, strings.Join(row, "\t"))
+	if cfg.slurm {
+		fmt.Fprintf(w, "\n(c') not measured under Slurm: the step daemons are not in srun's wait4 tree\n")
+	} else {
+		fmt.Fprintf(w, "\n(c') process-manager CPU estimate: launcher's wait4 tree user+sys minus the tasks' own\n")
+		fmt.Fprintf(w, "     getrusage; includes each task's teardown after its report (end of MPI_Finalize, exit);\n")
+		fmt.Fprintf(w, "     ms, medians of the timed runs\n")
+		tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		head = []string{"workload", "N"}
+		head = append(head, names...)
+		for _, o := range others {
+			head = append(head, o+"/"+ref, ref+"/"+o)
 		}
+		fmt.Fprintln(tw, strings.Join(head, "\t"))
+		for _, sec := range cpuSections {
+			for _, n := range sec.ns {
+				row := []string{sec.label, fmt.Sprint(n)}
+				for _, name := range names {
+					c := r.find(sec.name, n, name)
+					switch {
+					case ok(c):
+						row = append(row, fmt.Sprintf("%.1f", c.Median.PMCPUMS))
+					case c != nil && c.Fail != "":
+						row = append(row, "fail")
+					default:
+						row = append(row, "-")
+					}
+				}
+				row = append(row, r.ratioCols(sec.name, n, ref, others, func(c *cell) float64 { return c.Median.PMCPUMS })...)
+				fmt.Fprintln(tw, strings.Join(row, "\t"))
+			}
+		}
+		tw.Flush()
 	}
-	tw.Flush()
 
 	// (d) many small jobs at once.
 	if cfg.burst > 0 {
@@ -262,6 +289,16 @@ func wallText(c *cell) string {
 // its floor's; 0 when either is missing.
 func (r *report) dataMS(n int, launcher string) float64 {
 	c, f := r.find("pmi2", n, launcher), r.find("pmi2floor", n, launcher)
+	if !ok(c) || !ok(f) {
+		return 0
+	}
+	return c.Median.WallMS - f.Median.WallMS
+}
+
+// pmiMS is a launcher's whole PMI part of the (b) job at n: its wall
+// minus the floor launcher's /bin/true at n; 0 when either is missing.
+func (r *report) pmiMS(n int, launcher, floor string) float64 {
+	c, f := r.find("pmi2", n, launcher), r.find("true", n, floor)
 	if !ok(c) || !ok(f) {
 		return 0
 	}

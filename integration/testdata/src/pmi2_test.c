@@ -1,6 +1,7 @@
 /*
  * pmi2_test - exercises a PMI-2 server through Slurm's libpmi2
- * (#include <slurm/pmi2.h>, -lpmi2), the PMI-2 client real Slurm jobs use.
+ * (#include <errno.h>
+#include <slurm/pmi2.h>, -lpmi2), the PMI-2 client real Slurm jobs use.
  *
  * Mode (first argument, default "default"):
  *   default  init, job id, 3 rounds of KVS all-to-all with values holding
@@ -28,12 +29,15 @@
  *   ring     PMIX_Ring, checks rank, count and the neighbours' values
  *   long     put/get of values of PMI2_MAX_VALLEN bytes (len=N overrides),
  *            one plain and one holding ';'
+ *   hwloc    the job attribute PMI_hwloc_xmlfile must name a readable hwloc
+ *            topology (an XML file with a <topology> element)
  * Options after the mode: "nosemi" keeps ';' out of every value (hydra cuts
  * values at the first ';'), "len=N" sets the long value length.
  *
  * Lines: "ok pmi2 rank=R step=S ..." per step, "ok pmi2 rank=R size=N
  * mode=M" at the end, "fail pmi2 rank=R reason=..." (exit 1) on any error.
  */
+#include <errno.h>
 #include <slurm/pmi2.h>
 
 #include "gopmi_test.h"
@@ -410,6 +414,26 @@ static void mode_long(int len)
     }
 }
 
+static void mode_hwloc(void)
+{
+    char val[PMI2_MAX_VALLEN + 1] = "", buf[4096];
+    int found = 0, rc;
+    size_t n;
+    FILE *f;
+
+    rc = PMI2_Info_GetJobAttr("PMI_hwloc_xmlfile", val, sizeof val, &found);
+    if (rc != PMI2_SUCCESS) gt_fail(P, rank, "jobattr-hwloc-rc-%d", rc);
+    if (!found) gt_fail(P, rank, "jobattr-hwloc-not-found");
+    f = fopen(val, "r");
+    if (!f) gt_fail(P, rank, "hwloc-open-%s-errno-%d", val, errno);
+    n = fread(buf, 1, sizeof buf - 1, f);
+    fclose(f);
+    buf[n] = '\0';
+    if (!strstr(buf, "<?xml") || !strstr(buf, "<topology"))
+        gt_fail(P, rank, "hwloc-not-a-topology-%s", val);
+    printf("ok " P " rank=%d step=hwloc file=%s\n", rank, val);
+}
+
 int main(int argc, char **argv)
 {
     const char *mode = argc > 1 && strchr(argv[1], '=') == NULL ? argv[1] : "default";
@@ -434,6 +458,8 @@ int main(int argc, char **argv)
         mode_abort();
     else if (strcmp(mode, "ring") == 0)
         mode_ring();
+    else if (strcmp(mode, "hwloc") == 0)
+        mode_hwloc();
     else if (strcmp(mode, "long") == 0)
         mode_long(atoi(gt_arg(argc, argv, "len", "1024")));
     else

@@ -1,0 +1,125 @@
+// Command gopmi-slurm is what Slurm's mpi/gopmi plugin runs for a step:
+//
+//   - `gopmi-slurm coordinate -step J.S`, started by srun's side, is the
+//     step's coordinator: it serves the socket srun's plugin passes it
+//     (LISTEN_FDS=1, fd 3; without one it listens on -listen and prints
+//     "port <n>") until its standard input closes or it gets SIGTERM, and
+//     exits with the status srun should report (an MPI_Abort's errorcode).
+//   - `gopmi-slurm shim`, started by each node's slurmstepd, is gopmi-shim
+//     with the Slurm backend in its own process: it serves PMI to the
+//     node's tasks and forwards to the coordinator what crosses nodes.
+//
+// It does not link go-plugin: every step starts one of these per node and
+// one beside srun, and on a busy node a process's start-up is what a short
+// step pays. gopmi-rm-slurm is the same backend as a go-plugin process, for
+// gopmi-shim and the conformance kit.
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/signal"
+	"syscall"
+
+	"github.com/rs/zerolog"
+
+	"github.com/gopmi/gopmi/hostrm/slurm"
+	"github.com/gopmi/gopmi/plugin"
+	"github.com/gopmi/gopmi/shim"
+	"github.com/gopmi/gopmi/shim/serve"
+)
+
+func main() {
+	if len(os.Args) > 1 {
+		switch os.Args[1] {
+		case "coordinate":
+			os.Exit(coordinate(os.Args[2:]))
+		case "shim":
+			os.Exit(serveNode())
+		}
+	}
+	fmt.Fprintln(os.Stderr, "usage: gopmi-slurm coordinate -step J.S | gopmi-slurm shim (run by Slurm's mpi/gopmi plugin)")
+	os.Exit(exitSetup)
+}
+
+// serveNode is gopmi-shim with the node's backend in its own process.
+func serveNode() int {
+	return serve.ExitCode(shim.Run(context.Background(), shim.RunConfig{
+		Backend: func(_ context.Context, spec serve.BackendSpec) (plugin.Full, error) {
+			if spec.Name != "slurm" {
+				return nil, fmt.Errorf("the bootstrap asks for backend %q; gopmi-slurm shim serves only slurm", spec.Name)
+			}
+			return slurm.NodeFromArgs(spec.Args), nil
+		},
+	}))
+}
+
+// exitSetup is the status of a coordinator that could not start.
+const exitSetup = 70
+
+func coordinate(args []string) int {
+	step, listen := "", ""
+	for i := 0; i+1 < len(args); i += 2 {
+		switch args[i] {
+		case "-step":
+			step = args[i+1]
+		case "-listen":
+			listen = args[i+1]
+		default:
+			fmt.Fprintf(os.Stderr, "gopmi-slurm coordinate: unknown flag %s\n", args[i])
+			return exitSetup
+		}
+	}
+	log := zerolog.New(zerolog.ConsoleWriter{Out: os.Stderr, NoColor: true}).With().Timestamp().Str("step", step).Logger().Level(zerolog.InfoLevel)
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	var c *slurm.Coordinator
+	// srun's plugin holds our standard input open for the step's life;
+	// when it closes, the steps the job spawned are served to their end.
+	stdinClosed := make(chan struct{})
+	go func() {
+		_, _ = io.Copy(io.Discard, os.Stdin)
+		close(stdinClosed)
+	}()
+	var l net.Listener
+	if os.Getenv("LISTEN_FDS") == "1" {
+		// srun's plugin made the socket; it is fd 3.
+		var err error
+		if l, err = net.FileListener(os.NewFile(3, "coordinator")); err != nil {
+			fmt.Fprintf(os.Stderr, "gopmi-slurm coordinate: the inherited socket: %v\n", err)
+			return exitSetup
+		}
+		os.Unsetenv("LISTEN_FDS")
+	}
+	opts := slurm.CoordinatorOptions{
+		Listener: l,
+		Listen:   listen,
+		Secret:   os.Getenv(slurm.EnvSecret),
+		Step:     step,
+		Logger:   log,
+	}
+	if l == nil {
+		opts.Ready = func(port int) { _ = slurm.WritePort(os.Stdout, port) }
+	}
+	c = slurm.NewCoordinator(opts)
+	go func() {
+		select {
+		case <-stdinClosed:
+			_ = c.WaitSpawned(ctx)
+		case <-ctx.Done():
+		}
+		cancel()
+	}()
+	if err := c.Run(ctx); err != nil {
+		fmt.Fprintf(os.Stderr, "gopmi-slurm coordinate: %v\n", err)
+		return exitSetup
+	}
+	// The failure was reported when it happened.
+	status, _ := c.Status()
+	return status
+}
