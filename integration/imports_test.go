@@ -48,8 +48,9 @@ const mod = "github.com/gopmi/gopmi/"
 // TestImportRules holds the layout's rules, so that they can be read from
 // the imports: the local resource manager (the universe, its link and
 // gopmi-rm-local) uses nothing but the SDK and itself, the Slurm backend
-// nothing but the SDK and the universe (and gopmi-slurm, which is also a
-// shim, the shim); only gopmi run's launcher, the shim and gopmi-slurm
+// (hostrm/slurm, gopmi-rm-slurm) nothing but the SDK, Slurm's coordinator
+// nothing but the SDK, the universe and the backend (and gopmi-slurm,
+// which is also a shim, the shim); only gopmi run's launcher, the shim and gopmi-slurm
 // import the shim's serving loop; the bridge never imports gRPC; `gopmi`
 // links neither go-plugin nor gRPC nor protojson nor the shim, and
 // gopmi-slurm and the shim's package not go-plugin, so that they start
@@ -72,11 +73,14 @@ func TestImportRules(t *testing.T) {
 			switch {
 			case sdkOnly[path] && own && !slices.Contains(sdk, imp) && !sdkOnly[imp]:
 				t.Errorf("%s imports %s: the local resource manager may use only the SDK (%s)", path, imp, strings.Join(sdk, ", "))
-			case strings.HasPrefix(path, mod+"hostrm/slurm") && own && !slices.Contains(sdk, imp) &&
+			case (path == mod+"hostrm/slurm" || path == mod+"hostrm/slurm/cmd/gopmi-rm-slurm") && own && !slices.Contains(sdk, imp) &&
+				imp != mod+"hostrm/slurm":
+				t.Errorf("%s imports %s: the Slurm backend may use only the SDK (%s)", path, imp, strings.Join(sdk, ", "))
+			case strings.HasPrefix(path, mod+"hostrm/slurm/") && own && !slices.Contains(sdk, imp) &&
 				imp != mod+"hostrm/local" && !strings.HasPrefix(imp, mod+"hostrm/slurm") && !(path == slurmShim && shimPkgs[imp]):
 				// The coordinator keeps the step's state in the local RM's
 				// universe, itself SDK-only; gopmi-slurm is also the shim.
-				t.Errorf("%s imports %s: the Slurm backend may use only the SDK and the universe (hostrm/local)", path, imp)
+				t.Errorf("%s imports %s: Slurm's coordinator may use only the SDK, the universe (hostrm/local) and the backend", path, imp)
 			case imp == mod+"shim/serve" && path != mod+"hostrm/local/launcher" && path != mod+"shim" && path != slurmShim:
 				t.Errorf("%s imports the shim's serving loop: only gopmi run's launcher, the shim and gopmi-slurm may", path)
 			case imp == mod+"shim" && path != mod+"shim/cmd/gopmi-shim" && path != mod+"shim/goplugin" && path != slurmShim:
@@ -97,6 +101,16 @@ func TestImportRules(t *testing.T) {
 	}
 	if !slices.Contains(gopmi.Deps, mod+"shim/serve") {
 		t.Errorf("gopmi does not link the shim's serving loop: it no longer serves a job on one node itself?")
+	}
+	// The Slurm backend, as vendors and the conformance kit see it, links
+	// nothing of gopmi's but the SDK.
+	for _, p := range listPackages(t, "./hostrm/slurm/cmd/gopmi-rm-slurm") {
+		for _, dep := range p.Deps {
+			if strings.HasPrefix(dep, mod) && !slices.Contains(sdk, dep) && dep != mod+"hostrm/slurm" &&
+				!strings.HasPrefix(dep, mod+"proto/") && !strings.HasPrefix(dep, mod+"plugin/") {
+				t.Errorf("gopmi-rm-slurm links %s: the Slurm backend is built on the public SDK only", dep)
+			}
+		}
 	}
 	// Every Slurm step starts a gopmi-slurm per node and one beside srun;
 	// the shim's package leaves go-plugin to gopmi-shim's main.

@@ -27,6 +27,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/gopmi/gopmi/hostrm/slurm"
+	"github.com/gopmi/gopmi/hostrm/slurm/coord"
 	"github.com/gopmi/gopmi/plugin"
 	"github.com/gopmi/gopmi/shim"
 	"github.com/gopmi/gopmi/shim/serve"
@@ -78,7 +79,7 @@ func coordinate(args []string) int {
 	defer stop()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	var c *slurm.Coordinator
+	var c *coord.Coordinator
 	// srun's plugin holds our standard input open for the step's life;
 	// when it closes, the steps the job spawned are served to their end.
 	stdinClosed := make(chan struct{})
@@ -96,7 +97,7 @@ func coordinate(args []string) int {
 		}
 		os.Unsetenv("LISTEN_FDS")
 	}
-	opts := slurm.CoordinatorOptions{
+	opts := coord.Options{
 		Listener: l,
 		Listen:   listen,
 		Secret:   os.Getenv(slurm.EnvSecret),
@@ -104,9 +105,9 @@ func coordinate(args []string) int {
 		Logger:   log,
 	}
 	if l == nil {
-		opts.Ready = func(port int) { _ = slurm.WritePort(os.Stdout, port) }
+		opts.Ready = func(port int) { _ = coord.WritePort(os.Stdout, port) }
 	}
-	c = slurm.NewCoordinator(opts)
+	c = coord.New(opts)
 	go func() {
 		select {
 		case <-stdinClosed:

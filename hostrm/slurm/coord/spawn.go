@@ -1,4 +1,4 @@
-package slurm
+package coord
 
 import (
 	"bytes"
@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/gopmi/gopmi/hostrm/local"
+	"github.com/gopmi/gopmi/hostrm/slurm"
 	"github.com/gopmi/gopmi/plugin"
 )
 
@@ -68,7 +69,7 @@ func (c *Coordinator) launch(ctx context.Context, spec *local.JobSpec) error {
 	}
 	cmd := exec.Command(c.opts.Srun, args...)
 	cmd.Env = append(os.Environ(),
-		EnvCoordinator+"="+addr, EnvSecret+"="+c.opts.Secret,
+		slurm.EnvCoordinator+"="+addr, slurm.EnvSecret+"="+c.opts.Secret,
 		EnvNspace+"="+spec.Job.Nspace, EnvParent+"="+spec.Job.Parent, EnvPreput+"="+string(pj))
 	cmd.Env = append(cmd.Env, app.Env...)
 	tail := &tailBuffer{max: 4096}

@@ -1,4 +1,4 @@
-package slurm
+package coord
 
 import (
 	"context"
@@ -15,12 +15,13 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/gopmi/gopmi/hostrm/local"
+	"github.com/gopmi/gopmi/hostrm/slurm"
 	"github.com/gopmi/gopmi/plugin"
 	"github.com/gopmi/gopmi/plugin/grpcplugin/direct"
 )
 
-// CoordinatorOptions configure a step's coordinator.
-type CoordinatorOptions struct {
+// Options configure a step's coordinator.
+type Options struct {
 	// Listener is the socket to serve, when the caller made it (srun's
 	// plugin does, so that the port is known before the coordinator
 	// starts). Nil: listen on Listen.
@@ -49,13 +50,14 @@ type CoordinatorOptions struct {
 	Stdout, Stderr io.Writer
 }
 
-// Coordinator is the step-wide side of gopmi-rm-slurm: it runs in srun's
-// process tree (srun's mpi/gopmi plugin starts it) and serves every
-// node's gopmi-rm-slurm over an authenticated TCP link. The step-wide
-// state (fences across nodes, every node's data for direct modex, the
-// name service, connects, aborts) lives in one local.Universe.
+// Coordinator is the step-wide side of gopmi under Slurm: it runs in
+// srun's process tree (srun's mpi/gopmi plugin starts gopmi-slurm
+// coordinate) and serves every node's backend (slurm.Node) over an
+// authenticated TCP link. The step-wide state (fences across nodes, every
+// node's data for direct modex, the name service, connects, aborts) lives
+// in one local.Universe.
 type Coordinator struct {
-	opts CoordinatorOptions
+	opts Options
 	u    *local.Universe
 	be   *stepBackend
 	log  zerolog.Logger
@@ -69,8 +71,8 @@ type Coordinator struct {
 	sruns   map[*exec.Cmd]bool // spawned steps' sruns still running
 }
 
-// NewCoordinator returns a coordinator; Run serves it.
-func NewCoordinator(opts CoordinatorOptions) *Coordinator {
+// New returns a coordinator; Run serves it.
+func New(opts Options) *Coordinator {
 	if opts.Listen == "" {
 		opts.Listen = ":0"
 	}
@@ -157,7 +159,7 @@ func (c *Coordinator) Run(ctx context.Context) error {
 	defer c.u.Close()
 	// srun waits for the coordinator when the step ends: calls still in
 	// flight then (a shim's last notice) get half a second.
-	err := direct.Serve(ctx, addrListener{AuthListener(l, c.opts.Secret, c.log), c}, c.be, direct.WithLogger(c.log), direct.WithGracePeriod(500*time.Millisecond))
+	err := direct.Serve(ctx, addrListener{slurm.AuthListener(l, c.opts.Secret, c.log), c}, c.be, direct.WithLogger(c.log), direct.WithGracePeriod(500*time.Millisecond))
 	if err != nil && ctx.Err() != nil {
 		return nil
 	}

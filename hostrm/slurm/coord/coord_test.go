@@ -1,0 +1,169 @@
+package coord
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"net"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+	"go.uber.org/goleak"
+
+	"github.com/gopmi/gopmi/hostrm/slurm"
+	"github.com/gopmi/gopmi/plugin"
+	"github.com/gopmi/gopmi/plugin/grpcplugin/direct"
+	"github.com/gopmi/gopmi/plugin/plugintest"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// syncBuf is a log sink tests read while the coordinator writes.
+type syncBuf struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuf) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuf) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// startCoordinator serves a coordinator on loopback until the test ends
+// and returns its address.
+func startCoordinator(t *testing.T, opts Options) (*Coordinator, string) {
+	t.Helper()
+	opts.Listen = "127.0.0.1:0"
+	ports := make(chan int, 1)
+	opts.Ready = func(p int) { ports <- p }
+	c := New(opts)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- c.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("coordinator: %v", err)
+		}
+	})
+	select {
+	case p := <-ports:
+		return c, "127.0.0.1:" + strconv.Itoa(p)
+	case err := <-done:
+		t.Fatalf("coordinator did not start: %v", err)
+	}
+	return nil, ""
+}
+
+// The real gopmi-rm-slurm binary, one process per node of every job as
+// the shims start it, passes the conformance suite through the step's
+// coordinator.
+func TestConformancePlugin(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds gopmi-rm-slurm")
+	}
+	bin := filepath.Join(t.TempDir(), "gopmi-rm-slurm")
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	if out, err := exec.CommandContext(ctx, "go", "build", "-o", bin, "github.com/gopmi/gopmi/hostrm/slurm/cmd/gopmi-rm-slurm").CombinedOutput(); err != nil {
+		t.Fatalf("build gopmi-rm-slurm: %v\n%s", err, out)
+	}
+	secret, err := slurm.NewSecret()
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, addr := startCoordinator(t, Options{Secret: secret})
+	// Width 16: both nodes under the coordinator. Width 1: node n1's
+	// fences go up through node n0's subtree server.
+	for _, width := range []string{"16", "1"} {
+		t.Run("width="+width, func(t *testing.T) {
+			p := plugintest.Plugin{Path: bin, Args: []string{"-coordinator", addr, "-tree-width", width}, Env: []string{slurm.EnvSecret + "=" + secret}}
+			plugintest.RunConformance(t, p.Harness(500*time.Millisecond, nil))
+		})
+	}
+}
+
+// A node that cannot prove the step secret is refused and logged; one
+// that can is served.
+func TestLinkNeedsTheSecret(t *testing.T) {
+	var log syncBuf
+	_, addr := startCoordinator(t, Options{Secret: "right", Logger: zerolog.New(&log)})
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+
+	_, err := direct.Dial(ctx, addr, direct.WithDialer(slurm.AuthDialer("wrong")))
+	if err == nil || !errors.Is(err, plugin.ErrUnavailable) {
+		t.Fatalf("dial with the wrong secret: %v", err)
+	}
+	if !strings.Contains(log.String(), "did not prove the step secret") {
+		t.Fatalf("the refusal was not logged: %q", log.String())
+	}
+
+	// A peer that connects and says nothing holds up nobody.
+	silent, err := net.Dial("tcp", addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer silent.Close()
+
+	c, err := direct.Dial(ctx, addr, direct.WithDialer(slurm.AuthDialer("right")))
+	if err != nil {
+		t.Fatalf("dial with the right secret: %v", err)
+	}
+	defer c.Close()
+	info, err := c.Backend().GetInfo(ctx)
+	if err != nil || info.Name != "local" {
+		t.Fatalf("GetInfo: %+v, %v", info, err)
+	}
+}
+
+// An abort records MPI_Abort's errorcode as srun's status and cancels
+// the step once; a later failure does not replace it.
+func TestAbortCancelsTheStep(t *testing.T) {
+	cancelled := make(chan string, 4)
+	c, _ := startCoordinator(t, Options{Secret: "s", Step: "42.0", Cancel: func(_ context.Context, step string) error {
+		cancelled <- step
+		return nil
+	}})
+	ctx := context.Background()
+	job := plugin.Job{Nspace: "slurm.42.0", Size: 2, Nodes: []plugin.Node{{ID: 0, Name: "n1", Ranks: []int32{0}}, {ID: 1, Name: "n2", Ranks: []int32{1}}}}
+	be := c.Backend()
+	if _, err := be.Configure(ctx, &plugin.ConfigureRequest{Job: job, NodeID: 0}); err != nil {
+		t.Fatal(err)
+	}
+	if err := be.Abort(ctx, &plugin.AbortRequest{Proc: plugin.Proc{Nspace: job.Nspace, Rank: 1}, Status: 7, Message: "bye"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := be.Abort(ctx, &plugin.AbortRequest{Proc: plugin.Proc{Nspace: job.Nspace, Rank: 0}, Status: 3, Message: "me too"}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case step := <-cancelled:
+		if step != "42.0" {
+			t.Fatalf("cancelled %q", step)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the step was not cancelled")
+	}
+	if status, why := c.Status(); status != 7 || !strings.Contains(why, "rank 1 of job slurm.42.0 called abort with status 7: bye") {
+		t.Fatalf("status %d (%s)", status, why)
+	}
+	for code, want := range map[int32]int{7: 7, 256: 1, -1: 255, 0: 1} {
+		if got := exitStatus(code); got != want {
+			t.Errorf("exitStatus(%d) = %d, want %d", code, got, want)
+		}
+	}
+}

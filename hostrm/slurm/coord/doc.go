@@ -1,0 +1,35 @@
+// Package coord is the step coordinator of gopmi under Slurm: the
+// step-wide side that every node's backend (package slurm's Node) talks
+// to over an authenticated TCP link. Its state (fences across the fence
+// tree's top, every node's data for direct modex, the name service,
+// connects, aborts) lives in one local.Universe, the same that `gopmi run`
+// hosts (package hostrm/local, which imports only the SDK).
+//
+// The coordinator runs beside srun for the step's life, as `gopmi-slurm
+// coordinate`: srun's mpi/gopmi plugin makes its listening socket, starts
+// it, puts the port, the step's layout and a fresh secret in the step's
+// environment, and closes its standard input when the step ends; it exits
+// with the status srun should report (an MPI_Abort's errorcode; 1 after a
+// task failed or a fence timed out, which it prints on srun's stderr). A
+// step spawned from a gopmi step joins its parent's coordinator, so a step
+// and everything it spawned share one name space.
+//
+// # Spawn
+//
+// A spawn runs `srun --mpi=gopmi --overlap -n N cmd` in the job's
+// allocation with the coordinator's address and secret, the new job's
+// namespace, its parent and the preput in the environment (EnvNspace,
+// EnvParent, EnvPreput): its srun joins this coordinator instead of
+// starting one, and its stepds build their bootstraps from them. The
+// spawn returns once every node of the new step configured its backend;
+// srun's own error line is the reason when it fails first. The universe
+// takes the new step's layout from its first Configure (LayoutByRM):
+// Slurm places the ranks. When srun's stdin closes, the coordinator
+// serves the spawned steps to their end before it exits.
+//
+// # Not yet
+//
+// A spawn of several commands at once (MPMD) is refused by name. In modex
+// mode a barrier's parts reach the coordinator one per node, since it
+// serves direct modex from each node's own data.
+package coord
