@@ -951,3 +951,21 @@ func TestGateAtJobEnd(t *testing.T) {
 		t.Fatalf("shutdown: %v", err)
 	}
 }
+
+// Apps that list their ranks (srun --multi-prog "0,2 a; 1,3 b") give
+// each rank its app's index as its appnum, over PMI-1 and PMI-2.
+func TestAppnumOfListedRanks(t *testing.T) {
+	apps := []plugin.App{{FirstRank: 0, Size: 2, Cmd: "a", Ranks: []int32{0, 2}}, {FirstRank: 1, Size: 2, Cmd: "b", Ranks: []int32{1, 3}}}
+	w := newWorld(t, 4, 2, func(c *jobSetup) { c.Job.Apps = apps })
+	for r, want := range []string{"0", "1"} {
+		k := w.task(r)
+		k.init1()
+		k.send("cmd=get_appnum")
+		k.expect("cmd=appnum rc=0 appnum=" + want)
+	}
+	for r, want := range map[int]string{2: "0", 3: "1"} {
+		if m := w.task(r).init2(); m.Value("appnum") != want {
+			t.Errorf("rank %d: fullinit %+v, want appnum=%s", r, m.Args, want)
+		}
+	}
+}

@@ -99,14 +99,7 @@ func buildLayout(cfg *Config) (*layout, error) {
 		l.isLocal[r] = true
 	}
 	if len(job.Apps) > 1 {
-		l.appnum = make([]int32, job.Size)
-		for i, a := range job.Apps {
-			for r := a.FirstRank; r < a.FirstRank+a.Size && r < job.Size; r++ {
-				if r >= 0 {
-					l.appnum[r] = int32(i)
-				}
-			}
-		}
+		l.appnum = job.AppRanks()
 	}
 	l.mapping = processMapping(l.rankNode, cfg.Limits.ValMax)
 	return l, nil

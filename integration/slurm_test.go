@@ -364,6 +364,14 @@ func TestSlurmSpawn(t *testing.T) {
 			strings.Count(r.Stdout, "size=2 mode=connect\n") != 2 || strings.Count(r.Stdout, "size=2 mode=connect-child\n") != 2 {
 			t.Fatalf("connect: %s\n%s", r.Stdout, slurmFailure(c, r))
 		}
+		// Two commands at once (srun --multi-prog underneath): each
+		// child's appnum is its command's place.
+		r = salloc(t, c, time.Minute, []string{"-N", "2", "-n", "8"}, []string{"-n", "1"}, progs[clients.PMI2Test], "spawn-multi")
+		for rank, app := range []int{0, 1, 1} {
+			if want := fmt.Sprintf("ok pmi2-mchild rank=%d size=3 appnum=%d\n", rank, app); r.ExitCode != 0 || !strings.Contains(r.Stdout, want) {
+				t.Errorf("spawn-multi: want %q:\n%s", want, slurmFailure(c, r))
+			}
+		}
 		return
 	}
 	t.Fatal("no pmi2/spawn/n=2 case")
@@ -426,6 +434,27 @@ func TestSlurmHwlocXMLFile(t *testing.T) {
 	for f := range files {
 		if !strings.HasPrefix(f, c.Dir) || !strings.Contains(filepath.Base(f), "hwloc_topo_") {
 			t.Errorf("%s is not a slurmstepd's topology file under the cluster's spool", f)
+		}
+	}
+}
+
+// srun --multi-prog: each line of the configuration that runs ranks is an
+// app, so a rank's MPI_APPNUM is its line's place, even for ranks that
+// are not consecutive ("0,2" then "*"); Slurm's mpi/pmi2 leaves it unset.
+func TestSlurmMultiProg(t *testing.T) {
+	c := slurm(t)
+	conf := filepath.Join(t.TempDir(), "mpmd.conf")
+	a := progs[clients.MPIAttrs]
+	if err := os.WriteFile(conf, []byte("# MPMD\n0,2 "+a+"\n\n*   "+a+" second\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := runOn(t, c, time.Minute, []string{"srun", "--mpi=gopmi", "-N", "2", "-n", "5", "--multi-prog", conf})
+	if r.ExitCode != 0 {
+		t.Fatal(slurmFailure(c, r))
+	}
+	for rank, app := range []int{0, 1, 0, 1, 1} {
+		if want := fmt.Sprintf("ok attrs rank=%d size=5 appnum=%d ", rank, app); !strings.Contains(r.Stdout, want) {
+			t.Errorf("want %q in:\n%s", want, r.Stdout)
 		}
 	}
 }

@@ -1,6 +1,9 @@
 package plugin
 
-import "fmt"
+import (
+	"fmt"
+	"slices"
+)
 
 // LayoutError says what is wrong with a Job's layout and where, as a
 // path into the job ("nodes[1].ranks", "apps[0].first_rank", "size").
@@ -66,6 +69,10 @@ func (j Job) Validate() error {
 			return layoutErr("nodes", "rank %d is on no node", r)
 		}
 	}
+	listed := slices.ContainsFunc(j.Apps, func(a App) bool { return len(a.Ranks) > 0 })
+	if listed {
+		return j.validateAppSets()
+	}
 	next := int32(0)
 	for i, a := range j.Apps {
 		f := fmt.Sprintf("apps[%d]", i)
@@ -82,6 +89,48 @@ func (j Job) Validate() error {
 	}
 	if len(j.Apps) > 0 && next != j.Size {
 		return layoutErr("apps", "cover ranks 0..%d, job.size is %d", next-1, j.Size)
+	}
+	return nil
+}
+
+// validateAppSets checks apps of which some list their ranks: every rank
+// in exactly one app, each app's size its number of ranks and its
+// first_rank its lowest.
+func (j Job) validateAppSets() error {
+	app := make([]int32, j.Size)
+	for i := range app {
+		app[i] = -1
+	}
+	for i, a := range j.Apps {
+		f := fmt.Sprintf("apps[%d]", i)
+		ranks := a.Ranks
+		if len(ranks) == 0 {
+			if a.Size <= 0 {
+				return layoutErr(f+".size", "%d, must be positive", a.Size)
+			}
+			for r := a.FirstRank; r < a.FirstRank+a.Size; r++ {
+				ranks = append(ranks, r)
+			}
+		} else if int32(len(ranks)) != a.Size {
+			return layoutErr(f+".size", "%d, but %d ranks are listed", a.Size, len(ranks))
+		}
+		if lo := slices.Min(ranks); a.FirstRank != lo {
+			return layoutErr(f+".first_rank", "%d, but the app's lowest rank is %d", a.FirstRank, lo)
+		}
+		for _, r := range ranks {
+			if r < 0 || r >= j.Size {
+				return layoutErr(f+".ranks", "rank %d outside 0..%d", r, j.Size-1)
+			}
+			if o := app[r]; o >= 0 {
+				return layoutErr(f+".ranks", "rank %d already in job.apps[%d]", r, o)
+			}
+			app[r] = int32(i)
+		}
+	}
+	for r, a := range app {
+		if a < 0 {
+			return layoutErr("apps", "rank %d is in no app", r)
+		}
 	}
 	return nil
 }

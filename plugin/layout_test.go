@@ -48,3 +48,45 @@ func TestJobValidate(t *testing.T) {
 		}
 	}
 }
+
+// Apps may list their ranks (srun --multi-prog): every rank in exactly one
+// app, and AppRanks gives each rank its app's index.
+func TestJobAppSets(t *testing.T) {
+	good := func() plugin.Job {
+		return plugin.Job{Nspace: "j", Size: 4, Nodes: []plugin.Node{{ID: 0, Name: "a", Ranks: []int32{0, 1, 2, 3}}},
+			Apps: []plugin.App{{FirstRank: 0, Size: 2, Ranks: []int32{2, 0}}, {FirstRank: 1, Size: 2, Ranks: []int32{1, 3}}}}
+	}
+	if err := good().Validate(); err != nil {
+		t.Fatalf("a good layout: %v", err)
+	}
+	if got := good().AppRanks(); !slices.Equal(got, []int32{0, 1, 0, 1}) {
+		t.Errorf("AppRanks = %v, want [0 1 0 1]", got)
+	}
+	mixed := good()
+	mixed.Apps = []plugin.App{{FirstRank: 0, Size: 2, Ranks: []int32{0, 3}}, {FirstRank: 1, Size: 2}}
+	if err := mixed.Validate(); err != nil {
+		t.Fatalf("a listed app beside a range: %v", err)
+	}
+	if got := mixed.AppRanks(); !slices.Equal(got, []int32{0, 1, 1, 0}) {
+		t.Errorf("AppRanks = %v, want [0 1 1 0]", got)
+	}
+	if got := (plugin.Job{Size: 3}).AppRanks(); !slices.Equal(got, []int32{0, 0, 0}) {
+		t.Errorf("AppRanks without apps = %v", got)
+	}
+	for _, c := range []struct {
+		edit func(j *plugin.Job)
+		want string
+	}{
+		{func(j *plugin.Job) { j.Apps[0].Size = 3 }, "job.apps[0].size: 3, but 2 ranks are listed"},
+		{func(j *plugin.Job) { j.Apps[1].FirstRank = 3 }, "job.apps[1].first_rank: 3, but the app's lowest rank is 1"},
+		{func(j *plugin.Job) { j.Apps[1].Ranks = []int32{1, 4} }, "job.apps[1].ranks: rank 4 outside 0..3"},
+		{func(j *plugin.Job) { j.Apps[1].Ranks = []int32{1, 2} }, "job.apps[1].ranks: rank 2 already in job.apps[0]"},
+		{func(j *plugin.Job) { j.Apps[1] = plugin.App{FirstRank: 1, Size: 1, Ranks: []int32{1}} }, "job.apps: rank 3 is in no app"},
+	} {
+		j := good()
+		c.edit(&j)
+		if err := j.Validate(); err == nil || err.Error() != c.want {
+			t.Errorf("Validate: %v, want %q", err, c.want)
+		}
+	}
+}

@@ -93,12 +93,40 @@ type Node struct {
 	Ranks []int32
 }
 
-// App is one executable of a job: its ranks are FirstRank..FirstRank+Size-1
-// and MPI_APPNUM is its index in Job.Apps.
+// App is one executable of a job: its ranks are FirstRank..FirstRank+Size-1,
+// or those in Ranks when it is set, and MPI_APPNUM is its index in
+// Job.Apps.
 type App struct {
 	FirstRank int32
 	Size      int32
 	Cmd       string
+	// Ranks, when set, are the app's ranks, not necessarily consecutive
+	// (srun --multi-prog "0,2 a.out"); Size is their number and FirstRank
+	// their lowest.
+	Ranks []int32
+}
+
+// AppRanks is each rank's app index (its MPI_APPNUM) in j.Apps: 0 for every
+// rank when j has no apps. Ranks outside 0..Size-1 are ignored.
+func (j Job) AppRanks() []int32 {
+	out := make([]int32, max(j.Size, 0))
+	for i, a := range j.Apps {
+		set := func(r int32) {
+			if r >= 0 && r < j.Size {
+				out[r] = int32(i)
+			}
+		}
+		if len(a.Ranks) > 0 {
+			for _, r := range a.Ranks {
+				set(r)
+			}
+			continue
+		}
+		for r := a.FirstRank; r < a.FirstRank+a.Size; r++ {
+			set(r)
+		}
+	}
+	return out
 }
 
 // Job is the layout of a job as the host knows it.

@@ -295,6 +295,7 @@ func jobFields(j *shimv1.Job) []fastField {
 					{"firstRank", "first_rank", func(d *fastDec) { a.FirstRank = d.int32() }},
 					{"size", "size", func(d *fastDec) { a.Size = d.int32() }},
 					{"cmd", "cmd", func(d *fastDec) { a.Cmd = d.str() }},
+					{"ranks", "ranks", func(d *fastDec) { d.array(func() { a.Ranks = append(a.Ranks, d.int32()) }) }},
 				})
 				j.Apps = append(j.Apps, a)
 			})

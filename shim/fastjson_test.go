@@ -17,7 +17,7 @@ func richBootstrap() *shimv1.Bootstrap {
 	b.NodeId = 0
 	b.Job.UniverseSize = 8
 	b.Job.Parent = "parent.0"
-	b.Job.Apps = []*shimv1.App{{FirstRank: 0, Size: 1, Cmd: "a"}, {FirstRank: 1, Size: 1, Cmd: "b c"}}
+	b.Job.Apps = []*shimv1.App{{FirstRank: 0, Size: 1, Cmd: "a", Ranks: []int32{0}}, {FirstRank: 1, Size: 1, Cmd: "b c"}}
 	b.Job.Preput = []*shimv1.KeyValue{{Key: "PARENT_ROOT_PORT_NAME", Value: "tag#0$description#x$"}}
 	b.Job.Attrs = []*shimv1.KeyValue{{Key: "PMI_hwloc_xmlfile", Value: "/tmp/topo é.xml"}}
 	b.Backend.Config = `{"universe":"unix:///tmp/gopmi-1/universe.sock"}`

@@ -14,6 +14,7 @@
  */
 
 #define _GNU_SOURCE
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
@@ -416,9 +417,122 @@ static int check_settings(char **env)
 	return 0;
 }
 
+/* mark_ranks gives the ranks of a --multi-prog rank specification ("*",
+ * or a comma list of N and N-M; other items are ignored, as Slurm does)
+ * that have no line yet the line idx. */
+static void mark_ranks(char *spec, int idx, int *line_of, uint32_t n)
+{
+	char *save = NULL;
+
+	if (!strcmp(spec, "*")) {
+		for (uint32_t r = 0; r < n; r++)
+			if (line_of[r] < 0)
+				line_of[r] = idx;
+		return;
+	}
+	for (char *item = strtok_r(spec, ",", &save); item; item = strtok_r(NULL, ",", &save)) {
+		char *p = item, *hi = NULL;
+		long lo, up;
+
+		while (isdigit((unsigned char) *p))
+			p++;
+		if (p == item || (*p && *p != '-'))
+			continue;
+		if (*p == '-') {
+			hi = ++p;
+			while (isdigit((unsigned char) *p))
+				p++;
+			if (p == hi || *p)
+				continue;
+		}
+		lo = atol(item);
+		up = hi ? atol(hi) : lo;
+		for (long r = lo; r <= up && r < (long) n; r++)
+			if (r >= 0 && line_of[r] < 0)
+				line_of[r] = idx;
+	}
+}
+
+/* multi_prog_apps is the bootstrap's "apps" for srun --multi-prog, whose
+ * configuration the stepd holds in argv[1]: a rank runs the first line
+ * whose rank specification holds it, as Slurm picks its command; blank
+ * lines and whole-line comments are skipped, and so is the line after one
+ * that ends with a backslash. Each line that runs a rank is an app, in
+ * line order, so a rank's appnum is its line's place among them. NULL when
+ * the configuration leaves a rank without a line (Slurm fails that task). */
+static char *multi_prog_apps(const stepd_step_rec_t *job)
+{
+	uint32_t n = job->ntasks;
+	int *line_of = xcalloc(n ? n : 1, sizeof(int)), nlines = 0, apps = 0;
+	char **cmds = NULL, *data, *save = NULL, *out = NULL;
+	bool cont = false;
+
+	if (job->argc < 2 || !job->argv[1]) {
+		xfree(line_of);
+		return NULL;
+	}
+	for (uint32_t r = 0; r < n; r++)
+		line_of[r] = -1;
+	data = xstrdup(job->argv[1]);
+	for (char *line = strtok_r(data, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+		size_t len = strlen(line);
+		bool skip = cont;
+		char *p = line, *spec, *cmd;
+
+		cont = len && line[len - 1] == '\\';
+		if (skip)
+			continue;
+		while (isspace((unsigned char) *p))
+			p++;
+		if (!*p || *p == '#')
+			continue;
+		spec = p;
+		while (*p && !isspace((unsigned char) *p))
+			p++;
+		if (!*p)
+			continue;
+		*p++ = '\0';
+		while (isspace((unsigned char) *p))
+			p++;
+		cmd = p;
+		while (*p && !isspace((unsigned char) *p))
+			p++;
+		*p = '\0';
+		xrealloc(cmds, (nlines + 1) * sizeof(char *));
+		cmds[nlines] = cmd;
+		mark_ranks(spec, nlines, line_of, n);
+		nlines++;
+	}
+	for (uint32_t r = 0; r < n; r++)
+		if (line_of[r] < 0)
+			goto out;
+	xstrcat(out, "[");
+	for (int l = 0; l < nlines; l++) {
+		uint32_t size = 0, first = 0;
+		for (uint32_t r = 0; r < n; r++)
+			if (line_of[r] == l && !size++)
+				first = r;
+		if (!size)
+			continue;
+		xstrfmtcat(out, "%s{\"firstRank\":%u,\"size\":%u,\"cmd\":", apps++ ? "," : "", first, size);
+		json_str(&out, cmds[l]);
+		xstrcat(out, ",\"ranks\":[");
+		for (uint32_t r = 0, k = 0; r < n; r++)
+			if (line_of[r] == l)
+				xstrfmtcat(out, "%s%u", k++ ? "," : "", r);
+		xstrcat(out, "]}");
+	}
+	xstrcat(out, "]");
+out:
+	xfree(cmds);
+	xfree(data);
+	xfree(line_of);
+	return out;
+}
+
 static char *bootstrap(const stepd_step_rec_t *job, char **env, const char *coord, const char *nodes)
 {
-	char *b = NULL, timeout[16], *up2;
+	char *b = NULL, timeout[16], *up2, *apps;
 	const char *mode, *t;
 
 	const char *ns = getenvp(env, ENV_NSPACE), *parent = getenvp(env, ENV_PARENT);
@@ -438,9 +552,14 @@ static char *bootstrap(const stepd_step_rec_t *job, char **env, const char *coor
 	}
 	if (preput && preput[0] == '[')
 		xstrfmtcat(b, ",\"preput\":%s", preput);
-	xstrfmtcat(b, ",\"apps\":[{\"firstRank\":0,\"size\":%u,\"cmd\":", job->ntasks);
-	json_str(&b, job->argv && job->argv[0] ? job->argv[0] : "");
-	xstrcat(b, "}]");
+	if ((job->flags & LAUNCH_MULTI_PROG) && (apps = multi_prog_apps(job))) {
+		xstrfmtcat(b, ",\"apps\":%s", apps);
+		xfree(apps);
+	} else {
+		xstrfmtcat(b, ",\"apps\":[{\"firstRank\":0,\"size\":%u,\"cmd\":", job->ntasks);
+		json_str(&b, job->argv && job->argv[0] ? job->argv[0] : "");
+		xstrcat(b, "}]");
+	}
 	/* The stepd writes the node's topology there before it forks the
 	 * tasks (xcpuinfo_hwloc_topo_load) and removes it when it ends: MPICH
 	 * loads it instead of probing the machine in every rank. */

@@ -205,7 +205,8 @@ func (c *Config) setJob(j *shimv1.Job) error {
 		c.Job.Nodes = append(c.Job.Nodes, node)
 	}
 	for _, a := range j.GetApps() {
-		c.Job.Apps = append(c.Job.Apps, plugin.App{FirstRank: a.GetFirstRank(), Size: a.GetSize(), Cmd: a.GetCmd()})
+		c.Job.Apps = append(c.Job.Apps, plugin.App{FirstRank: a.GetFirstRank(), Size: a.GetSize(), Cmd: a.GetCmd(),
+			Ranks: append([]int32(nil), a.GetRanks()...)})
 	}
 	// Every rank lives on exactly one node: PMI_process_mapping and the
 	// fence's participant lists are computed from this layout. The rule

@@ -107,7 +107,7 @@ func TestNewConfigExplicit(t *testing.T) {
 	if c.FenceMode != bridge.FenceModex || c.LogLevel != zerolog.DebugLevel || !c.PMIDebug {
 		t.Errorf("fence mode %v log level %v pmi debug %v", c.FenceMode, c.LogLevel, c.PMIDebug)
 	}
-	if c.Job.UniverseSize != 8 || len(c.Job.Apps) != 2 || c.Job.Apps[1] != (plugin.App{FirstRank: 3, Size: 1, Cmd: "b"}) {
+	if c.Job.UniverseSize != 8 || len(c.Job.Apps) != 2 || !cmp.Equal(c.Job.Apps[1], plugin.App{FirstRank: 3, Size: 1, Cmd: "b"}) {
 		t.Errorf("job %+v", c.Job)
 	}
 	if diff := cmp.Diff([]plugin.Info{{Key: "k", Value: "v"}}, c.Preput); diff != "" {

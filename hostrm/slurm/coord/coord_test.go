@@ -16,6 +16,7 @@ import (
 	"github.com/rs/zerolog"
 	"go.uber.org/goleak"
 
+	"github.com/gopmi/gopmi/hostrm/local"
 	"github.com/gopmi/gopmi/hostrm/slurm"
 	"github.com/gopmi/gopmi/plugin"
 	"github.com/gopmi/gopmi/plugin/grpcplugin/direct"
@@ -164,6 +165,39 @@ func TestAbortCancelsTheStep(t *testing.T) {
 	for code, want := range map[int32]int{7: 7, 256: 1, -1: 255, 0: 1} {
 		if got := exitStatus(code); got != want {
 			t.Errorf("exitStatus(%d) = %d, want %d", code, got, want)
+		}
+	}
+}
+
+// A spawn of several commands becomes one srun --multi-prog line per
+// command, in rank order, its arguments quoted as slurmstepd reads them;
+// what one step cannot hold is refused by name.
+func TestSrunArgs(t *testing.T) {
+	args, conf, err := srunArgs([]local.AppSpec{{Path: "/bin/a", Args: []string{"x y"}, Procs: 2, Dir: "/tmp"}})
+	if err != nil || conf != "" || strings.Join(args, " ") != "--mpi=gopmi --overlap -n 2 --chdir=/tmp /bin/a x y" {
+		t.Fatalf("one command: %q %q %v", args, conf, err)
+	}
+	args, conf, err = srunArgs([]local.AppSpec{
+		{Path: "/bin/a", Args: []string{"it's", "%t", `a\b`}, Procs: 2},
+		{Path: "/bin/b", Procs: 1},
+	})
+	if err != nil || strings.Join(args, " ") != "--mpi=gopmi --overlap -n 3" {
+		t.Fatalf("two commands: %q %v", args, err)
+	}
+	if want := "0-1 /bin/a 'it'\\''s' '%t' 'a\\b'\n2-2 /bin/b\n"; conf != want {
+		t.Fatalf("configuration %q, want %q", conf, want)
+	}
+	for _, c := range []struct {
+		apps []local.AppSpec
+		want string
+	}{
+		{[]local.AppSpec{{Path: "/a", Procs: 1, Dir: "/x"}, {Path: "/b", Procs: 1, Dir: "/y"}}, "different working directories"},
+		{[]local.AppSpec{{Path: "/a", Procs: 1}, {Path: "/b", Procs: 1, Env: []string{"A=1"}}}, "different environments"},
+		{[]local.AppSpec{{Path: "/a", Procs: 1}, {Path: "/my b", Procs: 1}}, `command 1, "/my b"`},
+		{[]local.AppSpec{{Path: "/a", Procs: 1, Args: []string{"x\ny"}}, {Path: "/b", Procs: 1}}, "newline"},
+	} {
+		if _, _, err := srunArgs(c.apps); err == nil || !strings.Contains(err.Error(), c.want) || !errors.Is(err, plugin.ErrNotSupported) {
+			t.Errorf("%+v: %v, want an ErrNotSupported naming %q", c.apps, err, c.want)
 		}
 	}
 }

@@ -27,9 +27,14 @@
 // Slurm places the ranks. When srun's stdin closes, the coordinator
 // serves the spawned steps to their end before it exits.
 //
+// A spawn of several commands at once (MPI_Comm_spawn_multiple) is one
+// step run with srun --multi-prog, one configuration line per command
+// (srunArgs), so its stepds give each child its command's place as
+// appnum; a working directory or environment that differs between the
+// commands is refused by name.
+//
 // # Not yet
 //
-// A spawn of several commands at once (MPMD) is refused by name. In modex
-// mode a barrier's parts reach the coordinator one per node, since it
-// serves direct modex from each node's own data.
+// In modex mode a barrier's parts reach the coordinator one per node,
+// since it serves direct modex from each node's own data.
 package coord

@@ -9,6 +9,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -39,22 +40,31 @@ const (
 // starting), or with srun's own reason when srun ends first or the spawn
 // time-out passes.
 func (c *Coordinator) launch(ctx context.Context, spec *local.JobSpec) error {
-	if len(spec.Apps) != 1 {
-		return plugin.Errorf(plugin.ErrNotSupported, "spawn of %d commands at once (MPMD) is not supported under Slurm yet", len(spec.Apps))
-	}
 	c.mu.Lock()
 	addr := c.addr
 	c.mu.Unlock()
 	if addr == "" {
 		return plugin.Errorf(plugin.ErrUnavailable, "spawn: the coordinator does not know its address yet")
 	}
-	app := spec.Apps[0]
-	args := []string{"--mpi=gopmi", "--overlap", "-n", strconv.Itoa(int(app.Procs))}
-	if app.Dir != "" {
-		args = append(args, "--chdir="+app.Dir)
+	args, conf, err := srunArgs(spec.Apps)
+	if err != nil {
+		return err
 	}
-	args = append(args, app.Path)
-	args = append(args, app.Args...)
+	if conf != "" {
+		// Several commands at once: srun --multi-prog, one line each,
+		// whose stepds give each rank its line's appnum.
+		f, err := os.CreateTemp("", "gopmi-spawn-*.conf")
+		if err != nil {
+			return plugin.Errorf(plugin.ErrUnavailable, "spawn: %v", err)
+		}
+		defer os.Remove(f.Name()) // srun has read it once the step started
+		_, werr := f.WriteString(conf)
+		if cerr := f.Close(); werr != nil || cerr != nil {
+			return plugin.Errorf(plugin.ErrUnavailable, "spawn: write %s: %v", f.Name(), errors.Join(werr, cerr))
+		}
+		args = append(args, "--multi-prog", f.Name())
+	}
+	app := spec.Apps[0]
 	type kv struct {
 		Key   string `json:"key"`
 		Value string `json:"value"`
@@ -136,6 +146,55 @@ func (c *Coordinator) launch(ctx context.Context, spec *local.JobSpec) error {
 		c.u.EndJob(ns, failure)
 	}()
 	return nil
+}
+
+// srunArgs is the nested srun's arguments for a spawn's apps and, for
+// several apps, the --multi-prog configuration that runs them (the caller
+// writes it to a file and adds --multi-prog): one line per app, its ranks,
+// its program and its arguments single-quoted, as slurmstepd parses them.
+// What srun cannot express for several commands at once, a working
+// directory or environment that differs between them, is refused by name.
+func srunArgs(apps []local.AppSpec) (args []string, conf string, err error) {
+	if len(apps) == 0 {
+		return nil, "", plugin.Errorf(plugin.ErrInvalidArgument, "spawn: no command")
+	}
+	total := int32(0)
+	for _, a := range apps {
+		total += a.Procs
+	}
+	first := apps[0]
+	args = []string{"--mpi=gopmi", "--overlap", "-n", strconv.Itoa(int(total))}
+	if first.Dir != "" {
+		args = append(args, "--chdir="+first.Dir)
+	}
+	if len(apps) == 1 {
+		return append(append(args, first.Path), first.Args...), "", nil
+	}
+	var b strings.Builder
+	rank := int32(0)
+	for i, a := range apps {
+		switch {
+		case a.Dir != first.Dir:
+			return nil, "", plugin.Errorf(plugin.ErrNotSupported,
+				"spawn: commands 0 and %d ask for different working directories (wdir %q, %q): srun --multi-prog runs every command of a step in one", i, first.Dir, a.Dir)
+		case !slices.Equal(a.Env, first.Env):
+			return nil, "", plugin.Errorf(plugin.ErrNotSupported,
+				"spawn: commands 0 and %d ask for different environments: srun --multi-prog gives every command of a step one", i)
+		case a.Path == "" || strings.ContainsAny(a.Path, " \t\n'\"\\%"):
+			return nil, "", plugin.Errorf(plugin.ErrNotSupported,
+				"spawn: command %d, %q: srun --multi-prog cannot run a program whose path is empty or holds blanks, quotes, '\\' or '%%'", i, a.Path)
+		}
+		fmt.Fprintf(&b, "%d-%d %s", rank, rank+a.Procs-1, a.Path)
+		for _, arg := range a.Args {
+			if strings.Contains(arg, "\n") {
+				return nil, "", plugin.Errorf(plugin.ErrNotSupported, "spawn: command %d: srun --multi-prog cannot pass an argument holding a newline", i)
+			}
+			b.WriteString(" '" + strings.ReplaceAll(arg, "'", `'\''`) + "'")
+		}
+		b.WriteByte('\n')
+		rank += a.Procs
+	}
+	return args, b.String(), nil
 }
 
 // stopSpawned ends the spawned steps after an abort or a failure: SIGTERM

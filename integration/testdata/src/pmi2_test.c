@@ -13,6 +13,10 @@
  *   spawn    rank 0 spawns 2 copies of this program with argument "child" and
  *            the preput key gopmi-preput=preput-val
  *   child    (used by spawn) checks the spawned flag and the preput key
+ *   spawn-multi  rank 0 spawns two commands at once: 1 copy, then 2 copies,
+ *            of this program with argument "mchild"
+ *   mchild   (used by spawn-multi) checks the spawned flag and the size (3),
+ *            fences, and prints its appnum (0 for rank 0, 1 for ranks 1-2)
  *   connect  rank 0 spawns 2 copies of this program with argument
  *            "connect-child" and puts the new job id; after a fence every
  *            rank checks that PMI2_Job_Connect to a job that does not exist
@@ -214,6 +218,35 @@ static void mode_spawn(void)
     pp.key = "gopmi-preput";
     pp.value = "preput-val";
     spawn_self("child", &pp, newjob, sizeof newjob);
+}
+
+static void mode_spawn_multi(void)
+{
+    char exe[4096], newjob[256];
+    const char *cmds[2], *argv0[1] = {"mchild"}, **argvs[2] = {argv0, argv0};
+    int argcs[2] = {1, 1}, maxprocs[2] = {1, 2}, infosizes[2] = {0, 0}, errors[3] = {-1, -1, -1};
+    const struct MPID_Info *infos[2] = {NULL, NULL};
+    ssize_t n;
+    int rc;
+
+    if (rank != 0) return;
+    n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n <= 0) gt_fail(P, rank, "readlink-self");
+    exe[n] = 0;
+    cmds[0] = cmds[1] = exe;
+    memset(newjob, 0, sizeof newjob);
+    rc = PMI2_Job_Spawn(2, cmds, argcs, argvs, maxprocs, infosizes, infos, 0, NULL, newjob,
+                        sizeof newjob, errors);
+    if (rc != PMI2_SUCCESS) gt_fail(P, rank, "spawn-multi-rc-%d", rc);
+    printf("ok " P " rank=%d step=spawn-multi jobid=%s\n", rank, newjob);
+}
+
+static void mode_mchild(void)
+{
+    if (!spawned) gt_fail(P, rank, "mchild-not-spawned");
+    if (size != 3) gt_fail(P, rank, "mchild-size-%d-want-3", size);
+    fence("mchild");
+    printf("ok " P "-mchild rank=%d size=%d appnum=%d\n", rank, size, appnum);
 }
 
 static void mode_child(void)
@@ -450,6 +483,10 @@ int main(int argc, char **argv)
         mode_spawn();
     else if (strcmp(mode, "child") == 0)
         mode_child();
+    else if (strcmp(mode, "spawn-multi") == 0)
+        mode_spawn_multi();
+    else if (strcmp(mode, "mchild") == 0)
+        mode_mchild();
     else if (strcmp(mode, "connect") == 0)
         mode_connect();
     else if (strcmp(mode, "connect-child") == 0)

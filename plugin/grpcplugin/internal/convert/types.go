@@ -77,7 +77,7 @@ func toJob(j plugin.Job) *rmv1.Job {
 			return &rmv1.Node{Id: n.ID, Name: n.Name, Ranks: clone(n.Ranks)}
 		}),
 		Apps: mapSlice(j.Apps, func(a plugin.App) *rmv1.App {
-			return &rmv1.App{FirstRank: a.FirstRank, Size: a.Size, Cmd: a.Cmd}
+			return &rmv1.App{FirstRank: a.FirstRank, Size: a.Size, Cmd: a.Cmd, Ranks: clone(a.Ranks)}
 		}),
 		Parent: j.Parent,
 	}
@@ -92,7 +92,7 @@ func fromJob(j *rmv1.Job) plugin.Job {
 			return plugin.Node{ID: n.GetId(), Name: n.GetName(), Ranks: clone(n.GetRanks())}
 		}),
 		Apps: mapSlice(j.GetApps(), func(a *rmv1.App) plugin.App {
-			return plugin.App{FirstRank: a.GetFirstRank(), Size: a.GetSize(), Cmd: a.GetCmd()}
+			return plugin.App{FirstRank: a.GetFirstRank(), Size: a.GetSize(), Cmd: a.GetCmd(), Ranks: clone(a.GetRanks())}
 		}),
 		Parent: j.GetParent(),
 	}

@@ -525,7 +525,8 @@ func (x *Node) GetRanks() []int32 {
 }
 
 // App is one executable of a job: its ranks are first_rank to
-// first_rank+size-1, and its MPI_APPNUM is its index in Job.apps.
+// first_rank+size-1, or those in ranks when it is set, and its MPI_APPNUM
+// is its index in Job.apps.
 type App struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// first_rank is the app's lowest rank.
@@ -533,7 +534,11 @@ type App struct {
 	// size is the number of ranks running this app.
 	Size int32 `protobuf:"varint,2,opt,name=size,proto3" json:"size,omitempty"`
 	// cmd is the executable, for messages.
-	Cmd           string `protobuf:"bytes,3,opt,name=cmd,proto3" json:"cmd,omitempty"`
+	Cmd string `protobuf:"bytes,3,opt,name=cmd,proto3" json:"cmd,omitempty"`
+	// ranks, when set, are the app's ranks, in any order, not necessarily
+	// consecutive (srun --multi-prog "0,2 a.out"); size is their number and
+	// first_rank their lowest.
+	Ranks         []int32 `protobuf:"varint,4,rep,packed,name=ranks,proto3" json:"ranks,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -587,6 +592,13 @@ func (x *App) GetCmd() string {
 		return x.Cmd
 	}
 	return ""
+}
+
+func (x *App) GetRanks() []int32 {
+	if x != nil {
+		return x.Ranks
+	}
+	return nil
 }
 
 // Job is the layout of a job as the host knows it.
@@ -2644,12 +2656,13 @@ const file_gopmi_rm_v1_rm_proto_rawDesc = "" +
 	"\x04Node\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x05R\x02id\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x14\n" +
-	"\x05ranks\x18\x03 \x03(\x05R\x05ranks\"J\n" +
+	"\x05ranks\x18\x03 \x03(\x05R\x05ranks\"`\n" +
 	"\x03App\x12\x1d\n" +
 	"\n" +
 	"first_rank\x18\x01 \x01(\x05R\tfirstRank\x12\x12\n" +
 	"\x04size\x18\x02 \x01(\x05R\x04size\x12\x10\n" +
-	"\x03cmd\x18\x03 \x01(\tR\x03cmd\"\xbd\x01\n" +
+	"\x03cmd\x18\x03 \x01(\tR\x03cmd\x12\x14\n" +
+	"\x05ranks\x18\x04 \x03(\x05R\x05ranks\"\xbd\x01\n" +
 	"\x03Job\x12\x16\n" +
 	"\x06nspace\x18\x01 \x01(\tR\x06nspace\x12\x12\n" +
 	"\x04size\x18\x02 \x01(\x05R\x04size\x12#\n" +

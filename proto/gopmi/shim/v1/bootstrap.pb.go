@@ -392,12 +392,15 @@ func (x *Node) GetRanks() []int32 {
 	return nil
 }
 
-// App is one executable: ranks first_rank..first_rank+size-1, appnum = index.
+// App is one executable: ranks first_rank..first_rank+size-1, or those in
+// ranks when it is set (not necessarily consecutive: srun --multi-prog),
+// appnum = index.
 type App struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	FirstRank     int32                  `protobuf:"varint,1,opt,name=first_rank,json=firstRank,proto3" json:"first_rank,omitempty"`
 	Size          int32                  `protobuf:"varint,2,opt,name=size,proto3" json:"size,omitempty"`
 	Cmd           string                 `protobuf:"bytes,3,opt,name=cmd,proto3" json:"cmd,omitempty"`
+	Ranks         []int32                `protobuf:"varint,4,rep,packed,name=ranks,proto3" json:"ranks,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -451,6 +454,13 @@ func (x *App) GetCmd() string {
 		return x.Cmd
 	}
 	return ""
+}
+
+func (x *App) GetRanks() []int32 {
+	if x != nil {
+		return x.Ranks
+	}
+	return nil
 }
 
 type Task struct {
@@ -847,12 +857,13 @@ const file_gopmi_shim_v1_bootstrap_proto_rawDesc = "" +
 	"\x04Node\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x05R\x02id\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x14\n" +
-	"\x05ranks\x18\x03 \x03(\x05R\x05ranks\"J\n" +
+	"\x05ranks\x18\x03 \x03(\x05R\x05ranks\"`\n" +
 	"\x03App\x12\x1d\n" +
 	"\n" +
 	"first_rank\x18\x01 \x01(\x05R\tfirstRank\x12\x12\n" +
 	"\x04size\x18\x02 \x01(\x05R\x04size\x12\x10\n" +
-	"\x03cmd\x18\x03 \x01(\tR\x03cmd\"3\n" +
+	"\x03cmd\x18\x03 \x01(\tR\x03cmd\x12\x14\n" +
+	"\x05ranks\x18\x04 \x03(\x05R\x05ranks\"3\n" +
 	"\x04Task\x12\x12\n" +
 	"\x04rank\x18\x01 \x01(\x05R\x04rank\x12\x17\n" +
 	"\afd_name\x18\x02 \x01(\tR\x06fdName\"2\n" +
