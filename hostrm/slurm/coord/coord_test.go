@@ -5,11 +5,13 @@ import (
 	"context"
 	"errors"
 	"net"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -199,5 +201,42 @@ func TestSrunArgs(t *testing.T) {
 		if _, _, err := srunArgs(c.apps); err == nil || !strings.Contains(err.Error(), c.want) || !errors.Is(err, plugin.ErrNotSupported) {
 			t.Errorf("%+v: %v, want an ErrNotSupported naming %q", c.apps, err, c.want)
 		}
+	}
+}
+
+// A spawn that Slurm delays rather than refuses fails when the spawn's
+// time-out passes, with srun's last line as the reason, and the waiting
+// srun is killed: never a hang.
+func TestSpawnDelayedBySlurm(t *testing.T) {
+	dir := t.TempDir()
+	srun := filepath.Join(dir, "srun")
+	pidFile := filepath.Join(dir, "pid")
+	script := "#!/bin/sh\necho $$ > " + pidFile + "\necho 'srun: Job 7 step creation temporarily disabled, retrying (Requested nodes are busy)' >&2\nexec sleep 60\n"
+	if err := os.WriteFile(srun, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	var stderr syncBuf
+	c, _ := startCoordinator(t, Options{Secret: "s", Srun: srun, Stderr: &stderr})
+	c.mu.Lock()
+	c.addr = "127.0.0.1:1"
+	c.mu.Unlock()
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	err := c.launch(ctx, &local.JobSpec{Job: plugin.Job{Nspace: "slurm.7.0.s1", Parent: "slurm.7.0"},
+		Apps: []local.AppSpec{{Path: "/bin/true", Procs: 1}}})
+	if err == nil || !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "Requested nodes are busy") {
+		t.Fatalf("launch: %v, want the deadline with srun's last line", err)
+	}
+	if time.Since(start) > 10*time.Second {
+		t.Fatalf("launch returned after %s", time.Since(start))
+	}
+	b, err := os.ReadFile(pidFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err := syscall.Kill(pid, 0); err == nil {
+		t.Errorf("the waiting srun (pid %d) is still alive", pid)
 	}
 }
