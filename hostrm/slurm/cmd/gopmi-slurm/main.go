@@ -23,6 +23,7 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 
 	"github.com/rs/zerolog"
 
@@ -48,14 +49,34 @@ func main() {
 
 // serveNode is gopmi-shim with the node's backend in its own process.
 func serveNode() int {
-	return serve.ExitCode(shim.Run(context.Background(), shim.RunConfig{
+	err := shim.Run(context.Background(), shim.RunConfig{
 		Backend: func(_ context.Context, spec serve.BackendSpec) (plugin.Full, error) {
 			if spec.Name != "slurm" {
 				return nil, fmt.Errorf("the bootstrap asks for backend %q; gopmi-slurm shim serves only slurm", spec.Name)
 			}
 			return slurm.NodeFromArgs(spec.Args), nil
 		},
-	}))
+	})
+	if err == nil {
+		lingerForStepd()
+	}
+	return serve.ExitCode(err)
+}
+
+// lingerAfterJob is how long the shim of a job that ended cleanly stays,
+// waiting for its stepd to kill it with the step's other processes.
+const lingerAfterJob = time.Second
+
+// lingerForStepd keeps the shim until its stepd ends the step. slurmstepd
+// reaps its children with wait3(-1): when the first child it reaps is the
+// shim, not a task (MPICH closes its PMI socket before it exits, so the
+// shim often ends first), it sleeps 100 ms before it looks again
+// (_wait_for_all_tasks), and a short step takes 100 ms longer. A shim that
+// is still there when the tasks are reaped is killed with the step's
+// leftovers instead. Tasks that run on long after PMI's finalize find it
+// gone after lingerAfterJob, at the cost of that one pause.
+func lingerForStepd() {
+	time.Sleep(lingerAfterJob)
 }
 
 // exitSetup is the status of a coordinator that could not start.
