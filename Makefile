@@ -5,6 +5,9 @@ BIN      := bin
 VERSION  ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
 LDFLAGS  := -s -w -X main.version=$(VERSION)
 CMDS     := ./hostrm/cmd/gopmi ./shim/cmd/gopmi-shim ./hostrm/local/cmd/gopmi-rm-local ./hostrm/slurm/cmd/gopmi-rm-slurm ./hostrm/slurm/cmd/gopmi-slurm
+# systemd's units for the node daemon (gopmi.socket, gopmi.service); the
+# local unit directory, which systemd searches.
+SYSTEMD_UNITDIR ?= $(PREFIX)/lib/systemd/system
 # Where Slurm loads plugins from (Debian's); make install-slurm-plugin
 # installs mpi_gopmi.so there.
 SLURM_PLUGINDIR ?= $(firstword $(wildcard /usr/lib/*/slurm-wlm) /usr/lib/x86_64-linux-gnu/slurm-wlm)
@@ -24,8 +27,11 @@ build:
 	CGO_ENABLED=0 $(GO) build -trimpath -ldflags '$(LDFLAGS)' -o $(BIN)/ $(CMDS)
 
 install: build
-	install -d $(DESTDIR)$(PREFIX)/bin
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(SYSTEMD_UNITDIR)
 	install -m 0755 $(BIN)/gopmi $(BIN)/gopmi-shim $(BIN)/gopmi-rm-local $(BIN)/gopmi-rm-slurm $(BIN)/gopmi-slurm $(DESTDIR)$(PREFIX)/bin/
+	install -m 0644 contrib/systemd/gopmi.socket $(DESTDIR)$(SYSTEMD_UNITDIR)/
+	sed 's|@BINDIR@|$(PREFIX)/bin|' contrib/systemd/gopmi.service > $(DESTDIR)$(SYSTEMD_UNITDIR)/gopmi.service
+	chmod 0644 $(DESTDIR)$(SYSTEMD_UNITDIR)/gopmi.service
 
 # Slurm's MPI plugin (srun --mpi=gopmi), built against the installed
 # Slurm's own source (Debian's source package; see contrib/slurm). It finds
@@ -56,8 +62,9 @@ deps:
 # Slurm's MPI plugin from Debian's source package (dpkg-dev, a compiler).
 deps-test: deps
 	@if ! command -v slurmd >/dev/null || ! command -v munged >/dev/null || \
-	    ! command -v dpkg-source >/dev/null || ! command -v gcc >/dev/null; then \
-		apt-get update -q && $(APT) slurm-wlm munge build-essential dpkg-dev; \
+	    ! command -v dpkg-source >/dev/null || ! command -v gcc >/dev/null || \
+	    ! command -v systemd-socket-activate >/dev/null || ! command -v useradd >/dev/null; then \
+		apt-get update -q && $(APT) slurm-wlm munge build-essential dpkg-dev systemd passwd; \
 	fi
 
 # Unit, transcript, fuzz-seed and integration tests, all under -race; the

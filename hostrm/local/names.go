@@ -10,6 +10,14 @@ import (
 	"github.com/gopmi/gopmi/plugin"
 )
 
+// NameService is a name service beyond the run (the node daemon's client):
+// see UniverseOptions.Names.
+type NameService interface {
+	Publish(ctx context.Context, req *plugin.PublishRequest) error
+	Lookup(ctx context.Context, req *plugin.LookupRequest) (*plugin.LookupResponse, error)
+	Unpublish(ctx context.Context, req *plugin.UnpublishRequest) error
+}
+
 // name is one published name. The universe has a single name space for the
 // whole run (every job of `gopmi run` and every job they spawned); Range
 // narrows who sees a name.
@@ -76,7 +84,7 @@ func refuseInfo(step string, info []plugin.Info) error {
 // the publisher's process ends, PersistApp names when its job ends,
 // PersistFirstRead names on their first lookup; the others live until
 // unpublished or the run ends.
-func (u *Universe) Publish(_ context.Context, req *plugin.PublishRequest) error {
+func (u *Universe) Publish(ctx context.Context, req *plugin.PublishRequest) error {
 	step := "publish"
 	if len(req.Data) == 0 {
 		return plugin.Errorf(plugin.ErrInvalidArgument, "%s: no names", step)
@@ -101,6 +109,11 @@ func (u *Universe) Publish(_ context.Context, req *plugin.PublishRequest) error 
 	}
 	if err := u.jobGone(step, req.Proc.Nspace); err != nil {
 		return err
+	}
+	if u.opts.Names != nil && rng != plugin.RangeNamespace {
+		u.mu.Unlock()
+		defer u.mu.Lock()
+		return u.opts.Names.Publish(ctx, req)
 	}
 	node := u.procNode(req.Proc)
 	var add []*name
@@ -133,6 +146,9 @@ func (u *Universe) Lookup(ctx context.Context, req *plugin.LookupRequest) (*plug
 	}
 	if err := refuseInfo(step, req.Info); err != nil {
 		return nil, err
+	}
+	if u.opts.Names != nil {
+		return u.lookupBeyond(ctx, step, req)
 	}
 	timeout := req.TimeoutOrDefault()
 	var timerC <-chan time.Time
@@ -182,29 +198,78 @@ func (u *Universe) Lookup(ctx context.Context, req *plugin.LookupRequest) (*plug
 	}
 }
 
+// lookupBeyond is Lookup with a name service beyond the run: the job's own
+// names (RangeNamespace) are here, every other name there, where a lookup
+// with Wait waits.
+func (u *Universe) lookupBeyond(ctx context.Context, step string, req *plugin.LookupRequest) (*plugin.LookupResponse, error) {
+	u.mu.Lock()
+	if err := u.jobGone(step, req.Proc.Nspace); err != nil {
+		u.mu.Unlock()
+		return nil, err
+	}
+	node := u.procNode(req.Proc)
+	var found []plugin.Published
+	var missing []string
+	for _, k := range req.Keys {
+		if i, n := u.find(k, req.Proc, node); n != nil {
+			found = append(found, plugin.Published{Key: k, Value: n.value, Publisher: n.publisher})
+			if n.persist == plugin.PersistFirstRead {
+				u.names = slices.Delete(u.names, i, i+1)
+			}
+		} else {
+			missing = append(missing, k)
+		}
+	}
+	u.mu.Unlock()
+	if len(missing) == 0 {
+		return &plugin.LookupResponse{Data: found}, nil
+	}
+	rest := *req
+	rest.Keys = missing
+	resp, err := u.opts.Names.Lookup(ctx, &rest)
+	switch {
+	case err == nil:
+		return &plugin.LookupResponse{Data: append(found, resp.Data...)}, nil
+	case len(found) > 0 && !req.Wait && errors.Is(err, plugin.ErrNotFound):
+		return &plugin.LookupResponse{Data: found}, nil
+	}
+	return nil, err
+}
+
 // Unpublish removes names. With Keys it removes each key visible to
 // req.Proc and published by a process of its job (ErrNotFound when a key
 // is not published, ErrPermission when another job published it); without
 // Keys it removes every name req.Proc published in req.Range (any range
 // for RangeDefault).
-func (u *Universe) Unpublish(_ context.Context, req *plugin.UnpublishRequest) error {
+func (u *Universe) Unpublish(ctx context.Context, req *plugin.UnpublishRequest) error {
 	step := "unpublish"
 	if err := refuseInfo(step, req.Info); err != nil {
 		return err
 	}
 	u.mu.Lock()
 	defer u.mu.Unlock()
+	beyond := u.opts.Names != nil
 	if len(req.Keys) == 0 {
 		u.dropNames(func(n *name) bool {
 			return n.publisher == req.Proc && (req.Range == plugin.RangeDefault || n.rng == req.Range)
 		})
 		u.broadcast()
+		if beyond && req.Range != plugin.RangeNamespace {
+			u.mu.Unlock()
+			defer u.mu.Lock()
+			return u.opts.Names.Unpublish(ctx, req)
+		}
 		return nil
 	}
 	node := u.procNode(req.Proc)
 	var drop []*name
+	var elsewhere []string
 	for _, k := range req.Keys {
 		_, n := u.find(k, req.Proc, node)
+		if n == nil && beyond {
+			elsewhere = append(elsewhere, k)
+			continue
+		}
 		if n == nil {
 			return plugin.Errorf(plugin.ErrNotFound, "%s %q: not published", step, k)
 		}
@@ -215,5 +280,12 @@ func (u *Universe) Unpublish(_ context.Context, req *plugin.UnpublishRequest) er
 	}
 	u.dropNames(func(n *name) bool { return slices.Contains(drop, n) })
 	u.broadcast()
+	if len(elsewhere) > 0 {
+		rest := *req
+		rest.Keys = elsewhere
+		u.mu.Unlock()
+		defer u.mu.Lock()
+		return u.opts.Names.Unpublish(ctx, &rest)
+	}
 	return nil
 }

@@ -64,6 +64,12 @@ type UniverseOptions struct {
 	// process that ended before finalize.
 	OnProcFailed func(proc plugin.Proc, reason string)
 
+	// Names, when set, holds the names of ranges wider than one job
+	// (every range but RangeNamespace): the node daemon's name service,
+	// which every run on the node shares. Nil keeps them in the universe,
+	// for this run alone.
+	Names NameService
+
 	// Stderr receives Log output. Default os.Stderr.
 	Stderr io.Writer
 	// Logger is for the universe's own debug logs.

@@ -98,6 +98,8 @@ type RunOptions struct {
 	// KillGrace is how long Run waits for the output pipes after the
 	// launcher exits or is killed (orphaned tasks may hold them); 5s if 0.
 	KillGrace time.Duration
+	// Credential, when set, runs argv as that user (the caller is root).
+	Credential *syscall.Credential
 }
 
 // Run starts argv and waits for it. It returns a Result and a nil error
@@ -127,7 +129,7 @@ func Run(ctx context.Context, argv []string, opts RunOptions) (Result, error) {
 	cmd.Stderr = &stderr
 	// Own process group, so a kill reaches the launcher's direct helpers;
 	// hydra's proxy calls setsid, so killTree walks /proc as well.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Credential: opts.Credential}
 	grace := opts.KillGrace
 	if grace == 0 {
 		grace = 5 * time.Second

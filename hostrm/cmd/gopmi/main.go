@@ -1,8 +1,12 @@
 // Command gopmi is the human side of gopmi: `gopmi run` launches an MPI
 // job on this machine (like mpiexec), serving it PMI through gopmi-shim
-// and the gopmi-rm-local backend.
+// and the gopmi-rm-local backend; `gopmi daemon` is the node daemon that
+// runs share (names across runs), and `gopmi ps` and `gopmi query` ask it.
 //
 //	gopmi run [flags] prog [args...] [: [-n N] [-env K=V] [-wdir D] prog2 [args...]]...
+//	gopmi daemon [-socket PATH] [-state DIR]
+//	gopmi ps [-json] [-a] [-daemon PATH]
+//	gopmi query [-json] [-daemon PATH] [key...]
 //	gopmi version
 //	gopmi help
 package main
@@ -21,8 +25,10 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/gopmi/gopmi/hostrm/daemon"
 	"github.com/gopmi/gopmi/hostrm/local"
 	"github.com/gopmi/gopmi/hostrm/local/launcher"
+	"github.com/gopmi/gopmi/plugin"
 )
 
 // version is set at build time: -ldflags "-X main.version=v1.2.3".
@@ -33,6 +39,12 @@ const usage = `usage: gopmi <command> [arguments]
 commands:
   run [flags] prog [args...] [: [-n N] [-env K=V] [-wdir D] prog2 [args...]]...
         run an MPI job on this machine; "gopmi run -h" lists the flags
+  daemon [-socket PATH] [-state DIR]
+        the node daemon: names shared by every run on this node, gopmi ps
+  ps [-json] [-a]
+        the jobs on this node (yours; root: everyone's)
+  query [-json] [key...]
+        ask the node daemon: namespaces, gopmi.names, gopmi.ps
   version
         print the version
   help
@@ -40,6 +52,9 @@ commands:
 `
 
 func main() {
+	// Log lines carry the real sub-second time (zerolog's default field
+	// format has whole seconds, shown as .000).
+	zerolog.TimeFieldFormat = time.RFC3339Nano
 	launcher.SealInheritedFDs()
 	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
@@ -52,6 +67,12 @@ func run(args []string, stdin *os.File, stdout, stderr io.Writer) int {
 	switch args[0] {
 	case "run":
 		return runCmd(args[1:], stdin, stdout, stderr)
+	case "daemon":
+		return daemonCmd(args[1:], stderr)
+	case "ps":
+		return psCmd(args[1:], stdout, stderr)
+	case "query":
+		return queryCmd(args[1:], stdout, stderr)
 	case "version", "-version", "--version":
 		fmt.Fprintf(stdout, "gopmi %s\n", version)
 		return 0
@@ -88,6 +109,7 @@ type runFlags struct {
 	fenceMode, logLevel   string
 	wdir                  string
 	timeout, startTimeout time.Duration
+	daemon                string
 }
 
 func newRunFlagSet(f *runFlags, stderr io.Writer) *flag.FlagSet {
@@ -106,6 +128,7 @@ func newRunFlagSet(f *runFlags, stderr io.Writer) *flag.FlagSet {
 	fs.IntVar(&f.maxVal, "max-val", launcher.DefaultMaxVal, "PMI value length limit advertised to clients, bytes")
 	fs.StringVar(&f.logLevel, "log-level", "warn", "log level of gopmi run and its shims: trace, debug, info, warn, error")
 	fs.StringVar(&f.wdir, "wdir", "", "working directory of the tasks (default: the current one); in the first section, also of the later ones")
+	fs.StringVar(&f.daemon, "daemon", "", "the node daemon's socket, which shares names with other runs (default $"+envDaemon+", else "+daemon.DefaultSocket+" when it is there; none: run alone)")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: gopmi run [flags] prog [args...] [: [-n N] [-env K=V] [-wdir D] prog2 [args...]]...\n\n"+
 			"-n, -np, -env and -wdir are for their section (after ':', for that program); the other flags are\n"+
@@ -220,6 +243,23 @@ func parseRun(args []string, stderr io.Writer) (launcher.Config, runFlags, error
 	return cfg, global, nil
 }
 
+// nodeDaemon is the run's client of the node daemon, nil to run alone:
+// when the socket is not there (said only when -daemon named it), or
+// -daemon none.
+func nodeDaemon(flagged string, stderr io.Writer, log zerolog.Logger) *daemon.Client {
+	if flagged == "none" {
+		return nil
+	}
+	path := daemonPath(flagged)
+	if !isSocket(path) {
+		if flagged != "" || os.Getenv(envDaemon) != "" {
+			fmt.Fprintf(stderr, "gopmi run: no node daemon at %s: names stay within this run\n", path)
+		}
+		return nil
+	}
+	return daemon.Dial(path, daemon.RunName(), log)
+}
+
 func runCmd(args []string, stdin *os.File, stdout, stderr io.Writer) int {
 	cfg, f, err := parseRun(args, stderr)
 	if errors.Is(err, flag.ErrHelp) {
@@ -240,6 +280,13 @@ func runCmd(args []string, stdin *os.File, stdout, stderr io.Writer) int {
 	cfg.Stdout = stdout
 	cfg.Stderr = stderr
 	cfg.Version = version
+	if c := nodeDaemon(f.daemon, stderr, cfg.Logger); c != nil {
+		defer c.Close()
+		cfg.Names = c
+		cfg.OnJob = func(job plugin.Job, cmd string, pids []int) {
+			c.Register(job, daemon.RunConfig{PID: os.Getpid(), Cmd: cmd, Pids: pids})
+		}
+	}
 
 	l, err := launcher.New(cfg)
 	var bad *launcher.SettingError

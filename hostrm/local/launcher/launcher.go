@@ -111,6 +111,14 @@ type Config struct {
 	Version string
 	// Logger is for gopmi run's own debug logs.
 	Logger zerolog.Logger
+
+	// Names, when set, serves the names of ranges wider than one job:
+	// the node daemon's name service, shared by every run on the node.
+	Names local.NameService
+	// OnJob, when set, is told of each job before its tasks start (pids
+	// nil) and once they all started (their pids by rank): the node
+	// daemon registers it.
+	OnJob func(job plugin.Job, cmd string, pids []int)
 }
 
 // Launcher is the step-daemon role of `gopmi run`: it starts the tasks of
@@ -230,6 +238,7 @@ func New(cfg Config) (*Launcher, error) {
 		Stderr:       cfg.Stderr,
 		Logger:       cfg.Logger,
 		Version:      cfg.Version,
+		Names:        cfg.Names,
 	})
 	return l, nil
 }

@@ -119,6 +119,32 @@ func (ns *nodeStart) closeFiles() {
 // hook for spawned jobs.
 func (l *Launcher) launch(ctx context.Context, spec *local.JobSpec) (err error) {
 	ns := spec.Job.Nspace
+	cmd := ""
+	if len(spec.Apps) > 0 {
+		cmd = spec.Apps[0].Path
+	}
+	if l.cfg.OnJob != nil {
+		l.cfg.OnJob(spec.Job, cmd, nil)
+	}
+	// Runs last, with no lock held: the job started whole.
+	defer func() {
+		if err != nil || l.cfg.OnJob == nil {
+			return
+		}
+		pids := make([]int, spec.Job.Size)
+		l.mu.Lock()
+		for _, rj := range l.jobs {
+			if rj.spec == spec {
+				for r, t := range rj.tasks {
+					if t != nil {
+						pids[r] = t.pid
+					}
+				}
+			}
+		}
+		l.mu.Unlock()
+		l.cfg.OnJob(spec.Job, cmd, pids)
+	}()
 	ctx, cancel := context.WithTimeout(ctx, l.cfg.StartTimeout)
 	defer cancel()
 	rj := &runJob{spec: spec, launching: true, tasks: make([]*runTask, spec.Job.Size)}

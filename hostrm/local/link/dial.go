@@ -39,6 +39,9 @@ func Dial(ctx context.Context, addr string) (*Conn, error) {
 	return conn, nil
 }
 
+// Done is closed when the connection has ended, from either side.
+func (c *Conn) Done() <-chan struct{} { return c.read }
+
 // Backend is the served backend, called over the connection.
 func (c *Conn) Backend() plugin.Full { return remote{c} }
 

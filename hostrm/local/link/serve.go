@@ -44,6 +44,14 @@ func notice[Req any](f func(plugin.Full, context.Context, *Req) error) handler {
 // cancels the calls in flight and waits for them. It returns nil after
 // ctx ended, or the error that stopped it accepting.
 func Serve(ctx context.Context, l net.Listener, be plugin.Full) error {
+	return ServeConns(ctx, l, be, nil)
+}
+
+// ServeConns is Serve with connCtx, when not nil, deriving each
+// connection's context, which every call on the connection gets and which
+// ends when the connection does: a server learns there who called (the
+// peer's credentials) and when the caller went away.
+func ServeConns(ctx context.Context, l net.Listener, be plugin.Full, connCtx func(context.Context, net.Conn) context.Context) error {
 	var (
 		wg    sync.WaitGroup
 		mu    sync.Mutex
@@ -88,7 +96,7 @@ func Serve(ctx context.Context, l net.Listener, be plugin.Full) error {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			serveConn(ctx, c, be)
+			serveConn(ctx, c, be, connCtx)
 			mu.Lock()
 			delete(conns, c)
 			mu.Unlock()
@@ -106,8 +114,11 @@ func Serve(ctx context.Context, l net.Listener, be plugin.Full) error {
 // serveConn serves one connection: each call on a goroutine of its own,
 // answers written whole under a lock, until the caller closes it or it
 // breaks; then the calls still running are cancelled and waited for.
-func serveConn(ctx context.Context, c net.Conn, be plugin.Full) {
+func serveConn(ctx context.Context, c net.Conn, be plugin.Full, connCtx func(context.Context, net.Conn) context.Context) {
 	ctx, cancelAll := context.WithCancel(ctx)
+	if connCtx != nil {
+		ctx = connCtx(ctx, c)
+	}
 	var (
 		wg      sync.WaitGroup
 		writeMu sync.Mutex

@@ -33,6 +33,13 @@
  *   ring     PMIX_Ring, checks rank, count and the neighbours' values
  *   long     put/get of values of PMI2_MAX_VALLEN bytes (len=N overrides),
  *            one plain and one holding ';'
+ *   ns-serve rank 0 publishes "gopmi-xrun" (another run looks it up through the
+ *            node daemon), waits up to 60s for "gopmi-xrun-ack", and
+ *            unpublishes "gopmi-xrun"; the others wait in a fence
+ *   ns-client  rank 0 looks "gopmi-xrun" up until it is there (60s at most),
+ *            publishes "gopmi-xrun-ack", and waits until "gopmi-xrun" is gone
+ *            (so the ack outlives the other run's lookup)
+ *   ns-peek  rank 0 looks "gopmi-xrun" up once and prints the return code
  *   hwloc    the job attribute PMI_hwloc_xmlfile must name a readable hwloc
  *            topology (an XML file with a <topology> element)
  * Options after the mode: "nosemi" keeps ';' out of every value (hydra cuts
@@ -218,6 +225,67 @@ static void mode_spawn(void)
     pp.key = "gopmi-preput";
     pp.value = "preput-val";
     spawn_self("child", &pp, newjob, sizeof newjob);
+}
+
+/* lookup_until looks name up every 20 ms until it is there (want_found)
+ * or gone (!want_found), for 60 s at most; it returns the last rc. */
+static int lookup_until(const char *name, int want_found, char *port, int len)
+{
+    int rc = PMI2_FAIL;
+    for (int i = 0; i < 3000; i++) {
+        memset(port, 0, len);
+        rc = PMI2_Nameserv_lookup(name, NULL, port, len);
+        if ((rc == PMI2_SUCCESS) == want_found) return rc;
+        usleep(20000);
+    }
+    gt_fail(P, rank, "lookup-%s-still-%s-after-60s-rc-%d", name, want_found ? "missing" : "there", rc);
+    return rc;
+}
+
+static void mode_ns_serve(void)
+{
+    char port[PMI2_MAX_VALLEN + 1], val[320];
+    int rc;
+
+    if (rank == 0) {
+        snprintf(val, sizeof val, "served-by-%s", jobid);
+        rc = PMI2_Nameserv_publish("gopmi-xrun", NULL, val);
+        if (rc != PMI2_SUCCESS) gt_fail(P, rank, "xrun-publish-rc-%d", rc);
+        printf("ok " P " rank=%d step=xrun-publish\n", rank);
+        fflush(stdout);
+        lookup_until("gopmi-xrun-ack", 1, port, sizeof port);
+        printf("ok " P " rank=%d step=xrun-ack value=%s\n", rank, port);
+        rc = PMI2_Nameserv_unpublish("gopmi-xrun", NULL);
+        if (rc != PMI2_SUCCESS) gt_fail(P, rank, "xrun-unpublish-rc-%d", rc);
+    }
+    fence("xrun");
+}
+
+static void mode_ns_client(void)
+{
+    char port[PMI2_MAX_VALLEN + 1], val[320];
+    int rc;
+
+    if (rank == 0) {
+        lookup_until("gopmi-xrun", 1, port, sizeof port);
+        printf("ok " P " rank=%d step=xrun-lookup value=%s\n", rank, port);
+        snprintf(val, sizeof val, "ack-from-%s", jobid);
+        rc = PMI2_Nameserv_publish("gopmi-xrun-ack", NULL, val);
+        if (rc != PMI2_SUCCESS) gt_fail(P, rank, "xrun-ack-publish-rc-%d", rc);
+        lookup_until("gopmi-xrun", 0, port, sizeof port);
+        rc = PMI2_Nameserv_unpublish("gopmi-xrun-ack", NULL);
+        if (rc != PMI2_SUCCESS) gt_fail(P, rank, "xrun-ack-unpublish-rc-%d", rc);
+    }
+    fence("xrun");
+}
+
+static void mode_ns_peek(void)
+{
+    char port[PMI2_MAX_VALLEN + 1] = "";
+    if (rank == 0) {
+        int rc = PMI2_Nameserv_lookup("gopmi-xrun", NULL, port, sizeof port);
+        printf("ok " P " rank=%d step=xrun-peek rc=%d value=%s\n", rank, rc, port);
+    }
 }
 
 static void mode_spawn_multi(void)
@@ -483,6 +551,12 @@ int main(int argc, char **argv)
         mode_spawn();
     else if (strcmp(mode, "child") == 0)
         mode_child();
+    else if (strcmp(mode, "ns-serve") == 0)
+        mode_ns_serve();
+    else if (strcmp(mode, "ns-client") == 0)
+        mode_ns_client();
+    else if (strcmp(mode, "ns-peek") == 0)
+        mode_ns_peek();
     else if (strcmp(mode, "spawn-multi") == 0)
         mode_spawn_multi();
     else if (strcmp(mode, "mchild") == 0)

@@ -6,9 +6,15 @@ package main
 
 import (
 	"os"
+	"time"
+
+	"github.com/rs/zerolog"
 
 	"github.com/gopmi/gopmi/shim"
 	"github.com/gopmi/gopmi/shim/goplugin"
 )
 
-func main() { os.Exit(shim.Main(goplugin.Start)) }
+func main() {
+	zerolog.TimeFieldFormat = time.RFC3339Nano // sub-second log times
+	os.Exit(shim.Main(goplugin.Start))
+}

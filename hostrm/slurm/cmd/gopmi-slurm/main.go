@@ -35,6 +35,7 @@ import (
 )
 
 func main() {
+	zerolog.TimeFieldFormat = time.RFC3339Nano // sub-second log times
 	if len(os.Args) > 1 {
 		switch os.Args[1] {
 		case "coordinate":

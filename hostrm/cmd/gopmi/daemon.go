@@ -1,0 +1,234 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"os/signal"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/coreos/go-systemd/v22/journal"
+	"github.com/rs/zerolog"
+	"github.com/rs/zerolog/journald"
+
+	"github.com/gopmi/gopmi/hostrm/daemon"
+	"github.com/gopmi/gopmi/hostrm/local/link"
+	"github.com/gopmi/gopmi/plugin"
+)
+
+// envDaemon names the node daemon's socket for gopmi run and the tools.
+const envDaemon = "GOPMI_DAEMON"
+
+// daemonPath is where the tools and gopmi run look for the node daemon:
+// the flag, else $GOPMI_DAEMON, else the default socket.
+func daemonPath(flagged string) string {
+	switch {
+	case flagged != "":
+		return flagged
+	case os.Getenv(envDaemon) != "":
+		return os.Getenv(envDaemon)
+	}
+	return daemon.DefaultSocket
+}
+
+// isSocket reports whether path is a unix socket.
+func isSocket(path string) bool {
+	st, err := os.Stat(path)
+	return err == nil && st.Mode().Type() == fs.ModeSocket
+}
+
+// daemonCmd is `gopmi daemon`: the node daemon, in the foreground.
+func daemonCmd(args []string, stderr io.Writer) int {
+	fs := flag.NewFlagSet("gopmi daemon", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	sock := fs.String("socket", daemon.DefaultSocket, "unix socket to listen on when systemd passes none (socket activation)")
+	state := fs.String("state", "", "directory that keeps published names across restarts (default $STATE_DIRECTORY, else "+daemon.DefaultStateDir+")")
+	grace := fs.Duration("grace", 30*time.Second, "how long a run whose connection closed keeps its jobs and names")
+	level := fs.String("log-level", "info", "log level: debug, info, warn, error")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "usage: gopmi daemon [flags]\n\nThe node daemon: the name service and job registry that every gopmi run on this node shares,\nand what gopmi ps and gopmi query ask. Under systemd, gopmi.socket starts it.\n\nflags:\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	lvl, err := zerolog.ParseLevel(*level)
+	if err != nil || lvl == zerolog.NoLevel {
+		fmt.Fprintf(stderr, "gopmi daemon: -log-level %q: want debug, info, warn or error\n", *level)
+		return 2
+	}
+	log := zerolog.New(daemonLogWriter(stderr)).Level(lvl).With().Timestamp().Logger()
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	if err := daemon.Run(ctx, daemon.RunOptions{Socket: *sock, StateDir: *state, Grace: *grace, Logger: log, Version: version}); err != nil {
+		log.Error().Err(err).Msg("gopmi daemon: exiting")
+		return 1
+	}
+	return 0
+}
+
+// daemonLogWriter writes to journald, with each line's priority, when
+// stderr is the journal (systemd sets JOURNAL_STREAM), else to stderr as
+// text.
+func daemonLogWriter(stderr io.Writer) io.Writer {
+	if os.Getenv("JOURNAL_STREAM") != "" {
+		if ok, err := journal.StderrIsJournalStream(); err == nil && ok {
+			return journald.NewJournalDWriter()
+		}
+	}
+	return zerolog.ConsoleWriter{Out: stderr, NoColor: true, TimeFormat: "15:04:05.000"}
+}
+
+// askDaemon runs one query against the daemon at path.
+func askDaemon(path string, keys ...string) (map[string]string, error) {
+	if !isSocket(path) {
+		return nil, fmt.Errorf("no node daemon at %s (start it: systemctl start gopmi.socket, or gopmi daemon -socket %s)", path, path)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	c, err := link.Dial(ctx, path)
+	if err != nil {
+		return nil, err
+	}
+	defer c.Close()
+	resp, err := c.Backend().Query(ctx, &plugin.QueryRequest{Queries: []plugin.Query{{Keys: keys}}})
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]string{}
+	for _, r := range resp.Results {
+		out[r.Key] = r.Value
+	}
+	return out, nil
+}
+
+// psCmd is `gopmi ps`: the jobs the node daemon knows that the caller may
+// see (its own; root: all).
+func psCmd(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("gopmi ps", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	path := fs.String("daemon", "", "the node daemon's socket (default $"+envDaemon+", else "+daemon.DefaultSocket+")")
+	asJSON := fs.Bool("json", false, "print JSON")
+	all := fs.Bool("a", false, "also jobs that ended (the last hour)")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	res, err := askDaemon(daemonPath(*path), daemon.QueryPS)
+	if err != nil {
+		fmt.Fprintf(stderr, "gopmi ps: %v\n", err)
+		return 1
+	}
+	var jobs []daemon.JobInfo
+	if err := json.Unmarshal([]byte(res[daemon.QueryPS]), &jobs); err != nil {
+		fmt.Fprintf(stderr, "gopmi ps: the daemon's answer: %v\n", err)
+		return 1
+	}
+	if !*all {
+		kept := jobs[:0]
+		for _, j := range jobs {
+			if j.State == "running" {
+				kept = append(kept, j)
+			}
+		}
+		jobs = kept
+	}
+	if *asJSON {
+		if jobs == nil {
+			jobs = []daemon.JobInfo{}
+		}
+		b, _ := json.MarshalIndent(jobs, "", "  ")
+		fmt.Fprintln(stdout, string(b))
+		return 0
+	}
+	tw := tabwriter.NewWriter(stdout, 0, 0, 2, ' ', 0)
+	fmt.Fprintln(tw, "JOB\tUSER\tPID\tRANKS\tNODES\tSTATE\tAGE\tTASK PIDS\tCOMMAND")
+	now := time.Now()
+	for _, j := range jobs {
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\n", j.Nspace, j.User, j.PID, j.Size, strings.Join(j.Nodes, ","), j.State,
+			now.Sub(j.Started).Round(time.Second), pidList(j.Pids), j.Cmd)
+	}
+	tw.Flush()
+	return 0
+}
+
+// pidList is the first few task pids, "-" when none are known.
+func pidList(pids []int) string {
+	if len(pids) == 0 {
+		return "-"
+	}
+	var parts []string
+	for i, p := range pids {
+		if i == 4 {
+			parts = append(parts, fmt.Sprintf("... (%d)", len(pids)))
+			break
+		}
+		parts = append(parts, strconv.Itoa(p))
+	}
+	return strings.Join(parts, ",")
+}
+
+// queryCmd is `gopmi query`: RFC0010's query against the node daemon.
+func queryCmd(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("gopmi query", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	path := fs.String("daemon", "", "the node daemon's socket (default $"+envDaemon+", else "+daemon.DefaultSocket+")")
+	asJSON := fs.Bool("json", false, "print JSON")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "usage: gopmi query [flags] [key...]\n\nkeys: namespaces (default), %s (published names), %s (jobs)\n\nflags:\n", daemon.QueryNames, daemon.QueryPS)
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	keys := fs.Args()
+	if len(keys) == 0 {
+		keys = []string{"namespaces"}
+	}
+	res, err := askDaemon(daemonPath(*path), keys...)
+	if err != nil {
+		fmt.Fprintf(stderr, "gopmi query: %v\n", err)
+		return 1
+	}
+	if *asJSON {
+		out := map[string]any{}
+		for k, v := range res {
+			var parsed any
+			if json.Unmarshal([]byte(v), &parsed) == nil {
+				out[k] = parsed
+			} else {
+				out[k] = v
+			}
+		}
+		b, _ := json.MarshalIndent(out, "", "  ")
+		fmt.Fprintln(stdout, string(b))
+		return 0
+	}
+	sorted := make([]string, 0, len(res))
+	for k := range res {
+		sorted = append(sorted, k)
+	}
+	sort.Strings(sorted)
+	for _, k := range sorted {
+		fmt.Fprintf(stdout, "%s: %s\n", k, res[k])
+	}
+	return 0
+}

@@ -1,0 +1,244 @@
+package daemon
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/gopmi/gopmi/hostrm/local/link"
+	"github.com/gopmi/gopmi/plugin"
+)
+
+// Client is a run's link to its node's daemon. It connects in the
+// background, so a run pays no start-up time for it; it registers the
+// run's jobs, and connects and registers them again when the daemon
+// restarts. Its name-service calls wait for a connection within their own
+// deadline: a daemon that restarts while a run looks a name up delays the
+// lookup, it does not fail it.
+type Client struct {
+	path string
+	run  string
+	log  zerolog.Logger
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	done   chan struct{}
+
+	mu         sync.Mutex
+	conn       *link.Conn    // nil while not connected
+	up         chan struct{} // closed when conn is set
+	jobs       []*plugin.ConfigureRequest
+	registered int           // jobs sent on conn
+	regChanged chan struct{} // closed and replaced when registered grows
+	dirty      chan struct{} // capacity 1: a job to register
+}
+
+// retryEvery is how often a client tries a daemon that is not there.
+const retryEvery = 250 * time.Millisecond
+
+// Dial starts a client of the daemon at path for the run named run. It
+// never fails: the client keeps trying until Close.
+func Dial(path, run string, log zerolog.Logger) *Client {
+	ctx, cancel := context.WithCancel(context.Background())
+	c := &Client{path: path, run: run, log: log, ctx: ctx, cancel: cancel, done: make(chan struct{}),
+		up: make(chan struct{}), regChanged: make(chan struct{}), dirty: make(chan struct{}, 1)}
+	go c.loop()
+	return c
+}
+
+// RunName is a name for this process's run that no other run on the node
+// shares: the host, the pid and the process's start time.
+func RunName() string {
+	host, _ := os.Hostname()
+	id := host + ":" + strconv.Itoa(os.Getpid())
+	if b, err := os.ReadFile("/proc/self/stat"); err == nil {
+		// starttime is field 22; the fields after the command's ")"
+		// start at field 3.
+		if i := bytes.LastIndexByte(b, ')'); i >= 0 {
+			if f := strings.Fields(string(b[i+1:])); len(f) > 19 {
+				id += ":" + f[19]
+			}
+		}
+	}
+	return id
+}
+
+// Register registers a job with the daemon, now if connected, else when
+// the client connects; it does not wait.
+func (c *Client) Register(job plugin.Job, rc RunConfig) {
+	rc.Run = c.run
+	b, _ := json.Marshal(rc)
+	req := &plugin.ConfigureRequest{APIVersion: plugin.APIVersion1, Job: job, Config: b}
+	c.mu.Lock()
+	c.jobs = append(c.jobs, req)
+	c.mu.Unlock()
+	select {
+	case c.dirty <- struct{}{}:
+	default:
+	}
+}
+
+// loop connects, registers, and waits for the connection's end, until
+// Close.
+func (c *Client) loop() {
+	defer close(c.done)
+	for {
+		conn, err := link.Dial(c.ctx, c.path)
+		if err != nil {
+			select {
+			case <-c.ctx.Done():
+				return
+			case <-time.After(retryEvery):
+				continue
+			}
+		}
+		c.log.Debug().Str("daemon", c.path).Msg("connected to the node daemon")
+		c.mu.Lock()
+		c.conn = conn
+		c.registered = 0
+		close(c.up)
+		c.mu.Unlock()
+	serve:
+		for {
+			c.mu.Lock()
+			todo := c.jobs[c.registered:]
+			c.mu.Unlock()
+			for _, req := range todo {
+				ctx, cancel := context.WithTimeout(c.ctx, 10*time.Second)
+				_, err := conn.Backend().Configure(ctx, req)
+				cancel()
+				if err != nil {
+					c.log.Warn().Err(err).Str("job", req.Job.Nspace).Msg("register with the node daemon")
+				}
+				c.mu.Lock()
+				c.registered++
+				close(c.regChanged)
+				c.regChanged = make(chan struct{})
+				c.mu.Unlock()
+			}
+			select {
+			case <-c.dirty:
+			case <-conn.Done():
+				break serve
+			case <-c.ctx.Done():
+				break serve
+			}
+		}
+		c.mu.Lock()
+		c.conn = nil
+		c.up = make(chan struct{})
+		c.mu.Unlock()
+		if c.ctx.Err() != nil {
+			_ = conn.Close()
+			return
+		}
+		_ = conn.Close()
+		c.log.Warn().Str("daemon", c.path).Msg("the node daemon went away; reconnecting")
+	}
+}
+
+// backend waits for a connection on which every job registered before
+// the call is registered (a name-service call names one of them), until
+// ctx ends.
+func (c *Client) backend(ctx context.Context) (plugin.Full, error) {
+	c.mu.Lock()
+	want := len(c.jobs)
+	c.mu.Unlock()
+	for {
+		c.mu.Lock()
+		conn, up, reg, changed := c.conn, c.up, c.registered, c.regChanged
+		c.mu.Unlock()
+		if conn != nil && reg >= want {
+			return conn.Backend(), nil
+		}
+		select {
+		case <-up:
+		case <-changed:
+		case <-ctx.Done():
+			return nil, plugin.Errorf(plugin.ErrUnavailable, "the node daemon at %s is not reachable: %v", c.path, ctx.Err())
+		case <-c.ctx.Done():
+			return nil, plugin.Errorf(plugin.ErrUnavailable, "the node daemon client is closed")
+		}
+	}
+}
+
+// retry runs f on a connection, again on the next connection when the
+// daemon went away during it, until ctx ends.
+func retry[T any](ctx context.Context, c *Client, f func(plugin.Full) (T, error)) (T, error) {
+	for {
+		be, err := c.backend(ctx)
+		if err != nil {
+			var zero T
+			return zero, err
+		}
+		v, err := f(be)
+		if err == nil || !errors.Is(err, plugin.ErrUnavailable) || ctx.Err() != nil {
+			return v, err
+		}
+		c.log.Debug().Err(err).Msg("node daemon call cut short; retrying on the next connection")
+		select {
+		case <-time.After(retryEvery):
+		case <-ctx.Done():
+			return v, err
+		}
+	}
+}
+
+// withTimeout bounds ctx by d (or the default d).
+func withTimeout(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, d)
+}
+
+// Publish publishes through the daemon.
+func (c *Client) Publish(ctx context.Context, req *plugin.PublishRequest) error {
+	ctx, cancel := withTimeout(ctx, plugin.DefaultLookupTimeout)
+	defer cancel()
+	_, err := retry(ctx, c, func(be plugin.Full) (struct{}, error) { return struct{}{}, be.Publish(ctx, req) })
+	return err
+}
+
+// Lookup looks up through the daemon; a lookup with Wait waits there.
+func (c *Client) Lookup(ctx context.Context, req *plugin.LookupRequest) (*plugin.LookupResponse, error) {
+	ctx, cancel := withTimeout(ctx, req.TimeoutOrDefault()+time.Second)
+	defer cancel()
+	return retry(ctx, c, func(be plugin.Full) (*plugin.LookupResponse, error) { return be.Lookup(ctx, req) })
+}
+
+// Unpublish unpublishes through the daemon.
+func (c *Client) Unpublish(ctx context.Context, req *plugin.UnpublishRequest) error {
+	ctx, cancel := withTimeout(ctx, plugin.DefaultLookupTimeout)
+	defer cancel()
+	_, err := retry(ctx, c, func(be plugin.Full) (struct{}, error) { return struct{}{}, be.Unpublish(ctx, req) })
+	return err
+}
+
+// Close tells the daemon the run ended (when connected: a daemon that is
+// down learns it from the grace), and stops the client.
+func (c *Client) Close() error {
+	c.mu.Lock()
+	conn := c.conn
+	var first string
+	if len(c.jobs) > 0 {
+		first = c.jobs[0].Job.Nspace
+	}
+	c.mu.Unlock()
+	if conn != nil && first != "" {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		err := conn.Backend().NotifyEvent(ctx, &plugin.EventRequest{Code: EventRunEnded, Source: plugin.Proc{Nspace: first, Rank: plugin.RankWildcard}})
+		cancel()
+		if err != nil {
+			c.log.Debug().Err(err).Msg("tell the node daemon the run ended")
+		}
+	}
+	c.cancel()
+	<-c.done
+	return nil
+}

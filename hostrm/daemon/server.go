@@ -1,0 +1,596 @@
+package daemon
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/gopmi/gopmi/plugin"
+)
+
+// Query keys the daemon answers (plugin.Query), besides RFC0010's
+// "namespaces" and "job-status" (qualifier "nspace"). Values are JSON.
+const (
+	// QueryPS is every job the caller may see: a JSON array of JobInfo.
+	QueryPS = "gopmi.ps"
+	// QueryNames is every published name the caller may see: a JSON
+	// array of NameInfo.
+	QueryNames = "gopmi.names"
+)
+
+// EventRunEnded is the event a run sends (plugin.NotifyEvent, Source's
+// nspace any of its jobs) when it ends cleanly: its jobs end and the names
+// that lived as long as the run go at once, instead of after the grace a
+// run that lost its connection gets.
+const EventRunEnded plugin.EventCode = "gopmi.run-ended"
+
+// RunConfig is what a run tells the daemon about itself in each
+// Configure's Config, as JSON.
+type RunConfig struct {
+	// Run names the run (one `gopmi run`, with every job it spawned);
+	// a run re-registers under the same name after the daemon restarts.
+	Run string `json:"run"`
+	// PID is the run's process (`gopmi run`).
+	PID int `json:"pid,omitempty"`
+	// Cmd is the job's command, for gopmi ps.
+	Cmd string `json:"cmd,omitempty"`
+	// Pids are the job's tasks' pids by rank, when known.
+	Pids []int `json:"pids,omitempty"`
+}
+
+// JobInfo is one job as gopmi ps shows it.
+type JobInfo struct {
+	Nspace  string    `json:"nspace"`
+	Run     string    `json:"run"`
+	UID     uint32    `json:"uid"`
+	User    string    `json:"user"`
+	PID     int       `json:"pid"`
+	Cmd     string    `json:"cmd,omitempty"`
+	Size    int32     `json:"size"`
+	Nodes   []string  `json:"nodes"`
+	Pids    []int     `json:"pids,omitempty"`
+	State   string    `json:"state"`
+	Started time.Time `json:"started"`
+	Ended   time.Time `json:"ended,omitzero"`
+}
+
+// NameInfo is one published name as gopmi query shows it.
+type NameInfo struct {
+	Key       string `json:"key"`
+	Value     string `json:"value"`
+	Publisher string `json:"publisher"`
+	UID       uint32 `json:"uid"`
+	Run       string `json:"run"`
+	// Lasts says how long the name lives: "run" (until unpublished or the
+	// publishing run ends), "job" (its job ends), "first-read", or
+	// "unpublished" (until unpublished, across runs and restarts).
+	Lasts string `json:"lasts"`
+}
+
+// name is one published name, as the state file keeps it.
+type name struct {
+	Key       string             `json:"key"`
+	Value     string             `json:"value"`
+	Publisher plugin.Proc        `json:"publisher"`
+	UID       uint32             `json:"uid"`
+	Run       string             `json:"run"`
+	Persist   plugin.Persistence `json:"persist"`
+}
+
+// lasts names how long n lives; see NameInfo.Lasts.
+func (n *name) lasts() string {
+	switch n.Persist {
+	case plugin.PersistProc, plugin.PersistApp:
+		return "job"
+	case plugin.PersistFirstRead:
+		return "first-read"
+	case plugin.PersistIndefinite:
+		return "unpublished"
+	default:
+		return "run"
+	}
+}
+
+// run is one registered run.
+type run struct {
+	id    string
+	uid   uint32
+	pid   int
+	conns int       // connections that registered it and are open
+	lost  time.Time // when its last connection closed; zero while connected
+	ended bool
+}
+
+// job is one registered job.
+type job struct {
+	info JobInfo
+}
+
+// Server is the node daemon's state: the runs and jobs registered with it
+// and the name service they share. It is a plugin.Full served over the
+// local RM's link (ServeConns with ConnContext), each call made by the
+// connection's peer, whose uid owns what it registers and publishes.
+type Server struct {
+	plugin.Unimplemented
+
+	opts Options
+	log  zerolog.Logger
+
+	mu      sync.Mutex
+	names   []*name
+	jobs    map[string]*job
+	runs    map[string]*run
+	changed chan struct{} // closed and replaced on every change
+	closed  bool
+}
+
+// Options configure a Server.
+type Options struct {
+	// StateFile keeps the published names across restarts; "" keeps
+	// them in memory only.
+	StateFile string
+	// Grace is how long a run whose connection closed keeps its jobs and
+	// names, waiting for it to come back (a restart of the daemon looks
+	// like this to every run). Default 30s.
+	Grace time.Duration
+	// Logger receives the daemon's lines; each refusal is one.
+	Logger zerolog.Logger
+	// Version is reported by GetInfo.
+	Version string
+	// OnChange is called, without locks held, after jobs or names
+	// changed (sd_notify STATUS).
+	OnChange func()
+}
+
+// NewServer returns a server, with the names StateFile kept. The runs that
+// published them get Grace to come back before their run-long names go.
+func NewServer(opts Options) (*Server, error) {
+	if opts.Grace <= 0 {
+		opts.Grace = 30 * time.Second
+	}
+	s := &Server{opts: opts, log: opts.Logger, jobs: map[string]*job{}, runs: map[string]*run{}, changed: make(chan struct{})}
+	if opts.StateFile != "" {
+		names, err := loadNames(opts.StateFile)
+		if err != nil {
+			return nil, err
+		}
+		now := time.Now()
+		for _, n := range names {
+			if n.Persist == plugin.PersistIndefinite {
+				continue
+			}
+			if r := s.runs[n.Run]; r == nil {
+				r = &run{id: n.Run, uid: n.UID, lost: now}
+				s.runs[n.Run] = r
+				s.expireLater(r)
+			}
+		}
+		s.names = names
+	}
+	return s, nil
+}
+
+// Close ends the waits in flight; the server answers nothing more.
+func (s *Server) Close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.closed {
+		s.closed = true
+		close(s.changed)
+	}
+}
+
+// Counts is what sd_notify's STATUS says: the jobs running and their
+// processes.
+func (s *Server) Counts() (jobs, procs int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, j := range s.jobs {
+		if j.info.State == "running" {
+			jobs++
+			procs += int(j.info.Size)
+		}
+	}
+	return jobs, procs
+}
+
+// broadcast wakes the waits, and saves the names when they changed.
+// Called with mu held.
+func (s *Server) broadcast(namesChanged bool) {
+	if s.closed {
+		return
+	}
+	close(s.changed)
+	s.changed = make(chan struct{})
+	if namesChanged && s.opts.StateFile != "" {
+		if err := saveNames(s.opts.StateFile, s.names); err != nil {
+			s.log.Error().Err(err).Str("file", s.opts.StateFile).Msg("save the published names")
+		}
+	}
+	if s.opts.OnChange != nil {
+		go s.opts.OnChange()
+	}
+}
+
+// refuse logs a refusal and returns it as an error of kind.
+func (s *Server) refuse(p peer, kind error, format string, args ...any) error {
+	err := plugin.Errorf(kind, format, args...)
+	s.log.Warn().Uint32("uid", p.uid).Int32("pid", p.pid).Str("user", userName(p.uid)).Msg("refused: " + err.Error())
+	return err
+}
+
+// may reports whether p may see or change what uid owns: its owner and
+// root.
+func (p peer) may(uid uint32) bool { return p.uid == 0 || p.uid == uid }
+
+func (s *Server) GetInfo(context.Context) (*plugin.BackendInfo, error) {
+	return &plugin.BackendInfo{Name: "gopmi-daemon", Version: s.opts.Version, APIVersions: []string{plugin.APIVersion1},
+		Capabilities: []string{plugin.CapPublish, plugin.CapQuery}}, nil
+}
+
+// Configure registers a job of a run (RunConfig in req.Config): the
+// caller's uid owns it. A run re-registers its jobs after the daemon
+// restarts or its connection broke; another user cannot take over a run or
+// a job.
+func (s *Server) Configure(ctx context.Context, req *plugin.ConfigureRequest) (*plugin.ConfigureResponse, error) {
+	p := peerOf(ctx)
+	var rc RunConfig
+	if err := json.Unmarshal(req.Config, &rc); err != nil || rc.Run == "" {
+		return nil, plugin.Errorf(plugin.ErrInvalidArgument, "register: config %q: want {\"run\": ...}", req.Config)
+	}
+	if err := req.Job.Validate(); err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := s.runs[rc.Run]
+	switch {
+	case r != nil && !p.may(r.uid):
+		return nil, s.refuse(p, plugin.ErrPermission, "register: run %s belongs to %s", rc.Run, userName(r.uid))
+	case s.jobs[req.Job.Nspace] != nil && s.jobs[req.Job.Nspace].info.Run != rc.Run:
+		return nil, s.refuse(p, plugin.ErrAlreadyExists, "register: job %s belongs to another run", req.Job.Nspace)
+	}
+	if r == nil {
+		r = &run{id: rc.Run, uid: p.uid}
+		s.runs[rc.Run] = r
+	}
+	if rc.PID != 0 {
+		r.pid = rc.PID
+	}
+	if c := connOf(ctx); c != nil && c.attach(rc.Run) {
+		r.conns++
+		r.lost = time.Time{}
+		context.AfterFunc(c.ctx, func() { s.lostConn(rc.Run) })
+	}
+	nodes := make([]string, 0, len(req.Job.Nodes))
+	for _, n := range req.Job.Nodes {
+		nodes = append(nodes, n.Name)
+	}
+	j := s.jobs[req.Job.Nspace]
+	ev := s.log.Debug()
+	if j == nil {
+		j = &job{info: JobInfo{Nspace: req.Job.Nspace, Run: rc.Run, UID: r.uid, User: userName(r.uid), Started: time.Now()}}
+		s.jobs[req.Job.Nspace] = j
+		ev = s.log.Info()
+	}
+	j.info.PID, j.info.Cmd, j.info.Size, j.info.Nodes, j.info.State = r.pid, rc.Cmd, req.Job.Size, nodes, "running"
+	if rc.Pids != nil {
+		j.info.Pids = rc.Pids
+	}
+	ev.Str("job", req.Job.Nspace).Str("run", rc.Run).Str("user", j.info.User).Int32("size", req.Job.Size).Msg("job registered")
+	s.broadcast(false)
+	return &plugin.ConfigureResponse{}, nil
+}
+
+// lostConn is a registering connection's end: the run gets Grace to come
+// back.
+func (s *Server) lostConn(id string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	r := s.runs[id]
+	if r == nil || r.ended {
+		return
+	}
+	if r.conns--; r.conns > 0 {
+		return
+	}
+	r.lost = time.Now()
+	s.log.Info().Str("run", id).Dur("grace", s.opts.Grace).Msg("run's connection closed; keeping its jobs and names for the grace")
+	s.expireLater(r)
+}
+
+// expireLater ends r once Grace passed without it coming back. Called with
+// mu held.
+func (s *Server) expireLater(r *run) {
+	lost := r.lost
+	time.AfterFunc(s.opts.Grace, func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if cur := s.runs[r.id]; cur == r && r.conns == 0 && r.lost.Equal(lost) && !r.ended {
+			s.endRunLocked(r, "lost: its connection closed and it did not come back within "+s.opts.Grace.String())
+		}
+	})
+}
+
+// endRunLocked ends a run's jobs and drops the names that lived as long
+// as the run or one of its jobs.
+func (s *Server) endRunLocked(r *run, why string) {
+	r.ended = true
+	now := time.Now()
+	for _, j := range s.jobs {
+		if j.info.Run == r.id && j.info.State == "running" {
+			j.info.State, j.info.Ended = why, now
+		}
+	}
+	s.names = slices.DeleteFunc(s.names, func(n *name) bool { return n.Run == r.id && n.Persist != plugin.PersistIndefinite })
+	s.log.Info().Str("run", r.id).Str("why", why).Msg("run ended")
+	delete(s.runs, r.id)
+	s.pruneLocked(now)
+	s.broadcast(true)
+}
+
+// pruneLocked forgets jobs that ended more than an hour ago.
+func (s *Server) pruneLocked(now time.Time) {
+	for ns, j := range s.jobs {
+		if !j.info.Ended.IsZero() && now.Sub(j.info.Ended) > time.Hour {
+			delete(s.jobs, ns)
+		}
+	}
+}
+
+// NotifyEvent takes EventRunEnded from the run itself.
+func (s *Server) NotifyEvent(ctx context.Context, req *plugin.EventRequest) error {
+	if req.Code != EventRunEnded {
+		return plugin.Errorf(plugin.ErrNotSupported, "event %q is not one the daemon takes", req.Code)
+	}
+	p := peerOf(ctx)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	j := s.jobs[req.Source.Nspace]
+	if j == nil {
+		return plugin.Errorf(plugin.ErrNotFound, "run end: job %s is not registered", req.Source.Nspace)
+	}
+	if !p.may(j.info.UID) {
+		return s.refuse(p, plugin.ErrPermission, "run end: job %s belongs to %s", j.info.Nspace, j.info.User)
+	}
+	if r := s.runs[j.info.Run]; r != nil {
+		s.endRunLocked(r, "finished")
+	}
+	return nil
+}
+
+// jobOfLocked is the registered, running job of proc that p may act for.
+func (s *Server) jobOfLocked(step string, p peer, proc plugin.Proc) (*job, error) {
+	j := s.jobs[proc.Nspace]
+	switch {
+	case j == nil:
+		return nil, plugin.Errorf(plugin.ErrNotFound, "%s: job %s is not registered with this node's daemon", step, proc.Nspace)
+	case !p.may(j.info.UID):
+		return nil, s.refuse(p, plugin.ErrPermission, "%s: job %s belongs to %s", step, proc.Nspace, j.info.User)
+	case j.info.State != "running":
+		return nil, plugin.Errorf(plugin.ErrAborted, "%s: job %s has ended (%s)", step, proc.Nspace, j.info.State)
+	}
+	return j, nil
+}
+
+// Publish publishes names for the whole node: every run of the
+// publisher's user sees them. A name lives until it is unpublished or its
+// run ends (the default), its job ends (PersistProc, PersistApp), its first
+// lookup (PersistFirstRead), or only until it is unpublished
+// (PersistIndefinite, across runs and restarts).
+func (s *Server) Publish(ctx context.Context, req *plugin.PublishRequest) error {
+	p := peerOf(ctx)
+	if len(req.Data) == 0 {
+		return plugin.Errorf(plugin.ErrInvalidArgument, "publish: no names")
+	}
+	if len(req.Info) > 0 {
+		return plugin.Errorf(plugin.ErrNotSupported, "publish: info key %q is not supported by the node daemon", req.Info[0].Key)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	j, err := s.jobOfLocked("publish", p, req.Proc)
+	if err != nil {
+		return err
+	}
+	var add []*name
+	for _, d := range req.Data {
+		if d.Key == "" {
+			return plugin.Errorf(plugin.ErrInvalidArgument, "publish: empty name")
+		}
+		for _, o := range append(slices.Clone(s.names), add...) {
+			if o.Key != d.Key {
+				continue
+			}
+			if !p.may(o.UID) {
+				return s.refuse(p, plugin.ErrAlreadyExists, "publish: %q is already published by another user", d.Key)
+			}
+			return plugin.Errorf(plugin.ErrAlreadyExists, "publish: %q is already published by %s", d.Key, o.Publisher)
+		}
+		add = append(add, &name{Key: d.Key, Value: d.Value, Publisher: req.Proc, UID: j.info.UID, Run: j.info.Run, Persist: req.Persistence})
+	}
+	s.names = append(s.names, add...)
+	s.broadcast(true)
+	return nil
+}
+
+// findLocked returns key's name and its index, or nil.
+func (s *Server) findLocked(key string) (int, *name) {
+	for i, n := range s.names {
+		if n.Key == key {
+			return i, n
+		}
+	}
+	return -1, nil
+}
+
+// Lookup finds names, waiting with Wait (bounded by Timeout and ctx). A
+// name another user published is refused, not shown.
+func (s *Server) Lookup(ctx context.Context, req *plugin.LookupRequest) (*plugin.LookupResponse, error) {
+	p := peerOf(ctx)
+	step := "lookup of " + strings.Join(req.Keys, ",")
+	if len(req.Keys) == 0 {
+		return nil, plugin.Errorf(plugin.ErrInvalidArgument, "lookup: no keys")
+	}
+	timeout := req.TimeoutOrDefault()
+	deadline := time.NewTimer(timeout)
+	defer deadline.Stop()
+	for {
+		s.mu.Lock()
+		if s.closed {
+			s.mu.Unlock()
+			return nil, plugin.Errorf(plugin.ErrUnavailable, "%s: the node daemon is stopping", step)
+		}
+		if _, err := s.jobOfLocked(step, p, req.Proc); err != nil {
+			s.mu.Unlock()
+			return nil, err
+		}
+		var found []plugin.Published
+		var missing []string
+		for _, k := range req.Keys {
+			_, n := s.findLocked(k)
+			switch {
+			case n == nil:
+				missing = append(missing, k)
+			case !p.may(n.UID):
+				s.mu.Unlock()
+				return nil, s.refuse(p, plugin.ErrPermission, "%s: %q is published by another user", step, k)
+			default:
+				found = append(found, plugin.Published{Key: k, Value: n.Value, Publisher: n.Publisher})
+			}
+		}
+		if len(missing) == 0 || (!req.Wait && len(found) > 0) {
+			first := slices.ContainsFunc(s.names, func(n *name) bool {
+				return n.Persist == plugin.PersistFirstRead && slices.Contains(req.Keys, n.Key)
+			})
+			if first {
+				s.names = slices.DeleteFunc(s.names, func(n *name) bool {
+					return n.Persist == plugin.PersistFirstRead && slices.Contains(req.Keys, n.Key)
+				})
+				s.broadcast(true)
+			}
+			s.mu.Unlock()
+			return &plugin.LookupResponse{Data: found}, nil
+		}
+		if !req.Wait {
+			s.mu.Unlock()
+			return nil, plugin.Errorf(plugin.ErrNotFound, "%s: not published", step)
+		}
+		ch := s.changed
+		s.mu.Unlock()
+		select {
+		case <-ch:
+		case <-deadline.C:
+			return nil, plugin.Errorf(plugin.ErrTimeout, "lookup of %s: not published within %s", strings.Join(missing, ","), timeout)
+		case <-ctx.Done():
+			return nil, plugin.Errorf(plugin.ErrAborted, "%s: caller went away: %v", step, ctx.Err())
+		}
+	}
+}
+
+// Unpublish removes names: with Keys each key (another user's is refused,
+// one not published is ErrNotFound), without every name req.Proc
+// published.
+func (s *Server) Unpublish(ctx context.Context, req *plugin.UnpublishRequest) error {
+	p := peerOf(ctx)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, err := s.jobOfLocked("unpublish", p, req.Proc); err != nil && !errors.Is(err, plugin.ErrAborted) {
+		return err
+	}
+	if len(req.Keys) == 0 {
+		s.names = slices.DeleteFunc(s.names, func(n *name) bool { return n.Publisher == req.Proc })
+		s.broadcast(true)
+		return nil
+	}
+	var drop []*name
+	for _, k := range req.Keys {
+		_, n := s.findLocked(k)
+		switch {
+		case n == nil:
+			return plugin.Errorf(plugin.ErrNotFound, "unpublish %q: not published", k)
+		case !p.may(n.UID):
+			return s.refuse(p, plugin.ErrPermission, "unpublish %q: published by another user", k)
+		}
+		drop = append(drop, n)
+	}
+	s.names = slices.DeleteFunc(s.names, func(n *name) bool { return slices.Contains(drop, n) })
+	s.broadcast(true)
+	return nil
+}
+
+// Query answers QueryPS, QueryNames, "namespaces" and "job-status" with
+// what the caller may see: its own jobs and names (root: all).
+func (s *Server) Query(ctx context.Context, req *plugin.QueryRequest) (*plugin.QueryResponse, error) {
+	p := peerOf(ctx)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.pruneLocked(time.Now())
+	var jobs []JobInfo
+	for _, j := range s.jobs {
+		if p.may(j.info.UID) {
+			jobs = append(jobs, j.info)
+		}
+	}
+	sort.Slice(jobs, func(a, b int) bool { return jobs[a].Started.Before(jobs[b].Started) })
+	resp := &plugin.QueryResponse{}
+	for _, q := range req.Queries {
+		for _, k := range q.Keys {
+			var v string
+			switch k {
+			case QueryPS:
+				b, _ := json.Marshal(jobs)
+				v = string(b)
+			case QueryNames:
+				out := []NameInfo{}
+				for _, n := range s.names {
+					if p.may(n.UID) {
+						out = append(out, NameInfo{Key: n.Key, Value: n.Value, Publisher: n.Publisher.String(), UID: n.UID, Run: n.Run, Lasts: n.lasts()})
+					}
+				}
+				b, _ := json.Marshal(out)
+				v = string(b)
+			case "namespaces":
+				var ns []string
+				for _, j := range jobs {
+					ns = append(ns, j.Nspace)
+				}
+				v = strings.Join(ns, ",")
+			case "job-status":
+				want := qualifier(q.Qualifiers, "nspace", req.Proc.Nspace)
+				i := slices.IndexFunc(jobs, func(j JobInfo) bool { return j.Nspace == want })
+				if i < 0 {
+					continue
+				}
+				v = jobs[i].State
+			default:
+				continue
+			}
+			resp.Results = append(resp.Results, plugin.Info{Key: k, Value: v})
+		}
+	}
+	if len(resp.Results) == 0 {
+		return nil, plugin.Errorf(plugin.ErrNotFound, "query: nothing the node daemon can answer")
+	}
+	return resp, nil
+}
+
+// qualifier is the value of key in qs, else def.
+func qualifier(qs []plugin.Info, key, def string) string {
+	for _, q := range qs {
+		if q.Key == key {
+			return q.Value
+		}
+	}
+	return def
+}
+
+// String names a peer for messages.
+func (p peer) String() string { return fmt.Sprintf("uid %d (%s), pid %d", p.uid, userName(p.uid), p.pid) }

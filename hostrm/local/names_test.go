@@ -1,0 +1,87 @@
+package local
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"sync"
+	"testing"
+
+	"github.com/gopmi/gopmi/plugin"
+)
+
+// fakeNames is a name service beyond the run that records what reaches it.
+type fakeNames struct {
+	mu    sync.Mutex
+	names map[string]string
+	calls []string
+}
+
+func (f *fakeNames) Publish(_ context.Context, req *plugin.PublishRequest) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, d := range req.Data {
+		f.calls = append(f.calls, "publish "+d.Key)
+		f.names[d.Key] = d.Value
+	}
+	return nil
+}
+
+func (f *fakeNames) Lookup(_ context.Context, req *plugin.LookupRequest) (*plugin.LookupResponse, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	resp := &plugin.LookupResponse{}
+	for _, k := range req.Keys {
+		f.calls = append(f.calls, "lookup "+k)
+		if v, ok := f.names[k]; ok {
+			resp.Data = append(resp.Data, plugin.Published{Key: k, Value: v})
+		}
+	}
+	if len(resp.Data) == 0 {
+		return nil, plugin.Errorf(plugin.ErrNotFound, "not published")
+	}
+	return resp, nil
+}
+
+func (f *fakeNames) Unpublish(_ context.Context, req *plugin.UnpublishRequest) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for _, k := range req.Keys {
+		f.calls = append(f.calls, "unpublish "+k)
+		delete(f.names, k)
+	}
+	if len(req.Keys) == 0 {
+		f.calls = append(f.calls, "unpublish all")
+	}
+	return nil
+}
+
+// With a name service beyond the run, a job's own names (RangeNamespace)
+// stay in the universe and every other name goes there; a lookup finds
+// both, an unpublish removes each where it lives.
+func TestNamesBeyondTheRun(t *testing.T) {
+	f := &fakeNames{names: map[string]string{}}
+	u, job := testUniverse(t, UniverseOptions{Names: f}, 2, 0)
+	ctx := context.Background()
+	p := plugin.Proc{Nspace: job.Nspace, Rank: 0}
+	if err := u.Publish(ctx, &plugin.PublishRequest{Proc: p, Data: []plugin.Info{{Key: "shared", Value: "s"}}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := u.Publish(ctx, &plugin.PublishRequest{Proc: p, Data: []plugin.Info{{Key: "own", Value: "o"}}, Range: plugin.RangeNamespace}); err != nil {
+		t.Fatal(err)
+	}
+	resp, err := u.Lookup(ctx, &plugin.LookupRequest{Proc: plugin.Proc{Nspace: job.Nspace, Rank: 1}, Keys: []string{"own", "shared"}})
+	if err != nil || len(resp.Data) != 2 {
+		t.Fatalf("lookup of both: %+v, %v", resp, err)
+	}
+	if err := u.Unpublish(ctx, &plugin.UnpublishRequest{Proc: p, Keys: []string{"own", "shared"}}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := u.Lookup(ctx, &plugin.LookupRequest{Proc: p, Keys: []string{"own"}}); !errors.Is(err, plugin.ErrNotFound) {
+		t.Fatalf("own after unpublish: %v", err)
+	}
+	want := []string{"publish shared", "lookup shared", "unpublish shared", "lookup own"}
+	if !slices.Equal(f.calls, want) {
+		t.Fatalf("calls beyond the run %q, want %q (a job's own names never leave it)", f.calls, want)
+	}
+}

@@ -1,0 +1,439 @@
+package integration
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/gopmi/gopmi/integration/clients"
+)
+
+// nodeDaemon is a `gopmi daemon` the test started.
+type nodeDaemon struct {
+	cmd  *exec.Cmd
+	sock string
+	log  *syncBuffer
+	done chan struct{}
+}
+
+// syncBuffer is a log a test reads while a process writes it.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// worldDir is a temporary directory every user may enter and read: the
+// daemon's socket and the binaries another user runs live there.
+func worldDir(t *testing.T) string {
+	t.Helper()
+	d, err := os.MkdirTemp("", "gopmi-daemon-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(d) })
+	if err := os.Chmod(d, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+// startNodeDaemon runs `gopmi daemon` on sock with its state in state
+// until the test ends (or kill).
+func startNodeDaemon(t *testing.T, sock, state string) *nodeDaemon {
+	t.Helper()
+	d := &nodeDaemon{sock: sock, log: &syncBuffer{}, done: make(chan struct{})}
+	d.cmd = exec.Command(gopmiBin, "daemon", "-socket", sock, "-state", state, "-log-level", "debug")
+	d.cmd.Stdout, d.cmd.Stderr = d.log, d.log
+	d.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := d.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() { _ = d.cmd.Wait(); close(d.done) }()
+	t.Cleanup(func() { d.kill(syscall.SIGTERM) })
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		if c, err := net.Dial("unix", sock); err == nil {
+			c.Close()
+			return d
+		}
+		select {
+		case <-d.done:
+			t.Fatalf("gopmi daemon exited: %s", d.log.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("gopmi daemon did not listen on %s: %s", sock, d.log.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func (d *nodeDaemon) kill(sig syscall.Signal) {
+	_ = d.cmd.Process.Signal(sig)
+	select {
+	case <-d.done:
+	case <-time.After(10 * time.Second):
+		_ = d.cmd.Process.Kill()
+		<-d.done
+	}
+}
+
+// bgRun is a gopmi run in the background.
+type bgRun struct {
+	res  clients.Result
+	err  error
+	done chan struct{}
+}
+
+func startRun(ctx context.Context, argv []string, env []string, cred *syscall.Credential, dir string) *bgRun {
+	r := &bgRun{done: make(chan struct{})}
+	go func() {
+		defer close(r.done)
+		r.res, r.err = clients.Run(ctx, argv, clients.RunOptions{Env: env, Credential: cred, Dir: dir})
+	}()
+	return r
+}
+
+func (r *bgRun) wait(t *testing.T, what string) clients.Result {
+	t.Helper()
+	select {
+	case <-r.done:
+	case <-time.After(90 * time.Second):
+		t.Fatalf("%s never ended", what)
+	}
+	if r.err != nil {
+		t.Fatalf("%s: %v", what, r.err)
+	}
+	return r.res
+}
+
+// daemonArgv is `gopmi run -daemon sock args...` in this run's serve mode.
+func daemonArgv(sock string, args ...string) []string {
+	return gopmiArgv(append([]string{"-daemon", sock}, args...)...)
+}
+
+// ask runs a gopmi tool against the daemon and returns its stdout.
+func ask(t *testing.T, cred *syscall.Credential, args ...string) string {
+	t.Helper()
+	return askWith(t, gopmiBin, cred, args...)
+}
+
+// askWith is ask with the gopmi binary bin (one another user may run).
+func askWith(t *testing.T, bin string, cred *syscall.Credential, args ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	r, err := clients.Run(ctx, append([]string{bin}, args...), clients.RunOptions{Credential: cred})
+	if err != nil || r.ExitCode != 0 {
+		t.Fatalf("gopmi %s: %v, exit %d: %s", strings.Join(args, " "), err, r.ExitCode, r.Stderr)
+	}
+	return r.Stdout
+}
+
+// waitFor polls cond every 20 ms for up to 20 s.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// Names published in one gopmi run are found by another, started
+// separately, through the node daemon: with Slurm's libpmi2 and with
+// MPICH's MPI_Publish_name / MPI_Lookup_name. gopmi ps shows the running
+// job with its ranks' pids.
+func TestDaemonNamesAcrossRuns(t *testing.T) {
+	begin(t)
+	dir := worldDir(t)
+	d := startNodeDaemon(t, filepath.Join(dir, "d.sock"), filepath.Join(dir, "state"))
+	for _, c := range []struct {
+		name, prog, serve, client, want string
+		n                                  string
+	}{
+		{"libpmi2", progs[clients.PMI2Test], "ns-serve", "ns-client", "step=xrun-ack value=ack-from-", "2"},
+		{"mpich", progs[clients.MPIPubname], "serve", "client", "step=xack value=ack-", "2"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+			defer cancel()
+			server := startRun(ctx, daemonArgv(d.sock, "-n", c.n, c.prog, c.serve), nil, nil, "")
+			// The serving job shows in gopmi ps, with its ranks' pids.
+			waitFor(t, "the serving job in gopmi ps", func() bool {
+				var jobs []struct {
+					Nspace string `json:"nspace"`
+					Size   int    `json:"size"`
+					Pids   []int  `json:"pids"`
+					State  string `json:"state"`
+				}
+				if err := json.Unmarshal([]byte(ask(t, nil, "ps", "-json", "-daemon", d.sock)), &jobs); err != nil {
+					t.Fatal(err)
+				}
+				for _, j := range jobs {
+					if strconv.Itoa(j.Size) == c.n && j.State == "running" && len(j.Pids) == j.Size && j.Pids[0] > 0 {
+						return true
+					}
+				}
+				return false
+			})
+			client := startRun(ctx, daemonArgv(d.sock, "-n", "1", c.prog, c.client), nil, nil, "")
+			cr := client.wait(t, "the client run")
+			sr := server.wait(t, "the serving run")
+			if cr.ExitCode != 0 || sr.ExitCode != 0 || !strings.Contains(sr.Stdout, c.want) {
+				t.Fatalf("client: exit %d\n%s\n%s\nserver: exit %d\n%s\n%s\ndaemon:\n%s", cr.ExitCode, cr.Stdout, cr.Stderr,
+					sr.ExitCode, sr.Stdout, sr.Stderr, d.log.String())
+			}
+		})
+	}
+	// Both runs ended: their names went with them.
+	if out := ask(t, nil, "query", "-json", "-daemon", d.sock, "gopmi.names"); strings.Contains(out, "gopmi-x") {
+		t.Errorf("names left after their runs ended: %s", out)
+	}
+}
+
+// testUser is an unprivileged user the tests create to be refused.
+func testUser(t *testing.T) *syscall.Credential {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("SKIP (loud): another user's refusal needs root to create and become that user")
+	}
+	const name = "gopmi-it"
+	u, err := user.Lookup(name)
+	if err != nil {
+		if out, err := exec.Command("useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", name).CombinedOutput(); err != nil {
+			t.Fatalf("useradd %s: %v\n%s", name, err, out)
+		}
+		if u, err = user.Lookup(name); err != nil {
+			t.Fatal(err)
+		}
+	}
+	uid, _ := strconv.Atoi(u.Uid)
+	gid, _ := strconv.Atoi(u.Gid)
+	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}
+}
+
+// copyExec copies an executable into dir, mode 0755, for another user.
+func copyExec(t *testing.T, src, dir string) string {
+	t.Helper()
+	b, err := os.ReadFile(src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dst := filepath.Join(dir, filepath.Base(src))
+	if err := os.WriteFile(dst, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return dst
+}
+
+// Another user can neither read a name, nor see the job in gopmi ps, and
+// each refusal is a clear error (the PMI answer's message, which libpmi2
+// does not show; the daemon's unit tests check its text) and a line in
+// the daemon's log with the caller's uid.
+func TestDaemonOtherUserRefused(t *testing.T) {
+	begin(t)
+	cred := testUser(t)
+	dir := worldDir(t)
+	d := startNodeDaemon(t, filepath.Join(dir, "d.sock"), filepath.Join(dir, "state"))
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	server := startRun(ctx, daemonArgv(d.sock, "-n", "1", progs[clients.PMI2Test], "ns-serve"), nil, nil, "")
+	waitFor(t, "the name", func() bool {
+		return strings.Contains(ask(t, nil, "query", "-daemon", d.sock, "gopmi.names"), "gopmi-xrun")
+	})
+
+	bin := copyExec(t, gopmiBin, dir)
+	for _, b := range []string{"gopmi-shim", "gopmi-rm-local"} {
+		copyExec(t, filepath.Join(binDir, b), dir)
+	}
+	prog := copyExec(t, progs[clients.PMI2Test], dir)
+	argv := append([]string{bin}, daemonArgv(d.sock, "-n", "1", prog, "ns-peek")[1:]...)
+	r := startRun(ctx, argv, []string{"HOME=" + dir}, cred, dir).wait(t, "the other user's run")
+	if r.ExitCode != 0 || !strings.Contains(r.Stdout, "step=xrun-peek rc=") || strings.Contains(r.Stdout, "step=xrun-peek rc=0 ") {
+		t.Fatalf("the other user's lookup: exit %d\n%s\n%s", r.ExitCode, r.Stdout, r.Stderr)
+	}
+	names := askWith(t, bin, cred, "query", "-json", "-daemon", d.sock, "gopmi.names")
+	ps := askWith(t, bin, cred, "ps", "-json", "-daemon", d.sock)
+	if strings.Contains(names, "gopmi-xrun") || strings.Contains(ps, "pmi2_test\"") && strings.Contains(ps, `"uid": 0`) {
+		t.Errorf("the other user sees root's names or jobs:\n%s\n%s", names, ps)
+	}
+	if want := fmt.Sprintf(`uid=%d`, cred.Uid); !strings.Contains(d.log.String(), `refused: lookup of gopmi-xrun: "gopmi-xrun" is published by another user`) ||
+		!strings.Contains(d.log.String(), want) {
+		t.Errorf("the daemon did not log the refusal with %s:\n%s", want, d.log.String())
+	}
+	// Let the serving run finish.
+	client := startRun(ctx, daemonArgv(d.sock, "-n", "1", progs[clients.PMI2Test], "ns-client"), nil, nil, "")
+	if cr := client.wait(t, "the client run"); cr.ExitCode != 0 {
+		t.Fatalf("client: %s", cr.Stderr)
+	}
+	if sr := server.wait(t, "the serving run"); sr.ExitCode != 0 {
+		t.Fatalf("server: %s", sr.Stderr)
+	}
+}
+
+// The daemon killed with SIGKILL and started again while a run waits:
+// the run re-registers, the name it published before is found by a run
+// started afterwards, and both finish.
+func TestDaemonKilledAndRestarted(t *testing.T) {
+	begin(t)
+	dir := worldDir(t)
+	sock, state := filepath.Join(dir, "d.sock"), filepath.Join(dir, "state")
+	d := startNodeDaemon(t, sock, state)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	server := startRun(ctx, daemonArgv(sock, "-n", "2", progs[clients.PMI2Test], "ns-serve"), nil, nil, "")
+	waitFor(t, "the name", func() bool {
+		return strings.Contains(ask(t, nil, "query", "-daemon", sock, "gopmi.names"), "gopmi-xrun")
+	})
+	d.kill(syscall.SIGKILL)
+	d2 := startNodeDaemon(t, sock, state)
+	client := startRun(ctx, daemonArgv(sock, "-n", "1", progs[clients.PMI2Test], "ns-client"), nil, nil, "")
+	cr := client.wait(t, "the client run")
+	sr := server.wait(t, "the serving run")
+	if cr.ExitCode != 0 || sr.ExitCode != 0 || !strings.Contains(cr.Stdout, "step=xrun-lookup value=served-by-") {
+		t.Fatalf("client: exit %d\n%s\n%s\nserver: exit %d\n%s\n%s\ndaemon:\n%s", cr.ExitCode, cr.Stdout, cr.Stderr,
+			sr.ExitCode, sr.Stdout, sr.Stderr, d2.log.String())
+	}
+}
+
+// The daemon as systemd starts it: its socket made by the service manager
+// (systemd-socket-activate, started at the first connection), READY=1,
+// STATUS= and WATCHDOG=1 on a NOTIFY_SOCKET the test reads, STOPPING=1 on
+// SIGTERM.
+func TestDaemonUnderSystemd(t *testing.T) {
+	begin(t)
+	activate, err := exec.LookPath("systemd-socket-activate")
+	if err != nil {
+		t.Skip("SKIP (loud): systemd-socket-activate not installed (apt-get install systemd)")
+	}
+	dir := worldDir(t)
+	sock := filepath.Join(dir, "d.sock")
+	notify := filepath.Join(dir, "notify.sock")
+	nl, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: notify, Net: "unixgram"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer nl.Close()
+	msgs := make(chan string, 64)
+	go func() {
+		buf := make([]byte, 4096)
+		for {
+			n, err := nl.Read(buf)
+			if err != nil {
+				close(msgs)
+				return
+			}
+			msgs <- string(buf[:n])
+		}
+	}()
+	log := &syncBuffer{}
+	cmd := exec.Command(activate, "-l", sock, "-E", "NOTIFY_SOCKET="+notify, "-E", "WATCHDOG_USEC=200000",
+		"-E", "STATE_DIRECTORY="+filepath.Join(dir, "state"), gopmiBin, "daemon")
+	cmd.Stdout, cmd.Stderr = log, log
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan struct{})
+	var werr error
+	go func() { werr = cmd.Wait(); close(exited) }()
+	defer func() {
+		_ = cmd.Process.Kill()
+		<-exited
+	}()
+	waitFor(t, "systemd-socket-activate's socket", func() bool { _, err := os.Stat(sock); return err == nil })
+	// The first connection starts the daemon.
+	if out := strings.TrimSpace(ask(t, nil, "ps", "-json", "-daemon", sock)); out != "[]" {
+		t.Fatalf("gopmi ps on a fresh daemon: %q", out)
+	}
+	seen := map[string]bool{}
+	deadline := time.After(10 * time.Second)
+	for !(seen["READY=1"] && seen["STATUS"] && seen["WATCHDOG=1"]) {
+		select {
+		case m := <-msgs:
+			for _, line := range strings.Split(m, "\n") {
+				switch {
+				case line == "READY=1", line == "WATCHDOG=1":
+					seen[line] = true
+				case strings.HasPrefix(line, "STATUS=serving "):
+					seen["STATUS"] = true
+				}
+			}
+		case <-deadline:
+			t.Fatalf("sd_notify seen %v, want READY=1, STATUS=serving ..., WATCHDOG=1\n%s", seen, log.String())
+		}
+	}
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	stopDeadline := time.After(10 * time.Second)
+	for stopping := false; !stopping; {
+		select {
+		case m := <-msgs:
+			stopping = strings.Contains(m, "STOPPING=1")
+		case <-stopDeadline:
+			t.Fatalf("no STOPPING=1 after SIGTERM\n%s", log.String())
+		}
+	}
+	select {
+	case <-exited:
+		if werr != nil {
+			t.Fatalf("the daemon's exit after SIGTERM: %v\n%s", werr, log.String())
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("the daemon did not exit after SIGTERM")
+	}
+}
+
+// The units pass systemd-analyze verify, with ExecStart where make
+// install puts gopmi (here: the test's build).
+func TestDaemonUnitsVerify(t *testing.T) {
+	begin(t)
+	analyze, err := exec.LookPath("systemd-analyze")
+	if err != nil {
+		t.Skip("SKIP (loud): systemd-analyze not installed (apt-get install systemd)")
+	}
+	dir := t.TempDir()
+	for _, u := range []string{"gopmi.socket", "gopmi.service"} {
+		b, err := os.ReadFile(filepath.Join("..", "contrib", "systemd", u))
+		if err != nil {
+			t.Fatal(err)
+		}
+		b = []byte(strings.ReplaceAll(string(b), "@BINDIR@", binDir))
+		if err := os.WriteFile(filepath.Join(dir, u), b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, analyze, "verify", filepath.Join(dir, "gopmi.socket"), filepath.Join(dir, "gopmi.service")).CombinedOutput()
+	if err != nil || strings.TrimSpace(string(out)) != "" {
+		t.Fatalf("systemd-analyze verify: %v\n%s", err, out)
+	}
+}
