@@ -175,7 +175,7 @@ func TestDaemonNamesAcrossRuns(t *testing.T) {
 	d := startNodeDaemon(t, filepath.Join(dir, "d.sock"), filepath.Join(dir, "state"))
 	for _, c := range []struct {
 		name, prog, serve, client, want string
-		n                                  string
+		n                               string
 	}{
 		{"libpmi2", progs[clients.PMI2Test], "ns-serve", "ns-client", "step=xrun-ack value=ack-from-", "2"},
 		{"mpich", progs[clients.MPIPubname], "serve", "client", "step=xack value=ack-", "2"},

@@ -593,4 +593,6 @@ func qualifier(qs []plugin.Info, key, def string) string {
 }
 
 // String names a peer for messages.
-func (p peer) String() string { return fmt.Sprintf("uid %d (%s), pid %d", p.uid, userName(p.uid), p.pid) }
+func (p peer) String() string {
+	return fmt.Sprintf("uid %d (%s), pid %d", p.uid, userName(p.uid), p.pid)
+}

@@ -82,6 +82,8 @@ type config struct {
 	// perfAll: perf samples every process of the machine, not only the
 	// launcher's tree (Slurm's step daemons run under slurmd).
 	perfAll bool
+	// daemon: measure gopmi run with a node daemon (gopmi+daemon).
+	daemon bool
 	// floorLauncher runs only the launch floor (/bin/true): srun
 	// --mpi=none, whose wall at each size is subtracted from a PMI job's
 	// to give its PMI part. "" when there is none.
@@ -160,6 +162,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 		jsonPath  = fs.String("json", "", "also write the results as JSON to this file")
 		quick     = fs.Bool("quick", false, "smoke mode: one run each at small N (seconds)")
 		perfMode  = fs.String("perf", "auto", "(c) per process with `perf record`: auto (when perf works), on (fail without it), off")
+		withDmn   = fs.Bool("daemon", true, "also measure `gopmi run` registered with a node daemon the bench starts (gopmi+daemon), to show what registering costs")
 		cpuRuns   = fs.Int("cpu-runs", 5, "runs per launcher under perf for (c), after the timed runs (N >= 512 and -quick: 1)")
 	)
 	fs.Var(&ls, "launcher", "`name=command template` with {n} for the task count; repeatable (default: hydra, and gopmi if -gopmi exists)")
@@ -238,6 +241,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 		if st, err := os.Stat(*gopmi); err == nil && st.Mode().IsRegular() {
 			ls = append(ls, clients.Launcher{Name: "gopmi", Template: []string{*gopmi, "run", "-n", "{n}"}})
 			c.gopmiDir = filepath.Dir(*gopmi)
+			c.daemon = *withDmn
 		} else {
 			c.notes = append(c.notes, fmt.Sprintf("gopmi not measured: %s not found (build it, or pass -launcher 'gopmi=<path> run -n {n}')", *gopmi))
 		}
@@ -254,6 +258,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 			{Name: "srun-none", Template: []string{"srun", "--mpi=none", "-N", "2", "-n", "{n}"}},
 		}
 		c.floorLauncher = "srun-none"
+		c.daemon = false
 		// srun's step daemons run under slurmd, outside the launcher's
 		// process tree: perf samples the whole machine instead (the
 		// cluster is on this one), and the burst is left out.
@@ -371,6 +376,15 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		fmt.Fprintln(stderr, "bench:", err)
 		return 1
+	}
+	if cfg.daemon {
+		stop, l, err := startDaemon(filepath.Join(cfg.gopmiDir, "gopmi"))
+		if err != nil {
+			fmt.Fprintln(stderr, "bench: -daemon:", err)
+			return 1
+		}
+		defer stop()
+		cfg.launchers = append(cfg.launchers, l)
 	}
 	if cfg.slurm {
 		stop, err := startSlurm(ctx, cfg.gopmiDir, stderr)

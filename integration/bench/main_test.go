@@ -420,7 +420,7 @@ func TestQuickPerfOn(t *testing.T) {
 		t.Skipf("perf does not work on this machine (%v); the bench falls back to the rusage estimate", err)
 	}
 	gopmi := repoGopmi(t)
-	args := []string{"-quick", "-perf", "on", "-gopmi", "/no/such/gopmi"}
+	args := []string{"-quick", "-perf", "on", "-daemon=false", "-gopmi", "/no/such/gopmi"}
 	if gopmi != "" {
 		args[len(args)-1] = gopmi
 	} else {

@@ -4,9 +4,14 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"os"
+	"os/exec"
+	"path/filepath"
+	"syscall"
 	"time"
 
+	"github.com/gopmi/gopmi/integration/clients"
 	"github.com/gopmi/gopmi/integration/internal/slurmlab"
 )
 
@@ -22,4 +27,37 @@ func startSlurm(ctx context.Context, gopmiDir string, progress io.Writer) (stop 
 	}
 	os.Setenv("SLURM_CONF", c.Conf)
 	return c.Stop, nil
+}
+
+// startDaemon runs `gopmi daemon` on a socket of its own and returns the
+// launcher that registers with it (gopmi+daemon), and what stops it.
+func startDaemon(gopmi string) (stop func(), l clients.Launcher, err error) {
+	dir, err := os.MkdirTemp("", "gopmi-bench-daemon-")
+	if err != nil {
+		return nil, l, err
+	}
+	sock := filepath.Join(dir, "d.sock")
+	cmd := exec.Command(gopmi, "daemon", "-socket", sock, "-state", dir, "-log-level", "warn")
+	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	if err := cmd.Start(); err != nil {
+		os.RemoveAll(dir)
+		return nil, l, err
+	}
+	stop = func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		_ = cmd.Wait()
+		os.RemoveAll(dir)
+	}
+	for i := 0; ; i++ {
+		if c, err := net.Dial("unix", sock); err == nil {
+			c.Close()
+			break
+		}
+		if i == 500 {
+			stop()
+			return nil, l, fmt.Errorf("gopmi daemon did not listen on %s", sock)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return stop, clients.Launcher{Name: "gopmi+daemon", Template: []string{gopmi, "run", "-daemon", sock, "-n", "{n}"}}, nil
 }
