@@ -27,8 +27,10 @@ func layoutErr(field, format string, args ...any) error {
 // namespace, a positive size, a universe size of 0 (the size) or at least
 // the size, at least one node, unique node IDs, every node with ranks,
 // every rank 0..Size-1 on exactly one node, and apps (if any) holding
-// consecutive ranks from 0 to Size-1 in order. The error is a
-// *LayoutError.
+// every rank once: consecutive ranks from 0 to Size-1 in order, or, when
+// an app lists its Ranks, any set. The error is a *LayoutError. It
+// allocates nothing larger than the layout's own lists, whatever Size
+// says.
 func (j Job) Validate() error {
 	switch {
 	case j.Nspace == "":
@@ -40,11 +42,8 @@ func (j Job) Validate() error {
 	case len(j.Nodes) == 0:
 		return layoutErr("nodes", "empty")
 	}
-	owner := make([]int32, j.Size)
-	for i := range owner {
-		owner[i] = -1
-	}
 	ids := make(map[int32]int, len(j.Nodes))
+	listed := 0
 	for i, n := range j.Nodes {
 		f := fmt.Sprintf("nodes[%d]", i)
 		if prev, dup := ids[n.ID]; dup {
@@ -58,8 +57,34 @@ func (j Job) Validate() error {
 			if r < 0 || r >= j.Size {
 				return layoutErr(f+".ranks", "rank %d outside 0..%d", r, j.Size-1)
 			}
+		}
+		listed += len(n.Ranks)
+	}
+	// Nothing is sized by Size before the nodes' lists match it.
+	if listed > int(j.Size) {
+		return layoutErr("nodes", "hold %d ranks, job.size is %d", listed, j.Size)
+	}
+	if listed < int(j.Size) {
+		seen := make(map[int32]bool, listed)
+		for _, n := range j.Nodes {
+			for _, r := range n.Ranks {
+				seen[r] = true
+			}
+		}
+		for r := int32(0); ; r++ {
+			if !seen[r] {
+				return layoutErr("nodes", "rank %d is on no node", r)
+			}
+		}
+	}
+	owner := make([]int32, j.Size)
+	for i := range owner {
+		owner[i] = -1
+	}
+	for i, n := range j.Nodes {
+		for _, r := range n.Ranks {
 			if o := owner[r]; o >= 0 {
-				return layoutErr(f+".ranks", "rank %d already on job.nodes[%d]", r, o)
+				return layoutErr(fmt.Sprintf("nodes[%d].ranks", i), "rank %d already on job.nodes[%d]", r, o)
 			}
 			owner[r] = int32(i)
 		}
@@ -69,8 +94,7 @@ func (j Job) Validate() error {
 			return layoutErr("nodes", "rank %d is on no node", r)
 		}
 	}
-	listed := slices.ContainsFunc(j.Apps, func(a App) bool { return len(a.Ranks) > 0 })
-	if listed {
+	if slices.ContainsFunc(j.Apps, func(a App) bool { return len(a.Ranks) > 0 }) {
 		return j.validateAppSets()
 	}
 	next := int32(0)
@@ -105,8 +129,11 @@ func (j Job) validateAppSets() error {
 		f := fmt.Sprintf("apps[%d]", i)
 		ranks := a.Ranks
 		if len(ranks) == 0 {
-			if a.Size <= 0 {
+			switch {
+			case a.Size <= 0:
 				return layoutErr(f+".size", "%d, must be positive", a.Size)
+			case a.FirstRank < 0 || a.Size > j.Size-a.FirstRank:
+				return layoutErr(f+".size", "ranks %d..%d+%d exceed job.size %d", a.FirstRank, a.FirstRank, a.Size, j.Size)
 			}
 			for r := a.FirstRank; r < a.FirstRank+a.Size; r++ {
 				ranks = append(ranks, r)

@@ -3,6 +3,7 @@ package plugin_test
 import (
 	"errors"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/gopmi/gopmi/plugin"
@@ -88,5 +89,19 @@ func TestJobAppSets(t *testing.T) {
 		if err := j.Validate(); err == nil || err.Error() != c.want {
 			t.Errorf("Validate: %v, want %q", err, c.want)
 		}
+	}
+}
+
+// A layout that lies about its size is refused before anything is sized
+// by it, and an app's range cannot overflow into a panic.
+func TestJobValidateHostileSizes(t *testing.T) {
+	huge := plugin.Job{Nspace: "x", Size: 1<<31 - 1, Nodes: []plugin.Node{{ID: 0, Ranks: []int32{0, 1}}}}
+	if err := huge.Validate(); err == nil || err.Error() != "job.nodes: rank 2 is on no node" {
+		t.Errorf("a huge size: %v", err)
+	}
+	overflow := plugin.Job{Nspace: "x", Size: 2, Nodes: []plugin.Node{{ID: 0, Ranks: []int32{0, 1}}},
+		Apps: []plugin.App{{FirstRank: 0, Size: 1, Ranks: []int32{0}}, {FirstRank: 1, Size: 1<<31 - 1}}}
+	if err := overflow.Validate(); err == nil || !strings.Contains(err.Error(), "exceed job.size 2") {
+		t.Errorf("an app range that overflows: %v", err)
 	}
 }

@@ -46,8 +46,8 @@ type RunConfig struct {
 	Signals <-chan os.Signal
 	// Backend, when set, serves the job's backend in this process instead
 	// of starting gopmi-rm-<name> through go-plugin: a resource manager's
-	// binary that links the shim (gopmi-rm-slurm shim) saves a process and
-	// a handshake per node. Run calls it when the job first needs its
+	// binary that links the shim (gopmi-slurm shim) saves a process and a
+	// handshake per node. Run calls it when the job first needs its
 	// backend, with the bootstrap's backend spec, and closes the result
 	// (when it is an io.Closer) after the job. The backend then shares the
 	// shim's fate: there is no backend process to die on its own.
@@ -391,7 +391,7 @@ func (s *server) bringUpBackend(startCtx context.Context, path string, be *bridg
 	if err != nil {
 		switch {
 		case startCtx.Err() != nil:
-			err = stopped(startCtx, "start "+path)
+			err = stopped(startCtx, "start "+c.Backend.BinaryName())
 		case !errors.Is(err, serve.ErrBackend):
 			err = fmt.Errorf("%w: %w", serve.ErrBackend, err)
 		}

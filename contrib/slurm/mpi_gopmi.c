@@ -350,40 +350,51 @@ static char shim_error[4200];
 
 static void *close_task_ends(void *arg)
 {
-	/* Each task writes its byte moments after its fork; one that dies
-	 * before never does. Past the start time-out the stepd stops waiting,
-	 * so that it never holds the task ends (and the shim's view of a
-	 * closed connection) for the step's life. */
+	/* Each task writes its local id moments after its fork; one that
+	 * dies before never does. Past the start time-out the stepd stops
+	 * waiting, so that it never holds the forked tasks' ends (and the
+	 * shim's view of a closed connection) for the step's life; the ends
+	 * of tasks not forked yet stay open, for them to inherit. */
 	struct timespec start, now;
-	uint32_t n = 0;
-	char c;
+	uint32_t n = 0, id;
+	char *done = xcalloc(ntask_fds ? ntask_fds : 1, 1);
+	size_t got = 0;
 
 	clock_gettime(CLOCK_MONOTONIC, &start);
 	while (n < ntask_fds) {
 		struct pollfd p = { .fd = forked[0], .events = POLLIN };
 		long left;
-		int rc;
+		ssize_t r;
 
 		clock_gettime(CLOCK_MONOTONIC, &now);
 		left = (long) gconf.start_timeout * 1000 -
 		       ((now.tv_sec - start.tv_sec) * 1000 + (now.tv_nsec - start.tv_nsec) / 1000000);
 		if (left <= 0) {
-			error("mpi/gopmi: %u of %u local tasks never reached their PMI set-up within %us; closing their connections",
+			error("mpi/gopmi: %u of %u local tasks never reached their PMI set-up within %us; closing the others' connections",
 			      ntask_fds - n, ntask_fds, gconf.start_timeout);
 			break;
 		}
-		rc = poll(&p, 1, (int) left);
-		if (rc <= 0)
+		if (poll(&p, 1, (int) left) <= 0)
 			continue; /* EINTR or the deadline, checked above */
-		ssize_t r = read(forked[0], &c, 1);
-		if (r == 1)
-			n++;
-		else if (r == 0)
+		r = read(forked[0], (char *) &id + got, sizeof(id) - got);
+		if (r == 0)
 			break; /* cannot happen while the stepd holds the write end */
+		if (r < 0)
+			continue;
+		got += r;
+		if (got < sizeof(id))
+			continue;
+		got = 0;
+		if (id < ntask_fds && !done[id]) {
+			done[id] = 1;
+			n++;
+		}
 	}
 	for (uint32_t i = 0; i < ntask_fds; i++)
-		close(task_fds[i]);
+		if (done[i])
+			close(task_fds[i]);
 	close(forked[0]);
+	xfree(done);
 	return NULL;
 }
 
@@ -860,7 +871,8 @@ extern int mpi_p_slurmstepd_task(const mpi_plugin_task_info_t *job, char ***env)
 	}
 	fcntl(fd, F_SETFD, 0); /* the task's own end survives its exec */
 	if (forked[1] >= 0) {
-		(void) write(forked[1], "f", 1);
+		uint32_t id = job->ltaskid; /* 4 bytes: one atomic pipe write */
+		(void) write(forked[1], &id, sizeof(id));
 		close(forked[1]);
 	}
 	env_array_overwrite_fmt(env, "PMI_FD", "%d", fd);

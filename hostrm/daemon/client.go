@@ -135,6 +135,8 @@ func (c *Client) loop() {
 		c.mu.Lock()
 		c.conn = nil
 		c.up = make(chan struct{})
+		close(c.regChanged) // wakes callers waiting on this connection
+		c.regChanged = make(chan struct{})
 		c.mu.Unlock()
 		if c.ctx.Err() != nil {
 			_ = conn.Close()
@@ -159,11 +161,17 @@ func (c *Client) backend(ctx context.Context) (plugin.Full, error) {
 		if conn != nil && reg >= want {
 			return conn.Backend(), nil
 		}
+		// Not connected: wait for a connection; connected: for the
+		// registrations to go out (up is closed then).
+		if conn != nil {
+			up = nil
+		}
 		select {
 		case <-up:
 		case <-changed:
 		case <-ctx.Done():
-			return nil, plugin.Errorf(plugin.ErrUnavailable, "the node daemon at %s is not reachable: %v", c.path, ctx.Err())
+			return nil, plugin.Errorf(plugin.ErrUnavailable,
+				"the node daemon at %s is not reachable (%v): start it (systemctl start gopmi.socket), or run alone with gopmi run -daemon none", c.path, ctx.Err())
 		case <-c.ctx.Done():
 			return nil, plugin.Errorf(plugin.ErrUnavailable, "the node daemon client is closed")
 		}
@@ -221,8 +229,12 @@ func (c *Client) Unpublish(ctx context.Context, req *plugin.UnpublishRequest) er
 }
 
 // Close tells the daemon the run ended (when connected: a daemon that is
-// down learns it from the grace), and stops the client.
+// down learns it from the grace), after the registrations still queued
+// went out (within a second), and stops the client.
 func (c *Client) Close() error {
+	wait, cancel := context.WithTimeout(context.Background(), time.Second)
+	_, _ = c.backend(wait)
+	cancel()
 	c.mu.Lock()
 	conn := c.conn
 	var first string

@@ -16,31 +16,28 @@ type peer struct {
 	pid int32
 }
 
-// nobody is the peer of a call whose credentials are unknown: it may see
-// nothing but what uid 65534 owns.
-var nobody = peer{uid: 65534, pid: -1}
-
 // conn is one connection's context: its peer, its life and the runs it
 // registered.
 type conn struct {
-	ctx  context.Context // ends when the connection does
-	peer peer
-	mu   sync.Mutex
-	runs map[string]bool
+	ctx   context.Context // ends when the connection does
+	peer  peer
+	known bool // the kernel gave the peer's credentials
+	mu    sync.Mutex
+	runs  map[*run]bool
 }
 
-// attach records that the connection registered run; it reports whether
-// that is new.
-func (c *conn) attach(run string) bool {
+// attach records that the connection registered r; it reports whether
+// that is new. A run that ended and registers again is a new *run.
+func (c *conn) attach(r *run) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.runs[run] {
+	if c.runs[r] {
 		return false
 	}
 	if c.runs == nil {
-		c.runs = map[string]bool{}
+		c.runs = map[*run]bool{}
 	}
-	c.runs[run] = true
+	c.runs[r] = true
 	return true
 }
 
@@ -50,17 +47,16 @@ type connKey struct{}
 // from the unix socket and keeps them, with the connection's life, in the
 // context every call on it gets.
 func ConnContext(ctx context.Context, c net.Conn) context.Context {
-	p := nobody
+	cc := &conn{}
 	if uc, ok := c.(*net.UnixConn); ok {
 		if raw, err := uc.SyscallConn(); err == nil {
 			_ = raw.Control(func(fd uintptr) {
 				if cred, err := syscall.GetsockoptUcred(int(fd), syscall.SOL_SOCKET, syscall.SO_PEERCRED); err == nil {
-					p = peer{uid: cred.Uid, pid: cred.Pid}
+					cc.peer, cc.known = peer{uid: cred.Uid, pid: cred.Pid}, true
 				}
 			})
 		}
 	}
-	cc := &conn{peer: p}
 	ctx = context.WithValue(ctx, connKey{}, cc)
 	cc.ctx = ctx
 	return ctx
@@ -72,12 +68,12 @@ func connOf(ctx context.Context) *conn {
 	return c
 }
 
-// peerOf is the caller; nobody when unknown.
-func peerOf(ctx context.Context) peer {
-	if c := connOf(ctx); c != nil {
-		return c.peer
+// peerOf is the caller, and whether the kernel said who it is.
+func peerOf(ctx context.Context) (peer, bool) {
+	if c := connOf(ctx); c != nil && c.known {
+		return c.peer, true
 	}
-	return nobody
+	return peer{}, false
 }
 
 var userNames sync.Map // uint32 -> string

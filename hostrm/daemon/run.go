@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net"
 	"os"
 	"path/filepath"
@@ -133,12 +134,18 @@ func listener(path string) (net.Listener, string, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return nil, "", err
 	}
-	// A socket left by a daemon that died is replaced; a live one is not.
-	if c, err := net.Dial("unix", path); err == nil {
-		c.Close()
-		return nil, "", fmt.Errorf("%s: another daemon is serving it", path)
+	// A socket left by a daemon that died is replaced; a live one is not,
+	// nor anything that is not a socket.
+	if st, err := os.Lstat(path); err == nil {
+		if st.Mode().Type() != fs.ModeSocket {
+			return nil, "", fmt.Errorf("%s exists and is not a socket", path)
+		}
+		if c, err := net.Dial("unix", path); err == nil {
+			c.Close()
+			return nil, "", fmt.Errorf("%s: another daemon is serving it", path)
+		}
+		_ = os.Remove(path)
 	}
-	_ = os.Remove(path)
 	l, err := net.Listen("unix", path)
 	if err != nil {
 		return nil, "", err

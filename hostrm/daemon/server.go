@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -104,8 +105,9 @@ type run struct {
 	id    string
 	uid   uint32
 	pid   int
-	conns int       // connections that registered it and are open
-	lost  time.Time // when its last connection closed; zero while connected
+	conns int         // connections that registered it and are open
+	lost  time.Time   // when its last connection closed; zero while connected
+	grace *time.Timer // ends it when the grace after lost passes
 	ended bool
 }
 
@@ -126,10 +128,12 @@ type Server struct {
 
 	mu      sync.Mutex
 	names   []*name
-	jobs    map[string]*job
+	jobs    map[string]*job // by jobKey
 	runs    map[string]*run
 	changed chan struct{} // closed and replaced on every change
 	closed  bool
+
+	save *saver // writes the names outside mu; nil without a StateFile
 }
 
 // Options configure a Server.
@@ -160,8 +164,9 @@ func NewServer(opts Options) (*Server, error) {
 	if opts.StateFile != "" {
 		names, err := loadNames(opts.StateFile)
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("%w (move it aside to start with no names)", err)
 		}
+		s.save = newSaver(opts.StateFile, opts.Logger)
 		now := time.Now()
 		for _, n := range names {
 			if n.Persist == plugin.PersistIndefinite {
@@ -178,13 +183,22 @@ func NewServer(opts Options) (*Server, error) {
 	return s, nil
 }
 
-// Close ends the waits in flight; the server answers nothing more.
+// Close ends the waits in flight and the graces, and writes the names a
+// last time; the server answers nothing more.
 func (s *Server) Close() {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	if !s.closed {
 		s.closed = true
 		close(s.changed)
+		for _, r := range s.runs {
+			if r.grace != nil {
+				r.grace.Stop()
+			}
+		}
+	}
+	s.mu.Unlock()
+	if s.save != nil {
+		s.save.close()
 	}
 }
 
@@ -210,14 +224,28 @@ func (s *Server) broadcast(namesChanged bool) {
 	}
 	close(s.changed)
 	s.changed = make(chan struct{})
-	if namesChanged && s.opts.StateFile != "" {
-		if err := saveNames(s.opts.StateFile, s.names); err != nil {
-			s.log.Error().Err(err).Str("file", s.opts.StateFile).Msg("save the published names")
-		}
+	if namesChanged && s.save != nil {
+		s.save.put(slices.Clone(s.names)) // names are never changed in place
 	}
 	if s.opts.OnChange != nil {
 		go s.opts.OnChange()
 	}
+}
+
+// jobKey keys a job by its user: users' job names are theirs.
+func jobKey(uid uint32, nspace string) string {
+	return strconv.FormatUint(uint64(uid), 10) + "/" + nspace
+}
+
+// caller is who made the call; a call whose credentials the kernel did
+// not give (not over the daemon's socket) is refused.
+func (s *Server) caller(ctx context.Context, step string) (peer, error) {
+	p, ok := peerOf(ctx)
+	if !ok {
+		s.log.Warn().Str("call", step).Msg("refused: a caller without credentials")
+		return p, plugin.Errorf(plugin.ErrPermission, "%s: the caller's credentials are unknown", step)
+	}
+	return p, nil
 }
 
 // refuse logs a refusal and returns it as an error of kind.
@@ -241,7 +269,10 @@ func (s *Server) GetInfo(context.Context) (*plugin.BackendInfo, error) {
 // restarts or its connection broke; another user cannot take over a run or
 // a job.
 func (s *Server) Configure(ctx context.Context, req *plugin.ConfigureRequest) (*plugin.ConfigureResponse, error) {
-	p := peerOf(ctx)
+	p, err := s.caller(ctx, "register")
+	if err != nil {
+		return nil, err
+	}
 	var rc RunConfig
 	if err := json.Unmarshal(req.Config, &rc); err != nil || rc.Run == "" {
 		return nil, plugin.Errorf(plugin.ErrInvalidArgument, "register: config %q: want {\"run\": ...}", req.Config)
@@ -252,33 +283,42 @@ func (s *Server) Configure(ctx context.Context, req *plugin.ConfigureRequest) (*
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	r := s.runs[rc.Run]
-	switch {
-	case r != nil && !p.may(r.uid):
+	if r != nil && !p.may(r.uid) {
 		return nil, s.refuse(p, plugin.ErrPermission, "register: run %s belongs to %s", rc.Run, userName(r.uid))
-	case s.jobs[req.Job.Nspace] != nil && s.jobs[req.Job.Nspace].info.Run != rc.Run:
-		return nil, s.refuse(p, plugin.ErrAlreadyExists, "register: job %s belongs to another run", req.Job.Nspace)
+	}
+	uid := p.uid
+	if r != nil {
+		uid = r.uid
+	}
+	// A job is its user's: another user's job of the same name is another
+	// job. One that ended may be replaced (a new run with a recycled pid).
+	k := jobKey(uid, req.Job.Nspace)
+	if j := s.jobs[k]; j != nil && j.info.Run != rc.Run && j.info.State == "running" {
+		return nil, s.refuse(p, plugin.ErrAlreadyExists, "register: job %s belongs to run %s, which is running", req.Job.Nspace, j.info.Run)
 	}
 	if r == nil {
-		r = &run{id: rc.Run, uid: p.uid}
+		r = &run{id: rc.Run, uid: uid}
 		s.runs[rc.Run] = r
 	}
-	if rc.PID != 0 {
-		r.pid = rc.PID
+	// The pid is the kernel's word for who connected (gopmi run itself),
+	// not the caller's.
+	if p.pid > 0 {
+		r.pid = int(p.pid)
 	}
-	if c := connOf(ctx); c != nil && c.attach(rc.Run) {
+	if c := connOf(ctx); c != nil && c.attach(r) {
 		r.conns++
 		r.lost = time.Time{}
-		context.AfterFunc(c.ctx, func() { s.lostConn(rc.Run) })
+		context.AfterFunc(c.ctx, func() { s.lostConn(r) })
 	}
 	nodes := make([]string, 0, len(req.Job.Nodes))
 	for _, n := range req.Job.Nodes {
 		nodes = append(nodes, n.Name)
 	}
-	j := s.jobs[req.Job.Nspace]
+	j := s.jobs[k]
 	ev := s.log.Debug()
-	if j == nil {
+	if j == nil || j.info.Run != rc.Run {
 		j = &job{info: JobInfo{Nspace: req.Job.Nspace, Run: rc.Run, UID: r.uid, User: userName(r.uid), Started: time.Now()}}
-		s.jobs[req.Job.Nspace] = j
+		s.jobs[k] = j
 		ev = s.log.Info()
 	}
 	j.info.PID, j.info.Cmd, j.info.Size, j.info.Nodes, j.info.State = r.pid, rc.Cmd, req.Job.Size, nodes, "running"
@@ -292,18 +332,17 @@ func (s *Server) Configure(ctx context.Context, req *plugin.ConfigureRequest) (*
 
 // lostConn is a registering connection's end: the run gets Grace to come
 // back.
-func (s *Server) lostConn(id string) {
+func (s *Server) lostConn(r *run) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	r := s.runs[id]
-	if r == nil || r.ended {
-		return
+	if r.conns > 0 {
+		r.conns--
 	}
-	if r.conns--; r.conns > 0 {
+	if r.ended || r.conns > 0 || s.runs[r.id] != r {
 		return
 	}
 	r.lost = time.Now()
-	s.log.Info().Str("run", id).Dur("grace", s.opts.Grace).Msg("run's connection closed; keeping its jobs and names for the grace")
+	s.log.Info().Str("run", r.id).Dur("grace", s.opts.Grace).Msg("run's connection closed; keeping its jobs and names for the grace")
 	s.expireLater(r)
 }
 
@@ -311,10 +350,13 @@ func (s *Server) lostConn(id string) {
 // mu held.
 func (s *Server) expireLater(r *run) {
 	lost := r.lost
-	time.AfterFunc(s.opts.Grace, func() {
+	if r.grace != nil {
+		r.grace.Stop()
+	}
+	r.grace = time.AfterFunc(s.opts.Grace, func() {
 		s.mu.Lock()
 		defer s.mu.Unlock()
-		if cur := s.runs[r.id]; cur == r && r.conns == 0 && r.lost.Equal(lost) && !r.ended {
+		if cur := s.runs[r.id]; cur == r && r.conns == 0 && r.lost.Equal(lost) && !r.ended && !s.closed {
 			s.endRunLocked(r, "lost: its connection closed and it did not come back within "+s.opts.Grace.String())
 		}
 	})
@@ -330,11 +372,12 @@ func (s *Server) endRunLocked(r *run, why string) {
 			j.info.State, j.info.Ended = why, now
 		}
 	}
+	before := len(s.names)
 	s.names = slices.DeleteFunc(s.names, func(n *name) bool { return n.Run == r.id && n.Persist != plugin.PersistIndefinite })
 	s.log.Info().Str("run", r.id).Str("why", why).Msg("run ended")
 	delete(s.runs, r.id)
 	s.pruneLocked(now)
-	s.broadcast(true)
+	s.broadcast(len(s.names) != before)
 }
 
 // pruneLocked forgets jobs that ended more than an hour ago.
@@ -351,15 +394,15 @@ func (s *Server) NotifyEvent(ctx context.Context, req *plugin.EventRequest) erro
 	if req.Code != EventRunEnded {
 		return plugin.Errorf(plugin.ErrNotSupported, "event %q is not one the daemon takes", req.Code)
 	}
-	p := peerOf(ctx)
+	p, err := s.caller(ctx, "run end")
+	if err != nil {
+		return err
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	j := s.jobs[req.Source.Nspace]
+	j := s.jobs[jobKey(p.uid, req.Source.Nspace)]
 	if j == nil {
 		return plugin.Errorf(plugin.ErrNotFound, "run end: job %s is not registered", req.Source.Nspace)
-	}
-	if !p.may(j.info.UID) {
-		return s.refuse(p, plugin.ErrPermission, "run end: job %s belongs to %s", j.info.Nspace, j.info.User)
 	}
 	if r := s.runs[j.info.Run]; r != nil {
 		s.endRunLocked(r, "finished")
@@ -369,30 +412,39 @@ func (s *Server) NotifyEvent(ctx context.Context, req *plugin.EventRequest) erro
 
 // jobOfLocked is the registered, running job of proc that p may act for.
 func (s *Server) jobOfLocked(step string, p peer, proc plugin.Proc) (*job, error) {
-	j := s.jobs[proc.Nspace]
+	j := s.jobs[jobKey(p.uid, proc.Nspace)]
 	switch {
 	case j == nil:
-		return nil, plugin.Errorf(plugin.ErrNotFound, "%s: job %s is not registered with this node's daemon", step, proc.Nspace)
-	case !p.may(j.info.UID):
-		return nil, s.refuse(p, plugin.ErrPermission, "%s: job %s belongs to %s", step, proc.Nspace, j.info.User)
+		return nil, plugin.Errorf(plugin.ErrNotFound, "%s: job %s of %s is not registered with this node's daemon", step, proc.Nspace, userName(p.uid))
 	case j.info.State != "running":
-		return nil, plugin.Errorf(plugin.ErrAborted, "%s: job %s has ended (%s)", step, proc.Nspace, j.info.State)
+		return j, plugin.Errorf(plugin.ErrAborted, "%s: job %s has ended (%s)", step, proc.Nspace, j.info.State)
 	}
 	return j, nil
 }
 
 // Publish publishes names for the whole node: every run of the
 // publisher's user sees them. A name lives until it is unpublished or its
-// run ends (the default), its job ends (PersistProc, PersistApp), its first
-// lookup (PersistFirstRead), or only until it is unpublished
-// (PersistIndefinite, across runs and restarts).
+// run ends (the default, PersistSession), its first lookup
+// (PersistFirstRead), or only until it is unpublished (PersistIndefinite,
+// across runs and restarts). A name that lives as long as its process or
+// job (PersistProc, PersistApp) is refused: the daemon does not hear of a
+// job's end before its run's. Publishing again what a process already
+// published, with the same value, succeeds (a call retried across a
+// restart of the daemon).
 func (s *Server) Publish(ctx context.Context, req *plugin.PublishRequest) error {
-	p := peerOf(ctx)
-	if len(req.Data) == 0 {
-		return plugin.Errorf(plugin.ErrInvalidArgument, "publish: no names")
+	p, err := s.caller(ctx, "publish")
+	if err != nil {
+		return err
 	}
-	if len(req.Info) > 0 {
+	switch {
+	case len(req.Data) == 0:
+		return plugin.Errorf(plugin.ErrInvalidArgument, "publish: no names")
+	case len(req.Info) > 0:
 		return plugin.Errorf(plugin.ErrNotSupported, "publish: info key %q is not supported by the node daemon", req.Info[0].Key)
+	case req.Persistence == plugin.PersistProc || req.Persistence == plugin.PersistApp:
+		return plugin.Errorf(plugin.ErrNotSupported, "publish: names that end with their process or job are not supported across runs; publish for the run (the default) or until unpublished")
+	case req.Persistence < plugin.PersistDefault || req.Persistence > plugin.PersistSession:
+		return plugin.Errorf(plugin.ErrInvalidArgument, "publish: persistence %d", req.Persistence)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -405,16 +457,23 @@ func (s *Server) Publish(ctx context.Context, req *plugin.PublishRequest) error 
 		if d.Key == "" {
 			return plugin.Errorf(plugin.ErrInvalidArgument, "publish: empty name")
 		}
+		dup := false
 		for _, o := range append(slices.Clone(s.names), add...) {
 			if o.Key != d.Key {
 				continue
+			}
+			if o.Publisher == req.Proc && o.UID == j.info.UID && o.Value == d.Value {
+				dup = true // the same publish, retried
+				break
 			}
 			if !p.may(o.UID) {
 				return s.refuse(p, plugin.ErrAlreadyExists, "publish: %q is already published by another user", d.Key)
 			}
 			return plugin.Errorf(plugin.ErrAlreadyExists, "publish: %q is already published by %s", d.Key, o.Publisher)
 		}
-		add = append(add, &name{Key: d.Key, Value: d.Value, Publisher: req.Proc, UID: j.info.UID, Run: j.info.Run, Persist: req.Persistence})
+		if !dup {
+			add = append(add, &name{Key: d.Key, Value: d.Value, Publisher: req.Proc, UID: j.info.UID, Run: j.info.Run, Persist: req.Persistence})
+		}
 	}
 	s.names = append(s.names, add...)
 	s.broadcast(true)
@@ -434,7 +493,10 @@ func (s *Server) findLocked(key string) (int, *name) {
 // Lookup finds names, waiting with Wait (bounded by Timeout and ctx). A
 // name another user published is refused, not shown.
 func (s *Server) Lookup(ctx context.Context, req *plugin.LookupRequest) (*plugin.LookupResponse, error) {
-	p := peerOf(ctx)
+	p, err := s.caller(ctx, "lookup")
+	if err != nil {
+		return nil, err
+	}
 	step := "lookup of " + strings.Join(req.Keys, ",")
 	if len(req.Keys) == 0 {
 		return nil, plugin.Errorf(plugin.ErrInvalidArgument, "lookup: no keys")
@@ -499,15 +561,20 @@ func (s *Server) Lookup(ctx context.Context, req *plugin.LookupRequest) (*plugin
 // one not published is ErrNotFound), without every name req.Proc
 // published.
 func (s *Server) Unpublish(ctx context.Context, req *plugin.UnpublishRequest) error {
-	p := peerOf(ctx)
+	p, err := s.caller(ctx, "unpublish")
+	if err != nil {
+		return err
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if _, err := s.jobOfLocked("unpublish", p, req.Proc); err != nil && !errors.Is(err, plugin.ErrAborted) {
+	j, err := s.jobOfLocked("unpublish", p, req.Proc)
+	if err != nil && !errors.Is(err, plugin.ErrAborted) {
 		return err
 	}
 	if len(req.Keys) == 0 {
-		s.names = slices.DeleteFunc(s.names, func(n *name) bool { return n.Publisher == req.Proc })
-		s.broadcast(true)
+		before := len(s.names)
+		s.names = slices.DeleteFunc(s.names, func(n *name) bool { return n.Publisher == req.Proc && n.UID == j.info.UID })
+		s.broadcast(len(s.names) != before)
 		return nil
 	}
 	var drop []*name
@@ -529,7 +596,10 @@ func (s *Server) Unpublish(ctx context.Context, req *plugin.UnpublishRequest) er
 // Query answers QueryPS, QueryNames, "namespaces" and "job-status" with
 // what the caller may see: its own jobs and names (root: all).
 func (s *Server) Query(ctx context.Context, req *plugin.QueryRequest) (*plugin.QueryResponse, error) {
-	p := peerOf(ctx)
+	p, err := s.caller(ctx, "query")
+	if err != nil {
+		return nil, err
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.pruneLocked(time.Now())

@@ -44,7 +44,7 @@ func (l *logBuf) String() string {
 // it.
 func as(uid uint32) (context.Context, context.CancelFunc) {
 	ctx, cancel := context.WithCancel(context.Background())
-	c := &conn{peer: peer{uid: uid, pid: 1}}
+	c := &conn{peer: peer{uid: uid, pid: 1}, known: true}
 	ctx = context.WithValue(ctx, connKey{}, c)
 	c.ctx = ctx
 	return ctx, cancel
@@ -123,9 +123,22 @@ func TestNamesAcrossRunsAndUsers(t *testing.T) {
 	if err := publish(other, s, "job.c", "svc", "mine", plugin.PersistDefault); !errors.Is(err, plugin.ErrAlreadyExists) {
 		t.Fatalf("another user's publish of a taken name: %v", err)
 	}
-	// Nobody acts for a job of another user.
-	if err := publish(other, s, "job.a", "x", "y", plugin.PersistDefault); !errors.Is(err, plugin.ErrPermission) {
+	// Nobody acts for a job of another user: a job's name is its user's,
+	// so another user's "job.a" is not user 1000's.
+	if err := publish(other, s, "job.a", "x", "y", plugin.PersistDefault); !errors.Is(err, plugin.ErrNotFound) {
 		t.Fatalf("publish for another user's job: %v", err)
+	}
+	// ... and registering a job of the same name does not take it over.
+	register(t, s, other, "run-c", "job.a")
+	if err := s.Unpublish(other, &plugin.UnpublishRequest{Proc: plugin.Proc{Nspace: "job.a"}}); err != nil {
+		t.Fatalf("unpublish-all of one's own job.a: %v", err)
+	}
+	if v, err := lookup(b, s, "job.b", "svc"); err != nil || v != "port-1" {
+		t.Fatalf("user 1000's name after user 1001 unpublished everything of its own job.a: %q, %v", v, err)
+	}
+	// A publish retried across a restart of the daemon is not a conflict.
+	if err := publish(a, s, "job.a", "svc", "port-1", plugin.PersistDefault); err != nil {
+		t.Fatalf("the same publish again: %v", err)
 	}
 	if v, err := lookup(root, s, "job.r", "svc"); err != nil || v != "port-1" {
 		t.Fatalf("root: %q, %v", v, err)
@@ -137,7 +150,7 @@ func TestNamesAcrossRunsAndUsers(t *testing.T) {
 	for _, c := range []struct {
 		ctx  context.Context
 		want []string
-	}{{a, []string{"job.a", "job.b"}}, {other, []string{"job.c"}}, {root, []string{"job.a", "job.b", "job.c", "job.r"}}} {
+	}{{a, []string{"job.a", "job.b"}}, {other, []string{"job.c", "job.a"}}, {root, []string{"job.a", "job.b", "job.c", "job.r", "job.a"}}} {
 		resp, err := s.Query(c.ctx, &plugin.QueryRequest{Queries: []plugin.Query{{Keys: []string{"namespaces"}}}})
 		if err != nil || resp.Results[0].Value != strings.Join(c.want, ",") {
 			t.Errorf("namespaces: %+v, %v, want %v", resp, err, c.want)
@@ -187,15 +200,19 @@ func TestNamesEndWithTheirRun(t *testing.T) {
 	b, closeB := as(1000)
 	defer closeB()
 	register(t, s, b, "run-b", "job.b")
-	for key, p := range map[string]plugin.Persistence{"run": plugin.PersistDefault, "job": plugin.PersistApp, "keep": plugin.PersistIndefinite} {
+	for key, p := range map[string]plugin.Persistence{"run": plugin.PersistDefault, "keep": plugin.PersistIndefinite} {
 		if err := publish(b, s, "job.b", key, "v", p); err != nil {
 			t.Fatal(err)
 		}
 	}
+	// The daemon does not hear of a job's end before its run's.
+	if err := publish(b, s, "job.b", "job", "v", plugin.PersistApp); !errors.Is(err, plugin.ErrNotSupported) {
+		t.Fatalf("a job-long name: %v", err)
+	}
 	if err := s.NotifyEvent(b, &plugin.EventRequest{Code: EventRunEnded, Source: plugin.Proc{Nspace: "job.b"}}); err != nil {
 		t.Fatal(err)
 	}
-	for key, want := range map[string]error{"run": plugin.ErrNotFound, "job": plugin.ErrNotFound, "keep": nil} {
+	for key, want := range map[string]error{"run": plugin.ErrNotFound, "keep": nil} {
 		if _, err := lookup(a, s, "job.a", key); !errors.Is(err, want) && (want != nil || err != nil) {
 			t.Errorf("%s after its run ended: %v, want %v", key, err, want)
 		}

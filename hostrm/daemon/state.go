@@ -7,6 +7,9 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sync"
+
+	"github.com/rs/zerolog"
 )
 
 // stateVersion is the state file's format.
@@ -61,4 +64,74 @@ func saveNames(path string, names []*name) error {
 		return err
 	}
 	return os.Rename(tmp.Name(), path)
+}
+
+// saver writes the names from a goroutine of its own, so that no call
+// waits for the disk behind the server's lock; the latest state wins.
+type saver struct {
+	path string
+	log  zerolog.Logger
+
+	mu      sync.Mutex
+	pending []*name
+	has     bool
+	wake    chan struct{} // capacity 1
+	stop    chan struct{}
+	done    chan struct{}
+	once    sync.Once
+}
+
+func newSaver(path string, log zerolog.Logger) *saver {
+	sv := &saver{path: path, log: log, wake: make(chan struct{}, 1), stop: make(chan struct{}), done: make(chan struct{})}
+	// Temporary files of a daemon killed while it wrote.
+	if old, err := filepath.Glob(filepath.Join(filepath.Dir(path), ".names-*")); err == nil {
+		for _, f := range old {
+			os.Remove(f)
+		}
+	}
+	go sv.loop()
+	return sv
+}
+
+// put hands the saver a state to write.
+func (sv *saver) put(names []*name) {
+	sv.mu.Lock()
+	sv.pending, sv.has = names, true
+	sv.mu.Unlock()
+	select {
+	case sv.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (sv *saver) loop() {
+	defer close(sv.done)
+	for {
+		select {
+		case <-sv.wake:
+			sv.flush()
+		case <-sv.stop:
+			sv.flush()
+			return
+		}
+	}
+}
+
+func (sv *saver) flush() {
+	sv.mu.Lock()
+	names, has := sv.pending, sv.has
+	sv.pending, sv.has = nil, false
+	sv.mu.Unlock()
+	if !has {
+		return
+	}
+	if err := saveNames(sv.path, names); err != nil {
+		sv.log.Error().Err(err).Str("file", sv.path).Msg("save the published names")
+	}
+}
+
+// close writes what is pending and stops.
+func (sv *saver) close() {
+	sv.once.Do(func() { close(sv.stop) })
+	<-sv.done
 }

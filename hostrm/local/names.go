@@ -110,7 +110,7 @@ func (u *Universe) Publish(ctx context.Context, req *plugin.PublishRequest) erro
 	if err := u.jobGone(step, req.Proc.Nspace); err != nil {
 		return err
 	}
-	if u.opts.Names != nil && rng != plugin.RangeNamespace {
+	if u.opts.Names != nil && beyondRun(req.Range) {
 		u.mu.Unlock()
 		defer u.mu.Lock()
 		return u.opts.Names.Publish(ctx, req)
@@ -198,6 +198,13 @@ func (u *Universe) Lookup(ctx context.Context, req *plugin.LookupRequest) (*plug
 	}
 }
 
+// beyondRun reports whether names of range r live in the name service
+// beyond the run: the default range (what MPICH and libpmi2 publish with),
+// the node and everything; a job's and a session's (the run's) stay here.
+func beyondRun(r plugin.Range) bool {
+	return r == plugin.RangeDefault || r == plugin.RangeLocal || r == plugin.RangeGlobal
+}
+
 // lookupBeyond is Lookup with a name service beyond the run: the job's own
 // names (RangeNamespace) are here, every other name there, where a lookup
 // with Wait waits.
@@ -254,7 +261,7 @@ func (u *Universe) Unpublish(ctx context.Context, req *plugin.UnpublishRequest) 
 			return n.publisher == req.Proc && (req.Range == plugin.RangeDefault || n.rng == req.Range)
 		})
 		u.broadcast()
-		if beyond && req.Range != plugin.RangeNamespace {
+		if beyond && beyondRun(req.Range) {
 			u.mu.Unlock()
 			defer u.mu.Lock()
 			return u.opts.Names.Unpublish(ctx, req)

@@ -48,7 +48,7 @@ func NewNode() *Node {
 
 // NodeFromArgs is NewNode with the arguments given, as the bootstrap's
 // backend spec has them: the node's backend served inside the shim's own
-// process (gopmi-rm-slurm shim).
+// process (gopmi-slurm shim).
 func NodeFromArgs(args []string) *Node {
 	return newNode(args, os.Getenv)
 }

@@ -17,6 +17,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/signal"
 	"strings"
@@ -256,6 +257,14 @@ func nodeDaemon(flagged string, stderr io.Writer, log zerolog.Logger) *daemon.Cl
 			fmt.Fprintf(stderr, "gopmi run: no node daemon at %s: names stay within this run\n", path)
 		}
 		return nil
+	}
+	// A socket nobody serves (a daemon that died without systemd to
+	// restart it) would make every name call wait for it: run alone.
+	if c, err := net.DialTimeout("unix", path, time.Second); err != nil {
+		fmt.Fprintf(stderr, "gopmi run: the node daemon at %s does not answer (%v): names stay within this run\n", path, err)
+		return nil
+	} else {
+		c.Close()
 	}
 	return daemon.Dial(path, daemon.RunName(), log)
 }

@@ -111,6 +111,18 @@ func ServeConns(ctx context.Context, l net.Listener, be plugin.Full, connCtx fun
 	return err
 }
 
+// callSafely runs a handler; a panic in it fails that call, not the
+// server, whose other callers (every run on a node, for the node daemon)
+// are unaffected.
+func callSafely(h handler, ctx context.Context, be plugin.Full, req json.RawMessage) (resp any, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			resp, err = nil, fmt.Errorf("link: the call panicked: %v", r)
+		}
+	}()
+	return h(ctx, be, req)
+}
+
 // serveConn serves one connection: each call on a goroutine of its own,
 // answers written whole under a lock, until the caller closes it or it
 // breaks; then the calls still running are cancelled and waited for.
@@ -164,7 +176,7 @@ func serveConn(ctx context.Context, c net.Conn, be plugin.Full, connCtx func(con
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			resp, err := h(cctx, be, req.Req)
+			resp, err := callSafely(h, cctx, be, req.Req)
 			mu.Lock()
 			delete(running, req.ID)
 			mu.Unlock()

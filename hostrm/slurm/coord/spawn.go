@@ -148,6 +148,13 @@ func (c *Coordinator) launch(ctx context.Context, spec *local.JobSpec) error {
 	return nil
 }
 
+// Slurm 22.05's limits on a --multi-prog line: slurmstepd's MAX_ARGC (128,
+// the program and a terminating NULL included) and srun's line buffer.
+const (
+	multiProgMaxArgs = 126
+	multiProgMaxLine = 16 << 10
+)
+
 // srunArgs is the nested srun's arguments for a spawn's apps and, for
 // several apps, the --multi-prog configuration that runs them (the caller
 // writes it to a file and adds --multi-prog): one line per app, its ranks,
@@ -180,10 +187,16 @@ func srunArgs(apps []local.AppSpec) (args []string, conf string, err error) {
 		case !slices.Equal(a.Env, first.Env):
 			return nil, "", plugin.Errorf(plugin.ErrNotSupported,
 				"spawn: commands 0 and %d ask for different environments: srun --multi-prog gives every command of a step one", i)
-		case a.Path == "" || strings.ContainsAny(a.Path, " \t\n'\"\\%"):
+		case a.Path == "" || strings.ContainsAny(a.Path, " \t\n\r\v\f'\"\\%"):
 			return nil, "", plugin.Errorf(plugin.ErrNotSupported,
 				"spawn: command %d, %q: srun --multi-prog cannot run a program whose path is empty or holds blanks, quotes, '\\' or '%%'", i, a.Path)
+		case a.Procs < 1:
+			return nil, "", plugin.Errorf(plugin.ErrInvalidArgument, "spawn: command %d asks for %d processes", i, a.Procs)
+		case len(a.Args) > multiProgMaxArgs:
+			return nil, "", plugin.Errorf(plugin.ErrNotSupported,
+				"spawn: command %d has %d arguments: slurmstepd runs at most %d per --multi-prog line", i, len(a.Args), multiProgMaxArgs)
 		}
+		start := b.Len()
 		fmt.Fprintf(&b, "%d-%d %s", rank, rank+a.Procs-1, a.Path)
 		for _, arg := range a.Args {
 			if strings.Contains(arg, "\n") {
@@ -192,6 +205,10 @@ func srunArgs(apps []local.AppSpec) (args []string, conf string, err error) {
 			b.WriteString(" '" + strings.ReplaceAll(arg, "'", `'\''`) + "'")
 		}
 		b.WriteByte('\n')
+		if b.Len()-start >= multiProgMaxLine {
+			return nil, "", plugin.Errorf(plugin.ErrNotSupported,
+				"spawn: command %d's --multi-prog line is %d bytes: srun reads lines shorter than %d", i, b.Len()-start, multiProgMaxLine)
+		}
 		rank += a.Procs
 	}
 	return args, b.String(), nil
