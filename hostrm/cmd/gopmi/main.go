@@ -53,14 +53,14 @@ commands:
 `
 
 func main() {
-	// Log lines carry the real sub-second time (zerolog's default field
-	// format has whole seconds, shown as .000).
-	zerolog.TimeFieldFormat = time.RFC3339Nano
 	launcher.SealInheritedFDs()
 	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
 
 func run(args []string, stdin *os.File, stdout, stderr io.Writer) int {
+	// Log lines carry the real sub-second time (zerolog's default field
+	// format has whole seconds, which the console shows as .000).
+	zerolog.TimeFieldFormat = time.RFC3339Nano
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
 		return 2

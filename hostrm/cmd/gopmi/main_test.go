@@ -2,12 +2,14 @@ package main
 
 import (
 	"bytes"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+	"github.com/rs/zerolog"
 
 	"github.com/gopmi/gopmi/hostrm/local"
 	"github.com/gopmi/gopmi/hostrm/local/launcher"
@@ -109,5 +111,27 @@ func TestCommands(t *testing.T) {
 				t.Errorf("gopmi %v: %d\nstdout %q\nstderr %q\nwant %d, %q, %q", tc.args, code, stdout.String(), stderr.String(), tc.code, tc.stdout, tc.stderr)
 			}
 		})
+	}
+}
+
+// Log lines show the real sub-second time, not ".000" on every line: a
+// line logged at hh:mm:ss.123 says .123.
+func TestLogTimesHaveMilliseconds(t *testing.T) {
+	at := time.Date(2026, 11, 24, 23, 5, 40, 123456789, time.Local)
+	old := zerolog.TimestampFunc
+	zerolog.TimestampFunc = func() time.Time { return at }
+	defer func() { zerolog.TimestampFunc = old }()
+	var stdout, stderr bytes.Buffer
+	if code := run([]string{"run", "-log-level", "debug", "-daemon", "none", "-n", "1", "/bin/true"}, nil, &stdout, &stderr); code != 0 {
+		t.Fatalf("gopmi run: %d\n%s", code, stderr.String())
+	}
+	lines := regexp.MustCompile(`(?m)^23:05:40\.(\d{3}) `).FindAllStringSubmatch(stderr.String(), -1)
+	if len(lines) == 0 {
+		t.Fatalf("no log line:\n%s", stderr.String())
+	}
+	for _, m := range lines {
+		if m[1] != "123" {
+			t.Fatalf("a line logged at 23:05:40.123 shows .%s:\n%s", m[1], stderr.String())
+		}
 	}
 }
