@@ -60,10 +60,9 @@ func (j Job) Validate() error {
 		}
 		listed += len(n.Ranks)
 	}
-	// Nothing is sized by Size before the nodes' lists match it.
-	if listed > int(j.Size) {
-		return layoutErr("nodes", "hold %d ranks, job.size is %d", listed, j.Size)
-	}
+	// Nothing is sized by Size before the nodes' lists are at least as
+	// long (every rank is within 0..Size-1, so more of them than Size
+	// repeats one, found below).
 	if listed < int(j.Size) {
 		seen := make(map[int32]bool, listed)
 		for _, n := range j.Nodes {

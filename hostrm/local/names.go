@@ -163,22 +163,9 @@ func (u *Universe) Lookup(ctx context.Context, req *plugin.LookupRequest) (*plug
 			u.mu.Unlock()
 			return nil, err
 		}
-		node := u.procNode(req.Proc)
-		var found []plugin.Published
-		var missing []string
-		for _, k := range req.Keys {
-			if _, n := u.find(k, req.Proc, node); n != nil {
-				found = append(found, plugin.Published{Key: k, Value: n.value, Publisher: n.publisher})
-			} else {
-				missing = append(missing, k)
-			}
-		}
+		found, missing := u.findKeys(req.Keys, req.Proc)
 		if len(missing) == 0 || (!req.Wait && len(found) > 0) {
-			for _, k := range req.Keys {
-				if i, n := u.find(k, req.Proc, node); n != nil && n.persist == plugin.PersistFirstRead {
-					u.names = slices.Delete(u.names, i, i+1)
-				}
-			}
+			u.readFirst(req.Keys, req.Proc)
 			u.mu.Unlock()
 			return &plugin.LookupResponse{Data: found}, nil
 		}
@@ -194,6 +181,31 @@ func (u *Universe) Lookup(ctx context.Context, req *plugin.LookupRequest) (*plug
 		}
 		if !changed {
 			return nil, plugin.Errorf(plugin.ErrTimeout, "lookup of %s: not published within %s", strings.Join(missing, ","), roundDuration(timeout))
+		}
+	}
+}
+
+// findKeys splits keys into the names p may see and the keys it may not.
+// Called with mu held.
+func (u *Universe) findKeys(keys []string, p plugin.Proc) (found []plugin.Published, missing []string) {
+	node := u.procNode(p)
+	for _, k := range keys {
+		if _, n := u.find(k, p, node); n != nil {
+			found = append(found, plugin.Published{Key: k, Value: n.value, Publisher: n.publisher})
+		} else {
+			missing = append(missing, k)
+		}
+	}
+	return found, missing
+}
+
+// readFirst removes the PersistFirstRead names among keys that p found.
+// Called with mu held.
+func (u *Universe) readFirst(keys []string, p plugin.Proc) {
+	node := u.procNode(p)
+	for _, k := range keys {
+		if i, n := u.find(k, p, node); n != nil && n.persist == plugin.PersistFirstRead {
+			u.names = slices.Delete(u.names, i, i+1)
 		}
 	}
 }
@@ -214,19 +226,8 @@ func (u *Universe) lookupBeyond(ctx context.Context, step string, req *plugin.Lo
 		u.mu.Unlock()
 		return nil, err
 	}
-	node := u.procNode(req.Proc)
-	var found []plugin.Published
-	var missing []string
-	for _, k := range req.Keys {
-		if i, n := u.find(k, req.Proc, node); n != nil {
-			found = append(found, plugin.Published{Key: k, Value: n.value, Publisher: n.publisher})
-			if n.persist == plugin.PersistFirstRead {
-				u.names = slices.Delete(u.names, i, i+1)
-			}
-		} else {
-			missing = append(missing, k)
-		}
-	}
+	found, missing := u.findKeys(req.Keys, req.Proc)
+	u.readFirst(req.Keys, req.Proc)
 	u.mu.Unlock()
 	if len(missing) == 0 {
 		return &plugin.LookupResponse{Data: found}, nil

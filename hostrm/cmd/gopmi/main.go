@@ -21,6 +21,7 @@ import (
 	"os"
 	"os/signal"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
@@ -57,10 +58,13 @@ func main() {
 	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
 
+var logFormat sync.Once
+
 func run(args []string, stdin *os.File, stdout, stderr io.Writer) int {
 	// Log lines carry the real sub-second time (zerolog's default field
-	// format has whole seconds, which the console shows as .000).
-	zerolog.TimeFieldFormat = time.RFC3339Nano
+	// format has whole seconds, which the console shows as .000). Set
+	// once, before any goroutine logs.
+	logFormat.Do(func() { zerolog.TimeFieldFormat = time.RFC3339Nano })
 	if len(args) == 0 {
 		fmt.Fprint(stderr, usage)
 		return 2

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -118,10 +119,9 @@ func TestCommands(t *testing.T) {
 // line logged at hh:mm:ss.123 says .123.
 func TestLogTimesHaveMilliseconds(t *testing.T) {
 	at := time.Date(2026, 11, 24, 23, 5, 40, 123456789, time.Local)
-	old := zerolog.TimestampFunc
+	// Left set: the run's goroutines may log after it returns.
 	zerolog.TimestampFunc = func() time.Time { return at }
-	defer func() { zerolog.TimestampFunc = old }()
-	var stdout, stderr bytes.Buffer
+	var stdout, stderr lockedBuffer // the log and the tasks' stderr share it
 	if code := run([]string{"run", "-log-level", "debug", "-daemon", "none", "-n", "1", "/bin/true"}, nil, &stdout, &stderr); code != 0 {
 		t.Fatalf("gopmi run: %d\n%s", code, stderr.String())
 	}
@@ -134,4 +134,22 @@ func TestLogTimesHaveMilliseconds(t *testing.T) {
 			t.Fatalf("a line logged at 23:05:40.123 shows .%s:\n%s", m[1], stderr.String())
 		}
 	}
+}
+
+// lockedBuffer is a bytes.Buffer several goroutines write.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
