@@ -437,3 +437,23 @@ func TestDaemonUnitsVerify(t *testing.T) {
 		t.Fatalf("systemd-analyze verify: %v\n%s", err, out)
 	}
 }
+
+// gopmi log shows how a run ended (its exit status and the lines it
+// printed) and what the daemon noted about the job.
+func TestDaemonLog(t *testing.T) {
+	begin(t)
+	dir := worldDir(t)
+	d := startNodeDaemon(t, filepath.Join(dir, "d.sock"), filepath.Join(dir, "state"))
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	r := startRun(ctx, daemonArgv(d.sock, "-n", "2", "/bin/false"), nil, nil, "").wait(t, "the failing run")
+	if r.ExitCode != 1 {
+		t.Fatalf("gopmi run of /bin/false: exit %d\n%s", r.ExitCode, r.Stderr)
+	}
+	out := ask(t, nil, "log", "-daemon", d.sock)
+	for _, want := range []string{" daemon: registered by run ", " run: gopmi run exited with status 1", "exited with status 1\n", " daemon: ended: finished"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("gopmi log lacks %q:\n%s", want, out)
+		}
+	}
+}

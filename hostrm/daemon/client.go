@@ -228,6 +228,19 @@ func (c *Client) Unpublish(ctx context.Context, req *plugin.UnpublishRequest) er
 	return err
 }
 
+// Log sends lines about a job of the run (how it ended) to the daemon's
+// log of it, within a second: the run is ending.
+func (c *Client) Log(job string, data []plugin.Info) {
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	_, err := retry(ctx, c, func(be plugin.Full) (struct{}, error) {
+		return struct{}{}, be.Log(ctx, &plugin.LogRequest{Proc: plugin.Proc{Nspace: job, Rank: plugin.RankWildcard}, Data: data})
+	})
+	if err != nil {
+		c.log.Debug().Err(err).Msg("send the run's end to the node daemon")
+	}
+}
+
 // Close tells the daemon the run ended (when connected: a daemon that is
 // down learns it from the grace), after the registrations still queued
 // went out (within a second), and stops the client.

@@ -25,7 +25,27 @@ const (
 	// QueryNames is every published name the caller may see: a JSON
 	// array of NameInfo.
 	QueryNames = "gopmi.names"
+	// QueryLog is what the caller's jobs logged and what the daemon noted
+	// about them (qualifier "nspace": one job), oldest first: a JSON array
+	// of LogEntry.
+	QueryLog = "gopmi.log"
 )
+
+// LogEntry is one line of a job's log (gopmi log).
+type LogEntry struct {
+	Time time.Time `json:"time"`
+	Job  string    `json:"job"`
+	// From is "daemon" (the daemon's own note) or "run" (what the run
+	// sent: how it ended).
+	From string `json:"from"`
+	// Kind is the run's key for the line ("status", "line"), or the
+	// daemon's level.
+	Kind string `json:"kind"`
+	Msg  string `json:"msg"`
+}
+
+// maxLog bounds each job's log.
+const maxLog = 200
 
 // EventRunEnded is the event a run sends (plugin.NotifyEvent, Source's
 // nspace any of its jobs) when it ends cleanly: its jobs end and the names
@@ -114,6 +134,15 @@ type run struct {
 // job is one registered job.
 type job struct {
 	info JobInfo
+	log  []LogEntry // oldest first, at most maxLog
+}
+
+// note appends an entry to j's log.
+func (j *job) note(from, kind, msg string) {
+	j.log = append(j.log, LogEntry{Time: time.Now(), Job: j.info.Nspace, From: from, Kind: kind, Msg: msg})
+	if len(j.log) > maxLog {
+		j.log = slices.Delete(j.log, 0, len(j.log)-maxLog)
+	}
 }
 
 // Server is the node daemon's state: the runs and jobs registered with it
@@ -320,6 +349,9 @@ func (s *Server) Configure(ctx context.Context, req *plugin.ConfigureRequest) (*
 		j = &job{info: JobInfo{Nspace: req.Job.Nspace, Run: rc.Run, UID: r.uid, User: userName(r.uid), Started: time.Now()}}
 		s.jobs[k] = j
 		ev = s.log.Info()
+		j.note("daemon", "info", fmt.Sprintf("registered by run %s (pid %d), %d ranks on %d nodes", rc.Run, r.pid, req.Job.Size, len(req.Job.Nodes)))
+	} else if j.info.State != "running" {
+		j.note("daemon", "info", "registered again after its connection came back")
 	}
 	j.info.PID, j.info.Cmd, j.info.Size, j.info.Nodes, j.info.State = r.pid, rc.Cmd, req.Job.Size, nodes, "running"
 	if rc.Pids != nil {
@@ -370,6 +402,7 @@ func (s *Server) endRunLocked(r *run, why string) {
 	for _, j := range s.jobs {
 		if j.info.Run == r.id && j.info.State == "running" {
 			j.info.State, j.info.Ended = why, now
+			j.note("daemon", "info", "ended: "+why)
 		}
 	}
 	before := len(s.names)
@@ -618,6 +651,17 @@ func (s *Server) Query(ctx context.Context, req *plugin.QueryRequest) (*plugin.Q
 			case QueryPS:
 				b, _ := json.Marshal(jobs)
 				v = string(b)
+			case QueryLog:
+				out := []LogEntry{}
+				want := qualifier(q.Qualifiers, "nspace", "")
+				for _, j := range s.jobs {
+					if p.may(j.info.UID) && (want == "" || j.info.Nspace == want) {
+						out = append(out, j.log...)
+					}
+				}
+				sort.SliceStable(out, func(a, b int) bool { return out[a].Time.Before(out[b].Time) })
+				b, _ := json.Marshal(out)
+				v = string(b)
 			case QueryNames:
 				out := []NameInfo{}
 				for _, n := range s.names {
@@ -650,6 +694,25 @@ func (s *Server) Query(ctx context.Context, req *plugin.QueryRequest) (*plugin.Q
 		return nil, plugin.Errorf(plugin.ErrNotFound, "query: nothing the node daemon can answer")
 	}
 	return resp, nil
+}
+
+// Log keeps what a run says about one of its jobs (how it ended) in that
+// job's log, for gopmi log.
+func (s *Server) Log(ctx context.Context, req *plugin.LogRequest) error {
+	p, err := s.caller(ctx, "log")
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	j, err := s.jobOfLocked("log", p, req.Proc)
+	if err != nil && !errors.Is(err, plugin.ErrAborted) {
+		return err
+	}
+	for _, d := range req.Data {
+		j.note("run", d.Key, d.Value)
+	}
+	return nil
 }
 
 // qualifier is the value of key in qs, else def.

@@ -412,3 +412,50 @@ func BenchmarkPS1000(b *testing.B) {
 		cancel()
 	}
 }
+
+// A job's log holds the daemon's notes and what its run sent; its user
+// (and root) reads it, nobody else.
+func TestJobLog(t *testing.T) {
+	s, _ := newTestServer(t, Options{})
+	a, closeA := as(1000)
+	defer closeA()
+	register(t, s, a, "run-a", "job.a")
+	if err := s.Log(a, &plugin.LogRequest{Proc: plugin.Proc{Nspace: "job.a"}, Data: []plugin.Info{{Key: "status", Value: "gopmi run exited with status 3"}}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.NotifyEvent(a, &plugin.EventRequest{Code: EventRunEnded, Source: plugin.Proc{Nspace: "job.a"}}); err != nil {
+		t.Fatal(err)
+	}
+	read := func(ctx context.Context) []LogEntry {
+		resp, err := s.Query(ctx, &plugin.QueryRequest{Queries: []plugin.Query{{Keys: []string{QueryLog}}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []LogEntry
+		if err := json.Unmarshal([]byte(resp.Results[0].Value), &out); err != nil {
+			t.Fatal(err)
+		}
+		return out
+	}
+	var msgs []string
+	for _, e := range read(a) {
+		msgs = append(msgs, e.From+": "+e.Msg)
+	}
+	want := []string{"daemon: registered by run run-a (pid 1), 2 ranks on 1 nodes", "run: gopmi run exited with status 3", "daemon: ended: finished"}
+	if strings.Join(msgs, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("log:\n%s\nwant:\n%s", strings.Join(msgs, "\n"), strings.Join(want, "\n"))
+	}
+	other, closeOther := as(1001)
+	defer closeOther()
+	if got := read(other); len(got) != 0 {
+		t.Fatalf("another user reads %v", got)
+	}
+	root, closeRoot := as(0)
+	defer closeRoot()
+	if got := read(root); len(got) != 3 {
+		t.Fatalf("root reads %d entries, want 3", len(got))
+	}
+	if err := s.Log(other, &plugin.LogRequest{Proc: plugin.Proc{Nspace: "job.a"}, Data: []plugin.Info{{Key: "line", Value: "x"}}}); !errors.Is(err, plugin.ErrNotFound) {
+		t.Fatalf("another user logging for job.a: %v", err)
+	}
+}

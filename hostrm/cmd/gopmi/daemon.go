@@ -94,6 +94,11 @@ func daemonLogWriter(stderr io.Writer) io.Writer {
 
 // askDaemon runs one query against the daemon at path.
 func askDaemon(path string, keys ...string) (map[string]string, error) {
+	return askDaemonQ(path, nil, keys...)
+}
+
+// askDaemonQ is askDaemon with qualifiers.
+func askDaemonQ(path string, quals []plugin.Info, keys ...string) (map[string]string, error) {
 	if !isSocket(path) {
 		return nil, fmt.Errorf("no node daemon at %s (start it: systemctl start gopmi.socket, or gopmi daemon -socket %s)", path, path)
 	}
@@ -104,7 +109,7 @@ func askDaemon(path string, keys ...string) (map[string]string, error) {
 		return nil, err
 	}
 	defer c.Close()
-	resp, err := c.Backend().Query(ctx, &plugin.QueryRequest{Queries: []plugin.Query{{Keys: keys}}})
+	resp, err := c.Backend().Query(ctx, &plugin.QueryRequest{Queries: []plugin.Query{{Keys: keys, Qualifiers: quals}}})
 	if err != nil {
 		return nil, err
 	}
@@ -229,6 +234,45 @@ func queryCmd(args []string, stdout, stderr io.Writer) int {
 	sort.Strings(sorted)
 	for _, k := range sorted {
 		fmt.Fprintf(stdout, "%s: %s\n", k, res[k])
+	}
+	return 0
+}
+
+// logCmd is `gopmi log`: the node daemon's log of the caller's jobs (one
+// job with an argument): what it noted (registered, ended, lost) and how
+// each run said it ended.
+func logCmd(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("gopmi log", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	path := fs.String("daemon", "", "the node daemon's socket (default $"+envDaemon+", else "+daemon.DefaultSocket+")")
+	asJSON := fs.Bool("json", false, "print JSON")
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return 0
+		}
+		return 2
+	}
+	var quals []plugin.Info
+	if fs.NArg() > 0 {
+		quals = []plugin.Info{{Key: "nspace", Value: fs.Arg(0)}}
+	}
+	res, err := askDaemonQ(daemonPath(*path), quals, daemon.QueryLog)
+	if err != nil {
+		fmt.Fprintf(stderr, "gopmi log: %v\n", err)
+		return 1
+	}
+	var entries []daemon.LogEntry
+	if err := json.Unmarshal([]byte(res[daemon.QueryLog]), &entries); err != nil {
+		fmt.Fprintf(stderr, "gopmi log: the daemon's answer: %v\n", err)
+		return 1
+	}
+	if *asJSON {
+		b, _ := json.MarshalIndent(entries, "", "  ")
+		fmt.Fprintln(stdout, string(b))
+		return 0
+	}
+	for _, e := range entries {
+		fmt.Fprintf(stdout, "%s %s %s: %s\n", e.Time.Local().Format("2006-01-02 15:04:05.000"), e.Job, e.From, e.Msg)
 	}
 	return 0
 }

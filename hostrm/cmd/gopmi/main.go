@@ -7,6 +7,7 @@
 //	gopmi daemon [-socket PATH] [-state DIR]
 //	gopmi ps [-json] [-a] [-daemon PATH]
 //	gopmi query [-json] [-daemon PATH] [key...]
+//	gopmi log [-json] [-daemon PATH] [job]
 //	gopmi version
 //	gopmi help
 package main
@@ -46,7 +47,9 @@ commands:
   ps [-json] [-a]
         the jobs on this node (yours; root: everyone's)
   query [-json] [key...]
-        ask the node daemon: namespaces, gopmi.names, gopmi.ps
+        ask the node daemon: namespaces, gopmi.names, gopmi.ps, gopmi.log
+  log [-json] [job]
+        how your jobs on this node ended, and what the node daemon noted about them
   version
         print the version
   help
@@ -78,6 +81,8 @@ func run(args []string, stdin *os.File, stdout, stderr io.Writer) int {
 		return psCmd(args[1:], stdout, stderr)
 	case "query":
 		return queryCmd(args[1:], stdout, stderr)
+	case "log":
+		return logCmd(args[1:], stdout, stderr)
 	case "version", "-version", "--version":
 		fmt.Fprintf(stdout, "gopmi %s\n", version)
 		return 0
@@ -296,8 +301,29 @@ func runCmd(args []string, stdin *os.File, stdout, stderr io.Writer) int {
 	if c := nodeDaemon(f.daemon, stderr, cfg.Logger); c != nil {
 		defer c.Close()
 		cfg.Names = c
+		var mu sync.Mutex
+		first := ""
 		cfg.OnJob = func(job plugin.Job, cmd string, pids []int) {
+			mu.Lock()
+			if first == "" {
+				first = job.Nspace
+			}
+			mu.Unlock()
 			c.Register(job, daemon.RunConfig{PID: os.Getpid(), Cmd: cmd, Pids: pids})
+		}
+		// How the run ended goes to the daemon's log of its first job.
+		cfg.OnEnd = func(status int, lines []string) {
+			mu.Lock()
+			job := first
+			mu.Unlock()
+			if job == "" {
+				return
+			}
+			data := []plugin.Info{{Key: "status", Value: fmt.Sprintf("gopmi run exited with status %d", status)}}
+			for _, l := range lines {
+				data = append(data, plugin.Info{Key: "line", Value: l})
+			}
+			c.Log(job, data)
 		}
 	}
 

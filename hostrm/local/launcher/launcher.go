@@ -119,6 +119,10 @@ type Config struct {
 	// nil) and once they all started (their pids by rank): the node
 	// daemon registers it.
 	OnJob func(job plugin.Job, cmd string, pids []int)
+	// OnEnd, when set, is told the run's exit status and the lines it
+	// printed about how it ended (the node daemon keeps them for gopmi
+	// log).
+	OnEnd func(status int, lines []string)
 }
 
 // Launcher is the step-daemon role of `gopmi run`: it starts the tasks of
@@ -399,9 +403,12 @@ func (l *Launcher) Run(ctx context.Context) (int, error) {
 		<-l.done
 	}
 	l.mu.Lock()
-	defer l.mu.Unlock()
 	lines, status := l.pol.status()
 	l.printLocked(lines)
+	l.mu.Unlock()
+	if l.cfg.OnEnd != nil {
+		l.cfg.OnEnd(status, lines)
+	}
 	return status, nil
 }
 
