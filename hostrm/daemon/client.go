@@ -1,13 +1,11 @@
 package daemon
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"os"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
 
@@ -38,37 +36,33 @@ type Client struct {
 	jobs       []*plugin.ConfigureRequest
 	registered int           // jobs sent on conn
 	regChanged chan struct{} // closed and replaced when registered grows
+	downSince  time.Time     // when the client last lost (or began without) a connection
+	warned     bool          // said the daemon is gone, this outage
 	dirty      chan struct{} // capacity 1: a job to register
 }
 
 // retryEvery is how often a client tries a daemon that is not there.
 const retryEvery = 250 * time.Millisecond
 
+// reconnectWait is how long name calls wait for a daemon that went away.
+const reconnectWait = 10 * time.Second
+
 // Dial starts a client of the daemon at path for the run named run. It
 // never fails: the client keeps trying until Close.
 func Dial(path, run string, log zerolog.Logger) *Client {
 	ctx, cancel := context.WithCancel(context.Background())
 	c := &Client{path: path, run: run, log: log, ctx: ctx, cancel: cancel, done: make(chan struct{}),
-		up: make(chan struct{}), regChanged: make(chan struct{}), dirty: make(chan struct{}, 1)}
+		up: make(chan struct{}), regChanged: make(chan struct{}), dirty: make(chan struct{}, 1), downSince: time.Now()}
 	go c.loop()
 	return c
 }
 
 // RunName is a name for this process's run that no other run on the node
-// shares: the host, the pid and the process's start time.
+// shares, and that the daemon checks against the caller: the host, the
+// pid and the process's start time.
 func RunName() string {
 	host, _ := os.Hostname()
-	id := host + ":" + strconv.Itoa(os.Getpid())
-	if b, err := os.ReadFile("/proc/self/stat"); err == nil {
-		// starttime is field 22; the fields after the command's ")"
-		// start at field 3.
-		if i := bytes.LastIndexByte(b, ')'); i >= 0 {
-			if f := strings.Fields(string(b[i+1:])); len(f) > 19 {
-				id += ":" + f[19]
-			}
-		}
-	}
-	return id
+	return host + ":" + strconv.Itoa(os.Getpid()) + ":" + procStart(os.Getpid())
 }
 
 // Register registers a job with the daemon, now if connected, else when
@@ -105,6 +99,10 @@ func (c *Client) loop() {
 		c.conn = conn
 		c.registered = 0
 		close(c.up)
+		if c.warned {
+			c.log.Warn().Str("daemon", c.path).Msg("the node daemon is back; name-service calls go on")
+		}
+		c.warned = false
 		c.mu.Unlock()
 	serve:
 		for {
@@ -134,6 +132,7 @@ func (c *Client) loop() {
 		}
 		c.mu.Lock()
 		c.conn = nil
+		c.downSince = time.Now()
 		c.up = make(chan struct{})
 		close(c.regChanged) // wakes callers waiting on this connection
 		c.regChanged = make(chan struct{})
@@ -161,12 +160,34 @@ func (c *Client) backend(ctx context.Context) (plugin.Full, error) {
 		if conn != nil && reg >= want {
 			return conn.Backend(), nil
 		}
-		// Not connected: wait for a connection; connected: for the
-		// registrations to go out (up is closed then).
+		// Not connected: wait for a connection, for reconnectWait after
+		// the daemon went at most (a restart takes a second; a daemon
+		// that stays down must not hold every name call for its whole
+		// time-out); connected: for the registrations to go out.
+		var gone <-chan time.Time
 		if conn != nil {
 			up = nil
+		} else {
+			c.mu.Lock()
+			left := reconnectWait - time.Since(c.downSince)
+			if left <= 0 {
+				warn := !c.warned
+				c.warned = true
+				c.mu.Unlock()
+				err := plugin.Errorf(plugin.ErrUnavailable,
+					"the node daemon at %s has been gone for %s: start it (systemctl start gopmi.socket), or run alone with gopmi run -daemon none", c.path, reconnectWait)
+				if warn {
+					c.log.Warn().Err(err).Msg("name-service calls fail until the node daemon is back")
+				}
+				return nil, err
+			}
+			c.mu.Unlock()
+			t := time.NewTimer(left)
+			defer t.Stop()
+			gone = t.C
 		}
 		select {
+		case <-gone:
 		case <-up:
 		case <-changed:
 		case <-ctx.Done():

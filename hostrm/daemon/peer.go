@@ -1,10 +1,14 @@
 package daemon
 
 import (
+	"bytes"
 	"context"
+	"fmt"
 	"net"
+	"os"
 	"os/user"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 )
@@ -89,4 +93,41 @@ func userName(uid uint32) string {
 	}
 	userNames.Store(uid, n)
 	return n
+}
+
+// callerRun checks that run names the calling process itself: a run's
+// name is "<host>:<pid>:<start time>" (RunName), and the pid must be the
+// caller's (SO_PEERCRED) with that start time, so that no process can
+// register, or take over, another's run.
+func callerRun(run string, p peer) error {
+	parts := strings.Split(run, ":")
+	if len(parts) < 3 {
+		return fmt.Errorf("run %q is not <host>:<pid>:<start time>", run)
+	}
+	pid, err := strconv.Atoi(parts[len(parts)-2])
+	if err != nil || int32(pid) != p.pid {
+		return fmt.Errorf("run %q is not the calling process (pid %d)", run, p.pid)
+	}
+	if start := procStart(pid); start == "" || start != parts[len(parts)-1] {
+		return fmt.Errorf("run %q: pid %d started at another time", run, pid)
+	}
+	return nil
+}
+
+// procStart is pid's start time (/proc/<pid>/stat, field 22), "" when
+// unknown.
+func procStart(pid int) string {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return ""
+	}
+	i := bytes.LastIndexByte(b, ')')
+	if i < 0 {
+		return ""
+	}
+	f := strings.Fields(string(b[i+1:]))
+	if len(f) <= 19 {
+		return ""
+	}
+	return f[19]
 }

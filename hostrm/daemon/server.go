@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"sort"
 	"strconv"
@@ -161,6 +162,7 @@ type Server struct {
 	runs    map[string]*run
 	changed chan struct{} // closed and replaced on every change
 	closed  bool
+	refused map[string]*refusal // guarded by mu; see refuse
 
 	save *saver // writes the names outside mu; nil without a StateFile
 }
@@ -181,6 +183,10 @@ type Options struct {
 	// OnChange is called, without locks held, after jobs or names
 	// changed (sd_notify STATUS).
 	OnChange func()
+
+	// checkRun says whether the caller may register run; default
+	// callerRun (tests replace it).
+	checkRun func(run string, p peer) error
 }
 
 // NewServer returns a server, with the names StateFile kept. The runs that
@@ -189,11 +195,21 @@ func NewServer(opts Options) (*Server, error) {
 	if opts.Grace <= 0 {
 		opts.Grace = 30 * time.Second
 	}
+	if opts.checkRun == nil {
+		opts.checkRun = callerRun
+	}
 	s := &Server{opts: opts, log: opts.Logger, jobs: map[string]*job{}, runs: map[string]*run{}, changed: make(chan struct{})}
 	if opts.StateFile != "" {
 		names, err := loadNames(opts.StateFile)
 		if err != nil {
-			return nil, fmt.Errorf("%w (move it aside to start with no names)", err)
+			// The node's name service must come up: the names are lost,
+			// the file is kept for whoever wants to look.
+			aside := opts.StateFile + ".bad-" + time.Now().Format("20060102-150405")
+			if rerr := os.Rename(opts.StateFile, aside); rerr != nil {
+				return nil, fmt.Errorf("%w, and it cannot be moved aside: %w", err, rerr)
+			}
+			opts.Logger.Error().Err(err).Str("moved_to", aside).Msg("the state file cannot be read: starting with no names")
+			names = nil
 		}
 		s.save = newSaver(opts.StateFile, opts.Logger)
 		now := time.Now()
@@ -277,12 +293,45 @@ func (s *Server) caller(ctx context.Context, step string) (peer, error) {
 	return p, nil
 }
 
-// refuse logs a refusal and returns it as an error of kind.
+// refuse logs a refusal and returns it as an error of kind. The same
+// refusal of the same user is logged once a minute at most, with how many
+// were not: a program that polls cannot flood the journal.
 func (s *Server) refuse(p peer, kind error, format string, args ...any) error {
 	err := plugin.Errorf(kind, format, args...)
-	s.log.Warn().Uint32("uid", p.uid).Int32("pid", p.pid).Str("user", userName(p.uid)).Msg("refused: " + err.Error())
+	k := strconv.FormatUint(uint64(p.uid), 10) + " " + err.Error()
+	now := time.Now()
+	if s.refused == nil {
+		s.refused = map[string]*refusal{}
+	}
+	r := s.refused[k]
+	if r != nil && now.Sub(r.logged) < time.Minute {
+		r.quiet++
+		return err
+	}
+	ev := s.log.Warn().Uint32("uid", p.uid).Int32("pid", p.pid).Str("user", userName(p.uid))
+	if r != nil && r.quiet > 0 {
+		ev = ev.Int("same_refusals_not_logged", r.quiet)
+	}
+	ev.Msg("refused: " + err.Error())
+	if len(s.refused) > 10000 {
+		clear(s.refused)
+	}
+	s.refused[k] = &refusal{logged: now}
 	return err
 }
+
+// refusal is when a refusal was last logged and how many since were not.
+type refusal struct {
+	logged time.Time
+	quiet  int
+}
+
+// Bounds on what one user may put in the daemon.
+const (
+	maxNamesPerUser = 10000
+	maxKey          = 256
+	maxValue        = 64 << 10
+)
 
 // may reports whether p may see or change what uid owns: its owner and
 // root.
@@ -311,8 +360,11 @@ func (s *Server) Configure(ctx context.Context, req *plugin.ConfigureRequest) (*
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if err := s.opts.checkRun(rc.Run, p); err != nil {
+		return nil, s.refuse(p, plugin.ErrPermission, "register: %v", err)
+	}
 	r := s.runs[rc.Run]
-	if r != nil && !p.may(r.uid) {
+	if r != nil && r.uid != p.uid {
 		return nil, s.refuse(p, plugin.ErrPermission, "register: run %s belongs to %s", rc.Run, userName(r.uid))
 	}
 	uid := p.uid
@@ -486,21 +538,31 @@ func (s *Server) Publish(ctx context.Context, req *plugin.PublishRequest) error 
 		return err
 	}
 	var add []*name
-	for _, d := range req.Data {
-		if d.Key == "" {
-			return plugin.Errorf(plugin.ErrInvalidArgument, "publish: empty name")
+	owned := 0
+	for _, n := range s.names {
+		if n.UID == j.info.UID {
+			owned++
 		}
+	}
+	for _, d := range req.Data {
+		switch {
+		case d.Key == "":
+			return plugin.Errorf(plugin.ErrInvalidArgument, "publish: empty name")
+		case len(d.Key) > maxKey || len(d.Value) > maxValue:
+			return plugin.Errorf(plugin.ErrInvalidArgument, "publish %q: names are at most %d bytes and values %d", d.Key[:min(len(d.Key), 64)], maxKey, maxValue)
+		case owned+len(add) >= maxNamesPerUser:
+			return s.refuse(p, plugin.ErrUnavailable, "publish %q: %s has %d names published on this node, the most one user may", d.Key, userName(j.info.UID), maxNamesPerUser)
+		}
+		// Each user has a name space of their own: no user can take,
+		// block or stand in for another's service.
 		dup := false
 		for _, o := range append(slices.Clone(s.names), add...) {
-			if o.Key != d.Key {
+			if o.Key != d.Key || o.UID != j.info.UID {
 				continue
 			}
-			if o.Publisher == req.Proc && o.UID == j.info.UID && o.Value == d.Value {
+			if o.Publisher == req.Proc && o.Value == d.Value {
 				dup = true // the same publish, retried
 				break
-			}
-			if !p.may(o.UID) {
-				return s.refuse(p, plugin.ErrAlreadyExists, "publish: %q is already published by another user", d.Key)
 			}
 			return plugin.Errorf(plugin.ErrAlreadyExists, "publish: %q is already published by %s", d.Key, o.Publisher)
 		}
@@ -513,14 +575,20 @@ func (s *Server) Publish(ctx context.Context, req *plugin.PublishRequest) error 
 	return nil
 }
 
-// findLocked returns key's name and its index, or nil.
-func (s *Server) findLocked(key string) (int, *name) {
+// findLocked returns uid's name key and its index, or nil, and whether
+// another user has a name key.
+func (s *Server) findLocked(uid uint32, key string) (int, *name, bool) {
+	other := false
 	for i, n := range s.names {
-		if n.Key == key {
-			return i, n
+		if n.Key != key {
+			continue
 		}
+		if n.UID == uid {
+			return i, n, false
+		}
+		other = true
 	}
-	return -1, nil
+	return -1, nil, other
 }
 
 // Lookup finds names, waiting with Wait (bounded by Timeout and ctx). A
@@ -550,25 +618,23 @@ func (s *Server) Lookup(ctx context.Context, req *plugin.LookupRequest) (*plugin
 		var found []plugin.Published
 		var missing []string
 		for _, k := range req.Keys {
-			_, n := s.findLocked(k)
+			_, n, other := s.findLocked(p.uid, k)
 			switch {
-			case n == nil:
-				missing = append(missing, k)
-			case !p.may(n.UID):
+			case n != nil:
+				found = append(found, plugin.Published{Key: k, Value: n.Value, Publisher: n.Publisher})
+			case other && !req.Wait:
 				s.mu.Unlock()
 				return nil, s.refuse(p, plugin.ErrPermission, "%s: %q is published by another user", step, k)
 			default:
-				found = append(found, plugin.Published{Key: k, Value: n.Value, Publisher: n.Publisher})
+				missing = append(missing, k)
 			}
 		}
 		if len(missing) == 0 || (!req.Wait && len(found) > 0) {
-			first := slices.ContainsFunc(s.names, func(n *name) bool {
-				return n.Persist == plugin.PersistFirstRead && slices.Contains(req.Keys, n.Key)
-			})
-			if first {
-				s.names = slices.DeleteFunc(s.names, func(n *name) bool {
-					return n.Persist == plugin.PersistFirstRead && slices.Contains(req.Keys, n.Key)
-				})
+			first := func(n *name) bool {
+				return n.Persist == plugin.PersistFirstRead && n.UID == p.uid && slices.Contains(req.Keys, n.Key)
+			}
+			if slices.ContainsFunc(s.names, first) {
+				s.names = slices.DeleteFunc(s.names, first)
 				s.broadcast(true)
 			}
 			s.mu.Unlock()
@@ -612,12 +678,12 @@ func (s *Server) Unpublish(ctx context.Context, req *plugin.UnpublishRequest) er
 	}
 	var drop []*name
 	for _, k := range req.Keys {
-		_, n := s.findLocked(k)
+		_, n, other := s.findLocked(p.uid, k)
 		switch {
+		case n == nil && other:
+			return s.refuse(p, plugin.ErrPermission, "unpublish %q: published by another user", k)
 		case n == nil:
 			return plugin.Errorf(plugin.ErrNotFound, "unpublish %q: not published", k)
-		case !p.may(n.UID):
-			return s.refuse(p, plugin.ErrPermission, "unpublish %q: published by another user", k)
 		}
 		drop = append(drop, n)
 	}

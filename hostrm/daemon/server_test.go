@@ -7,7 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -54,6 +56,9 @@ func newTestServer(t *testing.T, o Options) (*Server, *logBuf) {
 	t.Helper()
 	log := &logBuf{}
 	o.Logger = zerolog.New(log)
+	if o.checkRun == nil {
+		o.checkRun = func(string, peer) error { return nil } // fake peers
+	}
 	s, err := NewServer(o)
 	if err != nil {
 		t.Fatal(err)
@@ -120,8 +125,19 @@ func TestNamesAcrossRunsAndUsers(t *testing.T) {
 	if err := s.Unpublish(other, &plugin.UnpublishRequest{Proc: plugin.Proc{Nspace: "job.c"}, Keys: []string{"svc"}}); !errors.Is(err, plugin.ErrPermission) {
 		t.Fatalf("another user's unpublish: %v", err)
 	}
-	if err := publish(other, s, "job.c", "svc", "mine", plugin.PersistDefault); !errors.Is(err, plugin.ErrAlreadyExists) {
-		t.Fatalf("another user's publish of a taken name: %v", err)
+	// Each user has a name space of their own: another user's "svc"
+	// neither blocks nor stands in for this one's.
+	if err := publish(other, s, "job.c", "svc", "mine", plugin.PersistDefault); err != nil {
+		t.Fatalf("another user's publish of the same name: %v", err)
+	}
+	if v, err := lookup(other, s, "job.c", "svc"); err != nil || v != "mine" {
+		t.Fatalf("the other user's own svc: %q, %v", v, err)
+	}
+	if v, err := lookup(b, s, "job.b", "svc"); err != nil || v != "port-1" {
+		t.Fatalf("user 1000's svc after user 1001 published theirs: %q, %v", v, err)
+	}
+	if err := s.Unpublish(other, &plugin.UnpublishRequest{Proc: plugin.Proc{Nspace: "job.c"}, Keys: []string{"svc"}}); err != nil {
+		t.Fatal(err)
 	}
 	// Nobody acts for a job of another user: a job's name is its user's,
 	// so another user's "job.a" is not user 1000's.
@@ -140,8 +156,10 @@ func TestNamesAcrossRunsAndUsers(t *testing.T) {
 	if err := publish(a, s, "job.a", "svc", "port-1", plugin.PersistDefault); err != nil {
 		t.Fatalf("the same publish again: %v", err)
 	}
-	if v, err := lookup(root, s, "job.r", "svc"); err != nil || v != "port-1" {
-		t.Fatalf("root: %q, %v", v, err)
+	// Root administers (ps, query, log) but resolves only its own names:
+	// no user can stand in for a service root looks up.
+	if _, err := lookup(root, s, "job.r", "svc"); !errors.Is(err, plugin.ErrPermission) {
+		t.Fatalf("root's lookup of user 1000's name: %v", err)
 	}
 	if !strings.Contains(log.String(), `"uid":1001`) || !strings.Contains(log.String(), "refused") {
 		t.Errorf("refusals are not logged with the caller: %s", log.String())
@@ -329,7 +347,7 @@ func TestClientFollowsRestart(t *testing.T) {
 	}
 	s1, _ := newTestServer(t, Options{StateFile: file})
 	stop1 := serve(s1)
-	c := Dial(path, "run-x", zerolog.Nop())
+	c := Dial(path, RunName(), zerolog.Nop())
 	defer c.Close()
 	c.Register(jobOf("job.x", 1), RunConfig{PID: 1})
 	ctx := context.Background()
@@ -383,7 +401,7 @@ func TestClientFollowsRestart(t *testing.T) {
 // gopmi ps on a daemon serving 1,000 processes, through the socket as the
 // tool asks (the issue's bound: 100 ms).
 func BenchmarkPS1000(b *testing.B) {
-	s, err := NewServer(Options{Logger: zerolog.Nop()})
+	s, err := NewServer(Options{Logger: zerolog.Nop(), checkRun: func(string, peer) error { return nil }})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -457,5 +475,23 @@ func TestJobLog(t *testing.T) {
 	}
 	if err := s.Log(other, &plugin.LogRequest{Proc: plugin.Proc{Nspace: "job.a"}, Data: []plugin.Info{{Key: "line", Value: "x"}}}); !errors.Is(err, plugin.ErrNotFound) {
 		t.Fatalf("another user logging for job.a: %v", err)
+	}
+}
+
+// A run is registered by its own process only: the pid in its name must
+// be the caller's, with that start time.
+func TestCallerRun(t *testing.T) {
+	self := peer{uid: 0, pid: int32(os.Getpid())}
+	if err := callerRun(RunName(), self); err != nil {
+		t.Fatalf("this process's own run: %v", err)
+	}
+	if err := callerRun(RunName(), peer{pid: 1}); err == nil {
+		t.Fatal("another process claimed this process's run")
+	}
+	if err := callerRun("vm:"+strconv.Itoa(os.Getpid())+":1", self); err == nil {
+		t.Fatal("a run of this pid with another start time was accepted")
+	}
+	if err := callerRun("run-a", self); err == nil {
+		t.Fatal("a malformed run name was accepted")
 	}
 }

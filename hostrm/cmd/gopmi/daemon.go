@@ -65,6 +65,14 @@ func daemonCmd(args []string, stderr io.Writer) int {
 		}
 		return 2
 	}
+	switch {
+	case fs.NArg() > 0:
+		fmt.Fprintf(stderr, "gopmi daemon: unexpected arguments %q (flags only; -h lists them)\n", fs.Args())
+		return 2
+	case *grace <= 0:
+		fmt.Fprintf(stderr, "gopmi daemon: -grace %v: want a positive duration\n", *grace)
+		return 2
+	}
 	lvl, err := zerolog.ParseLevel(*level)
 	if err != nil || lvl == zerolog.NoLevel {
 		fmt.Fprintf(stderr, "gopmi daemon: -log-level %q: want debug, info, warn or error\n", *level)
@@ -100,13 +108,13 @@ func askDaemon(path string, keys ...string) (map[string]string, error) {
 // askDaemonQ is askDaemon with qualifiers.
 func askDaemonQ(path string, quals []plugin.Info, keys ...string) (map[string]string, error) {
 	if !isSocket(path) {
-		return nil, fmt.Errorf("no node daemon at %s (start it: systemctl start gopmi.socket, or gopmi daemon -socket %s)", path, path)
+		return nil, fmt.Errorf("no node daemon at %s (start it: systemctl start gopmi.socket, or gopmi daemon -socket PATH)", path)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	c, err := link.Dial(ctx, path)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("the node daemon at %s does not answer (%v): start it (systemctl start gopmi.socket)", path, errors.Unwrap(err))
 	}
 	defer c.Close()
 	resp, err := c.Backend().Query(ctx, &plugin.QueryRequest{Queries: []plugin.Query{{Keys: keys, Qualifiers: quals}}})
@@ -128,10 +136,18 @@ func psCmd(args []string, stdout, stderr io.Writer) int {
 	path := fs.String("daemon", "", "the node daemon's socket (default $"+envDaemon+", else "+daemon.DefaultSocket+")")
 	asJSON := fs.Bool("json", false, "print JSON")
 	all := fs.Bool("a", false, "also jobs that ended (the last hour)")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "usage: gopmi ps [flags]\n\nThe jobs the node daemon knows: yours (root: everyone's).\n\nflags:\n")
+		fs.PrintDefaults()
+	}
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return 0
 		}
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "gopmi ps: unexpected arguments %q\n", fs.Args())
 		return 2
 	}
 	res, err := askDaemon(daemonPath(*path), daemon.QueryPS)

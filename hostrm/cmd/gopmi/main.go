@@ -42,13 +42,13 @@ const usage = `usage: gopmi <command> [arguments]
 commands:
   run [flags] prog [args...] [: [-n N] [-env K=V] [-wdir D] prog2 [args...]]...
         run an MPI job on this machine; "gopmi run -h" lists the flags
-  daemon [-socket PATH] [-state DIR]
+  daemon [-socket PATH] [-state DIR] [-grace D] [-log-level L]
         the node daemon: names shared by every run on this node, gopmi ps
-  ps [-json] [-a]
+  ps [-json] [-a] [-daemon PATH]
         the jobs on this node (yours; root: everyone's)
-  query [-json] [key...]
+  query [-json] [-daemon PATH] [key...]
         ask the node daemon: namespaces, gopmi.names, gopmi.ps, gopmi.log
-  log [-json] [job]
+  log [-json] [-daemon PATH] [job]
         how your jobs on this node ended, and what the node daemon noted about them
   version
         print the version
@@ -257,7 +257,7 @@ func parseRun(args []string, stderr io.Writer) (launcher.Config, runFlags, error
 // when the socket is not there (said only when -daemon named it), or
 // -daemon none.
 func nodeDaemon(flagged string, stderr io.Writer, log zerolog.Logger) *daemon.Client {
-	if flagged == "none" {
+	if flagged == "none" || flagged == "" && os.Getenv(envDaemon) == "none" {
 		return nil
 	}
 	path := daemonPath(flagged)

@@ -1,7 +1,6 @@
 /*
  * pmi2_test - exercises a PMI-2 server through Slurm's libpmi2
- * (#include <errno.h>
-#include <slurm/pmi2.h>, -lpmi2), the PMI-2 client real Slurm jobs use.
+ * (#include <slurm/pmi2.h>, -lpmi2), the PMI-2 client real Slurm jobs use.
  *
  * Mode (first argument, default "default"):
  *   default  init, job id, 3 rounds of KVS all-to-all with values holding
