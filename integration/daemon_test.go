@@ -11,38 +11,20 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/gopmi/gopmi/integration/clients"
+	"github.com/gopmi/gopmi/plugin/plugintest"
 )
 
 // nodeDaemon is a `gopmi daemon` the test started.
 type nodeDaemon struct {
 	cmd  *exec.Cmd
 	sock string
-	log  *syncBuffer
+	log  *plugintest.Buffer
 	done chan struct{}
-}
-
-// syncBuffer is a log a test reads while a process writes it.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
 }
 
 // worldDir is a temporary directory every user may enter and read: the
@@ -64,7 +46,7 @@ func worldDir(t *testing.T) string {
 // until the test ends (or kill).
 func startNodeDaemon(t *testing.T, sock, state string) *nodeDaemon {
 	t.Helper()
-	d := &nodeDaemon{sock: sock, log: &syncBuffer{}, done: make(chan struct{})}
+	d := &nodeDaemon{sock: sock, log: &plugintest.Buffer{}, done: make(chan struct{})}
 	d.cmd = exec.Command(gopmiBin, "daemon", "-socket", sock, "-state", state, "-log-level", "debug")
 	d.cmd.Stdout, d.cmd.Stderr = d.log, d.log
 	d.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
@@ -352,7 +334,7 @@ func TestDaemonUnderSystemd(t *testing.T) {
 			msgs <- string(buf[:n])
 		}
 	}()
-	log := &syncBuffer{}
+	log := &plugintest.Buffer{}
 	cmd := exec.Command(activate, "-l", sock, "-E", "NOTIFY_SOCKET="+notify, "-E", "WATCHDOG_USEC=200000",
 		"-E", "STATE_DIRECTORY="+filepath.Join(dir, "state"), gopmiBin, "daemon")
 	cmd.Stdout, cmd.Stderr = log, log

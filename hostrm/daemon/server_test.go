@@ -1,7 +1,6 @@
 package daemon
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -11,7 +10,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -20,27 +18,10 @@ import (
 
 	"github.com/gopmi/gopmi/hostrm/local/link"
 	"github.com/gopmi/gopmi/plugin"
+	"github.com/gopmi/gopmi/plugin/plugintest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
-
-// logBuf is a log sink read while the server writes.
-type logBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuf) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuf) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // as is a connection of uid: the context its calls get, and what closes
 // it.
@@ -52,9 +33,9 @@ func as(uid uint32) (context.Context, context.CancelFunc) {
 	return ctx, cancel
 }
 
-func newTestServer(t *testing.T, o Options) (*Server, *logBuf) {
+func newTestServer(t *testing.T, o Options) (*Server, *plugintest.Buffer) {
 	t.Helper()
-	log := &logBuf{}
+	log := &plugintest.Buffer{}
 	o.Logger = zerolog.New(log)
 	if o.checkRun == nil {
 		o.checkRun = func(string, peer) error { return nil } // fake peers

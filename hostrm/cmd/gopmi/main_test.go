@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"regexp"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -14,6 +13,7 @@ import (
 
 	"github.com/gopmi/gopmi/hostrm/local"
 	"github.com/gopmi/gopmi/hostrm/local/launcher"
+	"github.com/gopmi/gopmi/plugin/plugintest"
 )
 
 func TestParseRun(t *testing.T) {
@@ -121,7 +121,7 @@ func TestLogTimesHaveMilliseconds(t *testing.T) {
 	at := time.Date(2026, 11, 24, 23, 5, 40, 123456789, time.Local)
 	// Left set: the run's goroutines may log after it returns.
 	zerolog.TimestampFunc = func() time.Time { return at }
-	var stdout, stderr lockedBuffer // the log and the tasks' stderr share it
+	var stdout, stderr plugintest.Buffer // the log and the tasks' stderr share it
 	if code := run([]string{"run", "-log-level", "debug", "-daemon", "none", "-n", "1", "/bin/true"}, nil, &stdout, &stderr); code != 0 {
 		t.Fatalf("gopmi run: %d\n%s", code, stderr.String())
 	}
@@ -134,22 +134,4 @@ func TestLogTimesHaveMilliseconds(t *testing.T) {
 			t.Fatalf("a line logged at 23:05:40.123 shows .%s:\n%s", m[1], stderr.String())
 		}
 	}
-}
-
-// lockedBuffer is a bytes.Buffer several goroutines write.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
 }

@@ -14,13 +14,14 @@ import (
 
 	"github.com/gopmi/gopmi/bridge"
 	"github.com/gopmi/gopmi/hostrm/local"
+	"github.com/gopmi/gopmi/plugin/plugintest"
 	"github.com/gopmi/gopmi/shim/serve"
 )
 
 // A job served here whose backend cannot come up fails, with the
 // backend's exit status, as one served by a shim does.
 func TestServedHereBackendFails(t *testing.T) {
-	l, err := New(Config{Apps: []local.AppSpec{{Path: "/bin/true", Procs: 1}}, Hostname: "vm", Stderr: &syncBuffer{}})
+	l, err := New(Config{Apps: []local.AppSpec{{Path: "/bin/true", Procs: 1}}, Hostname: "vm", Stderr: &plugintest.Buffer{}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -20,32 +19,15 @@ import (
 	"github.com/gopmi/gopmi/hostrm/local"
 	"github.com/gopmi/gopmi/hostrm/local/forwarder"
 	"github.com/gopmi/gopmi/plugin"
+	"github.com/gopmi/gopmi/plugin/plugintest"
 	shimv1 "github.com/gopmi/gopmi/proto/gopmi/shim/v1"
 )
-
-// syncBuffer collects the tasks' and gopmi run's output.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
 
 // run is one Launcher.Run in progress.
 type run struct {
 	l      *Launcher
 	ctl    *ctlServer
-	stderr *syncBuffer
+	stderr *plugintest.Buffer
 	boots  string // where the fake shims save their bootstraps
 	result chan runResult
 	cancel context.CancelFunc
@@ -72,7 +54,7 @@ func testBinary(t *testing.T) string {
 func startRun(t *testing.T, cfg Config) *run {
 	t.Helper()
 	self := testBinary(t)
-	r := &run{ctl: newCtlServer(t), stderr: &syncBuffer{}, boots: t.TempDir(), result: make(chan runResult, 1), endedC: make(chan string, 16)}
+	r := &run{ctl: newCtlServer(t), stderr: &plugintest.Buffer{}, boots: t.TempDir(), result: make(chan runResult, 1), endedC: make(chan string, 16)}
 	t.Setenv(envFakeShimDir, r.boots)
 	cfg.ShimPath, cfg.RMPath = self, self
 	cfg.Env = append(cfg.Env, envHelper+"=task", envCtl+"="+r.ctl.path)

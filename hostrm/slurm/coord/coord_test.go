@@ -1,7 +1,6 @@
 package coord
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"net"
@@ -10,7 +9,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -26,24 +24,6 @@ import (
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
-
-// syncBuf is a log sink tests read while the coordinator writes.
-type syncBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuf) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuf) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
 
 // startCoordinator serves a coordinator on loopback until the test ends
 // and returns its address.
@@ -102,7 +82,7 @@ func TestConformancePlugin(t *testing.T) {
 // A node that cannot prove the step secret is refused and logged; one
 // that can is served.
 func TestLinkNeedsTheSecret(t *testing.T) {
-	var log syncBuf
+	var log plugintest.Buffer
 	_, addr := startCoordinator(t, Options{Secret: "right", Logger: zerolog.New(&log)})
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
@@ -215,7 +195,7 @@ func TestSpawnDelayedBySlurm(t *testing.T) {
 	if err := os.WriteFile(srun, []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	var stderr syncBuf
+	var stderr plugintest.Buffer
 	c, _ := startCoordinator(t, Options{Secret: "s", Srun: srun, Stderr: &stderr})
 	c.mu.Lock()
 	c.addr = "127.0.0.1:1"
