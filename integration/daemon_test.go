@@ -439,3 +439,22 @@ func TestDaemonLog(t *testing.T) {
 		}
 	}
 }
+
+// PMI2_Job_Connect between two separately started runs: the client run
+// connects to the serving run's job through the node daemon, reads a key
+// its rank 1 put, and disconnects.
+func TestDaemonJobConnectAcrossRuns(t *testing.T) {
+	begin(t)
+	dir := worldDir(t)
+	d := startNodeDaemon(t, filepath.Join(dir, "d.sock"), filepath.Join(dir, "state"))
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	server := startRun(ctx, daemonArgv(d.sock, "-n", "2", progs[clients.PMI2Test], "xconnect-serve"), nil, nil, "")
+	client := startRun(ctx, daemonArgv(d.sock, "-n", "1", progs[clients.PMI2Test], "xconnect-client"), nil, nil, "")
+	cr := client.wait(t, "the client run")
+	sr := server.wait(t, "the serving run")
+	if cr.ExitCode != 0 || sr.ExitCode != 0 || !strings.Contains(cr.Stdout, "step=xjob-get job=") || !strings.Contains(cr.Stdout, " value=xv-1\n") {
+		t.Fatalf("client: exit %d\n%s\n%s\nserver: exit %d\n%s\n%s\ndaemon:\n%s", cr.ExitCode, cr.Stdout, cr.Stderr,
+			sr.ExitCode, sr.Stdout, sr.Stderr, d.log.String())
+	}
+}

@@ -241,6 +241,20 @@ func (c *Client) Lookup(ctx context.Context, req *plugin.LookupRequest) (*plugin
 	return retry(ctx, c, func(be plugin.Full) (*plugin.LookupResponse, error) { return be.Lookup(ctx, req) })
 }
 
+// Connect connects to jobs of other runs through the daemon.
+func (c *Client) Connect(ctx context.Context, req *plugin.ConnectRequest) (*plugin.ConnectResponse, error) {
+	ctx, cancel := withTimeout(ctx, plugin.DefaultLookupTimeout)
+	defer cancel()
+	return retry(ctx, c, func(be plugin.Full) (*plugin.ConnectResponse, error) { return be.Connect(ctx, req) })
+}
+
+// DirectModex reads a key of another run's job through the daemon.
+func (c *Client) DirectModex(ctx context.Context, req *plugin.ModexRequest) (*plugin.ModexResponse, error) {
+	ctx, cancel := withTimeout(ctx, plugin.DefaultFenceTimeout)
+	defer cancel()
+	return retry(ctx, c, func(be plugin.Full) (*plugin.ModexResponse, error) { return be.DirectModex(ctx, req) })
+}
+
 // Unpublish unpublishes through the daemon.
 func (c *Client) Unpublish(ctx context.Context, req *plugin.UnpublishRequest) error {
 	ctx, cancel := withTimeout(ctx, plugin.DefaultLookupTimeout)

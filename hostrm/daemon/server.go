@@ -15,6 +15,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/gopmi/gopmi/hostrm/local/link"
 	"github.com/gopmi/gopmi/plugin"
 )
 
@@ -66,6 +67,10 @@ type RunConfig struct {
 	Cmd string `json:"cmd,omitempty"`
 	// Pids are the job's tasks' pids by rank, when known.
 	Pids []int `json:"pids,omitempty"`
+	// Universe is where the run serves its universe (the local RM's link,
+	// "unix://<path>"): the daemon relays other runs' connects and reads
+	// of its jobs' keys there.
+	Universe string `json:"universe,omitempty"`
 }
 
 // JobInfo is one job as gopmi ps shows it.
@@ -123,13 +128,15 @@ func (n *name) lasts() string {
 
 // run is one registered run.
 type run struct {
-	id    string
-	uid   uint32
-	pid   int
-	conns int         // connections that registered it and are open
-	lost  time.Time   // when its last connection closed; zero while connected
-	grace *time.Timer // ends it when the grace after lost passes
-	ended bool
+	id       string
+	uid      uint32
+	pid      int
+	universe string      // where the run serves its universe
+	link     *link.Conn  // to it, dialled on first use; guarded by Server.mu
+	conns    int         // connections that registered it and are open
+	lost     time.Time   // when its last connection closed; zero while connected
+	grace    *time.Timer // ends it when the grace after lost passes
+	ended    bool
 }
 
 // job is one registered job.
@@ -339,7 +346,7 @@ func (p peer) may(uid uint32) bool { return p.uid == 0 || p.uid == uid }
 
 func (s *Server) GetInfo(context.Context) (*plugin.BackendInfo, error) {
 	return &plugin.BackendInfo{Name: "gopmi-daemon", Version: s.opts.Version, APIVersions: []string{plugin.APIVersion1},
-		Capabilities: []string{plugin.CapPublish, plugin.CapQuery}}, nil
+		Capabilities: []string{plugin.CapPublish, plugin.CapQuery, plugin.CapConnect}}, nil
 }
 
 // Configure registers a job of a run (RunConfig in req.Config): the
@@ -385,6 +392,13 @@ func (s *Server) Configure(ctx context.Context, req *plugin.ConfigureRequest) (*
 	// not the caller's.
 	if p.pid > 0 {
 		r.pid = int(p.pid)
+	}
+	if rc.Universe != "" && rc.Universe != r.universe {
+		r.universe = rc.Universe
+		if r.link != nil {
+			r.link.Close()
+			r.link = nil
+		}
 	}
 	if c := connOf(ctx); c != nil && c.attach(r) {
 		r.conns++
@@ -450,6 +464,10 @@ func (s *Server) expireLater(r *run) {
 // as the run or one of its jobs.
 func (s *Server) endRunLocked(r *run, why string) {
 	r.ended = true
+	if r.link != nil {
+		r.link.Close()
+		r.link = nil
+	}
 	now := time.Now()
 	for _, j := range s.jobs {
 		if j.info.Run == r.id && j.info.State == "running" {
@@ -779,6 +797,103 @@ func (s *Server) Log(ctx context.Context, req *plugin.LogRequest) error {
 		j.note("run", d.Key, d.Value)
 	}
 	return nil
+}
+
+// Connect connects jobs of separately started runs of one user (PMI-2
+// job-connect across runs): every job named must be registered by the
+// caller's user and running. A connect is a call of one process, as in
+// the universe: the ID depends on the jobs alone.
+func (s *Server) Connect(ctx context.Context, req *plugin.ConnectRequest) (*plugin.ConnectResponse, error) {
+	p, err := s.caller(ctx, "connect")
+	if err != nil {
+		return nil, err
+	}
+	nss, err := s.connectable(p, "connect", req.Procs)
+	if err != nil {
+		return nil, err
+	}
+	return &plugin.ConnectResponse{ID: "connect:" + strings.Join(nss, ",")}, nil
+}
+
+// Disconnect undoes a Connect: the same checks; nothing is counted here
+// (each run's universe counts its own connects).
+func (s *Server) Disconnect(ctx context.Context, req *plugin.DisconnectRequest) error {
+	p, err := s.caller(ctx, "disconnect")
+	if err != nil {
+		return err
+	}
+	_, err = s.connectable(p, "disconnect", req.Procs)
+	return err
+}
+
+// connectable checks that the jobs of procs are the caller's user's and
+// running, and returns their namespaces, sorted.
+func (s *Server) connectable(p peer, step string, procs []plugin.Proc) ([]string, error) {
+	var nss []string
+	for _, pr := range procs {
+		nss = append(nss, pr.Nspace)
+	}
+	slices.Sort(nss)
+	nss = slices.Compact(nss)
+	if len(nss) < 2 {
+		return nil, plugin.Errorf(plugin.ErrInvalidArgument, "%s: needs two jobs at least", step)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, ns := range nss {
+		if _, err := s.jobOfLocked(step, p, plugin.Proc{Nspace: ns}); err != nil {
+			return nil, err
+		}
+	}
+	return nss, nil
+}
+
+// DirectModex reads a key of a job of another run of the caller's user:
+// the daemon asks that run's universe. A job that ended, or whose run does
+// not answer, fails at once: a reader is never left waiting on a job that
+// is gone.
+func (s *Server) DirectModex(ctx context.Context, req *plugin.ModexRequest) (*plugin.ModexResponse, error) {
+	p, err := s.caller(ctx, "direct modex")
+	if err != nil {
+		return nil, err
+	}
+	step := fmt.Sprintf("direct modex of %s", req.Proc)
+	s.mu.Lock()
+	j, err := s.jobOfLocked(step, p, req.Proc)
+	if err != nil {
+		s.mu.Unlock()
+		return nil, err
+	}
+	r := s.runs[j.info.Run]
+	if r == nil || r.universe == "" {
+		s.mu.Unlock()
+		return nil, plugin.Errorf(plugin.ErrUnavailable, "%s: run %s does not serve its jobs to other runs", step, j.info.Run)
+	}
+	c := r.link
+	if c == nil {
+		dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		c, err = link.Dial(dctx, r.universe)
+		cancel()
+		if err != nil {
+			s.mu.Unlock()
+			return nil, plugin.Errorf(plugin.ErrAborted, "%s: run %s does not answer (it ended?): %v", step, j.info.Run, err)
+		}
+		r.link = c
+		go func() {
+			<-c.Done()
+			s.mu.Lock()
+			if r.link == c {
+				r.link = nil
+			}
+			s.mu.Unlock()
+		}()
+	}
+	s.mu.Unlock()
+	resp, err := c.Backend().DirectModex(ctx, req)
+	if err != nil && errors.Is(err, plugin.ErrUnavailable) {
+		return nil, plugin.Errorf(plugin.ErrAborted, "%s: run %s went away: %v", step, j.info.Run, err)
+	}
+	return resp, err
 }
 
 // qualifier is the value of key in qs, else def.

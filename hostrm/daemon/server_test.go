@@ -476,3 +476,33 @@ func TestCallerRun(t *testing.T) {
 		t.Fatal("a malformed run name was accepted")
 	}
 }
+
+// A read of another run's job whose run is gone fails at once (the
+// daemon cannot reach its universe), never waiting; a connect to a job of
+// another user is refused as not found.
+func TestDirectModexOfAGoneRun(t *testing.T) {
+	s, _ := newTestServer(t, Options{})
+	a, closeA := as(1000)
+	defer closeA()
+	register(t, s, a, "run-a", "job.a")
+	b, closeB := as(1000)
+	defer closeB()
+	cfg, _ := json.Marshal(RunConfig{Run: "run-b", Universe: "unix://" + filepath.Join(t.TempDir(), "gone.sock")})
+	if _, err := s.Configure(b, &plugin.ConfigureRequest{Job: jobOf("job.b", 2), Config: cfg}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Connect(a, &plugin.ConnectRequest{Procs: []plugin.Proc{{Nspace: "job.a"}, {Nspace: "job.b"}}}); err != nil {
+		t.Fatalf("connect: %v", err)
+	}
+	start := time.Now()
+	_, err := s.DirectModex(a, &plugin.ModexRequest{Requestor: plugin.Proc{Nspace: "job.a"}, Proc: plugin.Proc{Nspace: "job.b", Rank: 1}})
+	if !errors.Is(err, plugin.ErrAborted) || time.Since(start) > 5*time.Second {
+		t.Fatalf("read of a gone run's job: %v after %s", err, time.Since(start))
+	}
+	o, closeO := as(1001)
+	defer closeO()
+	register(t, s, o, "run-o", "job.o")
+	if _, err := s.Connect(o, &plugin.ConnectRequest{Procs: []plugin.Proc{{Nspace: "job.o"}, {Nspace: "job.b"}}}); !errors.Is(err, plugin.ErrNotFound) {
+		t.Fatalf("another user's connect to job.b: %v", err)
+	}
+}

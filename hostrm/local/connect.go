@@ -106,6 +106,26 @@ func (u *Universe) Connect(ctx context.Context, req *plugin.ConnectRequest) (*pl
 			unknown = append(unknown, ns)
 		}
 	}
+	if len(unknown) > 0 && len(unknown) < len(nss) && u.opts.Beyond != nil {
+		// Jobs of other runs: the node daemon knows them.
+		for _, ns := range nss {
+			if u.jobs[ns] != nil {
+				if err := u.jobGone(step, ns); err != nil {
+					return nil, err
+				}
+			}
+		}
+		u.mu.Unlock()
+		resp, err := u.opts.Beyond.Connect(ctx, req)
+		u.mu.Lock()
+		if err != nil {
+			return nil, err
+		}
+		for _, p := range pairs(nss) {
+			u.conns[p]++
+		}
+		return resp, nil
+	}
 	switch len(unknown) {
 	case 0:
 	case 1:

@@ -386,6 +386,12 @@ func (u *Universe) DirectModex(ctx context.Context, req *plugin.ModexRequest) (*
 	for {
 		u.mu.Lock()
 		j := u.jobs[req.Proc.Nspace]
+		if j == nil && u.opts.Beyond != nil {
+			// A job of another run (after a connect): the node daemon
+			// asks that run.
+			u.mu.Unlock()
+			return u.opts.Beyond.DirectModex(ctx, req)
+		}
 		if j == nil {
 			u.mu.Unlock()
 			return nil, plugin.Errorf(plugin.ErrNotFound, "%s: no job %q", step, req.Proc.Nspace)

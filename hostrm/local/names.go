@@ -10,12 +10,14 @@ import (
 	"github.com/gopmi/gopmi/plugin"
 )
 
-// NameService is a name service beyond the run (the node daemon's client):
-// see UniverseOptions.Names.
-type NameService interface {
+// Beyond is what the universe asks beyond its run (the node daemon's
+// client): see UniverseOptions.Beyond.
+type Beyond interface {
 	Publish(ctx context.Context, req *plugin.PublishRequest) error
 	Lookup(ctx context.Context, req *plugin.LookupRequest) (*plugin.LookupResponse, error)
 	Unpublish(ctx context.Context, req *plugin.UnpublishRequest) error
+	Connect(ctx context.Context, req *plugin.ConnectRequest) (*plugin.ConnectResponse, error)
+	DirectModex(ctx context.Context, req *plugin.ModexRequest) (*plugin.ModexResponse, error)
 }
 
 // name is one published name. The universe has a single name space for the
@@ -110,10 +112,10 @@ func (u *Universe) Publish(ctx context.Context, req *plugin.PublishRequest) erro
 	if err := u.jobGone(step, req.Proc.Nspace); err != nil {
 		return err
 	}
-	if u.opts.Names != nil && beyondRun(req.Range) {
+	if u.opts.Beyond != nil && beyondRun(req.Range) {
 		u.mu.Unlock()
 		defer u.mu.Lock()
-		return u.opts.Names.Publish(ctx, req)
+		return u.opts.Beyond.Publish(ctx, req)
 	}
 	node := u.procNode(req.Proc)
 	var add []*name
@@ -147,7 +149,7 @@ func (u *Universe) Lookup(ctx context.Context, req *plugin.LookupRequest) (*plug
 	if err := refuseInfo(step, req.Info); err != nil {
 		return nil, err
 	}
-	if u.opts.Names != nil {
+	if u.opts.Beyond != nil {
 		return u.lookupBeyond(ctx, step, req)
 	}
 	timeout := req.TimeoutOrDefault()
@@ -234,7 +236,7 @@ func (u *Universe) lookupBeyond(ctx context.Context, step string, req *plugin.Lo
 	}
 	rest := *req
 	rest.Keys = missing
-	resp, err := u.opts.Names.Lookup(ctx, &rest)
+	resp, err := u.opts.Beyond.Lookup(ctx, &rest)
 	switch {
 	case err == nil:
 		return &plugin.LookupResponse{Data: append(found, resp.Data...)}, nil
@@ -256,7 +258,7 @@ func (u *Universe) Unpublish(ctx context.Context, req *plugin.UnpublishRequest) 
 	}
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	beyond := u.opts.Names != nil
+	beyond := u.opts.Beyond != nil
 	if len(req.Keys) == 0 {
 		u.dropNames(func(n *name) bool {
 			return n.publisher == req.Proc && (req.Range == plugin.RangeDefault || n.rng == req.Range)
@@ -265,7 +267,7 @@ func (u *Universe) Unpublish(ctx context.Context, req *plugin.UnpublishRequest) 
 		if beyond && beyondRun(req.Range) {
 			u.mu.Unlock()
 			defer u.mu.Lock()
-			return u.opts.Names.Unpublish(ctx, req)
+			return u.opts.Beyond.Unpublish(ctx, req)
 		}
 		return nil
 	}
@@ -293,7 +295,7 @@ func (u *Universe) Unpublish(ctx context.Context, req *plugin.UnpublishRequest) 
 		rest.Keys = elsewhere
 		u.mu.Unlock()
 		defer u.mu.Lock()
-		return u.opts.Names.Unpublish(ctx, &rest)
+		return u.opts.Beyond.Unpublish(ctx, &rest)
 	}
 	return nil
 }

@@ -56,12 +56,20 @@ func (f *fakeNames) Unpublish(_ context.Context, req *plugin.UnpublishRequest) e
 	return nil
 }
 
+func (f *fakeNames) Connect(context.Context, *plugin.ConnectRequest) (*plugin.ConnectResponse, error) {
+	return nil, plugin.Errorf(plugin.ErrNotSupported, "fake")
+}
+
+func (f *fakeNames) DirectModex(context.Context, *plugin.ModexRequest) (*plugin.ModexResponse, error) {
+	return nil, plugin.Errorf(plugin.ErrNotSupported, "fake")
+}
+
 // With a name service beyond the run, a job's own names (RangeNamespace)
 // stay in the universe and every other name goes there; a lookup finds
 // both, an unpublish removes each where it lives.
 func TestNamesBeyondTheRun(t *testing.T) {
 	f := &fakeNames{names: map[string]string{}}
-	u, job := testUniverse(t, UniverseOptions{Names: f}, 2, 0)
+	u, job := testUniverse(t, UniverseOptions{Beyond: f}, 2, 0)
 	ctx := context.Background()
 	p := plugin.Proc{Nspace: job.Nspace, Rank: 0}
 	if err := u.Publish(ctx, &plugin.PublishRequest{Proc: p, Data: []plugin.Info{{Key: "shared", Value: "s"}}}); err != nil {

@@ -64,11 +64,11 @@ type UniverseOptions struct {
 	// process that ended before finalize.
 	OnProcFailed func(proc plugin.Proc, reason string)
 
-	// Names, when set, holds the names of ranges wider than one job
-	// (every range but RangeNamespace): the node daemon's name service,
-	// which every run on the node shares. Nil keeps them in the universe,
-	// for this run alone.
-	Names NameService
+	// Beyond, when set, is the node daemon every run on the node shares:
+	// it holds the names of the default, node and global ranges, and it
+	// connects jobs of this run to jobs of other runs and reads their keys.
+	// Nil keeps all of that within this run.
+	Beyond Beyond
 
 	// Stderr receives Log output. Default os.Stderr.
 	Stderr io.Writer

@@ -300,16 +300,16 @@ func runCmd(args []string, stdin *os.File, stdout, stderr io.Writer) int {
 	cfg.Version = version
 	if c := nodeDaemon(f.daemon, stderr, cfg.Logger); c != nil {
 		defer c.Close()
-		cfg.Names = c
+		cfg.Beyond = c
 		var mu sync.Mutex
 		first := ""
-		cfg.OnJob = func(job plugin.Job, cmd string, pids []int) {
+		cfg.OnJob = func(job plugin.Job, cmd string, pids []int, universe string) {
 			mu.Lock()
 			if first == "" {
 				first = job.Nspace
 			}
 			mu.Unlock()
-			c.Register(job, daemon.RunConfig{PID: os.Getpid(), Cmd: cmd, Pids: pids})
+			c.Register(job, daemon.RunConfig{PID: os.Getpid(), Cmd: cmd, Pids: pids, Universe: universe})
 		}
 		// How the run ended goes to the daemon's log of its first job.
 		cfg.OnEnd = func(status int, lines []string) {

@@ -64,6 +64,9 @@ func (l *Launcher) startHere(rj *runJob, s *nodeStart) error {
 	var be *bridge.Backend
 	started := make(chan *serve.Server, 1)
 	be = bridge.NewBackend(cfg.Backend.BinaryName(), func() { go l.bringUp(ctx, be, cfg, started) })
+	if cfg.Backend.StartAtOnce {
+		be.Need()
+	}
 	srv, err := serve.Start(ctx, cfg, serve.Options{Backend: be, Conns: conns, Port: port, Logger: log})
 	if err != nil {
 		cancel(nil)

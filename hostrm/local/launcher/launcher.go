@@ -112,13 +112,16 @@ type Config struct {
 	// Logger is for gopmi run's own debug logs.
 	Logger zerolog.Logger
 
-	// Names, when set, serves the names of ranges wider than one job:
-	// the node daemon's name service, shared by every run on the node.
-	Names local.NameService
+	// Beyond, when set, is the node daemon's client: names wider than one
+	// job, and jobs of other runs (local.UniverseOptions.Beyond). The run
+	// then serves its universe for the daemon to relay other runs' reads.
+	Beyond local.Beyond
 	// OnJob, when set, is told of each job before its tasks start (pids
-	// nil) and once they all started (their pids by rank): the node
-	// daemon registers it.
-	OnJob func(job plugin.Job, cmd string, pids []int)
+	// nil) and once they all started (their pids by rank), with the
+	// address the run serves its universe on when it does (with Names):
+	// the node daemon registers it, and relays other runs' connects and
+	// reads of its keys there.
+	OnJob func(job plugin.Job, cmd string, pids []int, universe string)
 	// OnEnd, when set, is told the run's exit status and the lines it
 	// printed about how it ended (the node daemon keeps them for gopmi
 	// log).
@@ -242,7 +245,7 @@ func New(cfg Config) (*Launcher, error) {
 		Stderr:       cfg.Stderr,
 		Logger:       cfg.Logger,
 		Version:      cfg.Version,
-		Names:        cfg.Names,
+		Beyond:       cfg.Beyond,
 	})
 	return l, nil
 }
@@ -365,7 +368,7 @@ func (l *Launcher) Run(ctx context.Context) (int, error) {
 		return 1, fmt.Errorf("a job of %d ranks needs about %d file descriptors, the limit is %d: raise it (ulimit -n)", size, need, have)
 	}
 
-	if l.shims {
+	if l.shims || l.cfg.Beyond != nil {
 		stop, err := l.serveUniverse()
 		if err != nil {
 			return 1, err

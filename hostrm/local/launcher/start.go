@@ -124,7 +124,7 @@ func (l *Launcher) launch(ctx context.Context, spec *local.JobSpec) (err error) 
 		cmd = spec.Apps[0].Path
 	}
 	if l.cfg.OnJob != nil {
-		l.cfg.OnJob(spec.Job, cmd, nil)
+		l.cfg.OnJob(spec.Job, cmd, nil, l.addr)
 	}
 	// Runs last, with no lock held: the job started whole.
 	defer func() {
@@ -143,7 +143,7 @@ func (l *Launcher) launch(ctx context.Context, spec *local.JobSpec) (err error) 
 			}
 		}
 		l.mu.Unlock()
-		l.cfg.OnJob(spec.Job, cmd, pids)
+		l.cfg.OnJob(spec.Job, cmd, pids, l.addr)
 	}()
 	ctx, cancel := context.WithTimeout(ctx, l.cfg.StartTimeout)
 	defer cancel()
@@ -290,6 +290,10 @@ func (l *Launcher) bootstrap(spec *local.JobSpec, index int) *shimv1.Bootstrap {
 		tasks = append(tasks, t)
 	}
 	be := &shimv1.BackendConfig{Name: "local"}
+	// With a node daemon, other runs may connect to this job and read its
+	// keys: its data must reach the universe, so its backend starts at
+	// once (on one node it would start only when a request needs it).
+	be.StartAtOnce = l.cfg.Beyond != nil
 	if l.shims {
 		config, _ := json.Marshal(forwarder.Config{Universe: l.addr})
 		be.Path, be.Config, be.Args = l.rmPath, string(config), []string{"-universe", l.addr}

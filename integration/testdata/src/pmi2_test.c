@@ -39,6 +39,13 @@
  *            publishes "gopmi-xrun-ack", and waits until "gopmi-xrun" is gone
  *            (so the ack outlives the other run's lookup)
  *   ns-peek  rank 0 looks "gopmi-xrun" up once and prints the return code
+ *   xconnect-serve  every rank puts xk-<rank>=xv-<rank>, fence; rank 0
+ *            publishes its job id as "gopmi-xjob", waits up to 60s for
+ *            "gopmi-xjob-ack", unpublishes
+ *   xconnect-client  rank 0 looks "gopmi-xjob" up (60s at most), connects
+ *            to that job (another run's, through gopmi's node daemon), reads
+ *            its xk-1 with PMI2_ID_NULL, disconnects, publishes
+ *            "gopmi-xjob-ack" and waits until "gopmi-xjob" is gone
  *   hwloc    the job attribute PMI_hwloc_xmlfile must name a readable hwloc
  *            topology (an XML file with a <topology> element)
  * Options after the mode: "nosemi" keeps ';' out of every value (hydra cuts
@@ -285,6 +292,55 @@ static void mode_ns_peek(void)
         int rc = PMI2_Nameserv_lookup("gopmi-xrun", NULL, port, sizeof port);
         printf("ok " P " rank=%d step=xrun-peek rc=%d value=%s\n", rank, rc, port);
     }
+}
+
+static void mode_xconnect_serve(void)
+{
+    char key[64], val[64], port[PMI2_MAX_VALLEN + 1];
+    int rc;
+
+    snprintf(key, sizeof key, "xk-%d", rank);
+    snprintf(val, sizeof val, "xv-%d", rank);
+    rc = PMI2_KVS_Put(key, val);
+    if (rc != PMI2_SUCCESS) gt_fail(P, rank, "xput-rc-%d", rc);
+    fence("xconnect");
+    if (rank == 0) {
+        rc = PMI2_Nameserv_publish("gopmi-xjob", NULL, jobid);
+        if (rc != PMI2_SUCCESS) gt_fail(P, rank, "xjob-publish-rc-%d", rc);
+        printf("ok " P " rank=%d step=xjob-publish jobid=%s\n", rank, jobid);
+        fflush(stdout);
+        lookup_until("gopmi-xjob-ack", 1, port, sizeof port);
+        printf("ok " P " rank=%d step=xjob-ack value=%s\n", rank, port);
+        rc = PMI2_Nameserv_unpublish("gopmi-xjob", NULL);
+        if (rc != PMI2_SUCCESS) gt_fail(P, rank, "xjob-unpublish-rc-%d", rc);
+    }
+    fence("xconnect-done");
+}
+
+static void mode_xconnect_client(void)
+{
+    char other[PMI2_MAX_VALLEN + 1], val[PMI2_MAX_VALLEN + 1], port[PMI2_MAX_VALLEN + 1];
+    PMI2_Connect_comm_t conn;
+    int vallen = 0, rc;
+
+    if (rank == 0) {
+        lookup_until("gopmi-xjob", 1, other, sizeof other);
+        rc = PMI2_Job_Connect(other, &conn);
+        if (rc != PMI2_SUCCESS) gt_fail(P, rank, "xjob-connect-rc-%d", rc);
+        memset(val, 0, sizeof val);
+        rc = PMI2_KVS_Get(other, PMI2_ID_NULL, "xk-1", val, sizeof val, &vallen);
+        if (rc != PMI2_SUCCESS) gt_fail(P, rank, "xjob-get-rc-%d", rc);
+        if (strcmp(val, "xv-1") != 0) gt_fail(P, rank, "xjob-get-[%s]", val);
+        printf("ok " P " rank=%d step=xjob-get job=%s value=%s\n", rank, other, val);
+        rc = PMI2_Job_Disconnect(other);
+        if (rc != PMI2_SUCCESS) gt_fail(P, rank, "xjob-disconnect-rc-%d", rc);
+        rc = PMI2_Nameserv_publish("gopmi-xjob-ack", NULL, "ack");
+        if (rc != PMI2_SUCCESS) gt_fail(P, rank, "xjob-ack-rc-%d", rc);
+        lookup_until("gopmi-xjob", 0, port, sizeof port);
+        rc = PMI2_Nameserv_unpublish("gopmi-xjob-ack", NULL);
+        if (rc != PMI2_SUCCESS) gt_fail(P, rank, "xjob-ack-unpublish-rc-%d", rc);
+    }
+    fence("xconnect");
 }
 
 static void mode_spawn_multi(void)
@@ -556,6 +612,10 @@ int main(int argc, char **argv)
         mode_ns_client();
     else if (strcmp(mode, "ns-peek") == 0)
         mode_ns_peek();
+    else if (strcmp(mode, "xconnect-serve") == 0)
+        mode_xconnect_serve();
+    else if (strcmp(mode, "xconnect-client") == 0)
+        mode_xconnect_client();
     else if (strcmp(mode, "spawn-multi") == 0)
         mode_spawn_multi();
     else if (strcmp(mode, "mchild") == 0)
