@@ -458,3 +458,46 @@ func TestDaemonJobConnectAcrossRuns(t *testing.T) {
 			sr.ExitCode, sr.Stdout, sr.Stderr, d.log.String())
 	}
 }
+
+// A run killed while another run is connected to its job: the peer's next
+// connect fails at once (the daemon sees the run's process is gone), not
+// after a grace or a time-out.
+func TestDaemonConnectedRunKilled(t *testing.T) {
+	begin(t)
+	dir := worldDir(t)
+	d := startNodeDaemon(t, filepath.Join(dir, "d.sock"), filepath.Join(dir, "state"))
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	server := startRun(ctx, daemonArgv(d.sock, "-n", "2", progs[clients.PMI2Test], "xconnect-serve"), nil, nil, "")
+	client := startRun(ctx, daemonArgv(d.sock, "-n", "1", progs[clients.PMI2Test], "xconnect-hold"), nil, nil, "")
+	waitFor(t, "the client's connection", func() bool {
+		return strings.Contains(ask(t, nil, "query", "-daemon", d.sock, "gopmi.names"), "gopmi-xjob-connected")
+	})
+	var jobs []struct {
+		PID  int    `json:"pid"`
+		Size int    `json:"size"`
+		Cmd  string `json:"cmd"`
+	}
+	if err := json.Unmarshal([]byte(ask(t, nil, "ps", "-json", "-daemon", d.sock)), &jobs); err != nil {
+		t.Fatal(err)
+	}
+	killed := 0
+	for _, j := range jobs {
+		if j.Size == 2 && j.PID > 0 {
+			killed = j.PID
+			if err := syscall.Kill(j.PID, syscall.SIGKILL); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	if killed == 0 {
+		t.Fatalf("the serving run is not in gopmi ps: %+v", jobs)
+	}
+	start := time.Now()
+	cr := client.wait(t, "the client run")
+	server.wait(t, "the killed run")
+	if cr.ExitCode != 0 || !strings.Contains(cr.Stdout, "step=xjob-gone rc=") || time.Since(start) > 10*time.Second {
+		t.Fatalf("after the serving run (pid %d) was killed, %s later: exit %d\n%s\n%s\ndaemon:\n%s", killed, time.Since(start).Round(time.Millisecond),
+			cr.ExitCode, cr.Stdout, cr.Stderr, d.log.String())
+	}
+}

@@ -117,17 +117,36 @@ func callerRun(run string, p peer) error {
 // procStart is pid's start time (/proc/<pid>/stat, field 22), "" when
 // unknown.
 func procStart(pid int) string {
+	start, _ := procStat(pid)
+	return start
+}
+
+// procStat is pid's start time and state (R, S, Z, ...) from
+// /proc/<pid>/stat; "" when unknown.
+func procStat(pid int) (start, state string) {
 	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
 	if err != nil {
-		return ""
+		return "", ""
 	}
 	i := bytes.LastIndexByte(b, ')')
 	if i < 0 {
-		return ""
+		return "", ""
 	}
 	f := strings.Fields(string(b[i+1:]))
 	if len(f) <= 19 {
-		return ""
+		return "", ""
 	}
-	return f[19]
+	return f[19], f[0]
+}
+
+// runAlive reports whether r's process still runs: its pid with the start
+// time in its name. A run whose pid is unknown counts as alive.
+func runAlive(r *run) bool {
+	if r.pid <= 0 {
+		return true
+	}
+	parts := strings.Split(r.id, ":")
+	start, state := procStat(r.pid)
+	// A killed process is a zombie (Z) when its sockets close.
+	return start != "" && state != "Z" && state != "X" && (len(parts) < 3 || parts[len(parts)-1] == start)
 }

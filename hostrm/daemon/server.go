@@ -439,6 +439,13 @@ func (s *Server) lostConn(r *run) {
 	if r.ended || r.conns > 0 || s.runs[r.id] != r {
 		return
 	}
+	// A run whose process is gone (killed) is not coming back: its jobs
+	// end now, and their peers hear it at once rather than after the
+	// grace, which is for a daemon's restart.
+	if !s.closed && !runAlive(r) {
+		s.endRunLocked(r, fmt.Sprintf("lost: its process (pid %d) is gone", r.pid))
+		return
+	}
 	r.lost = time.Now()
 	s.log.Info().Str("run", r.id).Dur("grace", s.opts.Grace).Msg("run's connection closed; keeping its jobs and names for the grace")
 	s.expireLater(r)

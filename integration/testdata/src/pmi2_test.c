@@ -42,6 +42,10 @@
  *   xconnect-serve  every rank puts xk-<rank>=xv-<rank>, fence; rank 0
  *            publishes its job id as "gopmi-xjob", waits up to 60s for
  *            "gopmi-xjob-ack", unpublishes
+ *   xconnect-hold  rank 0 connects to the "gopmi-xjob" job as xconnect-client
+ *            does, publishes "gopmi-xjob-connected", then connects again
+ *            every 20 ms until a connect fails (the other run was killed;
+ *            60s at most) and prints how long that took
  *   xconnect-client  rank 0 looks "gopmi-xjob" up (60s at most), connects
  *            to that job (another run's, through gopmi's node daemon), reads
  *            its xk-1 with PMI2_ID_NULL, disconnects, publishes
@@ -343,6 +347,33 @@ static void mode_xconnect_client(void)
     fence("xconnect");
 }
 
+static void mode_xconnect_hold(void)
+{
+    char other[PMI2_MAX_VALLEN + 1], val[PMI2_MAX_VALLEN + 1];
+    PMI2_Connect_comm_t conn;
+    int vallen = 0, rc;
+
+    if (rank == 0) {
+        lookup_until("gopmi-xjob", 1, other, sizeof other);
+        rc = PMI2_Job_Connect(other, &conn);
+        if (rc != PMI2_SUCCESS) gt_fail(P, rank, "xjob-connect-rc-%d", rc);
+        rc = PMI2_KVS_Get(other, PMI2_ID_NULL, "xk-1", val, sizeof val, &vallen);
+        if (rc != PMI2_SUCCESS) gt_fail(P, rank, "xjob-get-rc-%d", rc);
+        rc = PMI2_Nameserv_publish("gopmi-xjob-connected", NULL, "yes");
+        if (rc != PMI2_SUCCESS) gt_fail(P, rank, "xjob-connected-rc-%d", rc);
+        printf("ok " P " rank=%d step=xjob-connected\n", rank);
+        fflush(stdout);
+        for (int i = 0;; i++) {
+            if (i == 3000) gt_fail(P, rank, "xjob-still-connectable-after-60s");
+            rc = PMI2_Job_Connect(other, &conn);
+            if (rc != PMI2_SUCCESS) break;
+            PMI2_Job_Disconnect(other);
+            usleep(20000);
+        }
+        printf("ok " P " rank=%d step=xjob-gone rc=%d\n", rank, rc);
+    }
+}
+
 static void mode_spawn_multi(void)
 {
     char exe[4096], newjob[256];
@@ -616,6 +647,8 @@ int main(int argc, char **argv)
         mode_xconnect_serve();
     else if (strcmp(mode, "xconnect-client") == 0)
         mode_xconnect_client();
+    else if (strcmp(mode, "xconnect-hold") == 0)
+        mode_xconnect_hold();
     else if (strcmp(mode, "spawn-multi") == 0)
         mode_spawn_multi();
     else if (strcmp(mode, "mchild") == 0)
