@@ -42,6 +42,21 @@ func worldDir(t *testing.T) string {
 	return d
 }
 
+// testDaemon is a node daemon on a socket in a fresh world-enterable
+// directory, until the test ends.
+func testDaemon(t *testing.T) (*nodeDaemon, string) {
+	t.Helper()
+	dir := worldDir(t)
+	return startNodeDaemon(t, filepath.Join(dir, "d.sock"), filepath.Join(dir, "state")), dir
+}
+
+// twoRuns says how a client run and a serving run ended, and what the
+// daemon logged: the failure message of the tests that run both.
+func twoRuns(cr, sr clients.Result, d *nodeDaemon) string {
+	return fmt.Sprintf("client: exit %d\n%s\n%s\nserver: exit %d\n%s\n%s\ndaemon:\n%s", cr.ExitCode, cr.Stdout, cr.Stderr,
+		sr.ExitCode, sr.Stdout, sr.Stderr, d.log.String())
+}
+
 // startNodeDaemon runs `gopmi daemon` on sock with its state in state
 // until the test ends (or kill).
 func startNodeDaemon(t *testing.T, sock, state string) *nodeDaemon {
@@ -153,8 +168,7 @@ func waitFor(t *testing.T, what string, cond func() bool) {
 // job with its ranks' pids.
 func TestDaemonNamesAcrossRuns(t *testing.T) {
 	begin(t)
-	dir := worldDir(t)
-	d := startNodeDaemon(t, filepath.Join(dir, "d.sock"), filepath.Join(dir, "state"))
+	d, _ := testDaemon(t)
 	for _, c := range []struct {
 		name, prog, serve, client, want string
 		n                               string
@@ -188,8 +202,7 @@ func TestDaemonNamesAcrossRuns(t *testing.T) {
 			cr := client.wait(t, "the client run")
 			sr := server.wait(t, "the serving run")
 			if cr.ExitCode != 0 || sr.ExitCode != 0 || !strings.Contains(sr.Stdout, c.want) {
-				t.Fatalf("client: exit %d\n%s\n%s\nserver: exit %d\n%s\n%s\ndaemon:\n%s", cr.ExitCode, cr.Stdout, cr.Stderr,
-					sr.ExitCode, sr.Stdout, sr.Stderr, d.log.String())
+				t.Fatal(twoRuns(cr, sr, d))
 			}
 		})
 	}
@@ -241,8 +254,7 @@ func copyExec(t *testing.T, src, dir string) string {
 func TestDaemonOtherUserRefused(t *testing.T) {
 	begin(t)
 	cred := testUser(t)
-	dir := worldDir(t)
-	d := startNodeDaemon(t, filepath.Join(dir, "d.sock"), filepath.Join(dir, "state"))
+	d, dir := testDaemon(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	server := startRun(ctx, daemonArgv(d.sock, "-n", "1", progs[clients.PMI2Test], "ns-serve"), nil, nil, "")
@@ -299,8 +311,7 @@ func TestDaemonKilledAndRestarted(t *testing.T) {
 	cr := client.wait(t, "the client run")
 	sr := server.wait(t, "the serving run")
 	if cr.ExitCode != 0 || sr.ExitCode != 0 || !strings.Contains(cr.Stdout, "step=xrun-lookup value=served-by-") {
-		t.Fatalf("client: exit %d\n%s\n%s\nserver: exit %d\n%s\n%s\ndaemon:\n%s", cr.ExitCode, cr.Stdout, cr.Stderr,
-			sr.ExitCode, sr.Stdout, sr.Stderr, d2.log.String())
+		t.Fatal(twoRuns(cr, sr, d2))
 	}
 }
 
@@ -424,8 +435,7 @@ func TestDaemonUnitsVerify(t *testing.T) {
 // printed) and what the daemon noted about the job.
 func TestDaemonLog(t *testing.T) {
 	begin(t)
-	dir := worldDir(t)
-	d := startNodeDaemon(t, filepath.Join(dir, "d.sock"), filepath.Join(dir, "state"))
+	d, _ := testDaemon(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	r := startRun(ctx, daemonArgv(d.sock, "-n", "2", "/bin/false"), nil, nil, "").wait(t, "the failing run")
@@ -445,8 +455,7 @@ func TestDaemonLog(t *testing.T) {
 // its rank 1 put, and disconnects.
 func TestDaemonJobConnectAcrossRuns(t *testing.T) {
 	begin(t)
-	dir := worldDir(t)
-	d := startNodeDaemon(t, filepath.Join(dir, "d.sock"), filepath.Join(dir, "state"))
+	d, _ := testDaemon(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	server := startRun(ctx, daemonArgv(d.sock, "-n", "2", progs[clients.PMI2Test], "xconnect-serve"), nil, nil, "")
@@ -454,8 +463,7 @@ func TestDaemonJobConnectAcrossRuns(t *testing.T) {
 	cr := client.wait(t, "the client run")
 	sr := server.wait(t, "the serving run")
 	if cr.ExitCode != 0 || sr.ExitCode != 0 || !strings.Contains(cr.Stdout, "step=xjob-get job=") || !strings.Contains(cr.Stdout, " value=xv-1\n") {
-		t.Fatalf("client: exit %d\n%s\n%s\nserver: exit %d\n%s\n%s\ndaemon:\n%s", cr.ExitCode, cr.Stdout, cr.Stderr,
-			sr.ExitCode, sr.Stdout, sr.Stderr, d.log.String())
+		t.Fatal(twoRuns(cr, sr, d))
 	}
 }
 
@@ -464,8 +472,7 @@ func TestDaemonJobConnectAcrossRuns(t *testing.T) {
 // after a grace or a time-out.
 func TestDaemonConnectedRunKilled(t *testing.T) {
 	begin(t)
-	dir := worldDir(t)
-	d := startNodeDaemon(t, filepath.Join(dir, "d.sock"), filepath.Join(dir, "state"))
+	d, _ := testDaemon(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
 	server := startRun(ctx, daemonArgv(d.sock, "-n", "2", progs[clients.PMI2Test], "xconnect-serve"), nil, nil, "")

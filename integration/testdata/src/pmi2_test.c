@@ -321,21 +321,30 @@ static void mode_xconnect_serve(void)
     fence("xconnect-done");
 }
 
-static void mode_xconnect_client(void)
+/* connect_xjob looks the job "gopmi-xjob" names up, connects to it and
+ * reads its xk-1, which must be xv-1; other gets the job id. */
+static void connect_xjob(char *other, int len)
 {
-    char other[PMI2_MAX_VALLEN + 1], val[PMI2_MAX_VALLEN + 1], port[PMI2_MAX_VALLEN + 1];
+    char val[PMI2_MAX_VALLEN + 1] = "";
     PMI2_Connect_comm_t conn;
     int vallen = 0, rc;
 
+    lookup_until("gopmi-xjob", 1, other, len);
+    rc = PMI2_Job_Connect(other, &conn);
+    if (rc != PMI2_SUCCESS) gt_fail(P, rank, "xjob-connect-rc-%d", rc);
+    rc = PMI2_KVS_Get(other, PMI2_ID_NULL, "xk-1", val, sizeof val, &vallen);
+    if (rc != PMI2_SUCCESS) gt_fail(P, rank, "xjob-get-rc-%d", rc);
+    if (strcmp(val, "xv-1") != 0) gt_fail(P, rank, "xjob-get-[%s]", val);
+    printf("ok " P " rank=%d step=xjob-get job=%s value=%s\n", rank, other, val);
+}
+
+static void mode_xconnect_client(void)
+{
+    char other[PMI2_MAX_VALLEN + 1], port[PMI2_MAX_VALLEN + 1];
+    int rc;
+
     if (rank == 0) {
-        lookup_until("gopmi-xjob", 1, other, sizeof other);
-        rc = PMI2_Job_Connect(other, &conn);
-        if (rc != PMI2_SUCCESS) gt_fail(P, rank, "xjob-connect-rc-%d", rc);
-        memset(val, 0, sizeof val);
-        rc = PMI2_KVS_Get(other, PMI2_ID_NULL, "xk-1", val, sizeof val, &vallen);
-        if (rc != PMI2_SUCCESS) gt_fail(P, rank, "xjob-get-rc-%d", rc);
-        if (strcmp(val, "xv-1") != 0) gt_fail(P, rank, "xjob-get-[%s]", val);
-        printf("ok " P " rank=%d step=xjob-get job=%s value=%s\n", rank, other, val);
+        connect_xjob(other, sizeof other);
         rc = PMI2_Job_Disconnect(other);
         if (rc != PMI2_SUCCESS) gt_fail(P, rank, "xjob-disconnect-rc-%d", rc);
         rc = PMI2_Nameserv_publish("gopmi-xjob-ack", NULL, "ack");
@@ -349,16 +358,12 @@ static void mode_xconnect_client(void)
 
 static void mode_xconnect_hold(void)
 {
-    char other[PMI2_MAX_VALLEN + 1], val[PMI2_MAX_VALLEN + 1];
+    char other[PMI2_MAX_VALLEN + 1];
     PMI2_Connect_comm_t conn;
-    int vallen = 0, rc;
+    int rc;
 
     if (rank == 0) {
-        lookup_until("gopmi-xjob", 1, other, sizeof other);
-        rc = PMI2_Job_Connect(other, &conn);
-        if (rc != PMI2_SUCCESS) gt_fail(P, rank, "xjob-connect-rc-%d", rc);
-        rc = PMI2_KVS_Get(other, PMI2_ID_NULL, "xk-1", val, sizeof val, &vallen);
-        if (rc != PMI2_SUCCESS) gt_fail(P, rank, "xjob-get-rc-%d", rc);
+        connect_xjob(other, sizeof other);
         rc = PMI2_Nameserv_publish("gopmi-xjob-connected", NULL, "yes");
         if (rc != PMI2_SUCCESS) gt_fail(P, rank, "xjob-connected-rc-%d", rc);
         printf("ok " P " rank=%d step=xjob-connected\n", rank);
