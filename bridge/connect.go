@@ -10,45 +10,38 @@ import (
 
 // jobConnect maps PMI-2 job-connect to the backend's Connect.
 func (s *Session) jobConnect(r *request, m *wire.Message) {
-	jobid := m.Value("jobid")
-	if jobid == "" {
-		r.fail(wire.RcInvalidArg, fmt.Errorf("job-connect: empty jobid="))
-		return
-	}
-	j := s.j
-	req := &plugin.ConnectRequest{Procs: j.connectProcs(jobid), Timeout: j.cfg.Timeouts.Fence}
-	s.asyncCap(r, plugin.CapConnect, "job-connect", toBackend, func(ctx context.Context) {
-		if _, err := j.be.Connect(ctx, req); err != nil {
-			r.fail(wire.RcFail, inStep("job-connect "+jobid, err))
-			return
-		}
-		// Foreign gets go through the backend, so no KVS copy is made.
-		r.ok("kvscopy", "FALSE")
+	s.connectCall(r, m, "job-connect", func(ctx context.Context, j *Job, procs []plugin.Proc) error {
+		_, err := j.be.Connect(ctx, &plugin.ConnectRequest{Procs: procs, Timeout: j.cfg.Timeouts.Fence})
+		return err
+	}, "kvscopy", "FALSE") // foreign gets go through the backend: no KVS copy
+}
+
+// jobDisconnect maps PMI-2 job-disconnect to the backend's Disconnect.
+func (s *Session) jobDisconnect(r *request, m *wire.Message) {
+	s.connectCall(r, m, "job-disconnect", func(ctx context.Context, j *Job, procs []plugin.Proc) error {
+		return j.be.Disconnect(ctx, &plugin.DisconnectRequest{Procs: procs, Timeout: j.cfg.Timeouts.Fence})
 	})
 }
 
-// connectProcs are the parties of a job-connect or job-disconnect: this
-// job and jobid, whole.
-func (j *Job) connectProcs(jobid string) []plugin.Proc {
-	return []plugin.Proc{
-		{Nspace: j.cfg.Job.Nspace, Rank: plugin.RankWildcard},
-		{Nspace: jobid, Rank: plugin.RankWildcard},
-	}
-}
-
-func (s *Session) jobDisconnect(r *request, m *wire.Message) {
+// connectCall is job-connect and job-disconnect: the parties are this job
+// and jobid, whole; call asks the backend, and the answer carries ok's
+// pairs.
+func (s *Session) connectCall(r *request, m *wire.Message, verb string, call func(context.Context, *Job, []plugin.Proc) error, ok ...string) {
 	jobid := m.Value("jobid")
 	if jobid == "" {
-		r.fail(wire.RcInvalidArg, fmt.Errorf("job-disconnect: empty jobid="))
+		r.fail(wire.RcInvalidArg, fmt.Errorf("%s: empty jobid=", verb))
 		return
 	}
 	j := s.j
-	req := &plugin.DisconnectRequest{Procs: j.connectProcs(jobid), Timeout: j.cfg.Timeouts.Fence}
-	s.asyncCap(r, plugin.CapConnect, "job-disconnect", toBackend, func(ctx context.Context) {
-		if err := j.be.Disconnect(ctx, req); err != nil {
-			r.fail(wire.RcFail, fmt.Errorf("job-disconnect %s: %w", jobid, err))
+	procs := []plugin.Proc{
+		{Nspace: j.cfg.Job.Nspace, Rank: plugin.RankWildcard},
+		{Nspace: jobid, Rank: plugin.RankWildcard},
+	}
+	s.asyncCap(r, plugin.CapConnect, verb, toBackend, func(ctx context.Context) {
+		if err := call(ctx, j, procs); err != nil {
+			r.fail(wire.RcFail, inStep(verb+" "+jobid, err))
 			return
 		}
-		r.ok()
+		r.ok(ok...)
 	})
 }

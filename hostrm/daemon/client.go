@@ -221,14 +221,9 @@ func retry[T any](ctx context.Context, c *Client, f func(plugin.Full) (T, error)
 	}
 }
 
-// withTimeout bounds ctx by d (or the default d).
-func withTimeout(ctx context.Context, d time.Duration) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(ctx, d)
-}
-
 // Publish publishes through the daemon.
 func (c *Client) Publish(ctx context.Context, req *plugin.PublishRequest) error {
-	ctx, cancel := withTimeout(ctx, plugin.DefaultLookupTimeout)
+	ctx, cancel := context.WithTimeout(ctx, plugin.DefaultLookupTimeout)
 	defer cancel()
 	_, err := retry(ctx, c, func(be plugin.Full) (struct{}, error) { return struct{}{}, be.Publish(ctx, req) })
 	return err
@@ -236,28 +231,28 @@ func (c *Client) Publish(ctx context.Context, req *plugin.PublishRequest) error 
 
 // Lookup looks up through the daemon; a lookup with Wait waits there.
 func (c *Client) Lookup(ctx context.Context, req *plugin.LookupRequest) (*plugin.LookupResponse, error) {
-	ctx, cancel := withTimeout(ctx, req.TimeoutOrDefault()+time.Second)
+	ctx, cancel := context.WithTimeout(ctx, req.TimeoutOrDefault()+time.Second)
 	defer cancel()
 	return retry(ctx, c, func(be plugin.Full) (*plugin.LookupResponse, error) { return be.Lookup(ctx, req) })
 }
 
 // Connect connects to jobs of other runs through the daemon.
 func (c *Client) Connect(ctx context.Context, req *plugin.ConnectRequest) (*plugin.ConnectResponse, error) {
-	ctx, cancel := withTimeout(ctx, plugin.DefaultLookupTimeout)
+	ctx, cancel := context.WithTimeout(ctx, plugin.DefaultLookupTimeout)
 	defer cancel()
 	return retry(ctx, c, func(be plugin.Full) (*plugin.ConnectResponse, error) { return be.Connect(ctx, req) })
 }
 
 // DirectModex reads a key of another run's job through the daemon.
 func (c *Client) DirectModex(ctx context.Context, req *plugin.ModexRequest) (*plugin.ModexResponse, error) {
-	ctx, cancel := withTimeout(ctx, plugin.DefaultFenceTimeout)
+	ctx, cancel := context.WithTimeout(ctx, plugin.DefaultFenceTimeout)
 	defer cancel()
 	return retry(ctx, c, func(be plugin.Full) (*plugin.ModexResponse, error) { return be.DirectModex(ctx, req) })
 }
 
 // Unpublish unpublishes through the daemon.
 func (c *Client) Unpublish(ctx context.Context, req *plugin.UnpublishRequest) error {
-	ctx, cancel := withTimeout(ctx, plugin.DefaultLookupTimeout)
+	ctx, cancel := context.WithTimeout(ctx, plugin.DefaultLookupTimeout)
 	defer cancel()
 	_, err := retry(ctx, c, func(be plugin.Full) (struct{}, error) { return struct{}{}, be.Unpublish(ctx, req) })
 	return err

@@ -1,16 +1,16 @@
 package daemon
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"net"
-	"os"
 	"os/user"
 	"strconv"
 	"strings"
 	"sync"
 	"syscall"
+
+	"github.com/gopmi/gopmi/hostrm/internal/procstat"
 )
 
 // peer is who is at the other end of a connection, from the kernel
@@ -114,29 +114,10 @@ func callerRun(run string, p peer) error {
 	return nil
 }
 
-// procStart is pid's start time (/proc/<pid>/stat, field 22), "" when
-// unknown.
+// procStart is pid's start time, "" when unknown.
 func procStart(pid int) string {
-	start, _ := procStat(pid)
-	return start
-}
-
-// procStat is pid's start time and state (R, S, Z, ...) from
-// /proc/<pid>/stat; "" when unknown.
-func procStat(pid int) (start, state string) {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return "", ""
-	}
-	i := bytes.LastIndexByte(b, ')')
-	if i < 0 {
-		return "", ""
-	}
-	f := strings.Fields(string(b[i+1:]))
-	if len(f) <= 19 {
-		return "", ""
-	}
-	return f[19], f[0]
+	st, _ := procstat.Read(pid)
+	return st.Start
 }
 
 // runAlive reports whether r's process still runs: its pid with the start
@@ -146,7 +127,7 @@ func runAlive(r *run) bool {
 		return true
 	}
 	parts := strings.Split(r.id, ":")
-	start, state := procStat(r.pid)
-	// A killed process is a zombie (Z) when its sockets close.
-	return start != "" && state != "Z" && state != "X" && (len(parts) < 3 || parts[len(parts)-1] == start)
+	st, ok := procstat.Read(r.pid)
+	// A killed process is a zombie when its sockets close.
+	return ok && !st.Exited() && (len(parts) < 3 || parts[len(parts)-1] == st.Start)
 }

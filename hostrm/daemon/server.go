@@ -876,26 +876,34 @@ func (s *Server) DirectModex(ctx context.Context, req *plugin.ModexRequest) (*pl
 		s.mu.Unlock()
 		return nil, plugin.Errorf(plugin.ErrUnavailable, "%s: run %s does not serve its jobs to other runs", step, j.info.Run)
 	}
-	c := r.link
+	c, addr := r.link, r.universe
+	s.mu.Unlock()
 	if c == nil {
+		// Dialled without the lock: no other call waits on this run.
 		dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		c, err = link.Dial(dctx, r.universe)
+		c, err = link.Dial(dctx, addr)
 		cancel()
 		if err != nil {
-			s.mu.Unlock()
 			return nil, plugin.Errorf(plugin.ErrAborted, "%s: run %s does not answer (it ended?): %v", step, j.info.Run, err)
 		}
-		r.link = c
-		go func() {
-			<-c.Done()
-			s.mu.Lock()
-			if r.link == c {
-				r.link = nil
-			}
+		s.mu.Lock()
+		if r.link != nil || r.ended || r.universe != addr {
+			// Another call dialled first, or the run changed meanwhile.
 			s.mu.Unlock()
-		}()
+			defer c.Close()
+		} else {
+			r.link = c
+			s.mu.Unlock()
+			go func() {
+				<-c.Done()
+				s.mu.Lock()
+				if r.link == c {
+					r.link = nil
+				}
+				s.mu.Unlock()
+			}()
+		}
 	}
-	s.mu.Unlock()
 	resp, err := c.Backend().DirectModex(ctx, req)
 	if err != nil && errors.Is(err, plugin.ErrUnavailable) {
 		return nil, plugin.Errorf(plugin.ErrAborted, "%s: run %s went away: %v", step, j.info.Run, err)

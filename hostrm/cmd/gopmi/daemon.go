@@ -100,13 +100,9 @@ func daemonLogWriter(stderr io.Writer) io.Writer {
 	return zerolog.ConsoleWriter{Out: stderr, NoColor: true, TimeFormat: "15:04:05.000"}
 }
 
-// askDaemon runs one query against the daemon at path.
-func askDaemon(path string, keys ...string) (map[string]string, error) {
-	return askDaemonQ(path, nil, keys...)
-}
-
-// askDaemonQ is askDaemon with qualifiers.
-func askDaemonQ(path string, quals []plugin.Info, keys ...string) (map[string]string, error) {
+// askDaemon runs one query, with its qualifiers, against the daemon at
+// path.
+func askDaemon(path string, quals []plugin.Info, keys ...string) (map[string]string, error) {
 	if !isSocket(path) {
 		return nil, fmt.Errorf("no node daemon at %s (start it: systemctl start gopmi.socket, or gopmi daemon -socket PATH)", path)
 	}
@@ -150,7 +146,7 @@ func psCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "gopmi ps: unexpected arguments %q\n", fs.Args())
 		return 2
 	}
-	res, err := askDaemon(daemonPath(*path), daemon.QueryPS)
+	res, err := askDaemon(daemonPath(*path), nil, daemon.QueryPS)
 	if err != nil {
 		fmt.Fprintf(stderr, "gopmi ps: %v\n", err)
 		return 1
@@ -224,7 +220,7 @@ func queryCmd(args []string, stdout, stderr io.Writer) int {
 	if len(keys) == 0 {
 		keys = []string{"namespaces"}
 	}
-	res, err := askDaemon(daemonPath(*path), keys...)
+	res, err := askDaemon(daemonPath(*path), nil, keys...)
 	if err != nil {
 		fmt.Fprintf(stderr, "gopmi query: %v\n", err)
 		return 1
@@ -272,7 +268,7 @@ func logCmd(args []string, stdout, stderr io.Writer) int {
 	if fs.NArg() > 0 {
 		quals = []plugin.Info{{Key: "nspace", Value: fs.Arg(0)}}
 	}
-	res, err := askDaemonQ(daemonPath(*path), quals, daemon.QueryLog)
+	res, err := askDaemon(daemonPath(*path), quals, daemon.QueryLog)
 	if err != nil {
 		fmt.Fprintf(stderr, "gopmi log: %v\n", err)
 		return 1

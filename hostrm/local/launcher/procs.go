@@ -15,6 +15,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/gopmi/gopmi/hostrm/internal/procstat"
 	"github.com/gopmi/gopmi/hostrm/local/forwarder"
 )
 
@@ -180,14 +181,8 @@ func signalName(sig syscall.Signal) string {
 // signal sent to such a process does nothing, so the launcher does not
 // count its exit as caused by that signal.
 func isZombie(pid int) bool {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return true
-	}
-	// The state follows the command name, which is in parentheses and may
-	// itself contain them.
-	i := bytes.LastIndexByte(b, ')')
-	return i < 0 || i+2 >= len(b) || b[i+2] == 'Z' || b[i+2] == 'X'
+	st, ok := procstat.Read(pid)
+	return !ok || st.Exited()
 }
 
 // tailWriter passes a child's stderr through and remembers its last
