@@ -439,16 +439,41 @@ func (s *Server) lostConn(r *run) {
 	if r.ended || r.conns > 0 || s.runs[r.id] != r {
 		return
 	}
-	// A run whose process is gone (killed) is not coming back: its jobs
-	// end now, and their peers hear it at once rather than after the
-	// grace, which is for a daemon's restart.
-	if !s.closed && !runAlive(r) {
-		s.endRunLocked(r, fmt.Sprintf("lost: its process (pid %d) is gone", r.pid))
-		return
-	}
 	r.lost = time.Now()
 	s.log.Info().Str("run", r.id).Dur("grace", s.opts.Grace).Msg("run's connection closed; keeping its jobs and names for the grace")
 	s.expireLater(r)
+	s.watchExit(r, r.lost)
+}
+
+// exitWatch bounds how long after its connection closed a run's process
+// is watched for its end: a killed process closes its sockets before the
+// kernel shows it exited, so one look at once can miss it.
+const (
+	exitWatch      = 2 * time.Second
+	exitWatchEvery = 20 * time.Millisecond
+)
+
+// watchExit ends r as soon as its process is seen gone, within exitWatch
+// of lost: a killed run is not coming back, and its peers hear it at once
+// rather than after the grace, which is for a restart of the daemon.
+// Called with mu held.
+func (s *Server) watchExit(r *run, lost time.Time) {
+	var check func()
+	check = func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if s.closed || r.ended || r.conns > 0 || !r.lost.Equal(lost) || s.runs[r.id] != r {
+			return
+		}
+		if !runAlive(r) {
+			s.endRunLocked(r, fmt.Sprintf("lost: its process (pid %d) is gone", r.pid))
+			return
+		}
+		if time.Since(lost) < exitWatch {
+			time.AfterFunc(exitWatchEvery, check)
+		}
+	}
+	time.AfterFunc(0, check)
 }
 
 // expireLater ends r once Grace passed without it coming back. Called with
