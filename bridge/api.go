@@ -64,6 +64,9 @@ type Config struct {
 	FenceMode FenceMode
 	// PMIDebug is served as pmiverbose / debug.
 	PMIDebug bool
+	// PortSecret is the job's PMI_PORT secret: a PMI-2 client proves it
+	// knows it with fullinit authtype=challenge-sha256 (see AttachPort).
+	PortSecret string
 	// Backend is the job's backend, which may still be starting: requests
 	// that need it wait for it, the others never do.
 	Backend *Backend

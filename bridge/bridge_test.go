@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -512,11 +513,17 @@ func TestAbort(t *testing.T) {
 	}
 }
 
+// owner is a PMI_PORT peer of the job's user.
+var owner = PortPeer{Owner: true, Describe: func() string { return "uid 1000, pid 42 (owner)" }}
+
+// stranger is a PMI_PORT peer of another user.
+var stranger = PortPeer{Describe: func() string { return "uid 1001, pid 66 (stranger)" }}
+
 func TestPMIPort(t *testing.T) {
 	w := newWorldRM(t, newFakeRM(), 2, 1, false)
 	j := w.job(0)
 	a := w.task(0)
-	a.s = j.AttachPort(a.c)
+	a.s = j.AttachPort(a.c, owner)
 	a.send("cmd=get_maxes")
 	a.expect("cmd=maxes rc=-1")
 	a.send("cmd=initack pmiid=0")
@@ -527,15 +534,128 @@ func TestPMIPort(t *testing.T) {
 	a.init1()
 	// A second connection may not take rank 0.
 	x := &tsk{t: t, q: w.q, rank: 0, c: newConn()}
-	x.s = j.AttachPort(x.c)
+	x.s = j.AttachPort(x.c, owner)
 	x.send("cmd=initack pmiid=0")
-	x.expect("cmd=initack rc=3")
+	m := x.expect("cmd=initack rc=3")
+	if !strings.Contains(m.Value("msg"), "already_claimed_by_another_connection_(uid_1000,_pid_42_(owner))") {
+		t.Errorf("second claim's msg = %q, want the first claimer named", m.Value("msg"))
+	}
 	x.send("cmd=initack pmiid=9")
 	x.expect("cmd=initack rc=3")
 	// PMI-2 in port mode binds at fullinit.
 	b := w.task(1)
-	b.s = j.AttachPort(b.c)
+	b.s = j.AttachPort(b.c, owner)
 	b.init2()
+	// Once claimed, a rank stays claimed after its connection is gone.
+	b.s.Close(nil)
+	y := &tsk{t: t, q: w.q, rank: 1, c: newConn()}
+	y.s = j.AttachPort(y.c, owner)
+	y.send("cmd=initack pmiid=1")
+	y.expect("cmd=initack rc=3")
+}
+
+// TestPMIPortStranger: a PMI_PORT peer that is not the job's user cannot
+// claim a rank without the secret: PMI-1 cannot authenticate at all, PMI-2
+// must answer the challenge. Each refusal closes the connection.
+func TestPMIPortStranger(t *testing.T) {
+	const secret = "s3cret"
+	w := newWorldRM(t, newFakeRM(), 3, 1, false, func(c *jobSetup) { c.PortSecret = secret })
+	j := w.job(0)
+	port := func(rank int32, p PortPeer) *tsk {
+		k := &tsk{t: t, q: w.q, rank: rank, c: newConn()}
+		k.s = j.AttachPort(k.c, p)
+		return k
+	}
+	to2 := func(k *tsk) {
+		k.send("cmd=init pmi_version=2 pmi_subversion=0")
+		k.expect("cmd=response_to_init rc=0")
+		k.c.mu.Lock()
+		k.c.version = 2
+		k.c.mu.Unlock()
+	}
+
+	a := port(0, stranger)
+	a.init1()
+	a.send("cmd=initack pmiid=0")
+	m := a.expect("cmd=initack rc=-1")
+	if !strings.Contains(m.Value("msg"), "uid_1001,_pid_66") {
+		t.Errorf("msg = %q, want the peer named", m.Value("msg"))
+	}
+	if !a.c.isClosed() {
+		t.Error("refused PMI-1 connection left open")
+	}
+
+	b := port(0, stranger)
+	to2(b)
+	b.send("cmd=fullinit;pmirank=0;")
+	m = b.expect("cmd=fullinit-response;rc=-1;")
+	if !strings.Contains(m.Value("errmsg"), "authtype=challenge-sha256") {
+		t.Errorf("errmsg = %q, want the way to authenticate", m.Value("errmsg"))
+	}
+	if !b.c.isClosed() {
+		t.Error("refused PMI-2 connection left open")
+	}
+
+	c := port(0, stranger)
+	to2(c)
+	c.send("cmd=fullinit;pmirank=0;authtype=challenge-sha256;")
+	ch := c.expect("cmd=auth-response;authinfo=*;")
+	c.send("cmd=auth-response-complete;authinfo=" + ChallengeAnswer("wrong", ch.Value("authinfo")) + ";")
+	m = c.expect("cmd=fullinit-response;rc=-1;")
+	if !strings.Contains(m.Value("errmsg"), "authentication failed") || !c.c.isClosed() {
+		t.Errorf("wrong answer: errmsg %q, closed %v", m.Value("errmsg"), c.c.isClosed())
+	}
+
+	d := port(0, stranger)
+	to2(d)
+	d.send("cmd=fullinit;pmirank=0;authtype=kerberos;")
+	d.expect("cmd=fullinit-response;rc=-1;")
+
+	// The right answer binds the rank, and the session serves.
+	e := port(0, stranger)
+	to2(e)
+	e.send("cmd=auth-response-complete;authinfo=00;")
+	e.expect("cmd=fullinit-response;rc=-1;") // no challenge asked yet
+	e.send("cmd=fullinit;pmirank=0;authtype=challenge-sha256;")
+	ch = e.expect("cmd=auth-response;authinfo=*;")
+	n := ch.Value("authinfo")
+	if _, err := strconv.ParseUint(n, 10, 64); err != nil {
+		t.Fatalf("authinfo %q is not an integer", n)
+	}
+	e.send("cmd=auth-response-complete;authinfo=" + strings.ToUpper(ChallengeAnswer(secret, n)) + ";")
+	e.expect("cmd=fullinit-response;rc=0;rank=0;size=3;")
+	e.send("cmd=job-getid;")
+	e.expect("cmd=job-getid-response;rc=0;jobid=job-1;")
+
+	// Two challenges never share a nonce.
+	f := port(1, stranger)
+	to2(f)
+	f.send("cmd=fullinit;pmirank=1;authtype=challenge-sha256;")
+	if f.expect("cmd=auth-response;authinfo=*;").Value("authinfo") == n {
+		t.Error("the same nonce twice")
+	}
+
+	// The job's user needs no secret; one that authenticates anyway may.
+	g := port(2, owner)
+	to2(g)
+	g.send("cmd=fullinit;pmirank=2;authtype=challenge-sha256;")
+	ch = g.expect("cmd=auth-response;authinfo=*;")
+	g.send("cmd=auth-response-complete;authinfo=" + ChallengeAnswer(secret, ch.Value("authinfo")) + ";")
+	g.expect("cmd=fullinit-response;rc=0;rank=2;")
+}
+
+// TestAuthOnTaskSocket: a client that asks for challenge-sha256 on its own
+// socket (PMI_FD) of a job without PMI_PORT is served without one.
+func TestAuthOnTaskSocket(t *testing.T) {
+	w := newWorld(t, 1, 1)
+	k := w.task(0)
+	k.send("cmd=init pmi_version=2 pmi_subversion=0")
+	k.expect("cmd=response_to_init rc=0")
+	k.c.mu.Lock()
+	k.c.version = 2
+	k.c.mu.Unlock()
+	k.send("cmd=fullinit;pmirank=0;authtype=challenge-sha256;")
+	k.expect("cmd=fullinit-response;rc=0;rank=0;")
 }
 
 func TestSpawn(t *testing.T) {

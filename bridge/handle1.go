@@ -122,6 +122,11 @@ func (s *Session) initack(r *request, spec *wire.CommandSpec, m *wire.Message) {
 		r.fail(wire.RcInvalidArg, fmt.Errorf("initack: missing or bad pmiid= (%q)", m.Value("pmiid")))
 		return
 	}
+	if s.port != nil && !s.port.Owner {
+		s.refuse(r, fmt.Errorf("initack: pmiid %d refused: this PMI_PORT connection comes from %s, not from a process of the job's user "+
+			"(PMI-1 cannot authenticate; a PMI-2 client can, with authtype=%s)", id, s.port, AuthChallengeSHA256))
+		return
+	}
 	if s.rank >= 0 && int32(id) != s.rank {
 		r.fail(wire.RcInvalidArg, fmt.Errorf("initack: pmiid %d does not match this connection's rank %d", id, s.rank))
 		return

@@ -15,8 +15,14 @@ func (s *Session) dispatch2(r *request, m *wire.Message) {
 	if !ok {
 		return
 	}
-	if m.Cmd == "fullinit" {
-		s.fullinit(r, m)
+	switch m.Cmd {
+	case "fullinit":
+		if s.authenticate(r, m) {
+			s.fullinit(r, m)
+		}
+		return
+	case "auth-response-complete":
+		s.authComplete(r, m)
 		return
 	}
 	if s.rank < 0 {

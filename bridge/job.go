@@ -140,10 +140,13 @@ func (j *Job) Attach(rank int32, out Sender) (*Session, error) {
 }
 
 // AttachPort opens a session for a connection accepted on the PMI_PORT
-// listener; the rank is bound by initack or fullinit.
-func (j *Job) AttachPort(out Sender) *Session {
+// listener; the rank is bound by initack or fullinit. A peer that is not
+// the job's user (peer.Owner false) must authenticate first, and each rank
+// is claimed by one connection only.
+func (j *Job) AttachPort(out Sender, peer PortPeer) *Session {
 	s := newSession(j, out)
 	s.rank = -1
+	s.port = &peer
 	return s
 }
 
@@ -156,7 +159,10 @@ func (j *Job) bind(s *Session, rank int32) error {
 		return fmt.Errorf("rank %d is not a task of job %s on this node", rank, j.cfg.Job.Nspace)
 	}
 	if t.sess != nil && t.sess != s {
-		return fmt.Errorf("rank %d is already connected", rank)
+		first := t.sess.port.String()
+		j.log.Warn().Int32("rank", rank).Str("peer", s.port.String()).Str("first", first).
+			Msg("PMI_PORT: a second connection claimed a rank; refused")
+		return fmt.Errorf("rank %d was already claimed by another connection (%s); each PMI_ID is claimed once", rank, first)
 	}
 	t.sess = s
 	s.rank = rank

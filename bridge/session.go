@@ -35,6 +35,14 @@ type Session struct {
 	// rank is -1 until a port session is bound; written by the Feed
 	// goroutine under j.mu, read by it without.
 	rank int32
+
+	// port is the peer of a PMI_PORT connection (nil: a task's own
+	// socket). The rest is the challenge-sha256 handshake, used only by
+	// the Feed goroutine.
+	port        *PortPeer
+	authed      bool
+	nonce       string
+	pendingInit *wire.Message
 }
 
 func newSession(j *Job, out Sender) *Session {

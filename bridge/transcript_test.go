@@ -356,7 +356,7 @@ func replayJob(t *testing.T, js *jobScript, spawned bool, out *strings.Builder) 
 	aborted := false
 	for _, rs := range js.ranks {
 		if port {
-			w.task(int(rs.rank)).s = w.job(0).AttachPort(w.task(int(rs.rank)).c)
+			w.task(int(rs.rank)).s = w.job(0).AttachPort(w.task(int(rs.rank)).c, owner)
 		}
 		for _, st := range rs.steps {
 			switch c, svc := cmdOf(st.send); c {

@@ -48,6 +48,8 @@ var Commands = wire.Table{
 			opt("pmirank", tInt, "", "PMI_RANK (or PMI_ID for MPICH); absent: the connection's bound rank"),
 			opt("srcid", tInt, "", "Slurm's libpmi2 sends PMI_ID here instead of pmirank"),
 			opt("threaded", tBool, "FALSE", ""),
+			opt("authtype", tStr, "", "challenge-sha256 (PMI_PORT clients that are not the job's user): the server answers cmd=auth-response;authinfo=<n>; first"),
+			opt("authinfo", tStr, "", "unused by challenge-sha256"),
 		},
 		Response: []wire.AttrSpec{
 			req("pmi-version", tInt, "Slurm's libpmi2 fails without it"),
@@ -59,6 +61,11 @@ var Commands = wire.Table{
 			opt("debugged", tBool, "FALSE", ""),
 			opt("pmiverbose", tBool, "FALSE", "both clients accept TRUE/FALSE (MPICH >= 4.1 reads it with atoi)"),
 		},
+	},
+	{
+		Name: "auth-response-complete", Reply: "fullinit-response", Since: "2.0",
+		Request: []wire.AttrSpec{req("authinfo", tStr, "hex sha256 of the job's secret (PMI_AUTH_SECRET) followed by the server's authinfo")},
+		Doc:     "The second half of fullinit's challenge-sha256 handshake, after the server's cmd=auth-response;authinfo=<n>; (the PMI-2 wire protocol draft; no other server implements it).",
 	},
 	{
 		Name: "job-getid", Reply: "job-getid-response", Since: "2.0",

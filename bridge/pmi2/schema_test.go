@@ -10,7 +10,7 @@ import (
 func TestCommandsTable(t *testing.T) {
 	want := []string{"fullinit", "job-getid", "job-connect", "job-disconnect", "kvs-put", "kvs-get", "kvs-fence",
 		"info-putnodeattr", "info-getnodeattr", "info-getjobattr", "name-publish", "name-unpublish", "name-lookup",
-		"spawn", "abort", "finalize", "ring"}
+		"spawn", "abort", "finalize", "ring", "auth-response-complete"}
 	if len(Commands) != len(want) {
 		t.Errorf("Commands has %d entries, want %d", len(Commands), len(want))
 	}
@@ -21,8 +21,11 @@ func TestCommandsTable(t *testing.T) {
 			continue
 		}
 		wantReply := name + "-response"
-		if name == "abort" {
+		switch name {
+		case "abort":
 			wantReply = ""
+		case "auth-response-complete":
+			wantReply = "fullinit-response" // the handshake ends fullinit
 		}
 		if c.Reply != wantReply {
 			t.Errorf("%s: Reply = %q, want %q", name, c.Reply, wantReply)

@@ -50,12 +50,16 @@ type Config struct {
 	Tasks  []Task
 	// PortFD names the PMI_PORT listener among the host's fds; "" when
 	// every task has its own connection.
-	PortFD   string
-	Backend  BackendSpec
-	Preput   []plugin.Info
-	Attrs    []plugin.Info
-	Limits   bridge.Limits
-	Timeouts bridge.Timeouts
+	PortFD string
+	// PortSecret is the job's PMI_PORT secret (PMI_AUTH_SECRET): a
+	// PMI-2 client proves it knows it with fullinit
+	// authtype=challenge-sha256.
+	PortSecret string
+	Backend    BackendSpec
+	Preput     []plugin.Info
+	Attrs      []plugin.Info
+	Limits     bridge.Limits
+	Timeouts   bridge.Timeouts
 	// BackendStart bounds launching the backend plus Configure.
 	BackendStart time.Duration
 	// Connect bounds how long a task takes to send its first byte, and
@@ -280,6 +284,7 @@ func (c *Config) setNodeAndTasks(b *shimv1.Bootstrap) error {
 	}
 	c.NodeID = b.GetNodeId()
 	c.PortFD = b.GetPmiPortFd()
+	c.PortSecret = b.GetPmiPortSecret()
 
 	mine := map[int32]bool{}
 	for _, r := range local {

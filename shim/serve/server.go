@@ -55,15 +55,16 @@ type Server struct {
 func Start(ctx context.Context, c *Config, o Options) (*Server, error) {
 	log := o.Logger.With().Str("job", c.Job.Nspace).Int32("node", c.NodeID).Logger()
 	job, err := bridge.NewJob(ctx, bridge.Config{
-		Job:       c.Job,
-		NodeID:    c.NodeID,
-		Preput:    c.Preput,
-		Attrs:     c.Attrs,
-		Limits:    c.Limits,
-		Timeouts:  c.bridgeTimeouts(),
-		FenceMode: c.FenceMode,
-		PMIDebug:  c.PMIDebug,
-		Backend:   o.Backend,
+		Job:        c.Job,
+		NodeID:     c.NodeID,
+		Preput:     c.Preput,
+		Attrs:      c.Attrs,
+		Limits:     c.Limits,
+		Timeouts:   c.bridgeTimeouts(),
+		FenceMode:  c.FenceMode,
+		PMIDebug:   c.PMIDebug,
+		PortSecret: c.PortSecret,
+		Backend:    o.Backend,
 		// The bridge adds the job and node fields itself.
 		Logger: o.Logger,
 	})
@@ -274,6 +275,7 @@ func (s *Server) acceptLoop(l net.Listener) {
 			<-backoff.C
 			continue
 		}
+		peer := portPeer(conn, "/proc")
 		s.mu.Lock()
 		switch {
 		case s.closing:
@@ -292,7 +294,7 @@ func (s *Server) acceptLoop(l net.Listener) {
 		// connections under mu, cannot miss this one. The bridge calls
 		// only the taskConn's own methods, which never take s.mu.
 		tc := newTaskConn(conn, s.queueBytes(), s.log.With().Str("conn", "pmi_port").Logger())
-		sess := s.job.AttachPort(tc)
+		sess := s.job.AttachPort(tc, peer)
 		s.conns = append(s.conns, tc)
 		s.mu.Unlock()
 		s.serveConn(tc, sess, func() {

@@ -130,7 +130,9 @@ func newRunFlagSet(f *runFlags, stderr io.Writer) *flag.FlagSet {
 	fs.IntVar(&f.ppn, "ppn", 0, "ranks per simulated node (block distribution), each served by a gopmi-shim process; 0 = one node, served by gopmi run itself")
 	fs.Var(&f.env, "env", "add KEY=VALUE to this section's tasks' environment (repeatable; \"-env KEY VALUE\" works too)")
 	fs.Var(&f.genv, "genv", "add KEY=VALUE to every task's environment, of every section (repeatable)")
-	fs.BoolVar(&f.pmiPort, "pmi-port", false, "give tasks PMI_PORT=127.0.0.1:<port> and PMI_ID=<rank> instead of PMI_FD")
+	fs.BoolVar(&f.pmiPort, "pmi-port", false, "give tasks PMI_PORT=127.0.0.1:<port> and PMI_ID=<rank> instead of PMI_FD. "+
+		"The port listens on loopback only; a process of the job's user may claim each PMI_ID once, "+
+		"any other process must authenticate (PMI-2 fullinit authtype=challenge-sha256 with the tasks' PMI_AUTH_SECRET)")
 	fs.IntVar(&f.usize, "usize", 0, "universe size (default: -n)")
 	fs.StringVar(&f.fenceMode, "fence-mode", launcher.DefaultFenceMode, launcher.FenceModes())
 	fs.DurationVar(&f.timeout, "timeout", launcher.DefaultFenceTimeout, "fence time-out")

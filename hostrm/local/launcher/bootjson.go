@@ -102,9 +102,10 @@ func bootstrapJSON(b *shimv1.Bootstrap) ([]byte, error) {
 		PmiPortFd string    `json:"pmiPortFd,omitempty"`
 		LogLevel  string    `json:"logLevel,omitempty"`
 		PmiDebug  bool      `json:"pmiDebug,omitempty"`
+		Secret    string    `json:"pmiPortSecret,omitempty"`
 	}
 	out := bootstrap{Version: b.GetVersion(), NodeID: b.GetNodeId(), PmiPortFd: str(b.GetPmiPortFd()),
-		LogLevel: str(b.GetLogLevel()), PmiDebug: b.GetPmiDebug()}
+		LogLevel: str(b.GetLogLevel()), PmiDebug: b.GetPmiDebug(), Secret: str(b.GetPmiPortSecret())}
 	if m := b.GetFenceMode(); m != shimv1.FenceMode_FENCE_MODE_UNSPECIFIED {
 		out.FenceMode = m.String()
 	}

@@ -40,7 +40,7 @@ func (l *Launcher) startHere(rj *runJob, s *nodeStart) error {
 			index = i
 		}
 	}
-	cfg, err := serve.NewConfig(l.bootstrap(rj.spec, index))
+	cfg, err := serve.NewConfig(l.bootstrap(rj.spec, index, rj.secret))
 	if err != nil {
 		return fmt.Errorf("job %s node %d: %w", ns, id, err)
 	}

@@ -30,7 +30,7 @@ func TestServedHereBackendFails(t *testing.T) {
 		t.Fatal(err)
 	}
 	l.u.Close() // every Configure now fails: the run is ending
-	cfg, err := serve.NewConfig(l.bootstrap(spec, 0))
+	cfg, err := serve.NewConfig(l.bootstrap(spec, 0, ""))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -220,7 +220,7 @@ func New(cfg Config) (*Launcher, error) {
 	}
 	// What a shim would refuse in its bootstrap is refused here, in
 	// either mode, before anything starts.
-	if _, err := serve.NewConfig(l.bootstrap(&local.JobSpec{Job: local.Layout("check", cfg.Apps, 0, cfg.Hostname, cfg.UniverseSize)}, 0)); err != nil {
+	if _, err := serve.NewConfig(l.bootstrap(&local.JobSpec{Job: local.Layout("check", cfg.Apps, 0, cfg.Hostname, cfg.UniverseSize)}, 0, "")); err != nil {
 		return nil, settingError(err)
 	}
 	if l.shims {

@@ -80,7 +80,7 @@ func (l *Launcher) startShim(rj *runJob, s *nodeStart) error {
 		// The bootstrap is built on exec's stdin goroutine, while the
 		// tasks start: the shim reads it only once its runtime is up.
 		Stdin: &lazyReader{make: func() ([]byte, error) {
-			return bootstrapJSON(l.bootstrap(rj.spec, index))
+			return bootstrapJSON(l.bootstrap(rj.spec, index, rj.secret))
 		}},
 		Stdout:     l.out,
 		Stderr:     sp.tail,

@@ -2,6 +2,8 @@ package launcher
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -37,6 +39,9 @@ type runJob struct {
 	graced    bool       // the servers' grace period started
 	failure   string
 	ended     bool
+	// secret is the job's PMI_PORT secret (PMI_AUTH_SECRET); "" without
+	// PMI_PORT.
+	secret string
 }
 
 type runTask struct {
@@ -148,6 +153,9 @@ func (l *Launcher) launch(ctx context.Context, spec *local.JobSpec) (err error) 
 	ctx, cancel := context.WithTimeout(ctx, l.cfg.StartTimeout)
 	defer cancel()
 	rj := &runJob{spec: spec, launching: true, tasks: make([]*runTask, spec.Job.Size)}
+	if l.cfg.PMIPort {
+		rj.secret = newSecret()
+	}
 	l.mu.Lock()
 	if l.terminating() || l.finished {
 		l.mu.Unlock()
@@ -268,7 +276,7 @@ func (l *Launcher) prepareNode(rj *runJob, node plugin.Node, index int) (*nodeSt
 // bootstrap is the start-up message of node index of a job, for its
 // gopmi-shim or, validated by serve.NewConfig, for the serving loop here:
 // both serve a job from the same message.
-func (l *Launcher) bootstrap(spec *local.JobSpec, index int) *shimv1.Bootstrap {
+func (l *Launcher) bootstrap(spec *local.JobSpec, index int, secret string) *shimv1.Bootstrap {
 	j := spec.Job
 	job := &shimv1.Job{Nspace: j.Nspace, Size: j.Size, UniverseSize: j.UniverseSize, Parent: j.Parent}
 	for _, n := range j.Nodes {
@@ -315,6 +323,7 @@ func (l *Launcher) bootstrap(spec *local.JobSpec, index int) *shimv1.Bootstrap {
 	}
 	if l.cfg.PMIPort {
 		b.PmiPortFd = pmiPortFD
+		b.PmiPortSecret = secret
 	}
 	return b
 }
@@ -350,7 +359,7 @@ func (l *Launcher) startTasks(rj *runJob, s *nodeStart) error {
 			WaitDelay: time.Second,
 		}
 		if l.cfg.PMIPort {
-			cmd.Env = append(cmd.Env, "PMI_PORT="+s.portAt, "PMI_ID="+strconv.Itoa(int(r)))
+			cmd.Env = append(cmd.Env, "PMI_PORT="+s.portAt, "PMI_ID="+strconv.Itoa(int(r)), "PMI_AUTH_SECRET="+rj.secret)
 		} else {
 			cmd.Env = append(cmd.Env, "PMI_FD=3")
 			cmd.ExtraFiles = []*os.File{s.clients[i]}
@@ -470,4 +479,11 @@ func (l *Launcher) checkJobLocked(rj *runJob) {
 		l.finished = true
 		close(l.done)
 	}
+}
+
+// newSecret makes a job's PMI_PORT secret: 128 random bits in hex.
+func newSecret() string {
+	var b [16]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
 }

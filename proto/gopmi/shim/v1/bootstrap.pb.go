@@ -114,7 +114,12 @@ type Bootstrap struct {
 	// log_level: trace, debug, info, warn, error (default info).
 	LogLevel string `protobuf:"bytes,10,opt,name=log_level,json=logLevel,proto3" json:"log_level,omitempty"`
 	// pmi_debug is served to clients as pmiverbose/debug.
-	PmiDebug      bool `protobuf:"varint,11,opt,name=pmi_debug,json=pmiDebug,proto3" json:"pmi_debug,omitempty"`
+	PmiDebug bool `protobuf:"varint,11,opt,name=pmi_debug,json=pmiDebug,proto3" json:"pmi_debug,omitempty"`
+	// pmi_port_secret is the job's PMI_PORT secret, which its tasks get as
+	// PMI_AUTH_SECRET: a PMI-2 client that sends fullinit with
+	// authtype=challenge-sha256 proves it knows it. Without it, a PMI_PORT
+	// connection must come from a process of the job's user on this host.
+	PmiPortSecret string `protobuf:"bytes,12,opt,name=pmi_port_secret,json=pmiPortSecret,proto3" json:"pmi_port_secret,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -224,6 +229,13 @@ func (x *Bootstrap) GetPmiDebug() bool {
 		return x.PmiDebug
 	}
 	return false
+}
+
+func (x *Bootstrap) GetPmiPortSecret() string {
+	if x != nil {
+		return x.PmiPortSecret
+	}
+	return ""
 }
 
 // Job is the layout of the whole job, the same on every node.
@@ -830,7 +842,7 @@ var File_gopmi_shim_v1_bootstrap_proto protoreflect.FileDescriptor
 
 const file_gopmi_shim_v1_bootstrap_proto_rawDesc = "" +
 	"\n" +
-	"\x1dgopmi/shim/v1/bootstrap.proto\x12\rgopmi.shim.v1\x1a\x1egoogle/protobuf/duration.proto\"\xbe\x03\n" +
+	"\x1dgopmi/shim/v1/bootstrap.proto\x12\rgopmi.shim.v1\x1a\x1egoogle/protobuf/duration.proto\"\xe6\x03\n" +
 	"\tBootstrap\x12\x18\n" +
 	"\aversion\x18\x01 \x01(\rR\aversion\x12$\n" +
 	"\x03job\x18\x02 \x01(\v2\x12.gopmi.shim.v1.JobR\x03job\x12\x17\n" +
@@ -844,7 +856,8 @@ const file_gopmi_shim_v1_bootstrap_proto_rawDesc = "" +
 	"\vpmi_port_fd\x18\t \x01(\tR\tpmiPortFd\x12\x1b\n" +
 	"\tlog_level\x18\n" +
 	" \x01(\tR\blogLevel\x12\x1b\n" +
-	"\tpmi_debug\x18\v \x01(\bR\bpmiDebug\"\xa1\x02\n" +
+	"\tpmi_debug\x18\v \x01(\bR\bpmiDebug\x12&\n" +
+	"\x0fpmi_port_secret\x18\f \x01(\tR\rpmiPortSecret\"\xa1\x02\n" +
 	"\x03Job\x12\x16\n" +
 	"\x06nspace\x18\x01 \x01(\tR\x06nspace\x12\x12\n" +
 	"\x04size\x18\x02 \x01(\x05R\x04size\x12#\n" +
