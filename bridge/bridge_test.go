@@ -800,7 +800,7 @@ func TestBadInput(t *testing.T) {
 		{"cmd=get", "cmd=get_result rc=4"},
 		{"cmd=barrier_in group=NOPE:x", "cmd=barrier_out rc=3"},
 		{"cmd=barrier_in group=5,6:1", "cmd=barrier_out rc=3"},
-		{"cmd=getbyidx idx=0", "cmd=getbyidx_results rc=-1"},
+		{"cmd=getbyidx idx=0", "cmd=getbyidx_results rc=3"},
 		{"cmd=init pmi_version=1 pmi_subversion=1", "cmd=response_to_init rc=-1"},
 		{"cmd=lookup_name", "cmd=lookup_result rc=3"},
 		{"no command here", "rc=3"},

@@ -23,9 +23,6 @@ func checked(r *request, m *wire.Message, t wire.Table) (*wire.CommandSpec, bool
 	case !ok:
 		r.fail(wire.RcFail, fmt.Errorf("unknown PMI-1 command %q", m.Cmd))
 		return nil, false
-	case spec.Since == "legacy":
-		r.fail(wire.RcFail, fmt.Errorf("%s is not supported by gopmi (PMI-1 KVS iteration and extra KVS spaces were dropped from MPICH long ago)", m.Cmd))
-		return nil, false
 	}
 	if miss := spec.MissingRequired(m); len(miss) > 0 {
 		rc := wire.RcInvalidArg

@@ -69,12 +69,10 @@ func TestTableDrivesDispatch(t *testing.T) {
 			switch {
 			case strings.Contains(msg, "not served") || strings.Contains(msg, "unknown"):
 				t.Errorf("PMI-%d %q: %s", v, line, msg)
-			case spec.Since == "legacy" && !strings.Contains(msg, "not supported"):
-				t.Errorf("PMI-%d legacy %q: %+v; want it refused as not supported", v, line, m.Args)
 			}
 			// Each required attribute, left out, is named.
 			for _, a := range spec.Request {
-				if !a.Required || strings.Contains(a.Key, "#") || spec.Since == "legacy" {
+				if !a.Required || strings.Contains(a.Key, "#") {
 					continue
 				}
 				without := strings.Replace(line, a.Key+"=", "gopmi-dropped=", 1)

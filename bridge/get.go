@@ -3,19 +3,24 @@ package bridge
 import (
 	"context"
 	"fmt"
+	"strings"
 
 	"github.com/gopmi/gopmi/bridge/kvs"
 	"github.com/gopmi/gopmi/bridge/wire"
 	"github.com/gopmi/gopmi/plugin"
 )
 
-// put buffers a key until the task's next fence.
-func (s *Session) put(r *request, key, val string) {
+// put buffers a key until the task's next fence. prefix places it in an
+// extra key space ("": the job's own).
+func (s *Session) put(r *request, prefix, key, val string) {
 	j := s.j
 	l := j.cfg.Limits
 	switch {
 	case key == "":
 		r.fail(wire.RcInvalidKey, fmt.Errorf("put: empty key"))
+		return
+	case strings.IndexByte(key, 0) >= 0:
+		r.fail(wire.RcInvalidKey, fmt.Errorf("put: key %q holds a NUL byte", key))
 		return
 	case len(key) > l.KeyMax:
 		r.fail(wire.RcInvalidKeyLength, fmt.Errorf("put: key of %d bytes exceeds keylen_max=%d", len(key), l.KeyMax))
@@ -26,7 +31,7 @@ func (s *Session) put(r *request, key, val string) {
 	}
 	j.mu.Lock()
 	t := j.tasks[s.rank]
-	t.pending = kvs.AppendRecord(t.pending, kvs.Record{Rank: s.rank, Key: key, Value: val})
+	t.pending = kvs.AppendRecord(t.pending, kvs.Record{Rank: s.rank, Key: prefix + key, Value: val})
 	j.mu.Unlock()
 	r.ok()
 }
@@ -106,14 +111,14 @@ func (r *request) notFound(key string) {
 		r.ok("found", "FALSE")
 		return
 	}
-	r.fail(wire.RcFail, fmt.Errorf("key %s not found", key))
+	r.fail(wire.RcFail, fmt.Errorf("key %s not found", displayKey(key)))
 }
 
 // parkLazyLocked parks a get until the world fence need ended.
 func (j *Job) parkLazyLocked(r *request, key string, need int) {
 	d := j.cfg.Timeouts.Get
 	j.lazy.park(j, need, &waiter{req: r, key: key}, d, func() {
-		r.fail(wire.RcFail, fmt.Errorf("get %s: %s did not complete within %s", key, fenceID(worldName, need), d))
+		r.fail(wire.RcFail, fmt.Errorf("get %s: %s did not complete within %s", displayKey(key), fenceID(worldName, need), d))
 	})
 }
 
@@ -124,7 +129,7 @@ func (j *Job) wakeLazyLocked(done int, ferr error) []func() {
 	for _, w := range j.lazy.take(func(need int) bool { return need <= done }) {
 		r, key := w.req, w.key
 		if ferr != nil {
-			out = append(out, func() { r.fail(wire.RcFail, fmt.Errorf("get %s: %w", key, ferr)) })
+			out = append(out, func() { r.fail(wire.RcFail, fmt.Errorf("get %s: %w", displayKey(key), ferr)) })
 			continue
 		}
 		out = append(out, j.heldAnswerLocked(r, key))

@@ -43,13 +43,19 @@ func (s *Session) dispatch1(r *request, m *wire.Message) {
 	case "get_my_kvsname":
 		r.ok("kvsname", j.cfg.Job.Nspace)
 	case "put":
-		if s.checkKVSName(r, m) {
-			s.put(r, m.Value("key"), m.Value("value"))
+		if prefix, ok := s.space(r, m); ok {
+			s.put(r, prefix, m.Value("key"), m.Value("value"))
 		}
 	case "get":
-		if s.checkKVSName(r, m) {
-			s.get(r, j.cfg.Job.Nspace, -1, m.Value("key"), true)
+		if prefix, ok := s.space(r, m); ok {
+			s.get(r, j.cfg.Job.Nspace, -1, prefix+m.Value("key"), true)
 		}
+	case "getbyidx":
+		s.getByIdx(r, spec, m)
+	case "create_kvs":
+		s.createSpace(r)
+	case "destroy_kvs":
+		s.destroySpace(r, m)
 	case "barrier_in":
 		s.barrier1(r, m)
 	case "finalize":
@@ -67,17 +73,6 @@ func (s *Session) dispatch1(r *request, m *wire.Message) {
 	default:
 		r.fail(wire.RcErrOther, fmt.Errorf("gopmi bug: PMI-1 command %q is in the command table but not served", m.Cmd))
 	}
-}
-
-// checkKVSName refuses a put or get that names another job's KVS: PMI-1
-// has no cross-job KVS, and silently using our own would hide a bug.
-func (s *Session) checkKVSName(r *request, m *wire.Message) bool {
-	name, ok := m.Get("kvsname")
-	if !ok || name == s.j.cfg.Job.Nspace {
-		return true
-	}
-	r.fail(wire.RcInvalidArg, fmt.Errorf("%s: kvsname %q is not this job's KVS (%s)", m.Cmd, name, s.j.cfg.Job.Nspace))
-	return false
 }
 
 // init answers the first line of both protocols.

@@ -33,7 +33,7 @@ func (s *Session) dispatch2(r *request, m *wire.Message) {
 	case "job-getid":
 		r.ok("jobid", j.cfg.Job.Nspace)
 	case "kvs-put":
-		s.put(r, m.Value("key"), m.Value("value"))
+		s.put(r, "", m.Value("key"), m.Value("value"))
 	case "kvs-get":
 		key := m.Value("key")
 		src, err := spec.Int(m, "srcid")

@@ -27,18 +27,20 @@ type Job struct {
 	calls    *calls    // backend calls and timers off the Session's goroutine
 	done     chan struct{}
 
-	mu        sync.Mutex
-	tasks     map[int32]*task       // one per local rank
-	store     *kvs.Store            // the committed KVS
-	fences    fenceTable            // open fences, finished sequences, carried data
-	lazy      waits[int]            // gets waiting for a world fence, by its sequence
-	nodeAttrs map[string]string     // info-putnodeattr
-	attrWaits waits[string]         // info-getnodeattr with wait, by key
-	modex     modexTable            // direct modex per node in flight, and done
-	pending   map[*request]struct{} // requests owed an answer (the job's end gives it)
-	notices   notices               // ClientConnected/ClientFinalized batches
-	ended     bool
-	result    Result
+	mu    sync.Mutex
+	tasks map[int32]*task // one per local rank
+	store *kvs.Store      // the committed KVS
+	// spacesGone are the extra key spaces destroyed on this node.
+	spacesGone map[string]bool
+	fences     fenceTable            // open fences, finished sequences, carried data
+	lazy       waits[int]            // gets waiting for a world fence, by its sequence
+	nodeAttrs  map[string]string     // info-putnodeattr
+	attrWaits  waits[string]         // info-getnodeattr with wait, by key
+	modex      modexTable            // direct modex per node in flight, and done
+	pending    map[*request]struct{} // requests owed an answer (the job's end gives it)
+	notices    notices               // ClientConnected/ClientFinalized batches
+	ended      bool
+	result     Result
 }
 
 // task is one local rank.
@@ -50,6 +52,7 @@ type task struct {
 	aborted   bool
 	closed    bool
 	pending   []byte         // kvs blob of puts since the task's last fence
+	spaces    int            // extra key spaces it created (create_kvs)
 	seq       map[string]int // fences entered per group
 }
 
@@ -71,17 +74,18 @@ func NewJob(ctx context.Context, cfg Config) (*Job, error) {
 		clock = realClock{}
 	}
 	j := &Job{
-		cfg:       cfg,
-		lay:       lay,
-		be:        be,
-		log:       cfg.Logger.With().Str("job", cfg.Job.Nspace).Int32("node", cfg.NodeID).Logger(),
-		calls:     newCalls(ctx, clock, cfg.tap),
-		done:      make(chan struct{}),
-		tasks:     make(map[int32]*task, len(lay.local)),
-		store:     kvs.NewStore(),
-		fences:    newFenceTable(),
-		nodeAttrs: make(map[string]string),
-		pending:   make(map[*request]struct{}),
+		cfg:        cfg,
+		lay:        lay,
+		be:         be,
+		log:        cfg.Logger.With().Str("job", cfg.Job.Nspace).Int32("node", cfg.NodeID).Logger(),
+		calls:      newCalls(ctx, clock, cfg.tap),
+		done:       make(chan struct{}),
+		tasks:      make(map[int32]*task, len(lay.local)),
+		store:      kvs.NewStore(),
+		spacesGone: map[string]bool{},
+		fences:     newFenceTable(),
+		nodeAttrs:  make(map[string]string),
+		pending:    make(map[*request]struct{}),
 	}
 	for _, r := range lay.local {
 		j.tasks[r] = &task{rank: r, seq: make(map[string]int)}

@@ -10,6 +10,8 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"slices"
+	"strings"
 )
 
 // Record is one put: the rank that made it (-1 for preput and other
@@ -80,6 +82,9 @@ type entry struct {
 // concurrent use; the bridge holds its job lock around it.
 type Store struct {
 	m map[string]entry
+	// sorted is every key in order, for iteration; nil once a put may
+	// have changed the set.
+	sorted []string
 }
 
 // NewStore returns an empty store.
@@ -89,7 +94,39 @@ func NewStore() *Store {
 
 // Put commits one entry; a later put of the same key wins.
 func (s *Store) Put(r Record) {
+	if _, ok := s.m[r.Key]; !ok {
+		s.sorted = nil
+	}
 	s.m[r.Key] = entry{value: r.Value, rank: r.Rank}
+}
+
+// Delete removes every key that starts with prefix.
+func (s *Store) Delete(prefix string) {
+	for _, k := range slices.Clone(s.Keys(prefix)) {
+		delete(s.m, k)
+	}
+	s.sorted = nil
+}
+
+// Keys returns the keys that start with prefix in byte order. The slice
+// is the store's: do not modify it, and do not keep it past the next Put.
+func (s *Store) Keys(prefix string) []string {
+	if s.sorted == nil {
+		s.sorted = make([]string, 0, len(s.m))
+		for k := range s.m {
+			s.sorted = append(s.sorted, k)
+		}
+		slices.Sort(s.sorted)
+	}
+	if prefix == "" {
+		return s.sorted
+	}
+	i, _ := slices.BinarySearch(s.sorted, prefix)
+	j := i
+	for j < len(s.sorted) && strings.HasPrefix(s.sorted[j], prefix) {
+		j++
+	}
+	return s.sorted[i:j]
 }
 
 // Commit decodes blob into the store and returns how many records it held.

@@ -2,6 +2,7 @@ package kvs
 
 import (
 	"errors"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -114,5 +115,29 @@ func TestStoreAppendAll(t *testing.T) {
 		if got[k] != r {
 			t.Errorf("%s: got %+v, want %+v", k, got[k], r)
 		}
+	}
+}
+
+func TestStoreKeys(t *testing.T) {
+	s := NewStore()
+	for _, k := range []string{"b", "\x00s\x00y", "a", "\x00s\x00x", "\x00t\x00x"} {
+		s.Put(Record{Key: k, Value: "v" + k})
+	}
+	if got := strings.Join(s.Keys("\x00s\x00"), ","); got != "\x00s\x00x,\x00s\x00y" {
+		t.Errorf("Keys(s) = %q", got)
+	}
+	if got := len(s.Keys("")); got != 5 {
+		t.Errorf("Keys() has %d keys", got)
+	}
+	s.Put(Record{Key: "0", Value: "new"})
+	if got := s.Keys(""); got[len(got)-3] != "0" {
+		t.Errorf("a new key is not in order: %q", got)
+	}
+	s.Delete("\x00s\x00")
+	if got := strings.Join(s.Keys(""), ","); got != "\x00t\x00x,0,a,b" {
+		t.Errorf("after Delete: %q", got)
+	}
+	if _, _, ok := s.Get("\x00s\x00x"); ok {
+		t.Error("a deleted key is still there")
 	}
 }

@@ -166,17 +166,17 @@ var Commands = wire.Table{
 			opt("val", tStr, "", ""),
 			opt("reason", tStr, "", "no_more_keyvals at the end"),
 		},
-		Doc: "KVS iteration of MPICH's old simple PMI client; no current server answers it.",
+		Doc: "KVS iteration of MPICH's old simple PMI client: the idx-th key of the space in byte order, then rc=-1 reason=no_more_keyvals. Slurm never answers it, Hydra ends the job.",
 	},
 	{
 		Name: "create_kvs", Reply: "newkvs", Since: "legacy",
 		Response: []wire.AttrSpec{req("kvsname", tStr, "")},
-		Doc:      "Old simple PMI client; no current server answers it.",
+		Doc:      "Old simple PMI client: a new key space of the job, addressed by put, get and getbyidx with kvsname=.",
 	},
 	{
 		Name: "destroy_kvs", Reply: "kvs_destroyed", Since: "legacy",
 		Request: []wire.AttrSpec{req("kvsname", tStr, "")},
-		Doc:     "Old simple PMI client; no current server answers it.",
+		Doc:     "Old simple PMI client: removes a space made by create_kvs.",
 	},
 	{
 		Name: "singinit", Reply: "singinit_info", Since: "1.1",

@@ -60,9 +60,9 @@ type CommandSpec struct {
 	// Block marks a PMI-1 mcmd= ... endcmd request.
 	Block bool
 	// Since is the protocol version that introduced the command: "1.1",
-	// "1.2", "2.0", or "legacy" for commands MPICH's old simple PMI client
-	// sent and no current server answers (getbyidx, create_kvs,
-	// destroy_kvs).
+	// "1.2", "2.0", or "legacy" for commands only MPICH's old simple PMI
+	// client sent (getbyidx, create_kvs, destroy_kvs), which no other
+	// current server answers.
 	Since string
 	// Request lists the request's attributes. When Section is set, these
 	// are the ones before the first section.
