@@ -31,6 +31,11 @@ type Limits struct {
 	KeyMax     int
 	ValMax     int
 	LineMax    int
+	// KVSMax bounds the bytes of KVS records this node holds for the job:
+	// every put of its tasks and every record fences and direct modex
+	// bring from other nodes (a key put twice counts twice). A put past
+	// it is refused, a fence or get that would bring more fails.
+	KVSMax int64
 }
 
 // Timeouts bound every wait. Zero fields take the defaults.

@@ -15,6 +15,9 @@ const (
 	DefaultKeyMax     = 64
 	DefaultValMax     = 1024
 	DefaultLineMax    = 1 << 20
+	// DefaultKVSMax is far above what MPICH puts at 1,024 ranks (about
+	// 1 MiB) and far below what would hurt a node.
+	DefaultKVSMax = 512 << 20
 
 	// DefaultBackendTimeout bounds a backend call that is none of a
 	// fence, a lookup or a spawn (whose defaults are the contract's,
@@ -34,6 +37,9 @@ func (l Limits) withDefaults() Limits {
 	}
 	if l.LineMax <= 0 {
 		l.LineMax = DefaultLineMax
+	}
+	if l.KVSMax <= 0 {
+		l.KVSMax = DefaultKVSMax
 	}
 	// A PMI-2 reply carries a value in a body of at most pmi2.MaxBody
 	// bytes; leave room for the other fields.

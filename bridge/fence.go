@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/gopmi/gopmi/bridge/kvs"
 	"github.com/gopmi/gopmi/bridge/pmi1"
 	"github.com/gopmi/gopmi/bridge/wire"
 	"github.com/gopmi/gopmi/plugin"
@@ -107,7 +108,8 @@ type fence struct {
 	local   []int32
 	arrived map[int32]bool
 	waiters []fenceWaiter // answered when the fence completes
-	data    []byte        // the local participants' records
+	data    kvs.Buffer    // the local participants' records
+	carried int           // bytes of node barriers' data sent with it
 	ready   bool          // every local participant arrived
 	started bool          // handed to the backend
 	err     error         // set when the fence failed
@@ -121,7 +123,7 @@ type fence struct {
 type fenceTable struct {
 	open      map[string]*fence
 	done      map[string]int
-	carry     []byte
+	carry     []byte // held in j.held until the world fence commits
 	lastErr   error
 	publishes int  // numbers the publish fences
 	withheld  bool // a one-node job committed data before its backend was up
@@ -208,10 +210,9 @@ func (j *Job) enterCollective(r *request, g group, answerNow bool, replyKV []str
 	f.arrived[r.rank] = true
 	if extra != nil {
 		// The ring's contribution: the puts wait for the next fence.
-		f.data = append(f.data, extra...)
+		f.data.AppendBlob(extra)
 	} else {
-		f.data = append(f.data, t.pending...)
-		t.pending = nil
+		f.data.Move(&t.pending)
 	}
 	if !answerNow {
 		f.waiters = append(f.waiters, fenceWaiter{r: r, replyKV: replyKV})
@@ -240,20 +241,22 @@ func (j *Job) startNextLocked(gname string) {
 	if f.g.nodeOnly {
 		if !j.oneNode() {
 			// A node barrier's puts are the other nodes' too, from
-			// the next world fence on.
-			j.fences.carry = append(j.fences.carry, f.data...)
+			// the next world fence on: a copy, held until it commits.
+			j.fences.carry = append(j.fences.carry, f.data.Bytes()...)
+			j.held += int64(f.data.Len())
 		}
 		// completeFence takes j.mu, which the caller holds. Once Shutdown
 		// began the job has ended and there is nothing to complete.
 		j.calls.run(j.cfg.Timeouts.Fence, false, func(context.Context) {
-			j.completeFence(f, f.data, nil)
+			j.completeFence(f, nil, nil)
 		})
 		return
 	}
 	collect := !(f.g.name == worldName && j.cfg.FenceMode == FenceModex)
-	data := f.data
+	data := f.data.Bytes()
 	if f.g.name == worldName && len(j.fences.carry) > 0 {
-		data = append(j.fences.carry, f.data...)
+		data = append(j.fences.carry, data...)
+		f.carried = len(j.fences.carry)
 		j.fences.carry = nil
 	}
 	req := &plugin.FenceRequest{
@@ -276,11 +279,12 @@ func (j *Job) startNextLocked(gname string) {
 			err = inStep("fence "+f.id, err)
 		case collect:
 			blob = resp.Data
-		default:
-			// A barrier: only our own node's data is here; the rest
-			// comes by direct modex.
-			blob = f.data
+			if blob == nil {
+				blob = []byte{} // all nodes' data is this: none
+			}
 		}
+		// A barrier (collect false) commits only our own node's data;
+		// the rest comes by direct modex.
 		j.completeFence(f, blob, err)
 	})
 }
@@ -294,8 +298,8 @@ func (j *Job) startNextLocked(gname string) {
 // whole store. A spawned job asks for its backend for this (its parent
 // is the likely reader); a first job does not: if it never needs its
 // backend, nobody else can have asked for its data.
-func (j *Job) publishLocked(data []byte) {
-	if len(data) == 0 {
+func (j *Job) publishLocked(b *kvs.Buffer) {
+	if b.Len() == 0 {
 		return
 	}
 	if !j.be.Known() {
@@ -305,7 +309,7 @@ func (j *Job) publishLocked(data []byte) {
 		}
 		return
 	}
-	j.sendPublishLocked(data)
+	j.sendPublishLocked(b.Bytes())
 }
 
 // flushStoreLocked publishes what a one-node job committed before its
@@ -355,7 +359,9 @@ func (j *Job) procs(ranks []int32) []plugin.Proc {
 	return out
 }
 
-// completeFence commits the fence's data and answers its waiters.
+// completeFence commits the fence's data and answers its waiters. blob
+// is every node's data the backend brought back; nil: the fence brought
+// none, and this node's own (f.data) is committed.
 func (j *Job) completeFence(f *fence, blob []byte, err error) {
 	j.mu.Lock()
 	if j.ended {
@@ -364,12 +370,36 @@ func (j *Job) completeFence(f *fence, blob []byte, err error) {
 	}
 	var ring map[int32]ringEntry
 	if err == nil {
-		if f.g.name == ringName {
+		switch {
+		case f.g.name == ringName:
+			if blob == nil {
+				blob = f.data.Bytes()
+			}
 			ring, err = decodeRing(blob)
-		} else if _, cerr := j.store.Commit(blob); cerr != nil {
-			err = fmt.Errorf("fence %s: %w", f.id, cerr)
-		} else if j.oneNode() {
-			j.publishLocked(blob)
+			f.data = kvs.Buffer{} // ring data is not the KVS's
+		case blob == nil:
+			if j.oneNode() {
+				j.publishLocked(&f.data)
+			}
+			// The records were counted when they were put.
+			if _, cerr := j.store.CommitOwned(&f.data); cerr != nil {
+				err = fmt.Errorf("fence %s: %w", f.id, cerr)
+			}
+		default:
+			// Every node's data replaces this node's own, carried
+			// barriers' included.
+			own := int64(f.data.Len() + f.carried)
+			f.data = kvs.Buffer{}
+			if held := j.held - own + int64(len(blob)); held > j.cfg.Limits.KVSMax {
+				j.held -= own
+				err = fmt.Errorf("fence %s: the job's KVS would hold %d bytes on node %s, more than its limit of %d bytes (-max-kvs)",
+					f.id, held, j.lay.node.Name, j.cfg.Limits.KVSMax)
+			} else if _, cerr := j.store.Commit(blob); cerr != nil {
+				j.held -= own
+				err = fmt.Errorf("fence %s: %w", f.id, cerr)
+			} else {
+				j.held = held
+			}
 		}
 	}
 	if err != nil {

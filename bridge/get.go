@@ -29,9 +29,18 @@ func (s *Session) put(r *request, prefix, key, val string) {
 		r.fail(wire.RcInvalidValLength, fmt.Errorf("put %s: value of %d bytes exceeds vallen_max=%d", key, len(val), l.ValMax))
 		return
 	}
+	rec := kvs.Record{Rank: s.rank, Key: prefix + key, Value: val}
+	n := int64(kvs.RecordSize(rec))
 	j.mu.Lock()
-	t := j.tasks[s.rank]
-	t.pending = kvs.AppendRecord(t.pending, kvs.Record{Rank: s.rank, Key: prefix + key, Value: val})
+	if j.held+n > l.KVSMax {
+		held := j.held
+		j.mu.Unlock()
+		r.fail(wire.RcNoMem, fmt.Errorf("put %s: the job's KVS holds %d bytes on this node; %d more would pass its limit of %d bytes (-max-kvs)",
+			displayKey(rec.Key), held, n, l.KVSMax))
+		return
+	}
+	j.held += n
+	j.tasks[s.rank].pending.Append(rec)
 	j.mu.Unlock()
 	r.ok()
 }
@@ -198,7 +207,7 @@ func (j *Job) modexGetLocked(r *request, src int32, key string) func() {
 		waits := m.waiting[node]
 		delete(m.waiting, node)
 		if err == nil {
-			_, err = j.store.Commit(resp.Data)
+			err = j.commitFetchedLocked(resp.Data)
 			m.fetched[node] = epoch
 		}
 		var out []func()
@@ -206,7 +215,7 @@ func (j *Job) modexGetLocked(r *request, src int32, key string) func() {
 			w.req.unpark()
 			r, key := w.req, w.key
 			if err != nil {
-				out = append(out, func() { r.fail(wire.RcFail, fmt.Errorf("get %s from %s: %w", key, target, err)) })
+				out = append(out, func() { r.fail(wire.RcFail, fmt.Errorf("get %s from %s: %w", displayKey(key), target, err)) })
 			} else {
 				out = append(out, j.heldAnswerLocked(r, key))
 			}
@@ -251,4 +260,16 @@ func (s *Session) foreignGet(r *request, jobid string, src int32, key string) {
 			r.notFound(key)
 		}
 	})
+}
+
+// commitFetchedLocked commits records direct modex brought, unless they
+// would pass the job's KVS limit on this node.
+func (j *Job) commitFetchedLocked(blob []byte) error {
+	if held := j.held + int64(len(blob)); held > j.cfg.Limits.KVSMax {
+		return fmt.Errorf("the job's KVS would hold %d bytes on node %s, more than its limit of %d bytes (-max-kvs)",
+			held, j.lay.node.Name, j.cfg.Limits.KVSMax)
+	}
+	j.held += int64(len(blob))
+	_, err := j.store.Commit(blob)
+	return err
 }

@@ -30,6 +30,10 @@ type Job struct {
 	mu    sync.Mutex
 	tasks map[int32]*task // one per local rank
 	store *kvs.Store      // the committed KVS
+	// held is the bytes of KVS records held for the job on this node:
+	// puts not yet fenced, fence data on its way, the store's records
+	// (see Limits.KVSMax).
+	held int64
 	// spacesGone are the extra key spaces destroyed on this node.
 	spacesGone map[string]bool
 	fences     fenceTable            // open fences, finished sequences, carried data
@@ -51,7 +55,7 @@ type task struct {
 	finalized bool
 	aborted   bool
 	closed    bool
-	pending   []byte         // kvs blob of puts since the task's last fence
+	pending   kvs.Buffer     // puts since the task's last fence
 	spaces    int            // extra key spaces it created (create_kvs)
 	seq       map[string]int // fences entered per group
 }
@@ -91,7 +95,9 @@ func NewJob(ctx context.Context, cfg Config) (*Job, error) {
 		j.tasks[r] = &task{rank: r, seq: make(map[string]int)}
 	}
 	for _, p := range cfg.Preput {
-		j.store.Put(kvs.Record{Rank: -1, Key: p.Key, Value: p.Value})
+		rec := kvs.Record{Rank: -1, Key: p.Key, Value: p.Value}
+		j.store.Put(rec)
+		j.held += int64(kvs.RecordSize(rec))
 	}
 	j.attrs = j.jobAttrs()
 	if len(lay.local) == 0 {

@@ -143,3 +143,52 @@ func TestLegacyKVSBounded(t *testing.T) {
 		t.Errorf("msg %q", msg)
 	}
 }
+
+// TestKVSLimit: a node holds at most Limits.KVSMax bytes of records for a
+// job: a put past it is refused naming the limit, and a fence that would
+// bring more from other nodes fails instead of holding it.
+func TestKVSLimit(t *testing.T) {
+	limit := func(n int64) jobOpt { return func(c *jobSetup) { c.Limits.KVSMax = n } }
+	w := newWorld(t, 1, 1, limit(300))
+	k := w.task(0)
+	k.init1()
+	val := strings.Repeat("v", 100)
+	k.send("cmd=put kvsname=job-1 key=a value=" + val)
+	k.expect("cmd=put_result rc=0")
+	k.send("cmd=put kvsname=job-1 key=b value=" + val)
+	k.expect("cmd=put_result rc=0")
+	k.send("cmd=put kvsname=job-1 key=c value=" + val)
+	m := k.expect("cmd=put_result rc=2")
+	if msg := m.Value("msg"); !strings.Contains(msg, "limit_of_300_bytes_(-max-kvs)") {
+		t.Errorf("msg %q", msg)
+	}
+	// What was put before stays and is committed.
+	barrier(k)
+	k.send("cmd=get kvsname=job-1 key=b")
+	k.expect("cmd=get_result rc=0 value=" + val)
+	// A key put again counts again.
+	k.send("cmd=put kvsname=job-1 key=a value=" + val)
+	k.expect("cmd=put_result rc=2")
+
+	// Each node's puts fit; all of them together do not.
+	w2 := newWorld(t, 2, 2, limit(300))
+	a, b := w2.task(0), w2.task(1)
+	a.init1()
+	b.init1()
+	a.send("cmd=put kvsname=job-1 key=a value=" + val)
+	a.expect("cmd=put_result rc=0")
+	a.send("cmd=put kvsname=job-1 key=a2 value=" + val)
+	a.expect("cmd=put_result rc=0")
+	b.send("cmd=put kvsname=job-1 key=b value=" + val)
+	b.expect("cmd=put_result rc=0")
+	b.send("cmd=put kvsname=job-1 key=b2 value=" + val)
+	b.expect("cmd=put_result rc=0")
+	a.send("cmd=barrier_in")
+	b.send("cmd=barrier_in")
+	for _, x := range []*tsk{a, b} {
+		m := x.expect("cmd=barrier_out rc=-1")
+		if msg := m.Value("msg"); !strings.Contains(msg, "more_than_its_limit_of_300_bytes") {
+			t.Errorf("rank %d: msg %q", x.rank, msg)
+		}
+	}
+}

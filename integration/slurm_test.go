@@ -238,7 +238,7 @@ func TestSlurmConfigShown(t *testing.T) {
 	if err != nil {
 		t.Fatalf("scontrol: %v\n%s", err, out)
 	}
-	for _, k := range []string{"GopmiBinDir", "GopmiFenceMode", "GopmiTimeout", "GopmiStartTimeout"} {
+	for _, k := range []string{"GopmiBinDir", "GopmiFenceMode", "GopmiTimeout", "GopmiStartTimeout", "GopmiKVSMaxMiB"} {
 		if !bytes.Contains(out, []byte(k)) {
 			t.Errorf("scontrol show config lacks %s", k)
 		}

@@ -137,6 +137,30 @@ func (d *fastDec) integer(lo, hi int64) int64 {
 
 func (d *fastDec) int32() int32 { return int32(d.integer(-1<<31, 1<<31-1)) }
 
+// int64 reads what protojson writes for an int64, a decimal in a string,
+// or a plain number (as a C step daemon may write it).
+func (d *fastDec) int64() int64 {
+	tok := d.token()
+	s, quoted := tok.(string)
+	if !quoted {
+		n, ok := tok.(json.Number)
+		if !ok {
+			d.err = errNotPlain
+			return 0
+		}
+		s = string(n)
+	}
+	if s == "" || strings.ContainsAny(s, ".eE+ ") || (len(s) > 1 && s[0] == '0') || strings.HasPrefix(s, "-0") {
+		d.err = errNotPlain
+		return 0
+	}
+	v, err := strconv.ParseInt(s, 10, 64)
+	if err != nil {
+		d.err = errNotPlain
+	}
+	return v
+}
+
 func (d *fastDec) uint32() uint32 { return uint32(d.integer(0, 1<<32-1)) }
 
 func (d *fastDec) boolean() bool {
@@ -249,6 +273,7 @@ func bootstrapFields(b *shimv1.Bootstrap) []fastField {
 				{"keyMax", "key_max", func(d *fastDec) { l.KeyMax = d.int32() }},
 				{"valMax", "val_max", func(d *fastDec) { l.ValMax = d.int32() }},
 				{"lineMax", "line_max", func(d *fastDec) { l.LineMax = d.int32() }},
+				{"kvsMax", "kvs_max", func(d *fastDec) { l.KvsMax = d.int64() }},
 			})
 		}},
 		{"timeouts", "timeouts", func(d *fastDec) {

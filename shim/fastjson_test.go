@@ -22,7 +22,7 @@ func richBootstrap() *shimv1.Bootstrap {
 	b.Job.Attrs = []*shimv1.KeyValue{{Key: "PMI_hwloc_xmlfile", Value: "/tmp/topo é.xml"}}
 	b.Backend.Config = `{"universe":"unix:///tmp/gopmi-1/universe.sock"}`
 	b.Backend.StartAtOnce = true
-	b.Limits = &shimv1.Limits{KvsnameMax: 100, KeyMax: 32, ValMax: 4096, LineMax: 1 << 20}
+	b.Limits = &shimv1.Limits{KvsnameMax: 100, KeyMax: 32, ValMax: 4096, LineMax: 1 << 20, KvsMax: 3 << 30}
 	b.Timeouts = &shimv1.Timeouts{
 		Fence: durationpb.New(120 * time.Second), Get: durationpb.New(1500 * time.Millisecond),
 		Lookup: durationpb.New(time.Nanosecond), Nodeattr: durationpb.New(0), Spawn: durationpb.New(time.Hour),
@@ -33,6 +33,7 @@ func richBootstrap() *shimv1.Bootstrap {
 	b.PmiPortFd = ""
 	b.LogLevel = "debug"
 	b.PmiDebug = true
+	b.PmiPortSecret = "0123abcd"
 	return b
 }
 

@@ -1,7 +1,9 @@
 package kvs
 
 import (
+	"bytes"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -139,5 +141,52 @@ func TestStoreKeys(t *testing.T) {
 	}
 	if _, _, ok := s.Get("\x00s\x00x"); ok {
 		t.Error("a deleted key is still there")
+	}
+}
+
+// TestBuffer: records appended in chunks read back as the one blob
+// AppendRecord would have made, each chunk is whole records, and a store
+// commits the chunks without copying them.
+func TestBuffer(t *testing.T) {
+	var b, moved Buffer
+	var want []byte
+	for i := 0; i < 3000; i++ {
+		r := Record{Rank: int32(i%7) - 1, Key: fmt.Sprintf("k%d", i), Value: strings.Repeat("v", i%300)}
+		if RecordSize(r) != len(AppendRecord(nil, r)) {
+			t.Fatalf("RecordSize(%+v) = %d", r, RecordSize(r))
+		}
+		if i%2 == 0 {
+			b.Append(r)
+		} else {
+			b.AppendBlob(AppendRecord(nil, r))
+		}
+		want = AppendRecord(want, r)
+	}
+	moved.Move(&b)
+	if b.Len() != 0 || moved.Len() != len(want) || !bytes.Equal(moved.Bytes(), want) {
+		t.Fatalf("buffer holds %d bytes, want %d", moved.Len(), len(want))
+	}
+	for i, c := range moved.chunks {
+		if err := Decode(c, func(Record) error { return nil }); err != nil {
+			t.Fatalf("chunk %d of %d is not whole records: %v", i, len(moved.chunks), err)
+		}
+		if cap(c) > maxChunk {
+			t.Fatalf("chunk %d of %d bytes", i, cap(c))
+		}
+	}
+	s := NewStore()
+	n, err := s.CommitOwned(&moved)
+	if err != nil || n != 3000 || moved.Len() != 0 {
+		t.Fatalf("CommitOwned = %d, %v", n, err)
+	}
+	if v, rank, ok := s.Get("k2999"); !ok || rank != 2999%7-1 || len(v) != 2999%300 {
+		t.Errorf("k2999 = %q, %d, %v", v, rank, ok)
+	}
+	if _, rank, _ := s.Get("k0"); rank != -1 {
+		t.Errorf("k0 put by rank %d, want -1", rank)
+	}
+	bad := AppendRecord(nil, Record{Key: "x", Value: "y"})
+	if _, err := NewStore().Commit(bad[:len(bad)-1]); !errors.Is(err, ErrCorrupt) {
+		t.Errorf("a cut blob commits: %v", err)
 	}
 }

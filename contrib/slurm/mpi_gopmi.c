@@ -84,6 +84,7 @@ static s_p_options_t gopmi_options[] = {
 	{"GopmiTimeout", S_P_UINT32},
 	{"GopmiStartTimeout", S_P_UINT32},
 	{"GopmiValMax", S_P_UINT32},
+	{"GopmiKVSMaxMiB", S_P_UINT32},
 	{"GopmiTreeWidth", S_P_UINT32},
 	{NULL}
 };
@@ -96,7 +97,8 @@ static struct {
 	uint32_t start_timeout; /* seconds the stepd waits for READY */
 	uint32_t val_max;       /* 0: gopmi's default */
 	uint32_t tree_width;    /* fence tree width; Slurm's TreeWidth default */
-} gconf = { NULL, NULL, NULL, 0, 30, 0, 16 };
+	uint32_t kvs_max_mib;   /* KVS bytes a shim holds per job, MiB; 0: gopmi's default */
+} gconf = { NULL, NULL, NULL, 0, 30, 0, 16, 0 };
 
 static const char *bindir(void)
 {
@@ -594,8 +596,14 @@ static char *bootstrap(const stepd_step_rec_t *job, char **env, const char *coor
 	/* A spawned step's backend starts at once: the coordinator counts its
 	 * nodes in to know that the spawn started. */
 	xstrfmtcat(b, "]%s}", spawned ? ",\"startAtOnce\":true" : "");
-	if (gconf.val_max)
-		xstrfmtcat(b, ",\"limits\":{\"valMax\":%u}", gconf.val_max);
+	if (gconf.val_max || gconf.kvs_max_mib) {
+		xstrcat(b, ",\"limits\":{");
+		if (gconf.val_max)
+			xstrfmtcat(b, "\"valMax\":%u%s", gconf.val_max, gconf.kvs_max_mib ? "," : "");
+		if (gconf.kvs_max_mib)
+			xstrfmtcat(b, "\"kvsMax\":%llu", (unsigned long long)gconf.kvs_max_mib << 20);
+		xstrcat(b, "}");
+	}
 	snprintf(timeout, sizeof(timeout), "%u", gconf.timeout);
 	t = step_setting(env, "GOPMI_TIMEOUT", gconf.timeout ? timeout : NULL);
 	if (t && strspn(t, "0123456789") == strlen(t) && atoi(t) > 0)
@@ -906,6 +914,7 @@ extern void mpi_p_conf_set(s_p_hashtbl_t *tbl)
 	s_p_get_uint32(&gconf.timeout, "GopmiTimeout", tbl);
 	s_p_get_uint32(&gconf.start_timeout, "GopmiStartTimeout", tbl);
 	s_p_get_uint32(&gconf.val_max, "GopmiValMax", tbl);
+	s_p_get_uint32(&gconf.kvs_max_mib, "GopmiKVSMaxMiB", tbl);
 	s_p_get_uint32(&gconf.tree_width, "GopmiTreeWidth", tbl);
 	if (!gconf.start_timeout)
 		gconf.start_timeout = 30;
@@ -936,6 +945,9 @@ extern s_p_hashtbl_t *mpi_p_conf_get(void)
 	v = xstrdup_printf("%u", gconf.tree_width);
 	s_p_parse_pair(tbl, "GopmiTreeWidth", v);
 	xfree(v);
+	v = xstrdup_printf("%u", gconf.kvs_max_mib);
+	s_p_parse_pair(tbl, "GopmiKVSMaxMiB", v);
+	xfree(v);
 	return tbl;
 }
 
@@ -958,5 +970,6 @@ extern List mpi_p_conf_get_printable(void)
 	add_pair(l, "GopmiTimeout", xstrdup_printf("%u", gconf.timeout));
 	add_pair(l, "GopmiTreeWidth", xstrdup_printf("%u", gconf.tree_width));
 	add_pair(l, "GopmiValMax", xstrdup_printf("%u", gconf.val_max));
+	add_pair(l, "GopmiKVSMaxMiB", xstrdup_printf("%u", gconf.kvs_max_mib));
 	return l;
 }

@@ -31,6 +31,8 @@ const (
 	minKvsnameMax = 16
 	minKeyMax     = 16
 	minValMax     = 64
+	// minKVSMax holds MPICH's start-up at a few ranks.
+	minKVSMax = 64 << 10
 	maxLineMax    = 64 << 20
 	// lineOverhead is room for the rest of a put request around its
 	// kvsname, key and value (the bridge keeps the same margin).
@@ -174,6 +176,14 @@ func (c *Config) setLimits(l *shimv1.Limits) error {
 	}
 	if c.Limits.ValMax, err = get("val_max", l.GetValMax(), bridge.DefaultValMax, minValMax, min(ceiling, maxValMax)); err != nil {
 		return err
+	}
+	switch v := l.GetKvsMax(); {
+	case v == 0:
+		c.Limits.KVSMax = bridge.DefaultKVSMax
+	case v < minKVSMax:
+		return fieldErr("limits.kvs_max", "%d is below the minimum %d", v, minKVSMax)
+	default:
+		c.Limits.KVSMax = v
 	}
 	if need := c.Limits.KvsnameMax + c.Limits.KeyMax + c.Limits.ValMax + lineOverhead; need > c.Limits.LineMax {
 		return fieldErr("limits.line_max", "%d cannot hold a put of the longest kvsname, key and value (%d bytes)", c.Limits.LineMax, need)

@@ -41,7 +41,7 @@ func TestNewConfigDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(bridge.Limits{KvsnameMax: 256, KeyMax: 64, ValMax: 1024, LineMax: 1 << 20}, c.Limits); diff != "" {
+	if diff := cmp.Diff(bridge.Limits{KvsnameMax: 256, KeyMax: 64, ValMax: 1024, LineMax: 1 << 20, KVSMax: bridge.DefaultKVSMax}, c.Limits); diff != "" {
 		t.Errorf("limits (-want +got):\n%s", diff)
 	}
 	wantT := bridge.Timeouts{Fence: 120 * time.Second, Get: 120 * time.Second, Lookup: 60 * time.Second,
@@ -73,7 +73,7 @@ func TestNewConfigDefaults(t *testing.T) {
 
 func TestNewConfigExplicit(t *testing.T) {
 	b := validBootstrap()
-	b.Limits = &shimv1.Limits{KvsnameMax: 100, KeyMax: 32, ValMax: 4096, LineMax: 8192}
+	b.Limits = &shimv1.Limits{KvsnameMax: 100, KeyMax: 32, ValMax: 4096, LineMax: 8192, KvsMax: 1 << 20}
 	b.Timeouts = &shimv1.Timeouts{
 		Fence:        durationpb.New(10 * time.Second),
 		Lookup:       durationpb.New(3 * time.Second),
@@ -93,7 +93,7 @@ func TestNewConfigExplicit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if diff := cmp.Diff(bridge.Limits{KvsnameMax: 100, KeyMax: 32, ValMax: 4096, LineMax: 8192}, c.Limits); diff != "" {
+	if diff := cmp.Diff(bridge.Limits{KvsnameMax: 100, KeyMax: 32, ValMax: 4096, LineMax: 8192, KVSMax: 1 << 20}, c.Limits); diff != "" {
 		t.Errorf("limits (-want +got):\n%s", diff)
 	}
 	wantT := bridge.Timeouts{Fence: 10 * time.Second, Get: 10 * time.Second, Lookup: 3 * time.Second,
@@ -178,6 +178,7 @@ func TestNewConfigErrors(t *testing.T) {
 		{"limit negative", func(b *shimv1.Bootstrap) { b.Limits = &shimv1.Limits{KeyMax: -1} }, "limits.key_max", "negative"},
 		{"limit tiny", func(b *shimv1.Bootstrap) { b.Limits = &shimv1.Limits{ValMax: 10} }, "limits.val_max", "below the minimum 64"},
 		{"line small", func(b *shimv1.Bootstrap) { b.Limits = &shimv1.Limits{LineMax: 100} }, "limits.line_max", "below the minimum 1024"},
+		{"kvs small", func(b *shimv1.Bootstrap) { b.Limits = &shimv1.Limits{KvsMax: 1000} }, "limits.kvs_max", "below the minimum 65536"},
 		{"line huge", func(b *shimv1.Bootstrap) { b.Limits = &shimv1.Limits{LineMax: 1 << 30} }, "limits.line_max", "above the maximum"},
 		{"value over the PMI-2 body", func(b *shimv1.Bootstrap) {
 			b.Limits = &shimv1.Limits{LineMax: 4 << 20, ValMax: 1 << 20}

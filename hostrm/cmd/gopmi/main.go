@@ -21,6 +21,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -120,6 +121,7 @@ type runFlags struct {
 	wdir                  string
 	timeout, startTimeout time.Duration
 	daemon                string
+	maxKVS                byteSize
 }
 
 func newRunFlagSet(f *runFlags, stderr io.Writer) *flag.FlagSet {
@@ -138,6 +140,8 @@ func newRunFlagSet(f *runFlags, stderr io.Writer) *flag.FlagSet {
 	fs.DurationVar(&f.timeout, "timeout", launcher.DefaultFenceTimeout, "fence time-out")
 	fs.DurationVar(&f.startTimeout, "start-timeout", launcher.DefaultStartTimeout, "how long each job's shims may take to get ready")
 	fs.IntVar(&f.maxVal, "max-val", launcher.DefaultMaxVal, "PMI value length limit advertised to clients, bytes")
+	fs.Var(&f.maxKVS, "max-kvs", "bytes of KVS records a node may hold for a job (its puts and what fences bring), with an optional K, M or G; "+
+		"a put past it is refused, a fence past it fails (default 512M)")
 	fs.StringVar(&f.logLevel, "log-level", "warn", "log level of gopmi run and its shims: trace, debug, info, warn, error")
 	fs.StringVar(&f.wdir, "wdir", "", "working directory of the tasks (default: the current one); in the first section, also of the later ones")
 	fs.StringVar(&f.daemon, "daemon", "", "the node daemon's socket, which shares names with other runs (default $"+envDaemon+", else "+daemon.DefaultSocket+" when it is there; none: run alone)")
@@ -250,6 +254,7 @@ func parseRun(args []string, stderr io.Writer) (launcher.Config, runFlags, error
 	cfg.FenceTimeout = global.timeout
 	cfg.StartTimeout = global.startTimeout
 	cfg.MaxVal = global.maxVal
+	cfg.MaxKVS = int64(global.maxKVS)
 	cfg.LogLevel = global.logLevel
 	cfg.Wdir = global.wdir
 	return cfg, global, nil
@@ -363,4 +368,34 @@ func runCmd(args []string, stdin *os.File, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "gopmi: %v\n", err)
 	}
 	return code
+}
+
+// byteSize is a flag of bytes with an optional K, M or G (powers of 1024).
+type byteSize int64
+
+func (b *byteSize) String() string {
+	if b == nil || *b == 0 {
+		return ""
+	}
+	return strconv.FormatInt(int64(*b), 10)
+}
+
+func (b *byteSize) Set(s string) error {
+	num, mult := s, int64(1)
+	if n := len(s); n > 0 {
+		switch s[n-1] {
+		case 'k', 'K':
+			num, mult = s[:n-1], 1<<10
+		case 'm', 'M':
+			num, mult = s[:n-1], 1<<20
+		case 'g', 'G':
+			num, mult = s[:n-1], 1<<30
+		}
+	}
+	v, err := strconv.ParseInt(num, 10, 64)
+	if err != nil || v <= 0 || v > (1<<62)/mult {
+		return fmt.Errorf("%q: want a positive number of bytes, with an optional K, M or G", s)
+	}
+	*b = byteSize(v * mult)
+	return nil
 }

@@ -79,6 +79,9 @@ func bootstrapJSON(b *shimv1.Bootstrap) ([]byte, error) {
 		KeyMax     int32 `json:"keyMax,omitempty"`
 		ValMax     int32 `json:"valMax,omitempty"`
 		LineMax    int32 `json:"lineMax,omitempty"`
+		// A number, which protojson reads too: the shim's fast
+		// decoder takes no int64 written as a string.
+		KvsMax int64 `json:"kvsMax,omitempty"`
 	}
 	type timeouts struct {
 		Fence        string `json:"fence,omitempty"`
@@ -127,7 +130,7 @@ func bootstrapJSON(b *shimv1.Bootstrap) ([]byte, error) {
 		out.Backend = &backend{str(be.GetName()), str(be.GetPath()), str(be.GetConfig()), strs(be.GetArgs()), be.GetStartAtOnce()}
 	}
 	if l := b.GetLimits(); l != nil {
-		out.Limits = &limits{l.GetKvsnameMax(), l.GetKeyMax(), l.GetValMax(), l.GetLineMax()}
+		out.Limits = &limits{l.GetKvsnameMax(), l.GetKeyMax(), l.GetValMax(), l.GetLineMax(), l.GetKvsMax()}
 	}
 	if t := b.GetTimeouts(); t != nil {
 		out.Timeouts = &timeouts{durationJSON(t.GetFence()), durationJSON(t.GetGet()), durationJSON(t.GetLookup()),

@@ -23,15 +23,16 @@ func TestBootstrapJSON(t *testing.T) {
 		NodeId:  1,
 		Tasks:   []*shimv1.Task{{Rank: 2, FdName: "rank2"}},
 		Backend: &shimv1.BackendConfig{Name: "local", Path: "/x/gopmi-rm-local", Config: `{"universe":"unix:///u"}`, Args: []string{"-universe", "unix:///u"}, StartAtOnce: true},
-		Limits:  &shimv1.Limits{KvsnameMax: 100, KeyMax: 32, ValMax: 4096, LineMax: 1 << 20},
+		Limits:  &shimv1.Limits{KvsnameMax: 100, KeyMax: 32, ValMax: 4096, LineMax: 1 << 20, KvsMax: 3 << 30},
 		Timeouts: &shimv1.Timeouts{Fence: durationpb.New(120 * time.Second), Get: durationpb.New(1500 * time.Millisecond),
 			Lookup: durationpb.New(time.Nanosecond), Nodeattr: durationpb.New(0), Spawn: durationpb.New(90 * time.Minute),
 			BackendStart: durationpb.New(10 * time.Millisecond), Connect: durationpb.New(123456 * time.Microsecond),
 			Shutdown: durationpb.New(2 * time.Second)},
-		FenceMode: shimv1.FenceMode_FENCE_MODE_LAZY,
-		PmiPortFd: "pmi-port",
-		LogLevel:  "warn",
-		PmiDebug:  true,
+		FenceMode:     shimv1.FenceMode_FENCE_MODE_LAZY,
+		PmiPortFd:     "pmi-port",
+		LogLevel:      "warn",
+		PmiDebug:      true,
+		PmiPortSecret: "0123abcd",
 	}
 	for name, b := range map[string]*shimv1.Bootstrap{"rich": rich, "empty": {}, "version only": {Version: 1}} {
 		data, err := bootstrapJSON(b)

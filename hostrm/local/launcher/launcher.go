@@ -78,6 +78,9 @@ type Config struct {
 	FenceTimeout time.Duration
 	// MaxVal is the PMI value length advertised; default 1024.
 	MaxVal int
+	// MaxKVS bounds the bytes of KVS records a node holds for a job; 0:
+	// the shim's default (512 MiB).
+	MaxKVS int64
 	// LogLevel is the PMI servers' log level (trace ... error); default
 	// warn.
 	LogLevel string
@@ -262,6 +265,7 @@ func (e *SettingError) Error() string { return e.Setting + ": " + e.Msg }
 // settingFlags name a bootstrap field by the flag that sets it.
 var settingFlags = map[string]string{
 	"limits.val_max":    "-max-val",
+	"limits.kvs_max":    "-max-kvs",
 	"timeouts.fence":    "-timeout",
 	"timeouts.shutdown": "the kill grace period",
 	"job.universe_size": "-usize",

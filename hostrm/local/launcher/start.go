@@ -312,7 +312,7 @@ func (l *Launcher) bootstrap(spec *local.JobSpec, index int, secret string) *shi
 		NodeId:  node.ID,
 		Tasks:   tasks,
 		Backend: be,
-		Limits:  &shimv1.Limits{ValMax: int32(l.cfg.MaxVal)},
+		Limits:  &shimv1.Limits{ValMax: int32(l.cfg.MaxVal), KvsMax: l.cfg.MaxKVS},
 		Timeouts: &shimv1.Timeouts{
 			Fence: durationpb.New(l.cfg.FenceTimeout),
 			// A server told to stop is killed after the grace period.

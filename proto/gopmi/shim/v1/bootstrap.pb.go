@@ -668,11 +668,16 @@ func (x *BackendConfig) GetStartAtOnce() bool {
 
 // Limits advertised to clients and enforced; 0 means the default.
 type Limits struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	KvsnameMax    int32                  `protobuf:"varint,1,opt,name=kvsname_max,json=kvsnameMax,proto3" json:"kvsname_max,omitempty"` // default 256
-	KeyMax        int32                  `protobuf:"varint,2,opt,name=key_max,json=keyMax,proto3" json:"key_max,omitempty"`             // default 64
-	ValMax        int32                  `protobuf:"varint,3,opt,name=val_max,json=valMax,proto3" json:"val_max,omitempty"`             // default 1024
-	LineMax       int32                  `protobuf:"varint,4,opt,name=line_max,json=lineMax,proto3" json:"line_max,omitempty"`          // longest accepted request, default 1 MiB
+	state      protoimpl.MessageState `protogen:"open.v1"`
+	KvsnameMax int32                  `protobuf:"varint,1,opt,name=kvsname_max,json=kvsnameMax,proto3" json:"kvsname_max,omitempty"` // default 256
+	KeyMax     int32                  `protobuf:"varint,2,opt,name=key_max,json=keyMax,proto3" json:"key_max,omitempty"`             // default 64
+	ValMax     int32                  `protobuf:"varint,3,opt,name=val_max,json=valMax,proto3" json:"val_max,omitempty"`             // default 1024
+	LineMax    int32                  `protobuf:"varint,4,opt,name=line_max,json=lineMax,proto3" json:"line_max,omitempty"`          // longest accepted request, default 1 MiB
+	// kvs_max bounds the bytes of KVS records the shim holds for the job:
+	// its tasks' puts and what fences and direct modex bring from other
+	// nodes; a put past it is refused (rc=2), a fence that would pass it
+	// fails. Default 512 MiB.
+	KvsMax        int64 `protobuf:"varint,5,opt,name=kvs_max,json=kvsMax,proto3" json:"kvs_max,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -731,6 +736,13 @@ func (x *Limits) GetValMax() int32 {
 func (x *Limits) GetLineMax() int32 {
 	if x != nil {
 		return x.LineMax
+	}
+	return 0
+}
+
+func (x *Limits) GetKvsMax() int64 {
+	if x != nil {
+		return x.KvsMax
 	}
 	return 0
 }
@@ -888,13 +900,14 @@ const file_gopmi_shim_v1_bootstrap_proto_rawDesc = "" +
 	"\x04path\x18\x02 \x01(\tR\x04path\x12\x16\n" +
 	"\x06config\x18\x03 \x01(\tR\x06config\x12\x12\n" +
 	"\x04args\x18\x04 \x03(\tR\x04args\x12\"\n" +
-	"\rstart_at_once\x18\x05 \x01(\bR\vstartAtOnce\"v\n" +
+	"\rstart_at_once\x18\x05 \x01(\bR\vstartAtOnce\"\x8f\x01\n" +
 	"\x06Limits\x12\x1f\n" +
 	"\vkvsname_max\x18\x01 \x01(\x05R\n" +
 	"kvsnameMax\x12\x17\n" +
 	"\akey_max\x18\x02 \x01(\x05R\x06keyMax\x12\x17\n" +
 	"\aval_max\x18\x03 \x01(\x05R\x06valMax\x12\x19\n" +
-	"\bline_max\x18\x04 \x01(\x05R\alineMax\"\xaf\x03\n" +
+	"\bline_max\x18\x04 \x01(\x05R\alineMax\x12\x17\n" +
+	"\akvs_max\x18\x05 \x01(\x03R\x06kvsMax\"\xaf\x03\n" +
 	"\bTimeouts\x12/\n" +
 	"\x05fence\x18\x01 \x01(\v2\x19.google.protobuf.DurationR\x05fence\x12+\n" +
 	"\x03get\x18\x02 \x01(\v2\x19.google.protobuf.DurationR\x03get\x121\n" +
