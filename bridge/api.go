@@ -69,6 +69,11 @@ type Config struct {
 	FenceMode FenceMode
 	// PMIDebug is served as pmiverbose / debug.
 	PMIDebug bool
+	// KVSHeld, when set, is told how many bytes of KVS records the job
+	// holds on this node each time that moved by a MiB or more, and 0
+	// once the job ended; the host may tune its memory to it. It is
+	// called with the job's lock held and must not call the job.
+	KVSHeld func(bytes int64)
 	// PortSecret is the job's PMI_PORT secret: a PMI-2 client proves it
 	// knows it with fullinit authtype=challenge-sha256 (see AttachPort).
 	PortSecret string

@@ -400,6 +400,7 @@ func (j *Job) completeFence(f *fence, blob []byte, err error) {
 			} else {
 				j.held = held
 			}
+			j.noteHeldLocked()
 		}
 	}
 	if err != nil {

@@ -33,13 +33,19 @@ func (s *Session) put(r *request, prefix, key, val string) {
 	n := int64(kvs.RecordSize(rec))
 	j.mu.Lock()
 	if j.held+n > l.KVSMax {
-		held := j.held
+		err := fmt.Errorf("put %s: the job's KVS holds %d bytes on this node; %d more would pass its limit of %d bytes (-max-kvs)",
+			displayKey(rec.Key), j.held, n, l.KVSMax)
+		first := !j.kvsFull
+		j.kvsFull = true
 		j.mu.Unlock()
-		r.fail(wire.RcNoMem, fmt.Errorf("put %s: the job's KVS holds %d bytes on this node; %d more would pass its limit of %d bytes (-max-kvs)",
-			displayKey(rec.Key), held, n, l.KVSMax))
+		if first {
+			j.log.Warn().Int32("rank", s.rank).Err(err).Msg("a put was refused: the job's KVS is full on this node (later refusals are not logged)")
+		}
+		r.fail(wire.RcNoMem, err)
 		return
 	}
 	j.held += n
+	j.noteHeldLocked()
 	j.tasks[s.rank].pending.Append(rec)
 	j.mu.Unlock()
 	r.ok()
@@ -270,6 +276,7 @@ func (j *Job) commitFetchedLocked(blob []byte) error {
 			held, j.lay.node.Name, j.cfg.Limits.KVSMax)
 	}
 	j.held += int64(len(blob))
+	j.noteHeldLocked()
 	_, err := j.store.Commit(blob)
 	return err
 }

@@ -33,7 +33,9 @@ type Job struct {
 	// held is the bytes of KVS records held for the job on this node:
 	// puts not yet fenced, fence data on its way, the store's records
 	// (see Limits.KVSMax).
-	held int64
+	held     int64
+	heldSaid int64 // what cfg.KVSHeld was last told
+	kvsFull  bool  // a put was refused for the limit (logged once)
 	// spacesGone are the extra key spaces destroyed on this node.
 	spacesGone map[string]bool
 	fences     fenceTable            // open fences, finished sequences, carried data
@@ -177,4 +179,22 @@ func (j *Job) bind(s *Session, rank int32) error {
 	t.sess = s
 	s.rank = rank
 	return nil
+}
+
+// heldStep is how far j.held moves before cfg.KVSHeld hears of it.
+const heldStep = 1 << 20
+
+// noteHeldLocked tells the host what the job holds when it moved enough.
+func (j *Job) noteHeldLocked() {
+	if j.cfg.KVSHeld == nil {
+		return
+	}
+	held := j.held
+	if j.ended {
+		held = 0
+	}
+	if d := held - j.heldSaid; d >= heldStep || d <= -heldStep || (held == 0 && j.heldSaid != 0) {
+		j.heldSaid = held
+		j.cfg.KVSHeld(held)
+	}
 }

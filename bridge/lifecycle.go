@@ -161,6 +161,8 @@ func (j *Job) end(res Result) {
 		return
 	}
 	j.ended = true
+	j.log.Debug().Int64("kvs_bytes", j.held).Msg("bytes of KVS records this node held for the job")
+	j.noteHeldLocked()
 	j.result = res
 	j.fences.stopTimers()
 	j.attrWaits.stopAll()

@@ -202,6 +202,11 @@ func (s *Store) CommitOwned(b *Buffer) (int, error) {
 		if len(c) == 0 {
 			continue
 		}
+		if slack := cap(c) - len(c); slack > 4096 && slack > len(c)/4 {
+			// The store keeps what it points into: not the room a
+			// chunk had left.
+			c = append([]byte(nil), c...)
+		}
 		n, err := s.commit(unsafe.String(unsafe.SliceData(c), len(c)))
 		total += n
 		if err != nil {
@@ -298,7 +303,8 @@ func (b *Buffer) Bytes() []byte {
 }
 
 // room returns the chunk n more bytes go into, starting a new one (each
-// twice the last, up to maxChunk, or n) when the last is full.
+// an eighth larger than the last, up to maxChunk, or n) when the last is
+// full: the room left over stays under about a ninth of what they hold.
 func (b *Buffer) room(n int) *[]byte {
 	k := len(b.chunks)
 	if k > 0 && cap(b.chunks[k-1])-len(b.chunks[k-1]) >= n {
@@ -306,7 +312,7 @@ func (b *Buffer) room(n int) *[]byte {
 	}
 	size := minChunk
 	if k > 0 {
-		size = min(2*cap(b.chunks[k-1]), maxChunk)
+		size = min(cap(b.chunks[k-1])*9/8, maxChunk)
 	}
 	b.chunks = append(b.chunks, make([]byte, 0, max(size, n)))
 	return &b.chunks[k]

@@ -32,8 +32,8 @@ const (
 	minKeyMax     = 16
 	minValMax     = 64
 	// minKVSMax holds MPICH's start-up at a few ranks.
-	minKVSMax = 64 << 10
-	maxLineMax    = 64 << 20
+	minKVSMax  = 64 << 10
+	maxLineMax = 64 << 20
 	// lineOverhead is room for the rest of a put request around its
 	// kvsname, key and value (the bridge keeps the same margin).
 	lineOverhead = 1024

@@ -17,9 +17,12 @@ import (
 )
 
 const (
-	// readBufSize is one read from a task; the codecs reassemble lines
-	// that span reads.
-	readBufSize = 64 << 10
+	// A task's reads start at readBufSize bytes, enough for any request
+	// of MPICH's but its business cards; a read that fills the buffer
+	// grows it to readBufMax. The codecs reassemble lines that span
+	// reads. A job of 1,024 ranks on a node has 1,024 of these.
+	readBufSize = 4 << 10
+	readBufMax  = 64 << 10
 	// writeTimeout bounds one write to a task: a task that stops reading
 	// its PMI socket for this long is failed rather than left to fill the
 	// shim's memory.
@@ -236,6 +239,9 @@ func (c *taskConn) readLoop(sess *bridge.Session) {
 		if n > 0 {
 			c.spoke.Store(true)
 			sess.Feed(buf[:n])
+			if n == len(buf) && n < readBufMax {
+				buf = make([]byte, readBufMax)
+			}
 		}
 		if err == nil {
 			continue

@@ -66,7 +66,8 @@ func Start(ctx context.Context, c *Config, o Options) (*Server, error) {
 		PortSecret: c.PortSecret,
 		Backend:    o.Backend,
 		// The bridge adds the job and node fields itself.
-		Logger: o.Logger,
+		Logger:  o.Logger,
+		KVSHeld: kvsHeldHook(),
 	})
 	if err != nil {
 		for _, conn := range o.Conns {
