@@ -1,6 +1,8 @@
 package shim
 
 import (
+	"bytes"
+	"context"
 	"testing"
 	"time"
 
@@ -8,6 +10,10 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/durationpb"
 
+	"github.com/rs/zerolog"
+
+	"github.com/gopmi/gopmi/bridge"
+	"github.com/gopmi/gopmi/plugin"
 	shimv1 "github.com/gopmi/gopmi/proto/gopmi/shim/v1"
 )
 
@@ -120,4 +126,55 @@ func FuzzDecodeFast(f *testing.F) {
 			t.Fatalf("decodeFast and protojson differ on\n%q\nfast: %v\nprotojson: %v", data, got, want)
 		}
 	})
+}
+
+// FuzzBootstrap feeds the shim's stdin: whatever it reads and validates
+// must make a PMI engine that serves the job (bridge.NewJob accepts it)
+// within the limits the config promises, and nothing may panic.
+func FuzzBootstrap(f *testing.F) {
+	for _, o := range []protojson.MarshalOptions{{}, {UseProtoNames: true}} {
+		b := richBootstrap()
+		b.FenceMode = shimv1.FenceMode_FENCE_MODE_COLLECT
+		data, err := o.Marshal(b)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(data)
+	}
+	f.Add([]byte(`{"version":1,"job":{"nspace":"j","size":1,"nodes":[{"id":0,"ranks":[0]}]},"tasks":[{"rank":0,"fd_name":"r"}],"backend":{"name":"local"},"limits":{"kvsMax":"70000"}}`))
+	f.Add([]byte(`{"version":1,"job":{"nspace":"j","size":2,"nodes":[{"id":0,"ranks":[0]},{"id":1,"ranks":[1]}],"apps":[{"size":2,"cmd":"a","ranks":[1,0]}]},"tasks":[{"rank":0}],"pmiPortFd":"p","pmiPortSecret":"x","backend":{"name":"local"}}`))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		c, err := parseBootstrap(bytes.NewReader(data))
+		if err != nil {
+			return
+		}
+		l := c.Limits
+		if l.KeyMax <= 0 || l.ValMax <= 0 || l.LineMax < l.KeyMax+l.ValMax || l.KVSMax <= 0 || len(c.Tasks) == 0 {
+			t.Fatalf("accepted limits %+v, %d tasks", l, len(c.Tasks))
+		}
+		job, err := bridge.NewJob(context.Background(), bridge.Config{
+			Job: c.Job, NodeID: c.NodeID, Preput: c.Preput, Attrs: c.Attrs, Limits: c.Limits,
+			FenceMode: c.FenceMode, PortSecret: c.PortSecret, Logger: zerolog.Nop(),
+			Backend: bridge.ReadyBackend(plugin.Complete(fuzzBackend{}), &plugin.BackendInfo{Name: "fuzz"}, nil),
+		})
+		if err != nil {
+			t.Fatalf("a validated bootstrap makes no engine: %v\n%q", err, data)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		if err := job.Shutdown(ctx); err != nil {
+			t.Fatal(err)
+		}
+	})
+}
+
+// fuzzBackend is a backend that implements nothing.
+type fuzzBackend struct{ plugin.Unimplemented }
+
+func (fuzzBackend) GetInfo(context.Context) (*plugin.BackendInfo, error) {
+	return &plugin.BackendInfo{Name: "fuzz"}, nil
+}
+
+func (fuzzBackend) Configure(context.Context, *plugin.ConfigureRequest) (*plugin.ConfigureResponse, error) {
+	return &plugin.ConfigureResponse{}, nil
 }
