@@ -19,7 +19,7 @@ FUZZ     := ./bridge/pmi1:FuzzParse ./bridge/pmi1:FuzzSplit ./bridge/pmi1:FuzzRo
 DEMO_N   ?= 4
 APT      := DEBIAN_FRONTEND=noninteractive apt-get install -y -q
 
-.PHONY: all build install slurm-plugin install-slurm-plugin demo deps deps-test test test-unit integration bench fuzz proto check-proto generate lint clean
+.PHONY: all build install install-mpiexec slurm-plugin install-slurm-plugin demo deps deps-test test test-unit integration bench fuzz proto check-proto generate lint clean
 
 all: build
 
@@ -32,6 +32,14 @@ install: build
 	install -m 0644 contrib/systemd/gopmi.socket $(DESTDIR)$(SYSTEMD_UNITDIR)/
 	sed 's|@BINDIR@|$(PREFIX)/bin|' contrib/systemd/gopmi.service > $(DESTDIR)$(SYSTEMD_UNITDIR)/gopmi.service
 	chmod 0644 $(DESTDIR)$(SYSTEMD_UNITDIR)/gopmi.service
+
+# gopmi as MPICH's mpiexec, in $(PREFIX)/bin (before /usr/bin in PATH):
+# a singleton MPICH program, started with no process manager, runs
+# "mpiexec -pmi_args ..." and gopmi serves it (README: singletons). It
+# shadows Debian's mpiexec (Hydra), which does not know -pmi_args; other
+# arguments run a job as gopmi run does.
+install-mpiexec: install
+	ln -sf gopmi $(DESTDIR)$(PREFIX)/bin/mpiexec
 
 # Slurm's MPI plugin (srun --mpi=gopmi), built against the installed
 # Slurm's own source (Debian's source package; see contrib/slurm). It finds

@@ -27,6 +27,9 @@ func (s *Session) dispatch1(r *request, m *wire.Message) {
 	case "initack":
 		s.initack(r, spec, m)
 		return
+	case "singinit":
+		s.singinit(r, spec, m)
+		return
 	}
 	if s.rank < 0 {
 		r.fail(wire.RcFail, fmt.Errorf("%s: this connection has no rank yet: send \"cmd=initack pmiid=<PMI_ID>\" first", m.Cmd))
@@ -68,8 +71,6 @@ func (s *Session) dispatch1(r *request, m *wire.Message) {
 		s.unpublish(r, m.Value("service"), nil)
 	case "lookup_name":
 		s.lookup(r, m.Value("service"), nil)
-	case "singinit":
-		r.fail(wire.RcFail, errors.New("singinit: gopmi offers no singleton upgrade: the tasks it serves are started with their PMI environment"))
 	default:
 		r.fail(wire.RcErrOther, fmt.Errorf("gopmi bug: PMI-1 command %q is in the command table but not served", m.Cmd))
 	}
@@ -136,6 +137,31 @@ func (s *Session) initack(r *request, spec *wire.CommandSpec, m *wire.Message) {
 		debug = 1
 	}
 	r.sendRaw(pmi1.AppendInitack(nil, int(s.rank), int(s.j.cfg.Job.Size), debug))
+}
+
+// singinit answers a singleton's half of MPICH's singleton upgrade: the
+// process manager it started (gopmi mpiexec -pmi_args) connected and sent
+// cmd=singinit first; the singleton answers with its own, and is then
+// rank 0 of a job of one: its cmd=init comes next (MPICH 4.0). Stdio stays
+// the singleton's own.
+func (s *Session) singinit(r *request, spec *wire.CommandSpec, m *wire.Message) {
+	ver, err1 := spec.Int(m, "pmi_version")
+	_, err2 := spec.Int(m, "pmi_subversion")
+	switch {
+	case err1 != nil || err2 != nil:
+		r.fail(wire.RcInvalidArg, fmt.Errorf("singinit: bad version fields: %v", firstErr(err1, err2)))
+		return
+	case s.rank < 0 || s.version != 0:
+		r.fail(wire.RcFail, errors.New("singinit: only a singleton's first request, on the connection its process manager made"))
+		return
+	case m.Value("authtype") != "" && m.Value("authtype") != "none":
+		r.fail(wire.RcFail, fmt.Errorf("singinit: authtype %q is not offered (none is)", m.Value("authtype")))
+		return
+	case ver != 1:
+		r.ok("versionok", "no", "stdio", "no", "kvsname", s.j.cfg.Job.Nspace)
+		return
+	}
+	r.ok("versionok", "yes", "stdio", "no", "kvsname", s.j.cfg.Job.Nspace)
 }
 
 // barrier1 enters a PMI-1 barrier; PMI 1.2's group= names a subset and

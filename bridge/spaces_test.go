@@ -192,3 +192,26 @@ func TestKVSLimit(t *testing.T) {
 		}
 	}
 }
+
+// TestSingInit: a singleton's half of MPICH's singleton init, then its
+// cmd=init and the empty put MPICH 4.0 sends when it cached none.
+func TestSingInit(t *testing.T) {
+	w := newWorld(t, 1, 1)
+	k := w.task(0)
+	k.send("cmd=singinit pmi_version=1 pmi_subversion=1 stdio=yes authtype=none")
+	k.expect("cmd=singinit_info rc=0 versionok=yes stdio=no kvsname=job-1")
+	k.init1()
+	k.send("cmd=put kvsname=job-1 key= value=")
+	k.expect("cmd=put_result rc=0")
+	k.send("cmd=put kvsname=job-1 key= value=x")
+	k.expect("cmd=put_result rc=4")
+	k.send("cmd=singinit pmi_version=1 pmi_subversion=1 stdio=yes authtype=none")
+	k.expect("cmd=singinit_info rc=-1")
+
+	w2 := newWorld(t, 1, 1)
+	x := w2.task(0)
+	x.send("cmd=singinit pmi_version=2 pmi_subversion=0 authtype=none")
+	x.expect("cmd=singinit_info rc=0 versionok=no")
+	x.send("cmd=singinit pmi_version=1 pmi_subversion=1 authtype=munge")
+	x.expect("cmd=singinit_info rc=-1")
+}

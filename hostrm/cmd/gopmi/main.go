@@ -21,6 +21,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -51,6 +52,10 @@ commands:
         ask the node daemon: namespaces, gopmi.names, gopmi.ps, gopmi.log
   log [-json] [-daemon PATH] [job]
         how your jobs on this node ended, and what the node daemon noted about them
+  mpiexec [gopmi run's flags] prog [args...]
+  mpiexec -pmi_args PORT IFACE KEY PID
+        what MPICH runs as "mpiexec": a job as gopmi run does, or the process
+        manager a singleton MPICH program asked for (gopmi installed as mpiexec)
   version
         print the version
   help
@@ -59,7 +64,12 @@ commands:
 
 func main() {
 	launcher.SealInheritedFDs()
-	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+	args := os.Args[1:]
+	if filepath.Base(os.Args[0]) == "mpiexec" {
+		// Installed as mpiexec (a link to gopmi), for MPICH's singletons.
+		args = append([]string{"mpiexec"}, args...)
+	}
+	os.Exit(run(args, os.Stdin, os.Stdout, os.Stderr))
 }
 
 var logFormat sync.Once
@@ -75,7 +85,9 @@ func run(args []string, stdin *os.File, stdout, stderr io.Writer) int {
 	}
 	switch args[0] {
 	case "run":
-		return runCmd(args[1:], stdin, stdout, stderr)
+		return runCmd(args[1:], stdin, stdout, stderr, nil)
+	case "mpiexec":
+		return mpiexecCmd(args[1:], stdin, stdout, stderr)
 	case "daemon":
 		return daemonCmd(args[1:], stderr)
 	case "ps":
@@ -89,7 +101,7 @@ func run(args []string, stdin *os.File, stdout, stderr io.Writer) int {
 		return 0
 	case "help", "-h", "-help", "--help":
 		if len(args) > 1 && args[1] == "run" {
-			return runCmd([]string{"-h"}, nil, stdout, stdout)
+			return runCmd([]string{"-h"}, nil, stdout, stdout, nil)
 		}
 		fmt.Fprint(stdout, usage)
 		return 0
@@ -285,7 +297,9 @@ func nodeDaemon(flagged string, stderr io.Writer, log zerolog.Logger) *daemon.Cl
 	return daemon.Dial(path, daemon.RunName(), log)
 }
 
-func runCmd(args []string, stdin *os.File, stdout, stderr io.Writer) int {
+// runCmd is gopmi run; adjust, when set, completes the parsed config
+// (gopmi mpiexec's singleton).
+func runCmd(args []string, stdin *os.File, stdout, stderr io.Writer, adjust func(*launcher.Config)) int {
 	cfg, f, err := parseRun(args, stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		return 0
@@ -334,6 +348,9 @@ func runCmd(args []string, stdin *os.File, stdout, stderr io.Writer) int {
 		}
 	}
 
+	if adjust != nil {
+		adjust(&cfg)
+	}
 	l, err := launcher.New(cfg)
 	var bad *launcher.SettingError
 	switch {

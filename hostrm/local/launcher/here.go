@@ -46,6 +46,10 @@ func (l *Launcher) startHere(rj *runJob, s *nodeStart) error {
 	}
 	conns := make(map[int32]net.Conn, len(s.servers))
 	for i, f := range s.servers {
+		if f == nil && rj.adopt != nil && s.rn.node.Ranks[i] == 0 {
+			conns[0] = rj.adopt.served()
+			continue
+		}
 		c, err := net.FileConn(f)
 		f.Close()
 		s.servers[i] = nil

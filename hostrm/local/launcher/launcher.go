@@ -69,6 +69,10 @@ type Config struct {
 	Env []string
 	// PMIPort gives tasks PMI_PORT and PMI_ID instead of PMI_FD.
 	PMIPort bool
+	// Singleton, when set, is the run's first job: one rank already
+	// running, which asked for a process manager (see Singleton). Apps
+	// then holds its one program, which is not started.
+	Singleton *Singleton
 	// UniverseSize is served as universeSize; default the job's size.
 	UniverseSize int32
 	// FenceMode names the fence mode: collect (the default), lazy or
@@ -161,6 +165,7 @@ type Launcher struct {
 	jobs     []*runJob     // guarded by mu
 	live     int           // jobs not yet ended; guarded by mu
 	finished bool          // done is closed; guarded by mu
+	adopted  bool          // the singleton joined its job; guarded by mu
 	done     chan struct{} // closed when every job ended
 	ending   chan struct{} // closed when the run starts to end
 	stopped  bool          // Run is returning: no more timers; guarded by mu
@@ -192,6 +197,9 @@ func New(cfg Config) (*Launcher, error) {
 	}
 	if cfg.PPN < 0 {
 		return nil, fmt.Errorf("ppn %d is negative", cfg.PPN)
+	}
+	if s := cfg.Singleton; s != nil && (cfg.PPN > 0 || cfg.PMIPort || len(cfg.Apps) != 1 || cfg.Apps[0].Procs != 1 || s.Conn == nil || s.Pid <= 0) {
+		return nil, errors.New("a singleton is one rank, served here: no -ppn, no -pmi-port, one program of one process, its connection and its pid")
 	}
 	setDefaults(&cfg)
 	if cfg.Wdir == "" {

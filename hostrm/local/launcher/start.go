@@ -42,6 +42,8 @@ type runJob struct {
 	// secret is the job's PMI_PORT secret (PMI_AUTH_SECRET); "" without
 	// PMI_PORT.
 	secret string
+	// adopt is the singleton that is this job's rank 0, not started here.
+	adopt *Singleton
 }
 
 type runTask struct {
@@ -161,6 +163,10 @@ func (l *Launcher) launch(ctx context.Context, spec *local.JobSpec) (err error) 
 		l.mu.Unlock()
 		return plugin.Errorf(plugin.ErrAborted, "start job %s: the run is ending", ns)
 	}
+	if l.cfg.Singleton != nil && !spec.Spawned && !l.adopted {
+		l.adopted = true
+		rj.adopt = l.cfg.Singleton
+	}
 	l.jobs = append(l.jobs, rj)
 	l.live++
 	l.mu.Unlock()
@@ -263,6 +269,12 @@ func (l *Launcher) prepareNode(rj *runJob, node plugin.Node, index int) (*nodeSt
 		return s, nil
 	}
 	for _, r := range node.Ranks {
+		if rj.adopt != nil && r == 0 {
+			// The singleton's connection is made; startHere takes it.
+			s.servers = append(s.servers, nil)
+			s.clients = append(s.clients, nil)
+			continue
+		}
 		srv, cli, err := socketpair(taskFDName(r))
 		if err != nil {
 			return s, fmt.Errorf("job %s node %d: %w", rj.spec.Job.Nspace, node.ID, err)
@@ -335,6 +347,10 @@ func (l *Launcher) startTasks(rj *runJob, s *nodeStart) error {
 	base = append(base, l.cfg.Env...)
 	nlocal := strconv.Itoa(len(s.rn.node.Ranks))
 	for i, r := range s.rn.node.Ranks {
+		if rj.adopt != nil && r == 0 {
+			l.adoptTask(rj, plugin.Proc{Nspace: j.Nspace, Rank: r})
+			continue
+		}
 		app := l.appOf(rj, r)
 		env := append(append([]string(nil), base...), app.Env...)
 		env = append(env,
@@ -411,20 +427,25 @@ func (l *Launcher) reapTask(rj *runJob, t *runTask, cmd *exec.Cmd) {
 	_ = wait(cmd)
 	ps := cmd.ProcessState
 	status, state, how := exitInfo(ps)
+	l.taskEnded(rj, t, taskExit{
+		proc: t.proc, status: status, how: how, ok: ps.Success(),
+		signaled: status > 128 && ps.ExitCode() < 0,
+	}, state)
+}
+
+// taskEnded records a task's end and applies the failure policy.
+func (l *Launcher) taskEnded(rj *runJob, t *runTask, ex taskExit, state string) {
 	l.u.TaskExited(t.proc, state)
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	t.exited = true
 	rj.running--
 	rj.procs--
-	ok := ps.Success()
-	if !ok && !t.signalled && rj.failure == "" {
-		rj.failure = fmt.Sprintf("rank %d %s", t.proc.Rank, how)
+	if !ex.ok && !t.signalled && rj.failure == "" {
+		rj.failure = fmt.Sprintf("rank %d %s", t.proc.Rank, ex.how)
 	}
-	l.applyLocked(l.pol.taskExited(time.Now(), taskExit{
-		proc: t.proc, status: status, how: how, ok: ok, byUs: t.signalled,
-		signaled: status > 128 && ps.ExitCode() < 0,
-	}))
+	ex.byUs = t.signalled
+	l.applyLocked(l.pol.taskExited(time.Now(), ex))
 	l.checkJobLocked(rj)
 }
 
