@@ -16,6 +16,7 @@ import (
 	"github.com/gopmi/gopmi/bridge"
 	"github.com/gopmi/gopmi/plugin"
 	"github.com/gopmi/gopmi/shim/serve"
+	"github.com/gopmi/gopmi/shim/sockdir"
 )
 
 // bootstrapTimeout bounds reading stdin: a step daemon writes the
@@ -370,7 +371,8 @@ func (s *server) bringUpBackend(startCtx context.Context, path string, be *bridg
 		// The socket directory is made only for a backend process that
 		// starts: most jobs on one node never need theirs.
 		var err error
-		if dir, err = os.MkdirTemp("", "gopmi-shim-"); err != nil {
+		sockdir.Sweep() // what killed shims left
+		if dir, err = sockdir.New(); err != nil {
 			return nil, fmt.Errorf("%w: create socket dir: %w", serve.ErrBackend, err)
 		}
 		bs.dir = dir
@@ -388,6 +390,14 @@ func (s *server) bringUpBackend(startCtx context.Context, path string, be *bridg
 		Env:       s.rc.backendEnv,
 		Timeout:   c.BackendStart,
 	})
+	if dir != "" && err == nil {
+		// The backend is connected and nothing dials its socket again:
+		// a shim killed from now on (SIGKILL ends it and its backend at
+		// once) leaves no socket or directory behind.
+		if rerr := os.RemoveAll(dir); rerr == nil {
+			bs.dir = ""
+		}
+	}
 	if err != nil {
 		switch {
 		case startCtx.Err() != nil:

@@ -549,6 +549,29 @@ func TestRunSocketDirLifetime(t *testing.T) {
 	}
 }
 
+// Once the backend is up its socket directory is gone, while the job
+// runs: a shim killed later leaves nothing behind.
+func TestRunSocketDirGoneOnceUp(t *testing.T) {
+	dirs := make(chan string, 1)
+	start := func(ctx context.Context, l Launch) (Process, error) {
+		dirs <- l.SocketDir
+		return pluginStart(ctx, l)
+	}
+	p := startRun(t, oneNode(1), runOpts{start: start})
+	p.ready()
+	p.tasks[0].init()
+	// The fake backend has no name service: the call brings it up.
+	p.tasks[0].send("cmd=publish_name service=svc port=p1")
+	p.tasks[0].expect("publish_result", false)
+	dir := <-dirs
+	if _, err := os.Stat(dir); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("socket dir %s still there with the backend up: %v", dir, err)
+	}
+	p.tasks[0].call("cmd=finalize", "finalize_ack")
+	p.tasks[0].conn.Close()
+	p.waitExit(0, "")
+}
+
 // backend.start_at_once starts the backend of a one-node job with its
 // tasks: a smoke test of a backend sees its calls.
 func TestRunStartAtOnce(t *testing.T) {

@@ -24,6 +24,7 @@ const (
 	MPIPubname  = "mpi_pubname"
 	PMI2Test    = "pmi2_test"
 	PMI2Bench   = "pmi2_bench"
+	PMI2Fault   = "pmi2_fault"
 	PMI1Only    = "pmi1_only"
 )
 
@@ -63,6 +64,7 @@ var programs = []program{
 	{MPIPubname, kindMPI},
 	{PMI2Test, kindPMI2},
 	{PMI2Bench, kindPMI2},
+	{PMI2Fault, kindPMI2},
 	{PMI1Only, kindC},
 }
 

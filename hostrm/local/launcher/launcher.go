@@ -22,6 +22,7 @@ import (
 	"github.com/gopmi/gopmi/plugin/execpath"
 	shimv1 "github.com/gopmi/gopmi/proto/gopmi/shim/v1"
 	"github.com/gopmi/gopmi/shim/serve"
+	"github.com/gopmi/gopmi/shim/sockdir"
 )
 
 // Environment variables that point gopmi run at binaries, for tests and
@@ -151,7 +152,6 @@ type Launcher struct {
 	shimPath string // with shims
 	rmPath   string // with shims
 	start    *starter
-	dir      string // the private socket directory, with shims
 	addr     string // the universe's address, with shims
 	u        *local.Universe
 	seq      int // notify socket names; guarded by mu
@@ -380,6 +380,9 @@ func (l *Launcher) Run(ctx context.Context) (int, error) {
 		return 1, fmt.Errorf("a job of %d ranks needs about %d file descriptors, the limit is %d: raise it (ulimit -n)", size, need, have)
 	}
 
+	if l.shims {
+		sockdir.Sweep() // what shims killed with an earlier run left
+	}
 	if l.shims || l.cfg.Beyond != nil {
 		stop, err := l.serveUniverse()
 		if err != nil {
@@ -427,25 +430,19 @@ func (l *Launcher) Run(ctx context.Context) (int, error) {
 	return status, nil
 }
 
-// serveUniverse serves the universe to the shims' backends on a unix
-// socket in a private directory, and returns what stops it.
+// serveUniverse serves the universe to the shims' backends (and the node
+// daemon) on an abstract unix socket, and returns what stops it.
 func (l *Launcher) serveUniverse() (stop func(), err error) {
-	dir, err := privateDir()
-	if err != nil {
-		return nil, err
-	}
-	l.dir = dir
-	sock := filepath.Join(dir, "universe.sock")
+	sock := abstractName("universe")
 	ln, err := net.Listen("unix", sock)
 	if err != nil {
-		os.RemoveAll(dir)
 		return nil, fmt.Errorf("listen for the universe: %w", err)
 	}
 	l.addr = "unix://" + sock
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan error, 1)
 	go func() {
-		served <- link.Serve(ctx, ln, l.u)
+		served <- link.Serve(ctx, credListener{Listener: ln, log: l.log}, l.u)
 	}()
 	return func() {
 		l.u.Close()
@@ -453,22 +450,7 @@ func (l *Launcher) serveUniverse() (stop func(), err error) {
 		if err := <-served; err != nil {
 			l.log.Warn().Err(err).Msg("universe server")
 		}
-		os.RemoveAll(dir)
 	}, nil
-}
-
-// privateDir makes the run's 0700 directory for sockets, short enough for
-// a unix socket path.
-func privateDir() (string, error) {
-	dir, err := os.MkdirTemp("", "gopmi-")
-	if err == nil && len(dir) > 80 {
-		os.Remove(dir)
-		dir, err = os.MkdirTemp("/tmp", "gopmi-")
-	}
-	if err != nil {
-		return "", fmt.Errorf("private directory: %w", err)
-	}
-	return dir, nil
 }
 
 // applyLocked carries out what the policy decided. Called with mu held.

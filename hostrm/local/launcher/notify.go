@@ -25,24 +25,58 @@ type notifier struct {
 	errno  string // guarded by mu
 }
 
+// newNotifier listens on path (an abstract name: see abstractName) and
+// takes datagrams only from this user or root, by their credentials.
 func newNotifier(path string, log zerolog.Logger) (*notifier, error) {
 	conn, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: path, Net: "unixgram"})
 	if err != nil {
+		return nil, err
+	}
+	raw, err := conn.SyscallConn()
+	if err == nil {
+		cerr := raw.Control(func(fd uintptr) {
+			err = syscall.SetsockoptInt(int(fd), syscall.SOL_SOCKET, syscall.SO_PASSCRED, 1)
+		})
+		if err == nil {
+			err = cerr
+		}
+	}
+	if err != nil {
+		conn.Close()
 		return nil, err
 	}
 	n := &notifier{conn: conn, ready: make(chan struct{}), failed: make(chan struct{}), read: make(chan struct{}), log: log}
 	go func() {
 		defer close(n.read)
 		buf := make([]byte, 4096)
+		oob := make([]byte, syscall.CmsgSpace(syscall.SizeofUcred))
 		for {
-			size, _, err := conn.ReadFromUnix(buf)
+			size, oobn, _, _, err := conn.ReadMsgUnix(buf, oob)
 			if err != nil {
 				return
+			}
+			if !fromTrusted(oob[:oobn]) {
+				n.log.Warn().Msg("dropped a notification from another user")
+				continue
 			}
 			n.handle(buf[:size])
 		}
 	}()
 	return n, nil
+}
+
+// fromTrusted reads a datagram's SCM_CREDENTIALS.
+func fromTrusted(oob []byte) bool {
+	msgs, err := syscall.ParseSocketControlMessage(oob)
+	if err != nil {
+		return false
+	}
+	for _, m := range msgs {
+		if cred, err := syscall.ParseUnixCredentials(&m); err == nil {
+			return trustedUID(cred.Uid)
+		}
+	}
+	return false
 }
 
 // handle applies one datagram.

@@ -8,7 +8,6 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -17,6 +16,7 @@ import (
 	"github.com/gopmi/gopmi/hostrm/local/forwarder"
 	"github.com/gopmi/gopmi/plugin"
 	"github.com/gopmi/gopmi/shim/serve"
+	"github.com/gopmi/gopmi/shim/sockdir"
 )
 
 // shimProc is a node served by a gopmi-shim process.
@@ -31,7 +31,7 @@ type shimProc struct {
 func (l *Launcher) startShim(rj *runJob, s *nodeStart) error {
 	ns := rj.spec.Job.Nspace
 	l.mu.Lock()
-	path := filepath.Join(l.dir, "n"+strconv.Itoa(l.seq))
+	path := abstractName("n" + strconv.Itoa(l.seq))
 	l.seq++
 	l.mu.Unlock()
 	n, err := newNotifier(path, l.log.With().Str("job", ns).Int32("node", s.rn.node.ID).Logger())
@@ -76,7 +76,7 @@ func (l *Launcher) startShim(rj *runJob, s *nodeStart) error {
 		Path: l.shimPath,
 		Args: []string{ShimBinary},
 		Env:  env,
-		Dir:  l.dir,
+		Dir:  "/",
 		// The bootstrap is built on exec's stdin goroutine, while the
 		// tasks start: the shim reads it only once its runtime is up.
 		Stdin: &lazyReader{make: func() ([]byte, error) {
@@ -161,6 +161,9 @@ func firstNonEmpty(s ...string) string {
 // reapShim waits for a shim and records how it ended.
 func (l *Launcher) reapShim(rj *runJob, n *runNode, cmd *exec.Cmd) {
 	_ = wait(cmd)
+	// A shim killed while its backend was starting could not remove
+	// its backend's socket directory.
+	sockdir.Remove(cmd.Process.Pid)
 	sp := n.shim
 	sp.notify.close()
 	_, _, how := exitInfo(cmd.ProcessState)

@@ -1,0 +1,64 @@
+package launcher
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"net"
+	"os"
+	"strconv"
+	"syscall"
+
+	"github.com/rs/zerolog"
+)
+
+// abstractName is a unix socket name in Linux's abstract namespace for
+// this run: nothing in the file system, gone with the socket, so a run
+// killed with SIGKILL (and its shims with it) leaves no socket or
+// directory behind. Any local process may reach such a name, so every
+// peer is checked: it must be this user or root (credListener, notifier),
+// as a 0700 directory would have ensured.
+func abstractName(kind string) string {
+	var b [8]byte
+	_, _ = rand.Read(b[:])
+	return "@gopmi-" + strconv.Itoa(os.Getpid()) + "-" + hex.EncodeToString(b[:]) + "-" + kind
+}
+
+// trustedUID: this user, or root (the node daemon may run as root).
+func trustedUID(uid uint32) bool {
+	return int(uid) == os.Geteuid() || uid == 0
+}
+
+// credListener accepts only connections from trusted users.
+type credListener struct {
+	net.Listener
+	log zerolog.Logger
+}
+
+func (l credListener) Accept() (net.Conn, error) {
+	for {
+		c, err := l.Listener.Accept()
+		if err != nil {
+			return nil, err
+		}
+		uc, ok := c.(*net.UnixConn)
+		if !ok {
+			return c, nil
+		}
+		var cred *syscall.Ucred
+		raw, err := uc.SyscallConn()
+		if err == nil {
+			_ = raw.Control(func(fd uintptr) {
+				cred, err = syscall.GetsockoptUcred(int(fd), syscall.SOL_SOCKET, syscall.SO_PEERCRED)
+			})
+		}
+		if err == nil && cred != nil && trustedUID(cred.Uid) {
+			return c, nil
+		}
+		ev := l.log.Warn().Str("addr", l.Addr().String())
+		if cred != nil {
+			ev = ev.Uint32("uid", cred.Uid).Int32("pid", cred.Pid)
+		}
+		ev.Msg("refused a connection to the run's universe from another user")
+		c.Close()
+	}
+}
