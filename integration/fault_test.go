@@ -437,23 +437,24 @@ func exitStatus(ps *os.ProcessState) string {
 	return strconv.Itoa(ps.ExitCode())
 }
 
-// failureLine is the line gopmi run printed about the failure: its last
-// "gopmi:" line, else its last error log line.
+// failureLine is the line gopmi run printed about the failure: its first
+// "gopmi:" line (the cause; what followed from it comes after), else its
+// first error log line.
 func failureLine(out string) string {
 	var last, lastErr string
 	for _, l := range strings.Split(out, "\n") {
 		switch {
-		case strings.HasPrefix(l, "gopmi:"), strings.HasPrefix(l, "gopmi run:"):
+		case last == "" && (strings.HasPrefix(l, "gopmi:") || strings.HasPrefix(l, "gopmi run:")):
 			last = l
-		case strings.Contains(l, " ERR "):
+		case lastErr == "" && strings.Contains(l, " ERR "):
 			lastErr = l
 		}
 	}
 	if last == "" {
 		last = lastErr
 	}
-	if len(last) > 150 {
-		last = last[:150] + "..."
+	if len(last) > 240 {
+		last = last[:240] + "..."
 	}
 	return last
 }
