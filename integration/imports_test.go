@@ -77,9 +77,11 @@ func TestImportRules(t *testing.T) {
 				imp != mod+"hostrm/slurm":
 				t.Errorf("%s imports %s: the Slurm backend may use only the SDK (%s)", path, imp, strings.Join(sdk, ", "))
 			case strings.HasPrefix(path, mod+"hostrm/slurm/") && own && !slices.Contains(sdk, imp) &&
-				imp != mod+"hostrm/local" && !strings.HasPrefix(imp, mod+"hostrm/slurm") && !(path == slurmShim && shimPkgs[imp]):
+				imp != mod+"hostrm/local" && !strings.HasPrefix(imp, mod+"hostrm/slurm") &&
+				!(path == slurmShim && (shimPkgs[imp] || imp == mod+"hostrm/daemon")):
 				// The coordinator keeps the step's state in the local RM's
-				// universe, itself SDK-only; gopmi-slurm is also the shim.
+				// universe, itself SDK-only; gopmi-slurm is also the shim,
+				// and connects the coordinator to srun's node daemon.
 				t.Errorf("%s imports %s: Slurm's coordinator may use only the SDK, the universe (hostrm/local) and the backend", path, imp)
 			case imp == mod+"shim/serve" && path != mod+"hostrm/local/launcher" && path != mod+"shim" && path != slurmShim:
 				t.Errorf("%s imports the shim's serving loop: only gopmi run's launcher, the shim and gopmi-slurm may", path)

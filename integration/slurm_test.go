@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gopmi/gopmi/hostrm/daemon"
 	"github.com/gopmi/gopmi/integration/clients"
 	"github.com/gopmi/gopmi/integration/internal/proc"
 	"github.com/gopmi/gopmi/integration/internal/slurmlab"
@@ -456,5 +457,24 @@ func TestSlurmMultiProg(t *testing.T) {
 		if want := fmt.Sprintf("ok attrs rank=%d size=5 appnum=%d ", rank, app); !strings.Contains(r.Stdout, want) {
 			t.Errorf("want %q in:\n%s", want, r.Stdout)
 		}
+	}
+}
+
+// TestSlurmNamesThroughDaemon: with a node daemon on srun's node, a name a
+// Slurm step publishes is found by a gopmi run started on its own, and
+// the step finds the run's answer: one name space for both.
+func TestSlurmNamesThroughDaemon(t *testing.T) {
+	c := slurm(t)
+	d, _ := testDaemon(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	env := append(c.Env(), daemon.EnvSocket+"="+d.sock)
+	argv := []string{"srun", "--mpi=gopmi", "-N", "2", "-n", "2", progs[clients.PMI2Test], "ns-serve"}
+	step := startRun(ctx, argv, env, nil, "")
+	client := startRun(ctx, daemonArgv(d.sock, "-n", "1", progs[clients.PMI2Test], "ns-client"), nil, nil, "")
+	cr := client.wait(t, "the gopmi run")
+	sr := step.wait(t, "the Slurm step")
+	if cr.ExitCode != 0 || sr.ExitCode != 0 || !strings.Contains(sr.Stdout, "step=xrun-ack value=ack-from-") {
+		t.Fatal(twoRuns(cr, sr, d))
 	}
 }

@@ -23,6 +23,10 @@ import (
 // GOPMI_DAEMON).
 const DefaultSocket = "/run/gopmi/gopmi.sock"
 
+// EnvSocket names the node daemon's socket for the runs that use it
+// (gopmi run, the Slurm coordinator); "none": run alone.
+const EnvSocket = "GOPMI_DAEMON"
+
 // DefaultStateDir keeps the published names across restarts, unless
 // systemd's StateDirectory= says otherwise ($STATE_DIRECTORY).
 const DefaultStateDir = "/var/lib/gopmi"

@@ -27,7 +27,7 @@ import (
 )
 
 // envDaemon names the node daemon's socket for gopmi run and the tools.
-const envDaemon = "GOPMI_DAEMON"
+const envDaemon = daemon.EnvSocket
 
 // daemonPath is where the tools and gopmi run look for the node daemon:
 // the flag, else $GOPMI_DAEMON, else the default socket.

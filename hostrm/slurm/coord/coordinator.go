@@ -48,6 +48,13 @@ type Options struct {
 	// Stdout and Stderr receive a spawned step's output (srun's own
 	// streams); default the coordinator's.
 	Stdout, Stderr io.Writer
+	// Beyond, when set, is the node daemon of srun's node: the step's
+	// names go there, shared with every gopmi run and step on the node
+	// (local.UniverseOptions.Beyond). OnJob is told each job of the step
+	// (the step's, then what it spawned) once its first node configured,
+	// to register it with the daemon.
+	Beyond local.Beyond
+	OnJob  func(job plugin.Job)
 }
 
 // Coordinator is the step-wide side of gopmi under Slurm: it runs in
@@ -69,6 +76,7 @@ type Coordinator struct {
 	changed chan struct{} // closed and replaced when a node configures
 	spawned sync.WaitGroup
 	sruns   map[*exec.Cmd]bool // spawned steps' sruns still running
+	known   map[string]bool    // jobs told to OnJob
 }
 
 // New returns a coordinator; Run serves it.
@@ -97,6 +105,7 @@ func New(opts Options) *Coordinator {
 		OnProcFailed: c.procFailed,
 		Launch:       c.launch,
 		LayoutByRM:   true,
+		Beyond:       opts.Beyond,
 	})
 	c.be = &stepBackend{Universe: c.u, c: c}
 	return c
@@ -125,7 +134,17 @@ func (b *stepBackend) Configure(ctx context.Context, req *plugin.ConfigureReques
 	b.c.mu.Lock()
 	close(b.c.changed)
 	b.c.changed = make(chan struct{})
+	first := err == nil && !b.c.known[req.Job.Nspace]
+	if first {
+		if b.c.known == nil {
+			b.c.known = map[string]bool{}
+		}
+		b.c.known[req.Job.Nspace] = true
+	}
 	b.c.mu.Unlock()
+	if first && b.c.opts.OnJob != nil {
+		b.c.opts.OnJob(req.Job)
+	}
 	return resp, err
 }
 

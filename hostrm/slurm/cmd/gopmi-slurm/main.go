@@ -19,6 +19,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"os"
 	"os/signal"
@@ -27,6 +28,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/gopmi/gopmi/hostrm/daemon"
 	"github.com/gopmi/gopmi/hostrm/slurm"
 	"github.com/gopmi/gopmi/hostrm/slurm/coord"
 	"github.com/gopmi/gopmi/plugin"
@@ -129,6 +131,13 @@ func coordinate(args []string) int {
 	if l == nil {
 		opts.Ready = func(port int) { _ = coord.WritePort(os.Stdout, port) }
 	}
+	if d := nodeDaemon(log); d != nil {
+		defer d.Close()
+		opts.Beyond = d
+		opts.OnJob = func(job plugin.Job) {
+			d.Register(job, daemon.RunConfig{PID: os.Getpid(), Cmd: "srun (step " + step + ")"})
+		}
+	}
 	c = coord.New(opts)
 	go func() {
 		select {
@@ -145,4 +154,28 @@ func coordinate(args []string) int {
 	// The failure was reported when it happened.
 	status, _ := c.Status()
 	return status
+}
+
+// nodeDaemon is a client of srun's node's daemon (gopmi daemon) when its
+// socket ($GOPMI_DAEMON, else the default) is there and answers: the
+// step's names are then shared with the node's other runs and steps.
+// GOPMI_DAEMON=none keeps them within the step.
+func nodeDaemon(log zerolog.Logger) *daemon.Client {
+	path := os.Getenv(daemon.EnvSocket)
+	switch path {
+	case "none":
+		return nil
+	case "":
+		path = daemon.DefaultSocket
+	}
+	if st, err := os.Stat(path); err != nil || st.Mode().Type() != fs.ModeSocket {
+		return nil
+	}
+	c, err := net.DialTimeout("unix", path, time.Second)
+	if err != nil {
+		log.Warn().Err(err).Str("daemon", path).Msg("the node daemon does not answer: names stay within the step")
+		return nil
+	}
+	c.Close()
+	return daemon.Dial(path, daemon.RunName(), log)
 }
