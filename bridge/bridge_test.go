@@ -574,6 +574,14 @@ func TestPMIPortStranger(t *testing.T) {
 		k.c.mu.Unlock()
 	}
 
+	// No spawn without a rank: it would run programs as the job's user.
+	sp := port(0, stranger)
+	sp.raw("mcmd=spawn\nnprocs=1\nexecname=/bin/sh\ntotspawns=1\nspawnssofar=1\nargcnt=2\narg1=-c\narg2=id\npreput_num=0\ninfo_num=0\nendcmd\n")
+	sp.expect("cmd=spawn_result rc=-1")
+	if _, _, spawns := w.rm.snapshot(); len(spawns) != 0 {
+		t.Fatalf("a connection without a rank spawned %+v", spawns[0])
+	}
+
 	a := port(0, stranger)
 	a.init1()
 	a.send("cmd=initack pmiid=0")

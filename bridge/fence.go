@@ -381,14 +381,17 @@ func (j *Job) completeFence(f *fence, blob []byte, err error) {
 			if j.oneNode() {
 				j.publishLocked(&f.data)
 			}
-			// The records were counted when they were put.
+			// The records were counted when they were put; the copy of
+			// node barriers' data sent along is gone.
+			j.held -= int64(f.carried)
 			if _, cerr := j.store.CommitOwned(&f.data); cerr != nil {
 				err = fmt.Errorf("fence %s: %w", f.id, cerr)
 			}
 		default:
-			// Every node's data replaces this node's own, carried
-			// barriers' included.
-			own := int64(f.data.Len() + f.carried)
+			// Every node's data replaces this node's own: its puts,
+			// the copy of node barriers' data sent along, and those
+			// barriers' data committed here (the blob holds it again).
+			own := int64(f.data.Len() + 2*f.carried)
 			f.data = kvs.Buffer{}
 			if held := j.held - own + int64(len(blob)); held > j.cfg.Limits.KVSMax {
 				j.held -= own

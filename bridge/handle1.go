@@ -13,6 +13,14 @@ import (
 func (s *Session) dispatch1(r *request, m *wire.Message) {
 	j := s.j
 	if m.Block {
+		// A spawn block, as every request but the handshake's, needs a
+		// rank: a PMI_PORT connection that has not claimed one (or could
+		// not) may not start programs as the job's user.
+		if s.rank < 0 {
+			r.cmd = "spawn"
+			r.fail(wire.RcFail, errors.New("spawn: this connection has no rank yet: send \"cmd=initack pmiid=<PMI_ID>\" first"))
+			return
+		}
 		s.spawnBlock(r, m)
 		return
 	}

@@ -83,6 +83,11 @@ func (s *Session) createSpace(r *request) {
 	j := s.j
 	j.mu.Lock()
 	t := j.tasks[s.rank]
+	// A name destroyed before it was made (destroy_kvs takes any name
+	// of the job's) is never handed out.
+	for t.spaces < maxSpacesPerRank && j.spacesGone[j.spacePrefix()+strconv.Itoa(int(s.rank))+"."+strconv.Itoa(t.spaces)] {
+		t.spaces++
+	}
 	n := t.spaces
 	if n >= maxSpacesPerRank {
 		j.mu.Unlock()

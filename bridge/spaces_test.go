@@ -215,3 +215,34 @@ func TestSingInit(t *testing.T) {
 	x.send("cmd=singinit pmi_version=1 pmi_subversion=1 authtype=munge")
 	x.expect("cmd=singinit_info rc=-1")
 }
+
+// TestKVSHeldAcrossBarriers: node barriers' data, carried to the next
+// world fence, is not counted twice once that fence brought it back: a
+// job that fences many times holds what its store holds, not more.
+func TestKVSHeldAcrossBarriers(t *testing.T) {
+	w := newWorld(t, 4, 2)
+	w.init12()
+	val := strings.Repeat("v", 100)
+	for round := 0; round < 5; round++ {
+		for _, k := range w.tasks {
+			k.send(fmt.Sprintf("cmd=put kvsname=job-1 key=k%d-%d value=%s", round, k.rank, val))
+			k.expect("cmd=put_result rc=0")
+		}
+		for _, k := range w.tasks {
+			k.send("cmd=barrier_in group=NODE:" + fmt.Sprint(round))
+		}
+		for _, k := range w.tasks {
+			k.expect("cmd=barrier_out rc=0")
+		}
+		barrier(w.tasks...)
+	}
+	for n := range w.jobs {
+		j := w.job(n)
+		j.mu.Lock()
+		held, stored := j.held, int64(len(j.store.AppendAll(nil)))
+		j.mu.Unlock()
+		if held > stored+stored/10 {
+			t.Errorf("node %d holds %d bytes by its count, %d in its store", n, held, stored)
+		}
+	}
+}

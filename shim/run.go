@@ -286,7 +286,7 @@ func (s *server) run(ctx context.Context) error {
 type backendStart struct {
 	done chan struct{} // closed when the bring-up ended
 	bp   Process       // the running backend; set before done closes
-	dir  string        // the backend's private socket directory, if made
+	dir  *sockdir.Dir  // the backend's private socket directory, if made
 	stop context.CancelFunc
 }
 
@@ -351,9 +351,9 @@ func (bs *backendStart) close(log zerolog.Logger) {
 			log.Warn().Err(err).Msg("close backend")
 		}
 	}
-	if bs.dir != "" {
-		if err := os.RemoveAll(bs.dir); err != nil {
-			log.Warn().Err(err).Str("dir", bs.dir).Msg("remove socket dir")
+	if bs.dir != nil {
+		if err := bs.dir.Remove(); err != nil {
+			log.Warn().Err(err).Str("dir", bs.dir.Path).Msg("remove socket dir")
 		}
 	}
 }
@@ -365,6 +365,7 @@ func (bs *backendStart) close(log zerolog.Logger) {
 func (s *server) bringUpBackend(startCtx context.Context, path string, be *bridge.Backend, bs *backendStart) (Process, error) {
 	c := s.cfg
 	start, dir := s.rc.StartPlugin, ""
+	var sock *sockdir.Dir
 	if s.rc.Backend != nil {
 		start = inProcess(s.rc.Backend, c.Backend)
 	} else {
@@ -372,10 +373,10 @@ func (s *server) bringUpBackend(startCtx context.Context, path string, be *bridg
 		// starts: most jobs on one node never need theirs.
 		var err error
 		sockdir.Sweep() // what killed shims left
-		if dir, err = sockdir.New(); err != nil {
+		if sock, err = sockdir.New(); err != nil {
 			return nil, fmt.Errorf("%w: create socket dir: %w", serve.ErrBackend, err)
 		}
-		bs.dir = dir
+		bs.dir, dir = sock, sock.Path
 	}
 	ctx, cancel := context.WithTimeout(startCtx, c.BackendStart)
 	defer cancel()
@@ -390,12 +391,12 @@ func (s *server) bringUpBackend(startCtx context.Context, path string, be *bridg
 		Env:       s.rc.backendEnv,
 		Timeout:   c.BackendStart,
 	})
-	if dir != "" && err == nil {
+	if sock != nil && err == nil {
 		// The backend is connected and nothing dials its socket again:
 		// a shim killed from now on (SIGKILL ends it and its backend at
 		// once) leaves no socket or directory behind.
-		if rerr := os.RemoveAll(dir); rerr == nil {
-			bs.dir = ""
+		if rerr := sock.Remove(); rerr == nil {
+			bs.dir = nil
 		}
 	}
 	if err != nil {

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 )
 
 func TestBlobRoundTrip(t *testing.T) {
@@ -67,8 +68,15 @@ func FuzzDecode(f *testing.F) {
 	f.Add(AppendRecord(nil, Record{Rank: 1, Key: "a", Value: "b"}))
 	f.Add([]byte{0xff, 0xff, 0xff})
 	f.Fuzz(func(t *testing.T, blob []byte) {
-		var recs []Record
-		if err := Decode(blob, func(r Record) error { recs = append(recs, r); return nil }); err != nil {
+		var recs, fromString []Record
+		err := Decode(blob, func(r Record) error { recs = append(recs, r); return nil })
+		// The store's decoder (over one string, no copy per record) reads
+		// exactly what Decode reads, and fails where it fails.
+		serr := decodeString(string(blob), func(r Record) error { fromString = append(fromString, r); return nil })
+		if (err == nil) != (serr == nil) || len(recs) != len(fromString) || cmp.Diff(recs, fromString, cmpopts.EquateEmpty()) != "" {
+			t.Fatalf("Decode: %d records, %v; decodeString: %d records, %v", len(recs), err, len(fromString), serr)
+		}
+		if err != nil {
 			return
 		}
 		var again []byte

@@ -72,7 +72,10 @@ func findTCPSocket(procDir string, local, remote *net.TCPAddr) (uid int, inode u
 			if len(fs) < 10 {
 				continue
 			}
-			if !sameAddr(fs[1], local) || !sameAddr(fs[2], remote) {
+			// Only a live socket says who owns it: a client that closed
+			// before the accept leaves a TIME_WAIT entry with uid 0
+			// and inode 0, which must not pass for root's.
+			if fs[3] != "01" || fs[9] == "0" || !sameAddr(fs[1], local) || !sameAddr(fs[2], remote) {
 				continue
 			}
 			u, err1 := strconv.Atoi(fs[7])

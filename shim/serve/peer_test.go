@@ -48,7 +48,9 @@ func TestPortPeerTable(t *testing.T) {
 	// other end, owned by this process's uid.
 	table := "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n" +
 		"   0: 0100007F:1388 0100007F:9C40 01 00000000:00000000 00:00000000 00000000  1000        0 111 1 0 20 4 30 10 -1\n" +
-		"   1: 0100007F:9C40 0100007F:1388 01 00000000:00000000 00:00000000 00000000  4242        0 222 1 0 20 4 30 10 -1\n"
+		"   1: 0100007F:9C40 0100007F:1388 01 00000000:00000000 00:00000000 00000000  4242        0 222 1 0 20 4 30 10 -1\n" +
+		// A client that closed before the accept: TIME_WAIT, uid 0.
+		"   2: 0100007F:9C41 0100007F:1388 06 00000000:00000000 03:00000000 00000000     0        0 0 3 0000000000000000\n"
 	if err := os.WriteFile(filepath.Join(dir, "net", "tcp"), []byte(table), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -58,6 +60,9 @@ func TestPortPeerTable(t *testing.T) {
 		t.Errorf("findTCPSocket = %d, %d, %v; want 4242, 222, true", uid, inode, ok)
 	}
 	if _, _, ok := findTCPSocket(dir, &net.TCPAddr{IP: lo, Port: 40001}, &net.TCPAddr{IP: lo, Port: 5000}); ok {
+		t.Error("a closed socket's TIME_WAIT entry passes for root's")
+	}
+	if _, _, ok := findTCPSocket(dir, &net.TCPAddr{IP: lo, Port: 40002}, &net.TCPAddr{IP: lo, Port: 5000}); ok {
 		t.Error("found a socket on another port")
 	}
 	if _, _, ok := findTCPSocket(dir, &net.TCPAddr{IP: net.IPv4(127, 0, 0, 2), Port: 40000}, &net.TCPAddr{IP: lo, Port: 5000}); ok {

@@ -5,8 +5,10 @@
 // ends. A shim killed with SIGKILL while its backend was still starting
 // cannot: its parent (gopmi run) removes the directories of a shim it
 // reaped (Remove), and every gopmi run and shim removes, when it starts,
-// the directories of shims that are gone (Sweep). The directory's name
-// carries its shim's pid for that: gopmi-shim-<pid>-*.
+// the directories whose shim is gone (Sweep). A live shim holds an
+// exclusive flock on its directory, which the kernel drops when it dies:
+// a directory whose lock can be taken is a dead shim's, whatever pid
+// namespace it lived in.
 package sockdir
 
 import (
@@ -14,45 +16,83 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 )
 
 const prefix = "gopmi-shim-"
 
-// New makes this process's socket directory (0700) in os.TempDir.
-func New() (string, error) {
-	return os.MkdirTemp("", prefix+strconv.Itoa(os.Getpid())+"-")
+// Dir is a live shim's socket directory and the lock that says so.
+type Dir struct {
+	Path string
+	lock *os.File
+}
+
+// New makes this process's socket directory (0700) in os.TempDir, locked.
+func New() (*Dir, error) {
+	path, err := os.MkdirTemp("", prefix+strconv.Itoa(os.Getpid())+"-")
+	if err != nil {
+		return nil, err
+	}
+	f, err := os.Open(path)
+	if err == nil {
+		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+	}
+	if err != nil {
+		if f != nil {
+			f.Close()
+		}
+		os.RemoveAll(path)
+		return nil, err
+	}
+	return &Dir{Path: path, lock: f}, nil
+}
+
+// Remove removes the directory and drops its lock.
+func (d *Dir) Remove() error {
+	err := os.RemoveAll(d.Path)
+	d.lock.Close()
+	return err
 }
 
 // Remove removes the socket directories of the shim pid, which has ended
-// (its parent reaped it).
+// (its parent reaped it), unless their lock is held.
 func Remove(pid int) {
 	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), prefix+strconv.Itoa(pid)+"-*"))
 	for _, d := range dirs {
-		_ = os.RemoveAll(d)
+		removeIfDead(d)
 	}
 }
 
-// Sweep removes the socket directories of shims that are gone: no process
-// has their pid. A pid in use again keeps its directory until that process
-// ends too: the safe way to be wrong. Only this user's directories can be
-// removed.
+// Sweep removes this user's socket directories whose shim is gone.
 func Sweep() {
 	entries, err := os.ReadDir(os.TempDir())
 	if err != nil {
 		return
 	}
 	for _, e := range entries {
-		rest, ok := strings.CutPrefix(e.Name(), prefix)
-		if !ok || !e.IsDir() {
-			continue
+		if strings.HasPrefix(e.Name(), prefix) && e.IsDir() {
+			removeIfDead(filepath.Join(os.TempDir(), e.Name()))
 		}
-		ps, _, ok := strings.Cut(rest, "-")
-		if _, err := strconv.Atoi(ps); !ok || err != nil {
-			continue
-		}
-		if _, err := os.Stat("/proc/" + ps); err == nil {
-			continue
-		}
-		_ = os.RemoveAll(filepath.Join(os.TempDir(), e.Name()))
 	}
+}
+
+// removeIfDead removes dir when it is this user's and no live shim holds
+// its lock.
+func removeIfDead(dir string) {
+	st, err := os.Lstat(dir)
+	if err != nil || !st.IsDir() {
+		return
+	}
+	if sys, ok := st.Sys().(*syscall.Stat_t); !ok || int(sys.Uid) != os.Geteuid() {
+		return
+	}
+	f, err := os.Open(dir)
+	if err != nil {
+		return
+	}
+	defer f.Close()
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		return // a live shim's (EWOULDBLOCK), or not ours to judge
+	}
+	_ = os.RemoveAll(dir)
 }

@@ -4,10 +4,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
+	"syscall"
 	"testing"
 )
 
+// A live shim's directory stays, a dead one's goes; Remove(pid) spares a
+// locked directory.
 func TestSweepAndRemove(t *testing.T) {
 	tmp := t.TempDir()
 	t.Setenv("TMPDIR", tmp)
@@ -15,29 +17,53 @@ func TestSweepAndRemove(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// A shim that is gone: the pid of a process that ran and was reaped.
-	cmd := exec.Command("true")
-	if err := cmd.Run(); err != nil {
-		t.Fatal(err)
+	if st, err := os.Stat(mine.Path); err != nil || st.Mode().Perm() != 0o700 {
+		t.Fatalf("New: %v, %v", st, err)
 	}
-	dead := filepath.Join(tmp, prefix+strconv.Itoa(cmd.Process.Pid)+"-123")
+	// A shim that is gone: nobody holds its lock.
+	dead := filepath.Join(tmp, prefix+"999999999-123")
 	other := filepath.Join(tmp, "gopmi-shimmer")
 	for _, d := range []string{dead, other} {
 		if err := os.MkdirAll(filepath.Join(d, "x"), 0o700); err != nil {
 			t.Fatal(err)
 		}
 	}
+	// A live shim of another process holds its lock.
+	held := filepath.Join(tmp, prefix+"1-456")
+	if err := os.Mkdir(held, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("flock", "-x", held, "sleep", "30")
+	if err := cmd.Start(); err != nil {
+		t.Skipf("SKIP (loud): no flock(1) to hold a lock from another process: %v", err)
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	for i := 0; i < 200; i++ {
+		f, _ := os.Open(held)
+		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		f.Close()
+		if err != nil {
+			break
+		}
+		syscall.Nanosleep(&syscall.Timespec{Nsec: 10e6}, nil)
+	}
 	Sweep()
 	if _, err := os.Stat(dead); !os.IsNotExist(err) {
 		t.Errorf("a gone shim's directory stays: %v", err)
 	}
-	for _, d := range []string{mine, other} {
+	for _, d := range []string{mine.Path, other, held} {
 		if _, err := os.Stat(d); err != nil {
 			t.Errorf("%s was removed: %v", d, err)
 		}
 	}
 	Remove(os.Getpid())
-	if _, err := os.Stat(mine); !os.IsNotExist(err) {
-		t.Errorf("Remove left %s: %v", mine, err)
+	if _, err := os.Stat(mine.Path); err != nil {
+		t.Errorf("Remove took a live (locked) directory: %v", err)
+	}
+	if err := mine.Remove(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(mine.Path); !os.IsNotExist(err) {
+		t.Errorf("Dir.Remove left %s: %v", mine.Path, err)
 	}
 }

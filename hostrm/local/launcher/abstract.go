@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"strconv"
+	"sync/atomic"
 	"syscall"
 
 	"github.com/rs/zerolog"
@@ -28,10 +29,12 @@ func trustedUID(uid uint32) bool {
 	return int(uid) == os.Geteuid() || uid == 0
 }
 
-// credListener accepts only connections from trusted users.
+// credListener accepts only connections from trusted users; the first
+// refusal is logged.
 type credListener struct {
 	net.Listener
-	log zerolog.Logger
+	log    zerolog.Logger
+	warned *atomic.Bool
 }
 
 func (l credListener) Accept() (net.Conn, error) {
@@ -54,11 +57,13 @@ func (l credListener) Accept() (net.Conn, error) {
 		if err == nil && cred != nil && trustedUID(cred.Uid) {
 			return c, nil
 		}
-		ev := l.log.Warn().Str("addr", l.Addr().String())
-		if cred != nil {
-			ev = ev.Uint32("uid", cred.Uid).Int32("pid", cred.Pid)
+		if l.warned.CompareAndSwap(false, true) {
+			ev := l.log.Warn().Str("addr", l.Addr().String())
+			if cred != nil {
+				ev = ev.Uint32("uid", cred.Uid).Int32("pid", cred.Pid)
+			}
+			ev.Msg("refused a connection to the run's universe from another user (later ones are not logged)")
 		}
-		ev.Msg("refused a connection to the run's universe from another user")
 		c.Close()
 	}
 }

@@ -442,7 +442,7 @@ func (l *Launcher) serveUniverse() (stop func(), err error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan error, 1)
 	go func() {
-		served <- link.Serve(ctx, credListener{Listener: ln, log: l.log}, l.u)
+		served <- link.Serve(ctx, credListener{Listener: ln, log: l.log, warned: new(atomic.Bool)}, l.u)
 	}()
 	return func() {
 		l.u.Close()

@@ -50,13 +50,17 @@ func newNotifier(path string, log zerolog.Logger) (*notifier, error) {
 		defer close(n.read)
 		buf := make([]byte, 4096)
 		oob := make([]byte, syscall.CmsgSpace(syscall.SizeofUcred))
+		warned := false
 		for {
 			size, oobn, _, _, err := conn.ReadMsgUnix(buf, oob)
 			if err != nil {
 				return
 			}
 			if !fromTrusted(oob[:oobn]) {
-				n.log.Warn().Msg("dropped a notification from another user")
+				if !warned {
+					warned = true
+					n.log.Warn().Msg("dropped a notification from another user (later ones are not logged)")
+				}
 				continue
 			}
 			n.handle(buf[:size])
@@ -127,13 +131,16 @@ func (n *notifier) close() {
 	_ = n.conn.SetReadDeadline(time.Time{})
 	if rc, err := n.conn.SyscallConn(); err == nil {
 		buf := make([]byte, 4096)
+		oob := make([]byte, syscall.CmsgSpace(syscall.SizeofUcred))
 		_ = rc.Read(func(fd uintptr) bool {
 			for {
-				size, _, err := syscall.Recvfrom(int(fd), buf, syscall.MSG_DONTWAIT)
+				size, oobn, _, _, err := syscall.Recvmsg(int(fd), buf, oob, syscall.MSG_DONTWAIT)
 				if err != nil {
 					return true // EAGAIN: nothing more
 				}
-				n.handle(buf[:size])
+				if fromTrusted(oob[:oobn]) {
+					n.handle(buf[:size])
+				}
 			}
 		})
 	}
