@@ -87,14 +87,7 @@ func TestPMIPortAccess(t *testing.T) {
 	stranger := testUser(t)
 	// The other user runs the client from here: t.TempDir's parent is
 	// private.
-	dir, err := os.MkdirTemp("", "gopmi-port-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { os.RemoveAll(dir) })
-	if err := os.Chmod(dir, 0o755); err != nil {
-		t.Fatal(err)
-	}
+	dir := worldDir(t)
 	client := filepath.Join(dir, "portclient.sh")
 	if err := os.WriteFile(client, []byte(portClient), 0o755); err != nil {
 		t.Fatal(err)

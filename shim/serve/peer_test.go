@@ -12,21 +12,7 @@ import (
 // TestPortPeerTCP: the peer of a loopback connection is found in the
 // kernel's socket table with its uid and its pid.
 func TestPortPeerTCP(t *testing.T) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	c, err := net.Dial("tcp", l.Addr().String())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	s, err := l.Accept()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	c, s := dialPair(t, "tcp", "127.0.0.1:0")
 	p := portPeer(s, "/proc")
 	if !p.Owner {
 		t.Errorf("a connection from this process is not the owner's")
@@ -72,25 +58,32 @@ func TestPortPeerTable(t *testing.T) {
 
 // TestPortPeerUnix: a unix socket peer's credentials come from the kernel.
 func TestPortPeerUnix(t *testing.T) {
-	path := filepath.Join(t.TempDir(), "p.sock")
-	l, err := net.Listen("unix", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer l.Close()
-	c, err := net.Dial("unix", path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	s, err := l.Accept()
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
+	_, s := dialPair(t, "unix", filepath.Join(t.TempDir(), "p.sock"))
 	p := portPeer(s, "/proc")
 	want := "uid " + strconv.Itoa(os.Geteuid()) + ", pid " + strconv.Itoa(os.Getpid()) + " ("
 	if !p.Owner || !strings.HasPrefix(p.Describe(), want) {
 		t.Errorf("peer = %v %q, want owner %q...", p.Owner, p.Describe(), want)
 	}
+}
+
+// dialPair returns both ends of a connection to a listener on addr,
+// closed when the test ends.
+func dialPair(t *testing.T, network, addr string) (client, server net.Conn) {
+	t.Helper()
+	l, err := net.Listen(network, addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	c, err := net.Dial(network, l.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	s, err := l.Accept()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return c, s
 }

@@ -3,7 +3,6 @@ package launcher
 import (
 	"net"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/gopmi/gopmi/hostrm/internal/procstat"
@@ -58,20 +57,8 @@ const singletonPoll = 200 * time.Millisecond
 func (l *Launcher) adoptTask(rj *runJob, p plugin.Proc) {
 	s := rj.adopt
 	s.init()
-	t := &runTask{proc: p, pid: s.Pid}
 	first, _ := procstat.Read(s.Pid)
-	l.mu.Lock()
-	rj.tasks[p.Rank] = t
-	rj.running++
-	rj.procs++
-	if l.terminating() {
-		l.signalTask(t, syscall.SIGKILL)
-	}
-	l.mu.Unlock()
-	l.u.TaskStarted(p, t.pid)
-	if l.onTaskStart != nil {
-		l.onTaskStart(p, t.pid)
-	}
+	t := l.taskStarted(rj, p, s.Pid)
 	go func() {
 		tick := time.NewTicker(singletonPoll)
 		defer tick.Stop()

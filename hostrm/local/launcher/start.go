@@ -391,23 +391,29 @@ func (l *Launcher) startTasks(rj *runJob, s *nodeStart) error {
 		if err != nil {
 			return fmt.Errorf("start rank %d of job %s (%s): %w", r, j.Nspace, app.Path, err)
 		}
-		p := plugin.Proc{Nspace: j.Nspace, Rank: r}
-		t := &runTask{proc: p, pid: cmd.Process.Pid}
-		l.mu.Lock()
-		rj.tasks[r] = t
-		rj.running++
-		rj.procs++
-		if l.terminating() {
-			l.signalTask(t, syscall.SIGKILL)
-		}
-		l.mu.Unlock()
-		l.u.TaskStarted(p, t.pid)
-		if l.onTaskStart != nil {
-			l.onTaskStart(p, t.pid)
-		}
+		t := l.taskStarted(rj, plugin.Proc{Nspace: j.Nspace, Rank: r}, cmd.Process.Pid)
 		go l.reapTask(rj, t, cmd)
 	}
 	return nil
+}
+
+// taskStarted records a running task of rj, which the caller watches for
+// its end (reapTask, adoptTask).
+func (l *Launcher) taskStarted(rj *runJob, p plugin.Proc, pid int) *runTask {
+	t := &runTask{proc: p, pid: pid}
+	l.mu.Lock()
+	rj.tasks[p.Rank] = t
+	rj.running++
+	rj.procs++
+	if l.terminating() {
+		l.signalTask(t, syscall.SIGKILL)
+	}
+	l.mu.Unlock()
+	l.u.TaskStarted(p, pid)
+	if l.onTaskStart != nil {
+		l.onTaskStart(p, pid)
+	}
+	return t
 }
 
 // appOf finds the app a rank belongs to.
