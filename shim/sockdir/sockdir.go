@@ -6,9 +6,10 @@
 // cannot: its parent (gopmi run) removes the directories of a shim it
 // reaped (Remove), and every gopmi run and shim removes, when it starts,
 // the directories whose shim is gone (Sweep). A live shim holds an
-// exclusive flock on its directory, which the kernel drops when it dies:
-// a directory whose lock can be taken is a dead shim's, whatever pid
-// namespace it lived in.
+// exclusive flock on its directory, which the kernel drops when it dies,
+// so a shim of another pid namespace (a container sharing /tmp) keeps its
+// directory; in this one, a shim whose pid is still here keeps it too,
+// even before it took the lock.
 package sockdir
 
 import (
@@ -76,9 +77,16 @@ func Sweep() {
 	}
 }
 
-// removeIfDead removes dir when it is this user's and no live shim holds
-// its lock.
+// removeIfDead removes dir when it is this user's, no live shim holds its
+// lock, and no process here has the pid its name gives: a shim between
+// making its directory and locking it is alive.
 func removeIfDead(dir string) {
+	rest := strings.TrimPrefix(filepath.Base(dir), prefix)
+	if pid, _, ok := strings.Cut(rest, "-"); !ok {
+		return
+	} else if _, err := os.Stat("/proc/" + pid); err == nil {
+		return
+	}
 	st, err := os.Lstat(dir)
 	if err != nil || !st.IsDir() {
 		return

@@ -29,7 +29,7 @@ func TestSweepAndRemove(t *testing.T) {
 		}
 	}
 	// A live shim of another process holds its lock.
-	held := filepath.Join(tmp, prefix+"1-456")
+	held := filepath.Join(tmp, prefix+"999999998-456") // locked by another process, pid not here
 	if err := os.Mkdir(held, 0o700); err != nil {
 		t.Fatal(err)
 	}
