@@ -134,7 +134,9 @@ func cmdName(cmd string) string {
 }
 
 // peekCmd finds the command name at the start of a frame that failed to
-// parse, so its error reply carries the name the client waits for.
+// parse, so its error reply carries the name the client waits for. Only
+// what a command name may hold is taken (letters, digits, '-', '_'): the
+// reply must parse whatever the request held.
 func peekCmd(frame []byte) string {
 	s := string(frame[:min(len(frame), 256)])
 	i := strings.Index(s, "cmd=")
@@ -142,8 +144,11 @@ func peekCmd(frame []byte) string {
 		return ""
 	}
 	s = s[i+4:]
-	if j := strings.IndexAny(s, " ;\n\x00"); j >= 0 {
-		s = s[:j]
+	end := strings.IndexFunc(s, func(r rune) bool {
+		return !(r == '-' || r == '_' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z')
+	})
+	if end >= 0 {
+		s = s[:end]
 	}
 	return s
 }
