@@ -44,15 +44,12 @@ func (p *PortPeer) String() string {
 	return p.Describe()
 }
 
-// challengeAnswer is what a client that knows secret answers to nonce.
-func challengeAnswer(secret, nonce string) string {
+// ChallengeAnswer is what a client that knows secret answers to nonce:
+// the authinfo of auth-response-complete.
+func ChallengeAnswer(secret, nonce string) string {
 	sum := sha256.Sum256([]byte(secret + nonce))
 	return hex.EncodeToString(sum[:])
 }
-
-// ChallengeAnswer is challengeAnswer for clients written in Go (tests,
-// tools): the authinfo of auth-response-complete.
-func ChallengeAnswer(secret, nonce string) string { return challengeAnswer(secret, nonce) }
 
 // authenticate runs before fullinit binds a rank. It returns true when the
 // fullinit may go on: the connection is a task's own socket, its peer is
@@ -103,7 +100,7 @@ func (s *Session) authComplete(r *request, m *wire.Message) {
 		return
 	}
 	s.pendingInit = nil
-	want := challengeAnswer(s.j.cfg.PortSecret, s.nonce)
+	want := ChallengeAnswer(s.j.cfg.PortSecret, s.nonce)
 	got := strings.ToLower(m.Value("authinfo"))
 	if subtle.ConstantTimeCompare([]byte(got), []byte(want)) != 1 {
 		s.refuse(r, fmt.Errorf("fullinit: authentication failed: wrong answer to the %s challenge (from %s)", AuthChallengeSHA256, s.port))

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/gopmi/gopmi/integration/clients"
+	"github.com/gopmi/gopmi/integration/internal/proc"
 )
 
 // The fault matrix: for each process of a job (a task, gopmi run, a shim,
@@ -211,8 +212,9 @@ func runFaultCell(t *testing.T, c faultCell, wrappers map[string]string) (row fa
 	go func() { _ = cmd.Wait(); close(done) }()
 	seen := map[int]string{cmd.Process.Pid: "gopmi"}
 	note := func() {
-		for pid, comm := range descendants(cmd.Process.Pid) {
-			seen[pid] = comm
+		ps, _ := proc.Descendants(cmd.Process.Pid)
+		for _, p := range ps {
+			seen[p.PID] = p.Comm
 		}
 	}
 
@@ -370,54 +372,6 @@ func injectFault(c faultCell, runPid int, dir string, seen map[int]string) error
 	return syscall.Kill(pid, sig)
 }
 
-// descendants lists the processes under pid, with their command names.
-func descendants(pid int) map[int]string {
-	parent := map[int]int{}
-	comm := map[int]string{}
-	entries, _ := os.ReadDir("/proc")
-	for _, e := range entries {
-		p, err := strconv.Atoi(e.Name())
-		if err != nil {
-			continue
-		}
-		b, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		i, j := bytes.IndexByte(b, '('), bytes.LastIndexByte(b, ')')
-		if i < 0 || j < i {
-			continue
-		}
-		f := strings.Fields(string(b[j+1:]))
-		if len(f) < 2 {
-			continue
-		}
-		pp, _ := strconv.Atoi(f[1])
-		parent[p], comm[p] = pp, string(b[i+1:j])
-	}
-	out := map[int]string{}
-	for p := range parent {
-		for q := parent[p]; q > 1; q = parent[q] {
-			if q == pid {
-				out[p] = comm[p]
-				break
-			}
-		}
-	}
-	return out
-}
-
-// alive: the process exists and is not a zombie.
-func alive(pid int) bool {
-	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-	if err != nil {
-		return false
-	}
-	j := bytes.LastIndexByte(b, ')')
-	f := strings.Fields(string(b[j+1:]))
-	return len(f) > 0 && f[0] != "Z" && f[0] != "X"
-}
-
 func isDone(c chan struct{}) bool {
 	select {
 	case <-c:
@@ -479,4 +433,10 @@ func onlyShimDirs(left []string) bool {
 		}
 	}
 	return len(left) > 0
+}
+
+// alive: the process exists and is not a zombie.
+func alive(pid int) bool {
+	p, ok := proc.Stat(pid)
+	return ok && p.Alive()
 }

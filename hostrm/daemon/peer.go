@@ -8,9 +8,9 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 
 	"github.com/gopmi/gopmi/hostrm/internal/procstat"
+	"github.com/gopmi/gopmi/shim/peercred"
 )
 
 // peer is who is at the other end of a connection, from the kernel
@@ -52,14 +52,8 @@ type connKey struct{}
 // context every call on it gets.
 func ConnContext(ctx context.Context, c net.Conn) context.Context {
 	cc := &conn{}
-	if uc, ok := c.(*net.UnixConn); ok {
-		if raw, err := uc.SyscallConn(); err == nil {
-			_ = raw.Control(func(fd uintptr) {
-				if cred, err := syscall.GetsockoptUcred(int(fd), syscall.SOL_SOCKET, syscall.SO_PEERCRED); err == nil {
-					cc.peer, cc.known = peer{uid: cred.Uid, pid: cred.Pid}, true
-				}
-			})
-		}
+	if cred, err := peercred.Of(c); err == nil {
+		cc.peer, cc.known = peer{uid: cred.Uid, pid: cred.Pid}, true
 	}
 	ctx = context.WithValue(ctx, connKey{}, cc)
 	cc.ctx = ctx

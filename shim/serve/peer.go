@@ -11,9 +11,9 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 
 	"github.com/gopmi/gopmi/bridge"
+	"github.com/gopmi/gopmi/shim/peercred"
 )
 
 // portPeer finds who owns the other end of a TCP connection accepted on
@@ -140,14 +140,8 @@ func socketOwnerPID(procDir string, inode uint64) (int, string) {
 // unixPeer reads a unix socket peer's credentials (SO_PEERCRED), as they
 // were when it connected.
 func unixPeer(uc *net.UnixConn, procDir string) bridge.PortPeer {
-	var cred *syscall.Ucred
-	raw, err := uc.SyscallConn()
-	if err == nil {
-		_ = raw.Control(func(fd uintptr) {
-			cred, err = syscall.GetsockoptUcred(int(fd), syscall.SOL_SOCKET, syscall.SO_PEERCRED)
-		})
-	}
-	if err != nil || cred == nil {
+	cred, err := peercred.Of(uc)
+	if err != nil {
 		return bridge.PortPeer{Describe: func() string { return "a unix socket peer whose credentials cannot be read" }}
 	}
 	uid, pid := int(cred.Uid), int(cred.Pid)

@@ -7,9 +7,10 @@ import (
 	"os"
 	"strconv"
 	"sync/atomic"
-	"syscall"
 
 	"github.com/rs/zerolog"
+
+	"github.com/gopmi/gopmi/shim/peercred"
 )
 
 // abstractName is a unix socket name in Linux's abstract namespace for
@@ -43,18 +44,8 @@ func (l credListener) Accept() (net.Conn, error) {
 		if err != nil {
 			return nil, err
 		}
-		uc, ok := c.(*net.UnixConn)
-		if !ok {
-			return c, nil
-		}
-		var cred *syscall.Ucred
-		raw, err := uc.SyscallConn()
-		if err == nil {
-			_ = raw.Control(func(fd uintptr) {
-				cred, err = syscall.GetsockoptUcred(int(fd), syscall.SOL_SOCKET, syscall.SO_PEERCRED)
-			})
-		}
-		if err == nil && cred != nil && trustedUID(cred.Uid) {
+		cred, err := peercred.Of(c)
+		if err == nil && trustedUID(cred.Uid) {
 			return c, nil
 		}
 		if l.warned.CompareAndSwap(false, true) {
