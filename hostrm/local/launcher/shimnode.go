@@ -126,17 +126,24 @@ func (l *Launcher) waitReady(ctx context.Context, rj *runJob, s *nodeStart) erro
 		}
 		return firstNonEmpty(status, sp.tail.lastLine(), errno, "no message")
 	}
+	failed := func() error { return fmt.Errorf("%s failed to start: %s", what, why()) }
 	select {
 	case <-n.ready:
 		return nil
 	case <-n.failed:
-		return fmt.Errorf("%s failed to start: %s", what, why())
+		return failed()
 	case <-s.rn.exited:
 		// Tasks start before their shim is ready, so a short job's shim
 		// may serve it and exit before READY is read here: a clean exit
 		// is not a failed start.
 		if isClosed(n.ready) || s.rn.code == 0 {
 			return nil
+		}
+		// The shim's ERRNO= is read (at the latest when it is reaped)
+		// before its exit is known, but select picks either once both
+		// happened: the shim's own word wins.
+		if isClosed(n.failed) {
+			return failed()
 		}
 		return fmt.Errorf("%s %s before it was ready: %s", what, s.rn.how, why())
 	case <-l.ending:
