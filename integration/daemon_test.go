@@ -57,12 +57,12 @@ func twoRuns(cr, sr clients.Result, d *nodeDaemon) string {
 		sr.ExitCode, sr.Stdout, sr.Stderr, d.log.String())
 }
 
-// startNodeDaemon runs `gopmi daemon` on sock with its state in state
-// until the test ends (or kill).
-func startNodeDaemon(t *testing.T, sock, state string) *nodeDaemon {
+// startNodeDaemon runs `gopmi daemon` on sock with its state in state,
+// and flags, until the test ends (or kill).
+func startNodeDaemon(t *testing.T, sock, state string, flags ...string) *nodeDaemon {
 	t.Helper()
 	d := &nodeDaemon{sock: sock, log: &plugintest.Buffer{}, done: make(chan struct{})}
-	d.cmd = exec.Command(gopmiBin, "daemon", "-socket", sock, "-state", state, "-log-level", "debug")
+	d.cmd = exec.Command(gopmiBin, append([]string{"daemon", "-socket", sock, "-state", state, "-log-level", "debug"}, flags...)...)
 	d.cmd.Stdout, d.cmd.Stderr = d.log, d.log
 	d.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := d.cmd.Start(); err != nil {

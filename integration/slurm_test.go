@@ -466,15 +466,28 @@ func TestSlurmMultiProg(t *testing.T) {
 func TestSlurmNamesThroughDaemon(t *testing.T) {
 	c := slurm(t)
 	d, _ := testDaemon(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-	defer cancel()
-	env := append(c.Env(), daemon.EnvSocket+"="+d.sock)
-	argv := []string{"srun", "--mpi=gopmi", "-N", "2", "-n", "2", progs[clients.PMI2Test], "ns-serve"}
-	step := startRun(ctx, argv, env, nil, "")
-	client := startRun(ctx, daemonArgv(d.sock, "-n", "1", progs[clients.PMI2Test], "ns-client"), nil, nil, "")
-	cr := client.wait(t, "the gopmi run")
-	sr := step.wait(t, "the Slurm step")
-	if cr.ExitCode != 0 || sr.ExitCode != 0 || !strings.Contains(sr.Stdout, "step=xrun-ack value=ack-from-") {
-		t.Fatal(twoRuns(cr, sr, d))
+	hub, node, _ := startHub(t, worldDir(t))
+	for _, tc := range []struct {
+		name         string
+		step, client *nodeDaemon
+	}{
+		{"same-daemon", d, d},
+		// srun's node relays to a hub, which the gopmi run uses: as if
+		// the run were on another node of the cluster.
+		{"through-hub", node, hub},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+			defer cancel()
+			env := append(c.Env(), daemon.EnvSocket+"="+tc.step.sock)
+			argv := []string{"srun", "--mpi=gopmi", "-N", "2", "-n", "2", progs[clients.PMI2Test], "ns-serve"}
+			step := startRun(ctx, argv, env, nil, "")
+			client := startRun(ctx, daemonArgv(tc.client.sock, "-n", "1", progs[clients.PMI2Test], "ns-client"), nil, nil, "")
+			cr := client.wait(t, "the gopmi run")
+			sr := step.wait(t, "the Slurm step")
+			if cr.ExitCode != 0 || sr.ExitCode != 0 || !strings.Contains(sr.Stdout, "step=xrun-ack value=ack-from-") {
+				t.Fatal(twoRuns(cr, sr, tc.client) + "\nstep's daemon:\n" + tc.step.log.String())
+			}
+		})
 	}
 }

@@ -18,6 +18,10 @@ import (
 type peer struct {
 	uid uint32
 	pid int32
+	// node is the node whose daemon relayed the call to this hub, and
+	// start the caller's start time there; "" for a caller on this node.
+	node  string
+	start string
 }
 
 // conn is one connection's context: its peer, its life and the runs it
@@ -60,6 +64,15 @@ func ConnContext(ctx context.Context, c net.Conn) context.Context {
 	return ctx
 }
 
+// withPeer is ConnContext for a call a node's daemon relayed: its peer is
+// who that daemon's kernel said the caller is.
+func withPeer(ctx context.Context, p peer) context.Context {
+	cc := &conn{peer: p, known: true}
+	ctx = context.WithValue(ctx, connKey{}, cc)
+	cc.ctx = ctx
+	return ctx
+}
+
 // connOf is the connection a call came on, nil outside ServeConns.
 func connOf(ctx context.Context) *conn {
 	c, _ := ctx.Value(connKey{}).(*conn)
@@ -93,6 +106,9 @@ func userName(uid uint32) string {
 // name is "<host>:<pid>:<start time>" (RunName), and the pid must be the
 // caller's (SO_PEERCRED) with that start time, so that no process can
 // register, or take over, another's run.
+//
+// A call relayed by another node's daemon carries the start time that
+// daemon read.
 func callerRun(run string, p peer) error {
 	parts := strings.Split(run, ":")
 	if len(parts) < 3 {
@@ -102,7 +118,11 @@ func callerRun(run string, p peer) error {
 	if err != nil || int32(pid) != p.pid {
 		return fmt.Errorf("run %q is not the calling process (pid %d)", run, p.pid)
 	}
-	if start := procStart(pid); start == "" || start != parts[len(parts)-1] {
+	start := p.start
+	if p.node == "" {
+		start = procStart(pid)
+	}
+	if start == "" || start != parts[len(parts)-1] {
 		return fmt.Errorf("run %q: pid %d started at another time", run, pid)
 	}
 	return nil
@@ -114,14 +134,29 @@ func procStart(pid int) string {
 	return st.Start
 }
 
-// runAlive reports whether r's process still runs: its pid with the start
-// time in its name. A run whose pid is unknown counts as alive.
-func runAlive(r *run) bool {
-	if r.pid <= 0 {
+// runAlive reports whether the run id, whose process is pid on node ("":
+// this one), still runs: its pid with the start time in its name. A run
+// whose pid is unknown counts as alive, as does one on a node that does
+// not answer.
+func (s *Server) runAlive(node string, pid int, id string) bool {
+	if pid <= 0 {
 		return true
 	}
-	parts := strings.Split(r.id, ":")
-	st, ok := procstat.Read(r.pid)
+	parts := strings.Split(id, ":")
+	start := ""
+	if len(parts) >= 3 {
+		start = parts[len(parts)-1]
+	}
+	if node != "" {
+		return s.remoteAlive(node, pid, start)
+	}
+	return pidAlive(pid, start)
+}
+
+// pidAlive reports whether pid runs on this node, and started at start
+// when that is not "".
+func pidAlive(pid int, start string) bool {
+	st, ok := procstat.Read(pid)
 	// A killed process is a zombie when its sockets close.
-	return ok && !st.Exited() && (len(parts) < 3 || parts[len(parts)-1] == st.Start)
+	return ok && !st.Exited() && (start == "" || start == st.Start)
 }

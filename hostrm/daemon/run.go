@@ -40,7 +40,18 @@ type RunOptions struct {
 	// DefaultStateDir.
 	StateDir string
 	// Grace: see Options.Grace.
-	Grace   time.Duration
+	Grace time.Duration
+	// Listen, when set, makes this daemon its cluster's hub: it also
+	// serves the daemons of other nodes on this TCP address (host:port),
+	// those that hold the key in KeyFile.
+	Listen string
+	// Upstream, when set, makes this daemon relay every call to the hub
+	// at this address (host:port), as Node, with the key in KeyFile; it
+	// then keeps no state of its own.
+	Upstream string
+	KeyFile  string
+	// Node names this node to its hub; default the host name.
+	Node    string
 	Logger  zerolog.Logger
 	Version string
 }
@@ -51,10 +62,34 @@ type RunOptions struct {
 // and STOPPING=1; without systemd it listens on Socket itself.
 func Run(ctx context.Context, o RunOptions) error {
 	log := o.Logger
+	var key []byte
+	switch {
+	case o.Listen != "" && o.Upstream != "":
+		return errors.New("a hub (-listen) relays to no other hub (-upstream)")
+	case (o.Listen != "" || o.Upstream != "") && o.KeyFile == "":
+		return errors.New("a hub and the daemons that relay to it need the link key (-key FILE)")
+	case o.KeyFile != "":
+		var err error
+		if key, err = LoadKey(o.KeyFile); err != nil {
+			_, _ = sddaemon.SdNotify(false, "STATUS="+err.Error())
+			return err
+		}
+	}
 	l, how, err := listener(o.Socket)
 	if err != nil {
 		_, _ = sddaemon.SdNotify(false, "STATUS=cannot listen: "+err.Error()+"\nERRNO=98")
 		return err
+	}
+	if o.Upstream != "" {
+		return runRelay(ctx, o, l, how, key)
+	}
+	var hub net.Listener
+	if o.Listen != "" {
+		if hub, err = net.Listen("tcp", o.Listen); err != nil {
+			l.Close()
+			_, _ = sddaemon.SdNotify(false, "STATUS=cannot listen for other nodes: "+err.Error()+"\nERRNO=98")
+			return fmt.Errorf("hub: %w", err)
+		}
 	}
 	dir := o.StateDir
 	if dir == "" {
@@ -63,8 +98,14 @@ func Run(ctx context.Context, o RunOptions) error {
 	if dir == "" {
 		dir = DefaultStateDir
 	}
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	closeAll := func() {
 		l.Close()
+		if hub != nil {
+			hub.Close()
+		}
+	}
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		closeAll()
 		return fmt.Errorf("state directory: %w", err)
 	}
 	var srv *Server
@@ -75,11 +116,19 @@ func Run(ctx context.Context, o RunOptions) error {
 	srv, err = NewServer(Options{StateFile: filepath.Join(dir, "names.json"), Grace: o.Grace, Logger: log, Version: o.Version,
 		OnChange: func() { status() }})
 	if err != nil {
-		l.Close()
+		closeAll()
 		return err
 	}
 	defer srv.Close()
-	log.Info().Str("socket", l.Addr().String()).Str("from", how).Str("state", dir).Msg("gopmi daemon serving")
+	ev := log.Info().Str("socket", l.Addr().String()).Str("from", how).Str("state", dir)
+	hubDone := make(chan error, 1)
+	if hub != nil {
+		ev = ev.Str("hub", hub.Addr().String())
+		go func() { hubDone <- srv.ServeHub(ctx, hub, key) }()
+	} else {
+		hubDone <- nil
+	}
+	ev.Msg("gopmi daemon serving")
 	if _, err := sddaemon.SdNotify(false, sddaemon.SdNotifyReady); err != nil {
 		log.Warn().Err(err).Msg("sd_notify READY")
 	}
@@ -88,8 +137,54 @@ func Run(ctx context.Context, o RunOptions) error {
 		go watchdog(ctx, srv, every/2)
 	}
 	err = link.ServeConns(ctx, l, srv, ConnContext)
+	if hub != nil && ctx.Err() == nil {
+		hub.Close() // the socket failed: stop serving other nodes too
+	}
+	if herr := <-hubDone; err == nil {
+		err = herr
+	}
 	_, _ = sddaemon.SdNotify(false, sddaemon.SdNotifyStopping)
 	log.Info().Msg("gopmi daemon stopping")
+	return err
+}
+
+// runRelay is Run for a daemon that relays to its hub.
+func runRelay(ctx context.Context, o RunOptions, l net.Listener, how string, key []byte) error {
+	node := o.Node
+	if node == "" {
+		node, _ = os.Hostname()
+	}
+	r := NewRelay(o.Upstream, node, key, o.Logger)
+	o.Logger.Info().Str("socket", l.Addr().String()).Str("from", how).Str("hub", o.Upstream).Str("node", node).Msg("gopmi daemon relaying to its hub")
+	if _, err := sddaemon.SdNotify(false, sddaemon.SdNotifyReady); err != nil {
+		o.Logger.Warn().Err(err).Msg("sd_notify READY")
+	}
+	tick := time.Second
+	if every, err := sddaemon.SdWatchdogEnabled(false); err == nil && every > 0 {
+		tick = min(tick, every/2)
+	}
+	sctx, stop := context.WithCancel(ctx)
+	defer stop()
+	go func() {
+		t := time.NewTicker(tick)
+		defer t.Stop()
+		last := ""
+		for {
+			if st := r.Status(); st != last {
+				_, _ = sddaemon.SdNotify(false, "STATUS="+st)
+				last = st
+			}
+			_, _ = sddaemon.SdNotify(false, sddaemon.SdNotifyWatchdog)
+			select {
+			case <-sctx.Done():
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	err := r.Serve(ctx, l)
+	_, _ = sddaemon.SdNotify(false, sddaemon.SdNotifyStopping)
+	o.Logger.Info().Msg("gopmi daemon stopping")
 	return err
 }
 

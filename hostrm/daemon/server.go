@@ -131,7 +131,8 @@ type run struct {
 	id       string
 	uid      uint32
 	pid      int
-	universe string      // where the run serves its universe
+	node     string      // the node whose daemon relayed it to this hub; "" here
+	universe string      // where the run serves its universe (on its node)
 	link     *link.Conn  // to it, dialled on first use; guarded by Server.mu
 	conns    int         // connections that registered it and are open
 	lost     time.Time   // when its last connection closed; zero while connected
@@ -170,6 +171,7 @@ type Server struct {
 	changed chan struct{} // closed and replaced on every change
 	closed  bool
 	refused map[string]*refusal // guarded by mu; see refuse
+	nodes   map[string]*link.Conn // guarded by mu; other nodes' own links, by node (a hub's)
 
 	save *saver // writes the names outside mu; nil without a StateFile
 }
@@ -385,7 +387,7 @@ func (s *Server) Configure(ctx context.Context, req *plugin.ConfigureRequest) (*
 		return nil, s.refuse(p, plugin.ErrAlreadyExists, "register: job %s belongs to run %s, which is running", req.Job.Nspace, j.info.Run)
 	}
 	if r == nil {
-		r = &run{id: rc.Run, uid: uid}
+		r = &run{id: rc.Run, uid: uid, node: p.node}
 		s.runs[rc.Run] = r
 	}
 	// The pid is the kernel's word for who connected (gopmi run itself),
@@ -459,13 +461,26 @@ const (
 // Called with mu held.
 func (s *Server) watchExit(r *run, lost time.Time) {
 	var check func()
+	watching := func() bool {
+		return !s.closed && !r.ended && r.conns == 0 && r.lost.Equal(lost) && s.runs[r.id] == r
+	}
 	check = func() {
 		s.mu.Lock()
-		defer s.mu.Unlock()
-		if s.closed || r.ended || r.conns > 0 || !r.lost.Equal(lost) || s.runs[r.id] != r {
+		if !watching() {
+			s.mu.Unlock()
 			return
 		}
-		if !runAlive(r) {
+		node, pid, id := r.node, r.pid, r.id
+		s.mu.Unlock()
+		// A run on another node is looked at by that node's daemon: a
+		// call that must not hold the lock.
+		alive := s.runAlive(node, pid, id)
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if !watching() {
+			return
+		}
+		if !alive {
 			s.endRunLocked(r, fmt.Sprintf("lost: its process (pid %d) is gone", r.pid))
 			return
 		}
@@ -901,8 +916,17 @@ func (s *Server) DirectModex(ctx context.Context, req *plugin.ModexRequest) (*pl
 		s.mu.Unlock()
 		return nil, plugin.Errorf(plugin.ErrUnavailable, "%s: run %s does not serve its jobs to other runs", step, j.info.Run)
 	}
-	c, addr := r.link, r.universe
+	c, addr, node := r.link, r.universe, r.node
 	s.mu.Unlock()
+	if node != "" {
+		// The run's universe is a socket on its node: that node's
+		// daemon reads it for the hub.
+		resp, err := s.remoteModex(ctx, node, addr, req)
+		if err != nil {
+			return nil, plugin.Errorf(plugin.ErrAborted, "%s: run %s on node %s does not answer (it ended?): %v", step, j.info.Run, node, err)
+		}
+		return resp, nil
+	}
 	if c == nil {
 		// Dialled without the lock: no other call waits on this run.
 		dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
@@ -948,5 +972,8 @@ func qualifier(qs []plugin.Info, key, def string) string {
 
 // String names a peer for messages.
 func (p peer) String() string {
+	if p.node != "" {
+		return fmt.Sprintf("uid %d (%s), pid %d on node %s", p.uid, userName(p.uid), p.pid, p.node)
+	}
 	return fmt.Sprintf("uid %d (%s), pid %d", p.uid, userName(p.uid), p.pid)
 }

@@ -55,8 +55,12 @@ func daemonCmd(args []string, stderr io.Writer) int {
 	state := fs.String("state", "", "directory that keeps published names across restarts (default $STATE_DIRECTORY, else "+daemon.DefaultStateDir+")")
 	grace := fs.Duration("grace", 30*time.Second, "how long a run whose connection closed keeps its jobs and names")
 	level := fs.String("log-level", "info", "log level: debug, info, warn, error")
+	listen := fs.String("listen", "", "be the cluster's hub: also serve the daemons of other nodes on this TCP `host:port` (needs -key)")
+	upstream := fs.String("upstream", "", "relay every call to the hub at this TCP `host:port`, so that runs on every node share one name space (needs -key)")
+	keyFile := fs.String("key", "", "the link key shared by the hub and its nodes: a `file` only root may read (head -c 32 /dev/urandom | base64 > FILE; chmod 600 FILE)")
+	node := fs.String("node", "", "this node's name to its hub (default the host name)")
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: gopmi daemon [flags]\n\nThe node daemon: the name service and job registry that every gopmi run on this node shares,\nand what gopmi ps and gopmi query ask. Under systemd, gopmi.socket starts it.\n\nflags:\n")
+		fmt.Fprintf(stderr, "usage: gopmi daemon [flags]\n\nThe node daemon: the name service and job registry that every gopmi run on this node shares,\nand what gopmi ps and gopmi query ask. Under systemd, gopmi.socket starts it.\nOne daemon of a cluster may serve as its hub (-listen), to which the others relay (-upstream).\n\nflags:\n")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -81,7 +85,8 @@ func daemonCmd(args []string, stderr io.Writer) int {
 	log := zerolog.New(daemonLogWriter(stderr)).Level(lvl).With().Timestamp().Logger()
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
-	if err := daemon.Run(ctx, daemon.RunOptions{Socket: *sock, StateDir: *state, Grace: *grace, Logger: log, Version: version}); err != nil {
+	if err := daemon.Run(ctx, daemon.RunOptions{Socket: *sock, StateDir: *state, Grace: *grace, Logger: log, Version: version,
+		Listen: *listen, Upstream: *upstream, KeyFile: *keyFile, Node: *node}); err != nil {
 		log.Error().Err(err).Msg("gopmi daemon: exiting")
 		return 1
 	}

@@ -34,9 +34,16 @@ func Dial(ctx context.Context, addr string) (*Conn, error) {
 	if err != nil {
 		return nil, plugin.Errorf(plugin.ErrUnavailable, "link: dial %s: %v", addr, err)
 	}
+	return NewConn(c), nil
+}
+
+// NewConn makes a caller's connection of c, a stream already connected to
+// a server (a link whose two ends agreed on more than Dial does: the node
+// daemon's authenticated link to its hub). The Conn owns c.
+func NewConn(c net.Conn) *Conn {
 	conn := &Conn{c: c, enc: json.NewEncoder(c), waiting: map[uint64]chan response{}, read: make(chan struct{})}
 	go conn.readLoop()
-	return conn, nil
+	return conn
 }
 
 // Done is closed when the connection has ended, from either side.

@@ -96,7 +96,7 @@ func ServeConns(ctx context.Context, l net.Listener, be plugin.Full, connCtx fun
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			serveConn(ctx, c, be, connCtx)
+			ServeConn(ctx, c, be, connCtx)
 			mu.Lock()
 			delete(conns, c)
 			mu.Unlock()
@@ -123,11 +123,14 @@ func callSafely(h handler, ctx context.Context, be plugin.Full, req json.RawMess
 	return h(ctx, be, req)
 }
 
-// serveConn serves one connection: each call on a goroutine of its own,
-// answers written whole under a lock, until the caller closes it or it
-// breaks; then the calls still running are cancelled and waited for.
-func serveConn(ctx context.Context, c net.Conn, be plugin.Full, connCtx func(context.Context, net.Conn) context.Context) {
+// ServeConn serves one connection: each call on a goroutine of its own,
+// answers written whole under a lock, until the caller closes it, it
+// breaks or ctx ends; then the calls still running are cancelled and
+// waited for, and c is closed. connCtx is as for ServeConns.
+func ServeConn(ctx context.Context, c net.Conn, be plugin.Full, connCtx func(context.Context, net.Conn) context.Context) {
 	ctx, cancelAll := context.WithCancel(ctx)
+	stop := context.AfterFunc(ctx, func() { _ = c.Close() })
+	defer stop()
 	if connCtx != nil {
 		ctx = connCtx(ctx, c)
 	}
@@ -199,3 +202,26 @@ const acceptBackoff = 100 * time.Millisecond
 
 // errClosed is what a call on a closed Conn says.
 var errClosed = errors.New("link closed")
+
+// FailCalls answers every call on c with err, until the caller closes c
+// or within bounds: for a server that cannot serve (a node daemon whose
+// hub is out of reach) to say why, instead of closing a connection its
+// caller would see break with no reason.
+func FailCalls(c net.Conn, err error, within time.Duration) {
+	defer c.Close()
+	_ = c.SetDeadline(time.Now().Add(within))
+	w := toWire(err)
+	enc, dec := json.NewEncoder(c), json.NewDecoder(c)
+	for {
+		var req request
+		if dec.Decode(&req) != nil {
+			return
+		}
+		if req.Cancel {
+			continue
+		}
+		if enc.Encode(response{ID: req.ID, Err: w}) != nil {
+			return
+		}
+	}
+}

@@ -1,0 +1,385 @@
+package daemon
+
+import (
+	"bufio"
+	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/gopmi/gopmi/hostrm/local/link"
+	"github.com/gopmi/gopmi/plugin"
+)
+
+// A site whose runs and Slurm steps on different nodes must share one
+// name space points every node's daemon at one hub: a daemon started with
+// -listen, which serves the cluster's names, jobs and connects. A node's
+// daemon then keeps no state of its own; it relays each local connection
+// to the hub, vouching for the caller the kernel named (uid, pid and the
+// pid's start time), and keeps one link of its own open on which the hub
+// asks it what only the node can answer: whether a run's process still
+// lives, and the keys of a run's job (its universe is a unix socket on
+// that node).
+//
+// Both ends hold the same key, a file only root can read. Every
+// connection starts with a handshake in which each end proves it holds
+// the key (HMAC-SHA256 over both ends' fresh nonces and the caller's
+// identity), so that neither a process without the key nor a replay can
+// pass for a node, or for the hub. The link is not encrypted: names and
+// keys cross the network in the clear, as Slurm's own traffic does.
+
+// Roles of a connection to the hub.
+const (
+	// roleCall is a local caller's connection, relayed: the hub serves
+	// it as the daemon serves a local one, with the vouched identity.
+	roleCall = "call"
+	// roleNode is the node's own link: the hub calls the node on it.
+	roleNode = "node"
+)
+
+// hubProto starts the hub's side of every handshake.
+const hubProto = "gopmi-hub/1"
+
+// handshakeTimeout bounds a handshake, from either end.
+const handshakeTimeout = 10 * time.Second
+
+// hello is what a node says of a connection: its role, its node and, for
+// a relayed call, who the kernel said the caller is.
+type hello struct {
+	Role  string `json:"role"`
+	Node  string `json:"node"`
+	UID   uint32 `json:"uid"`
+	PID   int32  `json:"pid"`
+	Start string `json:"start,omitempty"`
+}
+
+// minKey is the shortest link key taken, in bytes.
+const minKey = 16
+
+// LoadKey reads the link key from path: a file that only its owner, root
+// or the daemon's own user, may read or write, holding at least 16 bytes
+// besides surrounding white space (`head -c 32 /dev/urandom | base64`).
+func LoadKey(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("link key: %w", err)
+	}
+	defer f.Close()
+	st, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("link key: %w", err)
+	}
+	if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("link key %s is not a regular file", path)
+	}
+	if perm := st.Mode().Perm(); perm&0o077 != 0 {
+		return nil, fmt.Errorf("link key %s may be read or written by others (mode %04o): chmod 600 %s", path, perm, path)
+	}
+	if sys, ok := st.Sys().(*syscall.Stat_t); ok && sys.Uid != 0 && int(sys.Uid) != os.Geteuid() {
+		return nil, fmt.Errorf("link key %s belongs to uid %d, neither root nor this daemon's user", path, sys.Uid)
+	}
+	b, err := io.ReadAll(io.LimitReader(f, 4096))
+	if err != nil {
+		return nil, fmt.Errorf("link key: %w", err)
+	}
+	b = []byte(strings.TrimSpace(string(b)))
+	if len(b) < minKey {
+		return nil, fmt.Errorf("link key %s holds %d bytes; want %d at least (head -c 32 /dev/urandom | base64 > %s)", path, len(b), minKey, path)
+	}
+	return b, nil
+}
+
+// proof is the HMAC of parts under key, hex-encoded; parts are separated
+// so that no two lists prove alike.
+func proof(key []byte, parts ...string) string {
+	h := hmac.New(sha256.New, key)
+	for _, p := range parts {
+		h.Write([]byte(p))
+		h.Write([]byte{0})
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+func nonce() string {
+	b := make([]byte, 16)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+// bufConn is a connection whose first bytes were read through r: the
+// rest is read through it too, so that nothing it buffered is lost.
+type bufConn struct {
+	net.Conn
+	r *bufio.Reader
+}
+
+func (c *bufConn) Read(b []byte) (int, error) { return c.r.Read(b) }
+
+// readLine reads one handshake line.
+func readLine(r *bufio.Reader) (string, error) {
+	line, err := r.ReadSlice('\n')
+	if err != nil {
+		if errors.Is(err, bufio.ErrBufferFull) {
+			return "", errors.New("handshake line too long")
+		}
+		return "", err
+	}
+	return strings.TrimSuffix(string(line), "\n"), nil
+}
+
+// errRefused is a handshake the other end did not pass.
+var errRefused = errors.New("refused")
+
+// acceptHello is the hub's side of a handshake on c: it challenges the
+// node, checks its proof and its hello, and proves it holds the key too.
+// The connection that comes back reads what followed the handshake.
+func acceptHello(c net.Conn, key []byte) (net.Conn, hello, error) {
+	var h hello
+	_ = c.SetDeadline(time.Now().Add(handshakeTimeout))
+	defer func() { _ = c.SetDeadline(time.Time{}) }()
+	hubNonce := nonce()
+	if _, err := io.WriteString(c, hubProto+" "+hubNonce+"\n"); err != nil {
+		return nil, h, err
+	}
+	r := bufio.NewReaderSize(c, 4096)
+	line, err := readLine(r)
+	if err != nil {
+		return nil, h, fmt.Errorf("read the node's hello: %w", err)
+	}
+	refuse := func(why string) (net.Conn, hello, error) {
+		_, _ = io.WriteString(c, "refused "+why+"\n")
+		return nil, h, fmt.Errorf("%w: %s", errRefused, why)
+	}
+	parts := strings.SplitN(line, " ", 3)
+	if len(parts) != 3 {
+		return refuse("malformed hello")
+	}
+	nodeNonce, got, body := parts[0], parts[1], parts[2]
+	if !hmac.Equal([]byte(got), []byte(proof(key, "node", hubNonce, nodeNonce, body))) {
+		return refuse("wrong proof: the node does not hold the hub's link key")
+	}
+	if err := json.Unmarshal([]byte(body), &h); err != nil || h.Node == "" || (h.Role != roleCall && h.Role != roleNode) {
+		return refuse(fmt.Sprintf("bad hello %q", body))
+	}
+	if _, err := io.WriteString(c, "ok "+proof(key, "hub", nodeNonce, hubNonce, body)+"\n"); err != nil {
+		return nil, h, err
+	}
+	return &bufConn{Conn: c, r: r}, h, nil
+}
+
+// offerHello is a node's side of a handshake on c: it answers the hub's
+// challenge with h and checks that the hub proves it holds the key.
+func offerHello(c net.Conn, key []byte, h hello) (net.Conn, error) {
+	_ = c.SetDeadline(time.Now().Add(handshakeTimeout))
+	defer func() { _ = c.SetDeadline(time.Time{}) }()
+	r := bufio.NewReaderSize(c, 4096)
+	line, err := readLine(r)
+	if err != nil {
+		return nil, fmt.Errorf("read the hub's challenge: %w", err)
+	}
+	hubNonce, ok := strings.CutPrefix(line, hubProto+" ")
+	if !ok {
+		return nil, fmt.Errorf("not a gopmi hub (it said %q)", line[:min(len(line), 40)])
+	}
+	body, _ := json.Marshal(h)
+	nodeNonce := nonce()
+	if _, err := io.WriteString(c, nodeNonce+" "+proof(key, "node", hubNonce, nodeNonce, string(body))+" "+string(body)+"\n"); err != nil {
+		return nil, err
+	}
+	line, err = readLine(r)
+	if err != nil {
+		return nil, fmt.Errorf("read the hub's answer: %w", err)
+	}
+	if why, ok := strings.CutPrefix(line, "refused "); ok {
+		return nil, fmt.Errorf("%w by the hub: %s", errRefused, why)
+	}
+	got, ok := strings.CutPrefix(line, "ok ")
+	if !ok || !hmac.Equal([]byte(got), []byte(proof(key, "hub", nodeNonce, hubNonce, string(body)))) {
+		return nil, fmt.Errorf("%w: the hub does not prove it holds the link key", errRefused)
+	}
+	return &bufConn{Conn: c, r: r}, nil
+}
+
+// Queries a node answers its hub on the node's own link.
+const (
+	// queryAlive: is the process (qualifiers "pid", "start") running on
+	// the node? "yes" or "no".
+	queryAlive = "gopmi.node.alive"
+	// queryModex: a plugin.ModexRequest (qualifier "request", JSON) asked
+	// of the universe at qualifier "universe"; the answer is the
+	// plugin.ModexResponse, JSON.
+	queryModex = "gopmi.node.modex"
+)
+
+// ServeHub serves the cluster's name space on l (TCP) to the daemons of
+// other nodes, which must hold key, until ctx ends. Each refused
+// handshake is logged.
+func (s *Server) ServeHub(ctx context.Context, l net.Listener, key []byte) error {
+	var wg sync.WaitGroup
+	stop := context.AfterFunc(ctx, func() { _ = l.Close() })
+	defer stop()
+	var err error
+	for {
+		c, aerr := l.Accept()
+		if aerr != nil {
+			if ctx.Err() != nil {
+				break
+			}
+			if errors.Is(aerr, net.ErrClosed) {
+				err = fmt.Errorf("hub: accept: %w", aerr)
+				break
+			}
+			// EMFILE and the like: try again soon.
+			select {
+			case <-time.After(100 * time.Millisecond):
+			case <-ctx.Done():
+			}
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			s.hubConn(ctx, c, key)
+		}()
+	}
+	wg.Wait()
+	return err
+}
+
+// hubConn serves one connection from a node: a relayed call, or the node's
+// own link.
+func (s *Server) hubConn(ctx context.Context, c net.Conn, key []byte) {
+	from := c.RemoteAddr().String()
+	stop := context.AfterFunc(ctx, func() { _ = c.Close() })
+	bc, h, err := acceptHello(c, key)
+	stop()
+	if err != nil {
+		ev := s.log.Debug()
+		if errors.Is(err, errRefused) && s.hubRefusalNews(from, err) {
+			ev = s.log.Warn()
+		}
+		ev.Str("from", from).Err(err).Msg("hub: connection refused")
+		_ = c.Close()
+		return
+	}
+	switch h.Role {
+	case roleCall:
+		link.ServeConn(ctx, bc, s, func(ctx context.Context, _ net.Conn) context.Context {
+			return withPeer(ctx, peer{uid: h.UID, pid: h.PID, node: h.Node, start: h.Start})
+		})
+	case roleNode:
+		lc := link.NewConn(bc)
+		s.addNode(h.Node, from, lc)
+		select {
+		case <-lc.Done():
+		case <-ctx.Done():
+		}
+		s.dropNode(h.Node, lc)
+		_ = lc.Close()
+	}
+}
+
+// hubRefusalNews reports whether a refusal is worth a warning: the same
+// refusal of the same host is warned of once a minute (a node with the
+// wrong key tries every second); the others are debug lines.
+func (s *Server) hubRefusalNews(from string, err error) bool {
+	host, _, _ := net.SplitHostPort(from)
+	k := "hub " + host + " " + err.Error()
+	now := time.Now()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.refused == nil {
+		s.refused = map[string]*refusal{}
+	}
+	if r := s.refused[k]; r != nil && now.Sub(r.logged) < time.Minute {
+		r.quiet++
+		return false
+	}
+	s.refused[k] = &refusal{logged: now}
+	return true
+}
+
+// addNode keeps a node's own link; a node that links again replaces its
+// old link.
+func (s *Server) addNode(node, from string, c *link.Conn) {
+	s.mu.Lock()
+	old := s.nodes[node]
+	if s.nodes == nil {
+		s.nodes = map[string]*link.Conn{}
+	}
+	s.nodes[node] = c
+	s.mu.Unlock()
+	if old != nil {
+		_ = old.Close()
+	}
+	s.log.Info().Str("node", node).Str("from", from).Msg("hub: node linked")
+}
+
+func (s *Server) dropNode(node string, c *link.Conn) {
+	s.mu.Lock()
+	gone := s.nodes[node] == c
+	if gone {
+		delete(s.nodes, node)
+	}
+	s.mu.Unlock()
+	if gone {
+		s.log.Warn().Str("node", node).Msg("hub: node's link closed")
+	}
+}
+
+// nodeLink is node's own link, nil when it has none.
+func (s *Server) nodeLink(node string) *link.Conn {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.nodes[node]
+}
+
+// remoteAlive asks r's node whether r's process runs; a node that does not
+// answer leaves the question open (alive: the grace decides).
+func (s *Server) remoteAlive(node string, pid int, start string) bool {
+	c := s.nodeLink(node)
+	if c == nil {
+		return true
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	resp, err := c.Backend().Query(ctx, &plugin.QueryRequest{Queries: []plugin.Query{{Keys: []string{queryAlive},
+		Qualifiers: []plugin.Info{{Key: "pid", Value: fmt.Sprint(pid)}, {Key: "start", Value: start}}}}})
+	if err != nil || len(resp.Results) != 1 {
+		return true
+	}
+	return resp.Results[0].Value != "no"
+}
+
+// remoteModex reads a job's keys from its run's universe on node.
+func (s *Server) remoteModex(ctx context.Context, node, universe string, req *plugin.ModexRequest) (*plugin.ModexResponse, error) {
+	c := s.nodeLink(node)
+	if c == nil {
+		return nil, plugin.Errorf(plugin.ErrUnavailable, "node %s has no link to the hub", node)
+	}
+	body, _ := json.Marshal(req)
+	resp, err := c.Backend().Query(ctx, &plugin.QueryRequest{Queries: []plugin.Query{{Keys: []string{queryModex},
+		Qualifiers: []plugin.Info{{Key: "universe", Value: universe}, {Key: "request", Value: string(body)}}}}})
+	if err != nil {
+		return nil, err
+	}
+	if len(resp.Results) != 1 {
+		return nil, plugin.Errorf(plugin.ErrUnavailable, "node %s gave no answer", node)
+	}
+	out := &plugin.ModexResponse{}
+	if err := json.Unmarshal([]byte(resp.Results[0].Value), out); err != nil {
+		return nil, plugin.Errorf(plugin.ErrUnavailable, "node %s: bad answer: %v", node, err)
+	}
+	return out, nil
+}

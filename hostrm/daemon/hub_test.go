@@ -1,0 +1,306 @@
+package daemon
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"io"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/gopmi/gopmi/hostrm/local/link"
+	"github.com/gopmi/gopmi/plugin"
+	"github.com/gopmi/gopmi/plugin/plugintest"
+)
+
+func writeKey(t *testing.T, body string, mode os.FileMode) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "link.key")
+	if err := os.WriteFile(p, []byte(body), mode); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(p, mode); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// The link key must be the owner's alone and long enough.
+func TestLoadKey(t *testing.T) {
+	if k, err := LoadKey(writeKey(t, "  0123456789abcdef0123\n", 0o600)); err != nil || string(k) != "0123456789abcdef0123" {
+		t.Fatalf("a good key: %q, %v", k, err)
+	}
+	for _, c := range []struct {
+		name, body string
+		mode       os.FileMode
+		want       string
+	}{
+		{"readable by others", "0123456789abcdef0123", 0o644, "may be read or written by others (mode 0644): chmod 600"},
+		{"writable by the group", "0123456789abcdef0123", 0o620, "mode 0620"},
+		{"too short", "short\n", 0o600, "holds 5 bytes; want 16 at least"},
+	} {
+		if _, err := LoadKey(writeKey(t, c.body, c.mode)); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v, want %q", c.name, err, c.want)
+		}
+	}
+	if _, err := LoadKey(t.TempDir()); err == nil || !strings.Contains(err.Error(), "not a regular file") {
+		t.Errorf("a directory: %v", err)
+	}
+	if _, err := LoadKey(filepath.Join(t.TempDir(), "none")); err == nil {
+		t.Error("a missing key was taken")
+	}
+}
+
+// handshake runs both ends of a handshake over a pipe.
+func handshake(hubKey, nodeKey string, h hello) (hubConn net.Conn, got hello, hubErr error, nodeConn net.Conn, nodeErr error) {
+	a, b := net.Pipe()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		hubConn, got, hubErr = acceptHello(a, []byte(hubKey))
+		if hubErr != nil {
+			a.Close()
+		}
+	}()
+	nodeConn, nodeErr = offerHello(b, []byte(nodeKey), h)
+	if nodeErr != nil {
+		b.Close()
+	}
+	<-done
+	return
+}
+
+const testKey = "0123456789abcdef0123456789abcdef"
+
+// Both ends prove they hold the key; what follows the handshake is read
+// whole on both sides; a wrong key is refused with a reason on both.
+func TestHandshake(t *testing.T) {
+	want := hello{Role: roleCall, Node: "n2", UID: 1000, PID: 42, Start: "77"}
+	hc, got, herr, nc, nerr := handshake(testKey, testKey, want)
+	if herr != nil || nerr != nil {
+		t.Fatalf("hub: %v, node: %v", herr, nerr)
+	}
+	if got != want {
+		t.Fatalf("the hub heard %+v, want %+v", got, want)
+	}
+	// The hub writes at once after its "ok": the node reads it all.
+	go func() { _, _ = io.WriteString(hc, "{\"id\":1}\n") }()
+	line, err := bufio.NewReader(nc).ReadString('\n')
+	if err != nil || line != "{\"id\":1}\n" {
+		t.Fatalf("after the handshake the node read %q, %v", line, err)
+	}
+	hc.Close()
+	nc.Close()
+
+	_, _, herr, _, nerr = handshake(testKey, "another-key-0123456789abcdef", want)
+	if !errors.Is(herr, errRefused) || !strings.Contains(herr.Error(), "the node does not hold the hub's link key") {
+		t.Errorf("hub, wrong key: %v", herr)
+	}
+	if !errors.Is(nerr, errRefused) || !strings.Contains(nerr.Error(), "refused by the hub: wrong proof") {
+		t.Errorf("node, wrong key: %v", nerr)
+	}
+}
+
+// A hub that cannot prove it holds the key is not spoken to; a node's
+// hello replayed to a new challenge is refused; so is one that is not
+// JSON, or names no node.
+func TestHandshakeImpostorsAndReplays(t *testing.T) {
+	// An impostor hub: it challenges, reads the hello and says ok.
+	a, b := net.Pipe()
+	var heard string
+	go func() {
+		defer a.Close()
+		_, _ = io.WriteString(a, hubProto+" 00ff\n")
+		heard, _ = bufio.NewReader(a).ReadString('\n')
+		_, _ = io.WriteString(a, "ok 1234\n")
+	}()
+	if _, err := offerHello(b, []byte(testKey), hello{Role: roleNode, Node: "n2"}); !errors.Is(err, errRefused) || !strings.Contains(err.Error(), "does not prove") {
+		t.Errorf("an impostor hub: %v", err)
+	}
+	b.Close()
+
+	// The hello the impostor heard, replayed to the real hub.
+	a, b = net.Pipe()
+	done := make(chan error, 1)
+	go func() {
+		_, _, err := acceptHello(a, []byte(testKey))
+		a.Close()
+		done <- err
+	}()
+	r := bufio.NewReader(b)
+	if _, err := r.ReadString('\n'); err != nil {
+		t.Fatal(err)
+	}
+	_, _ = io.WriteString(b, heard)
+	answer, _ := r.ReadString('\n')
+	if err := <-done; !errors.Is(err, errRefused) || !strings.HasPrefix(answer, "refused wrong proof") {
+		t.Errorf("a replayed hello: hub %v, answer %q", err, answer)
+	}
+	b.Close()
+
+	for _, body := range []string{`nope`, `{"role":"call"}`, `{"role":"boss","node":"n2"}`} {
+		a, b = net.Pipe()
+		go func() {
+			_, _, err := acceptHello(a, []byte(testKey))
+			a.Close()
+			done <- err
+		}()
+		r := bufio.NewReader(b)
+		line, _ := r.ReadString('\n')
+		hubNonce := strings.TrimSpace(strings.TrimPrefix(line, hubProto+" "))
+		_, _ = io.WriteString(b, "ab "+proof([]byte(testKey), "node", hubNonce, "ab", body)+" "+body+"\n")
+		answer, _ := r.ReadString('\n')
+		if err := <-done; !errors.Is(err, errRefused) || !strings.HasPrefix(answer, "refused bad hello") {
+			t.Errorf("hello %s: hub %v, answer %q", body, err, answer)
+		}
+		b.Close()
+	}
+}
+
+// hubAndRelay is a hub on loopback TCP and a node's relay to it on a unix
+// socket, until the test ends.
+type hubAndRelay struct {
+	hub      *Server
+	hubLog   *plugintest.Buffer
+	relay    *Relay
+	sock     string
+	hubAddr  string
+	stopHub  func()
+	stopNode func()
+}
+
+func startHubAndRelay(t *testing.T, nodeKey string) *hubAndRelay {
+	t.Helper()
+	// Relayed callers are checked as the hub checks them; this node's
+	// are the tests' fakes.
+	s, log := newTestServer(t, Options{checkRun: func(run string, p peer) error {
+		if p.node == "" {
+			return nil
+		}
+		return callerRun(run, p)
+	}})
+	tl, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	hctx, hcancel := context.WithCancel(context.Background())
+	hdone := make(chan error, 1)
+	go func() { hdone <- s.ServeHub(hctx, tl, []byte(testKey)) }()
+	h := &hubAndRelay{hub: s, hubLog: log, hubAddr: tl.Addr().String(), sock: filepath.Join(t.TempDir(), "node.sock")}
+	h.stopHub = func() {
+		hcancel()
+		if err := <-hdone; err != nil {
+			t.Errorf("hub: %v", err)
+		}
+	}
+	ul, err := net.Listen("unix", h.sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	h.relay = NewRelay(h.hubAddr, "n2", []byte(nodeKey), zerolog.New(log).With().Str("side", "relay").Logger())
+	nctx, ncancel := context.WithCancel(context.Background())
+	ndone := make(chan error, 1)
+	go func() { ndone <- h.relay.Serve(nctx, ul) }()
+	h.stopNode = func() {
+		ncancel()
+		if err := <-ndone; err != nil {
+			t.Errorf("relay: %v", err)
+		}
+	}
+	t.Cleanup(func() {
+		h.stopNode()
+		h.stopHub()
+	})
+	return h
+}
+
+// A run on a node that relays to the hub registers there, as itself (the
+// relay vouches for its pid and start time), publishes a name another run
+// on the hub's node finds, and shows in gopmi ps from either node. The
+// hub asks the node whether a run's process lives.
+func TestHubRelay(t *testing.T) {
+	h := startHubAndRelay(t, testKey)
+	waitLinked(t, h.relay)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	c, err := link.Dial(ctx, h.sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	be := c.Backend()
+	cfg := []byte(`{"run":"` + RunName() + `","cmd":"./app"}`)
+	if _, err := be.Configure(ctx, &plugin.ConfigureRequest{Job: jobOf("job.n2", 2), Config: cfg}); err != nil {
+		t.Fatalf("register through the relay: %v", err)
+	}
+	// Another process's run name is refused: the relay vouched for this
+	// process's pid.
+	other := []byte(`{"run":"vm:1:1"}`)
+	if _, err := be.Configure(ctx, &plugin.ConfigureRequest{Job: jobOf("job.x", 1), Config: other}); !errors.Is(err, plugin.ErrPermission) {
+		t.Fatalf("registering another process's run through the relay: %v", err)
+	}
+	if err := be.Publish(ctx, &plugin.PublishRequest{Proc: plugin.Proc{Nspace: "job.n2"}, Data: []plugin.Info{{Key: "svc", Value: "tcp://n2:1"}}}); err != nil {
+		t.Fatal(err)
+	}
+
+	uid := uint32(os.Getuid())
+	here, closeHere := as(uid)
+	defer closeHere()
+	register(t, h.hub, here, "run-here", "job.here")
+	if v, err := lookup(here, h.hub, "job.here", "svc"); err != nil || v != "tcp://n2:1" {
+		t.Fatalf("a name published through the relay, looked up on the hub: %q, %v", v, err)
+	}
+	resp, err := be.Query(ctx, &plugin.QueryRequest{Queries: []plugin.Query{{Keys: []string{QueryPS}}}})
+	if err != nil || !strings.Contains(resp.Results[0].Value, `"nspace":"job.here"`) || !strings.Contains(resp.Results[0].Value, `"nspace":"job.n2"`) {
+		t.Fatalf("gopmi ps through the relay: %v %v", resp, err)
+	}
+
+	// The hub asks the node about pids there.
+	start := procStart(os.Getpid())
+	if !h.hub.runAlive("n2", os.Getpid(), "n2:1:"+start) {
+		t.Error("the node says this process is gone")
+	}
+	if h.hub.runAlive("n2", os.Getpid(), "n2:1:not-its-start") {
+		t.Error("the node says a process with another start time lives")
+	}
+	if !h.hub.runAlive("n3", os.Getpid(), "n3:1:x") {
+		t.Error("a node without a link: its runs must be left to the grace")
+	}
+}
+
+func waitLinked(t *testing.T, r *Relay) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !r.linked.Load() {
+		if time.Now().After(deadline) {
+			t.Fatal("the relay did not link to the hub")
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// A node with the wrong key is refused by the hub, which logs it; the
+// node's callers hear why, not a connection that broke.
+func TestHubRelayWrongKey(t *testing.T) {
+	h := startHubAndRelay(t, "not-the-hub-key-0123456789")
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	c, err := link.Dial(ctx, h.sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	_, err = c.Backend().Query(ctx, &plugin.QueryRequest{Queries: []plugin.Query{{Keys: []string{QueryPS}}}})
+	if !errors.Is(err, plugin.ErrUnavailable) || !strings.Contains(err.Error(), "cannot reach") || !strings.Contains(err.Error(), "wrong proof") {
+		t.Fatalf("a call through a relay with the wrong key: %v", err)
+	}
+	if !strings.Contains(h.hubLog.String(), "hub: connection refused") || h.relay.linked.Load() {
+		t.Errorf("hub log:\n%s", h.hubLog.String())
+	}
+}

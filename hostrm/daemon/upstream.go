@@ -1,0 +1,236 @@
+package daemon
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/gopmi/gopmi/hostrm/local/link"
+	"github.com/gopmi/gopmi/plugin"
+	"github.com/gopmi/gopmi/shim/peercred"
+)
+
+// Relay is a node's daemon that serves no state of its own: it relays
+// every local connection to the hub (see ServeHub), and answers the hub's
+// questions about this node on a link of its own.
+type Relay struct {
+	hub  string // host:port
+	key  []byte
+	node string
+	log  zerolog.Logger
+
+	linked   atomic.Bool // the node's own link is up
+	relaying atomic.Int64
+	refused  sync.Map // string (why) -> time.Time it was last logged
+}
+
+// NewRelay relays to the hub at addr (host:port) as node, with key.
+func NewRelay(addr, node string, key []byte, log zerolog.Logger) *Relay {
+	return &Relay{hub: addr, key: key, node: node, log: log}
+}
+
+// Status says in a few words what the relay does, for sd_notify.
+func (r *Relay) Status() string {
+	state := "up"
+	if !r.linked.Load() {
+		state = "down"
+	}
+	return fmt.Sprintf("relaying to hub %s (link %s), %d connections", r.hub, state, r.relaying.Load())
+}
+
+// dial connects to the hub and passes the handshake with h.
+func (r *Relay) dial(ctx context.Context, h hello) (net.Conn, error) {
+	d := net.Dialer{Timeout: handshakeTimeout, KeepAlive: 30 * time.Second}
+	c, err := d.DialContext(ctx, "tcp", r.hub)
+	if err != nil {
+		return nil, fmt.Errorf("hub %s: %w", r.hub, err)
+	}
+	stop := context.AfterFunc(ctx, func() { _ = c.Close() })
+	defer stop()
+	bc, err := offerHello(c, r.key, h)
+	if err != nil {
+		_ = c.Close()
+		return nil, fmt.Errorf("hub %s: %w", r.hub, err)
+	}
+	return bc, nil
+}
+
+// Serve relays the connections accepted on l, and keeps the node's own
+// link up, until ctx ends.
+func (r *Relay) Serve(ctx context.Context, l net.Listener) error {
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		r.keepLinked(ctx)
+	}()
+	stop := context.AfterFunc(ctx, func() { _ = l.Close() })
+	defer stop()
+	var err error
+	for {
+		c, aerr := l.Accept()
+		if aerr != nil {
+			if ctx.Err() != nil {
+				break
+			}
+			if errors.Is(aerr, net.ErrClosed) {
+				err = fmt.Errorf("relay: accept: %w", aerr)
+				break
+			}
+			select {
+			case <-time.After(100 * time.Millisecond):
+			case <-ctx.Done():
+			}
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			r.relay(ctx, c)
+		}()
+	}
+	wg.Wait()
+	return err
+}
+
+// relay carries one local connection to the hub, with the identity the
+// kernel gave for its peer, until either end closes it.
+func (r *Relay) relay(ctx context.Context, c net.Conn) {
+	defer c.Close()
+	cred, err := peercred.Of(c)
+	if err != nil {
+		r.log.Warn().Err(err).Msg("relay: a caller without credentials; closing")
+		return
+	}
+	up, err := r.dial(ctx, hello{Role: roleCall, Node: r.node, UID: cred.Uid, PID: cred.Pid, Start: procStart(int(cred.Pid))})
+	if err != nil {
+		r.warnOnce(err.Error(), func(ev *zerolog.Event) {
+			ev.Err(err).Uint32("uid", cred.Uid).Int32("pid", cred.Pid).Msg("relay: cannot reach the hub; failing the caller's calls")
+		})
+		// The caller hears why; a run retries, as after a restart.
+		link.FailCalls(c, plugin.Errorf(plugin.ErrUnavailable, "this node's daemon relays to the hub at %s, which it cannot reach: %v", r.hub, err), handshakeTimeout)
+		return
+	}
+	defer up.Close()
+	r.relaying.Add(1)
+	defer r.relaying.Add(-1)
+	done := make(chan struct{}, 2)
+	pipe := func(dst, src net.Conn) {
+		_, _ = io.Copy(dst, src)
+		done <- struct{}{}
+	}
+	go pipe(up, c)
+	go pipe(c, up)
+	ended := 0
+	select {
+	case <-done:
+		ended++
+	case <-ctx.Done():
+	}
+	// Either end closing ends both: the other copy returns.
+	_ = c.Close()
+	_ = up.Close()
+	for ; ended < 2; ended++ {
+		<-done
+	}
+}
+
+// warnOnce logs a failure at most once a minute per message.
+func (r *Relay) warnOnce(key string, log func(*zerolog.Event)) {
+	now := time.Now()
+	if last, ok := r.refused.Load(key); ok && now.Sub(last.(time.Time)) < time.Minute {
+		return
+	}
+	r.refused.Store(key, now)
+	log(r.log.Warn())
+}
+
+// linkRetry is how long the node waits before it links to its hub again.
+const linkRetry = time.Second
+
+// keepLinked keeps the node's own link to the hub, on which the hub asks
+// what only this node can answer, until ctx ends.
+func (r *Relay) keepLinked(ctx context.Context) {
+	for ctx.Err() == nil {
+		c, err := r.dial(ctx, hello{Role: roleNode, Node: r.node})
+		if err != nil {
+			if ctx.Err() == nil {
+				r.warnOnce("link: "+err.Error(), func(ev *zerolog.Event) {
+					ev.Err(err).Msg("relay: cannot link to the hub; trying again every second")
+				})
+			}
+		} else {
+			r.linked.Store(true)
+			r.log.Info().Str("hub", r.hub).Str("node", r.node).Msg("relay: linked to the hub")
+			link.ServeConn(ctx, c, nodeService{}, nil)
+			r.linked.Store(false)
+			if ctx.Err() == nil {
+				r.log.Warn().Str("hub", r.hub).Msg("relay: the link to the hub closed; linking again")
+			}
+		}
+		select {
+		case <-time.After(linkRetry):
+		case <-ctx.Done():
+		}
+	}
+}
+
+// nodeService answers the hub's questions about this node (queryAlive,
+// queryModex).
+type nodeService struct{ plugin.Unimplemented }
+
+func (nodeService) GetInfo(context.Context) (*plugin.BackendInfo, error) {
+	return &plugin.BackendInfo{Name: "gopmi-node", APIVersions: []string{plugin.APIVersion1}, Capabilities: []string{plugin.CapQuery}}, nil
+}
+
+func (nodeService) Query(ctx context.Context, req *plugin.QueryRequest) (*plugin.QueryResponse, error) {
+	if len(req.Queries) != 1 || len(req.Queries[0].Keys) != 1 {
+		return nil, plugin.Errorf(plugin.ErrInvalidArgument, "node: one query at a time")
+	}
+	q := req.Queries[0]
+	switch q.Keys[0] {
+	case queryAlive:
+		pid, err := strconv.Atoi(qualifier(q.Qualifiers, "pid", ""))
+		if err != nil || pid <= 0 {
+			return nil, plugin.Errorf(plugin.ErrInvalidArgument, "node: alive: pid %q", qualifier(q.Qualifiers, "pid", ""))
+		}
+		v := "no"
+		if pidAlive(pid, qualifier(q.Qualifiers, "start", "")) {
+			v = "yes"
+		}
+		return &plugin.QueryResponse{Results: []plugin.Info{{Key: queryAlive, Value: v}}}, nil
+	case queryModex:
+		addr := qualifier(q.Qualifiers, "universe", "")
+		if !strings.HasPrefix(addr, "unix://") {
+			return nil, plugin.Errorf(plugin.ErrInvalidArgument, "node: modex: universe %q is not a unix socket", addr)
+		}
+		var mreq plugin.ModexRequest
+		if err := json.Unmarshal([]byte(qualifier(q.Qualifiers, "request", "")), &mreq); err != nil {
+			return nil, plugin.Errorf(plugin.ErrInvalidArgument, "node: modex: request: %v", err)
+		}
+		dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		c, err := link.Dial(dctx, addr)
+		cancel()
+		if err != nil {
+			return nil, err
+		}
+		defer c.Close()
+		resp, err := c.Backend().DirectModex(ctx, &mreq)
+		if err != nil {
+			return nil, err
+		}
+		b, _ := json.Marshal(resp)
+		return &plugin.QueryResponse{Results: []plugin.Info{{Key: queryModex, Value: string(b)}}}, nil
+	}
+	return nil, plugin.Errorf(plugin.ErrNotSupported, "node: query %q", q.Keys[0])
+}

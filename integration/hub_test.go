@@ -1,0 +1,177 @@
+package integration
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/gopmi/gopmi/integration/clients"
+)
+
+// A cluster's name space across nodes, as two daemons on this machine
+// play it: a hub (-listen) and a node's daemon that relays to it
+// (-upstream, -node node-b), sharing a link key. Runs started against
+// either daemon publish and look up each other's names (libpmi2 and
+// MPICH), PMI2_Job_Connect to each other's jobs and read their keys (the
+// hub reads them from the run's node through that node's own link), and
+// a run killed on the node is seen gone at once by a peer on the hub's
+// node. Another user on the node sees none of root's names; a daemon
+// with the wrong key is refused and its callers are told why.
+func TestDaemonHub(t *testing.T) {
+	begin(t)
+	dir := worldDir(t)
+	hub, node, addr := startHub(t, dir)
+	logs := func() string { return fmt.Sprintf("hub:\n%s\nnode:\n%s", hub.log.String(), node.log.String()) }
+
+	t.Run("names", func(t *testing.T) {
+		for _, c := range []struct {
+			name, prog, serve, client, want string
+			serveAt, clientAt              *nodeDaemon
+		}{
+			{"libpmi2", progs[clients.PMI2Test], "ns-serve", "ns-client", "step=xrun-ack value=ack-from-", node, hub},
+			{"mpich", progs[clients.MPIPubname], "serve", "client", "step=xack value=ack-", hub, node},
+		} {
+			t.Run(c.name, func(t *testing.T) {
+				ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+				defer cancel()
+				server := startRun(ctx, daemonArgv(c.serveAt.sock, "-n", "2", c.prog, c.serve), nil, nil, "")
+				// The serving job shows in gopmi ps on the other node.
+				waitFor(t, "the serving job in gopmi ps on the other node", func() bool {
+					return strings.Contains(ask(t, nil, "ps", "-daemon", c.clientAt.sock), filepath.Base(c.prog))
+				})
+				client := startRun(ctx, daemonArgv(c.clientAt.sock, "-n", "1", c.prog, c.client), nil, nil, "")
+				cr := client.wait(t, "the client run")
+				sr := server.wait(t, "the serving run")
+				if cr.ExitCode != 0 || sr.ExitCode != 0 || !strings.Contains(sr.Stdout, c.want) {
+					t.Fatal(twoRuns(cr, sr, hub) + "\nnode:\n" + node.log.String())
+				}
+			})
+		}
+	})
+
+	t.Run("connect", func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+		defer cancel()
+		server := startRun(ctx, daemonArgv(node.sock, "-n", "2", progs[clients.PMI2Test], "xconnect-serve"), nil, nil, "")
+		client := startRun(ctx, daemonArgv(hub.sock, "-n", "1", progs[clients.PMI2Test], "xconnect-client"), nil, nil, "")
+		cr := client.wait(t, "the client run")
+		sr := server.wait(t, "the serving run")
+		if cr.ExitCode != 0 || sr.ExitCode != 0 || !strings.Contains(cr.Stdout, " value=xv-1\n") {
+			t.Fatal(twoRuns(cr, sr, hub) + "\nnode:\n" + node.log.String())
+		}
+	})
+
+	t.Run("killed", func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+		defer cancel()
+		server := startRun(ctx, daemonArgv(node.sock, "-n", "2", progs[clients.PMI2Test], "xconnect-serve"), nil, nil, "")
+		client := startRun(ctx, daemonArgv(hub.sock, "-n", "1", progs[clients.PMI2Test], "xconnect-hold"), nil, nil, "")
+		waitFor(t, "the client's connection", func() bool {
+			return strings.Contains(ask(t, nil, "query", "-daemon", node.sock, "gopmi.names"), "gopmi-xjob-connected")
+		})
+		pid := 0
+		for _, j := range psJobs(t, nil, hub.sock) {
+			if j.Size == 2 && j.State == "running" {
+				pid = j.PID
+			}
+		}
+		if pid == 0 || syscall.Kill(pid, syscall.SIGKILL) != nil {
+			t.Fatalf("the serving run (pid %d) is not in gopmi ps, or cannot be killed:\n%s", pid, logs())
+		}
+		start := time.Now()
+		cr := client.wait(t, "the client run")
+		server.wait(t, "the killed run")
+		if cr.ExitCode != 0 || !strings.Contains(cr.Stdout, "step=xjob-gone rc=") || time.Since(start) > 10*time.Second {
+			t.Fatalf("after the serving run was killed on node-b, %s later: exit %d\n%s\n%s\n%s", time.Since(start).Round(time.Millisecond),
+				cr.ExitCode, cr.Stdout, cr.Stderr, logs())
+		}
+		if !strings.Contains(hub.log.String(), fmt.Sprintf("lost: its process (pid %d) is gone", pid)) {
+			t.Errorf("the hub did not end the killed run at once:\n%s", logs())
+		}
+	})
+
+	t.Run("other-user", func(t *testing.T) {
+		cred := testUser(t)
+		ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+		defer cancel()
+		server := startRun(ctx, daemonArgv(hub.sock, "-n", "1", progs[clients.PMI2Test], "ns-serve"), nil, nil, "")
+		waitFor(t, "the name", func() bool {
+			return strings.Contains(ask(t, nil, "query", "-daemon", node.sock, "gopmi.names"), "gopmi-xrun")
+		})
+		bin := copyExec(t, gopmiBin, dir)
+		if names := askWith(t, bin, cred, "query", "-json", "-daemon", node.sock, "gopmi.names"); strings.Contains(names, "gopmi-xrun") {
+			t.Errorf("another user on node-b sees root's names: %s", names)
+		}
+		client := startRun(ctx, daemonArgv(node.sock, "-n", "1", progs[clients.PMI2Test], "ns-client"), nil, nil, "")
+		if cr := client.wait(t, "the client run"); cr.ExitCode != 0 {
+			t.Fatalf("client: %s", cr.Stderr)
+		}
+		if sr := server.wait(t, "the serving run"); sr.ExitCode != 0 {
+			t.Fatalf("server: %s", sr.Stderr)
+		}
+	})
+
+	t.Run("wrong-key", func(t *testing.T) {
+		bad := filepath.Join(dir, "bad.key")
+		if err := os.WriteFile(bad, []byte("not-the-key-of-this-cluster-at-all\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		d := startNodeDaemon(t, filepath.Join(dir, "c.sock"), filepath.Join(dir, "c-state"), "-upstream", addr, "-key", bad, "-node", "node-c")
+		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+		defer cancel()
+		r, err := clients.Run(ctx, []string{gopmiBin, "ps", "-daemon", d.sock}, clients.RunOptions{})
+		if err != nil || r.ExitCode == 0 || !strings.Contains(r.Stderr, "cannot reach") || !strings.Contains(r.Stderr, "wrong proof") {
+			t.Fatalf("gopmi ps through a daemon with the wrong key: %v, exit %d: %s", err, r.ExitCode, r.Stderr)
+		}
+		if !strings.Contains(hub.log.String(), "hub: connection refused") {
+			t.Errorf("the hub did not log the refusal:\n%s", hub.log.String())
+		}
+	})
+}
+
+// startHub starts two daemons as on two nodes, with their sockets in dir:
+// a hub, and node-b's daemon linked to it. It returns them and the hub's
+// address.
+func startHub(t *testing.T, dir string) (hub, node *nodeDaemon, addr string) {
+	t.Helper()
+	key := filepath.Join(dir, "link.key")
+	if err := os.WriteFile(key, []byte("c2VjcmV0LWtleS1mb3ItdGhlLWh1Yi10ZXN0\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	hub = startNodeDaemon(t, filepath.Join(dir, "hub.sock"), filepath.Join(dir, "hub-state"), "-listen", "127.0.0.1:0", "-key", key)
+	waitFor(t, "the hub's address in its log", func() bool {
+		m := regexp.MustCompile(`hub=(127\.0\.0\.1:\d+)`).FindStringSubmatch(hub.log.String())
+		if m != nil {
+			addr = m[1]
+		}
+		return m != nil
+	})
+	node = startNodeDaemon(t, filepath.Join(dir, "node.sock"), filepath.Join(dir, "node-state"), "-upstream", addr, "-key", key, "-node", "node-b")
+	waitFor(t, "the node's link", func() bool { return strings.Contains(hub.log.String(), "hub: node linked") })
+	return hub, node, addr
+}
+
+// psJob is one job of gopmi ps -json.
+type psJob struct {
+	Nspace string `json:"nspace"`
+	PID    int    `json:"pid"`
+	Size   int    `json:"size"`
+	State  string `json:"state"`
+}
+
+// psJobs is gopmi ps -json against the daemon at sock.
+func psJobs(t *testing.T, cred *syscall.Credential, sock string) []psJob {
+	t.Helper()
+	var jobs []psJob
+	if err := json.Unmarshal([]byte(ask(t, cred, "ps", "-json", "-daemon", sock)), &jobs); err != nil {
+		t.Fatal(err)
+	}
+	return jobs
+}
