@@ -462,7 +462,10 @@ func TestSlurmMultiProg(t *testing.T) {
 
 // TestSlurmNamesThroughDaemon: with a node daemon on srun's node, a name a
 // Slurm step publishes is found by a gopmi run started on its own, and
-// the step finds the run's answer: one name space for both.
+// the step finds the run's answer: one name space for both. A run
+// PMI2_Job_Connects to the step's job and reads a key of its rank on the
+// other node. Both through srun's node's own daemon, and through a hub
+// that node relays to, with the run on the hub's node.
 func TestSlurmNamesThroughDaemon(t *testing.T) {
 	c := slurm(t)
 	d, _ := testDaemon(t)
@@ -476,18 +479,23 @@ func TestSlurmNamesThroughDaemon(t *testing.T) {
 		// the run were on another node of the cluster.
 		{"through-hub", node, hub},
 	} {
-		t.Run(tc.name, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-			defer cancel()
-			env := append(c.Env(), daemon.EnvSocket+"="+tc.step.sock)
-			argv := []string{"srun", "--mpi=gopmi", "-N", "2", "-n", "2", progs[clients.PMI2Test], "ns-serve"}
-			step := startRun(ctx, argv, env, nil, "")
-			client := startRun(ctx, daemonArgv(tc.client.sock, "-n", "1", progs[clients.PMI2Test], "ns-client"), nil, nil, "")
-			cr := client.wait(t, "the gopmi run")
-			sr := step.wait(t, "the Slurm step")
-			if cr.ExitCode != 0 || sr.ExitCode != 0 || !strings.Contains(sr.Stdout, "step=xrun-ack value=ack-from-") {
-				t.Fatal(twoRuns(cr, sr, tc.client) + "\nstep's daemon:\n" + tc.step.log.String())
-			}
-		})
+		for _, m := range []struct{ name, serve, client, stepWants, clientWants string }{
+			{"names", "ns-serve", "ns-client", "step=xrun-ack value=ack-from-", "step=xrun-lookup"},
+			{"connect", "xconnect-serve", "xconnect-client", "step=xjob-ack value=ack", " value=xv-1\n"},
+		} {
+			t.Run(tc.name+"/"+m.name, func(t *testing.T) {
+				ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+				defer cancel()
+				env := append(c.Env(), daemon.EnvSocket+"="+tc.step.sock)
+				argv := []string{"srun", "--mpi=gopmi", "-N", "2", "-n", "2", progs[clients.PMI2Test], m.serve}
+				step := startRun(ctx, argv, env, nil, "")
+				client := startRun(ctx, daemonArgv(tc.client.sock, "-n", "1", progs[clients.PMI2Test], m.client), nil, nil, "")
+				cr := client.wait(t, "the gopmi run")
+				sr := step.wait(t, "the Slurm step")
+				if cr.ExitCode != 0 || sr.ExitCode != 0 || !strings.Contains(sr.Stdout, m.stepWants) || !strings.Contains(cr.Stdout, m.clientWants) {
+					t.Fatal(twoRuns(cr, sr, tc.client) + "\nstep's daemon:\n" + tc.step.log.String())
+				}
+			})
+		}
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -433,16 +432,15 @@ func (l *Launcher) Run(ctx context.Context) (int, error) {
 // serveUniverse serves the universe to the shims' backends (and the node
 // daemon) on an abstract unix socket, and returns what stops it.
 func (l *Launcher) serveUniverse() (stop func(), err error) {
-	sock := abstractName("universe")
-	ln, err := net.Listen("unix", sock)
+	ln, addr, err := link.ListenPrivate("universe", l.log)
 	if err != nil {
 		return nil, fmt.Errorf("listen for the universe: %w", err)
 	}
-	l.addr = "unix://" + sock
+	l.addr = addr
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan error, 1)
 	go func() {
-		served <- link.Serve(ctx, credListener{Listener: ln, log: l.log, warned: new(atomic.Bool)}, l.u)
+		served <- link.Serve(ctx, ln, l.u)
 	}()
 	return func() {
 		l.u.Close()

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/rs/zerolog"
+
+	"github.com/gopmi/gopmi/hostrm/local/link"
 )
 
 // notifier receives one shim's sd_notify datagrams for its whole life:
@@ -25,7 +27,7 @@ type notifier struct {
 	errno  string // guarded by mu
 }
 
-// newNotifier listens on path (an abstract name: see abstractName) and
+// newNotifier listens on path (an abstract name: see link.AbstractName) and
 // takes datagrams only from this user or root, by their credentials.
 func newNotifier(path string, log zerolog.Logger) (*notifier, error) {
 	conn, err := net.ListenUnixgram("unixgram", &net.UnixAddr{Name: path, Net: "unixgram"})
@@ -77,7 +79,7 @@ func fromTrusted(oob []byte) bool {
 	}
 	for _, m := range msgs {
 		if cred, err := syscall.ParseUnixCredentials(&m); err == nil {
-			return trustedUID(cred.Uid)
+			return link.TrustedUID(cred.Uid)
 		}
 	}
 	return false

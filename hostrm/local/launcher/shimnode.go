@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/gopmi/gopmi/hostrm/local/forwarder"
+	"github.com/gopmi/gopmi/hostrm/local/link"
 	"github.com/gopmi/gopmi/plugin"
 	"github.com/gopmi/gopmi/shim/serve"
 	"github.com/gopmi/gopmi/shim/sockdir"
@@ -31,7 +32,7 @@ type shimProc struct {
 func (l *Launcher) startShim(rj *runJob, s *nodeStart) error {
 	ns := rj.spec.Job.Nspace
 	l.mu.Lock()
-	path := abstractName("n" + strconv.Itoa(l.seq))
+	path := link.AbstractName("n" + strconv.Itoa(l.seq))
 	l.seq++
 	l.mu.Unlock()
 	n, err := newNotifier(path, l.log.With().Str("job", ns).Int32("node", s.rn.node.ID).Logger())

@@ -15,6 +15,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/gopmi/gopmi/hostrm/local"
+	"github.com/gopmi/gopmi/hostrm/local/link"
 	"github.com/gopmi/gopmi/hostrm/slurm"
 	"github.com/gopmi/gopmi/plugin"
 	"github.com/gopmi/gopmi/plugin/grpcplugin/direct"
@@ -52,9 +53,11 @@ type Options struct {
 	// names go there, shared with every gopmi run and step on the node
 	// (local.UniverseOptions.Beyond). OnJob is told each job of the step
 	// (the step's, then what it spawned) once its first node configured,
-	// to register it with the daemon.
+	// to register it with the daemon, and where the step serves its jobs
+	// to the daemon (a private socket: other runs' connects to the step
+	// and reads of its keys).
 	Beyond local.Beyond
-	OnJob  func(job plugin.Job)
+	OnJob  func(job plugin.Job, universe string)
 }
 
 // Coordinator is the step-wide side of gopmi under Slurm: it runs in
@@ -73,6 +76,7 @@ type Coordinator struct {
 	status  int           // what srun should exit with; 0 while nothing failed
 	why     string        // the first abort or failure
 	addr    string        // host:port the nodes reach us at, from their connections
+	served  string        // where the universe is served to the node daemon; set before nodes connect
 	changed chan struct{} // closed and replaced when a node configures
 	spawned sync.WaitGroup
 	sruns   map[*exec.Cmd]bool // spawned steps' sruns still running
@@ -143,7 +147,7 @@ func (b *stepBackend) Configure(ctx context.Context, req *plugin.ConfigureReques
 	}
 	b.c.mu.Unlock()
 	if first && b.c.opts.OnJob != nil {
-		b.c.opts.OnJob(req.Job)
+		b.c.opts.OnJob(req.Job, b.c.served)
 	}
 	return resp, err
 }
@@ -172,10 +176,28 @@ func (c *Coordinator) Run(ctx context.Context) error {
 			return fmt.Errorf("coordinator: %w", err)
 		}
 	}
+	defer c.u.Close()
+	if c.opts.OnJob != nil {
+		// The node daemon relays other runs' connects to the step's jobs
+		// and their reads of its keys here.
+		ul, addr, err := link.ListenPrivate("step-universe", c.log)
+		if err != nil {
+			return fmt.Errorf("coordinator: serve the step to the node daemon: %w", err)
+		}
+		c.served = addr
+		sctx, stop := context.WithCancel(ctx)
+		served := make(chan error, 1)
+		go func() { served <- link.Serve(sctx, ul, c.u) }()
+		defer func() {
+			stop()
+			if err := <-served; err != nil {
+				c.log.Warn().Err(err).Msg("serving the step to the node daemon")
+			}
+		}()
+	}
 	if c.opts.Ready != nil {
 		c.opts.Ready(l.Addr().(*net.TCPAddr).Port)
 	}
-	defer c.u.Close()
 	// srun waits for the coordinator when the step ends: calls still in
 	// flight then (a shim's last notice) get half a second.
 	err := direct.Serve(ctx, addrListener{slurm.AuthListener(l, c.opts.Secret, c.log), c}, c.be, direct.WithLogger(c.log), direct.WithGracePeriod(500*time.Millisecond))

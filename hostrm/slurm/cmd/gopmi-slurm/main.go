@@ -134,8 +134,8 @@ func coordinate(args []string) int {
 	if d := nodeDaemon(log); d != nil {
 		defer d.Close()
 		opts.Beyond = d
-		opts.OnJob = func(job plugin.Job) {
-			d.Register(job, daemon.RunConfig{PID: os.Getpid(), Cmd: "srun (step " + step + ")"})
+		opts.OnJob = func(job plugin.Job, universe string) {
+			d.Register(job, daemon.RunConfig{PID: os.Getpid(), Cmd: "srun (step " + step + ")", Universe: universe})
 		}
 	}
 	c = coord.New(opts)
