@@ -69,6 +69,9 @@ func RunName() string {
 // the client connects; it does not wait.
 func (c *Client) Register(job plugin.Job, rc RunConfig) {
 	rc.Run = c.run
+	if rc.Started.IsZero() {
+		rc.Started = time.Now()
+	}
 	b, _ := json.Marshal(rc)
 	req := &plugin.ConfigureRequest{APIVersion: plugin.APIVersion1, Job: job, Config: b}
 	c.mu.Lock()

@@ -31,7 +31,23 @@ const (
 	// about them (qualifier "nspace": one job), oldest first: a JSON array
 	// of LogEntry.
 	QueryLog = "gopmi.log"
+	// QueryProcTable is a job's processes (qualifier "nspace", default
+	// the caller's job): a JSON array of ProcInfo, by rank.
+	QueryProcTable = "proc-table"
+	// QueryLocalPeers is the ranks of a job (qualifier "nspace") on a
+	// node (qualifier "node", default the daemon's): comma-separated, as
+	// PMIX_LOCAL_PEERS.
+	QueryLocalPeers = "local-peers"
 )
+
+// ProcInfo is one process of a job, as proc-table shows it.
+type ProcInfo struct {
+	Rank int32  `json:"rank"`
+	Node string `json:"node"`
+	// PID is 0 while not known (the run had not started it when it
+	// registered the job).
+	PID int `json:"pid,omitempty"`
+}
 
 // LogEntry is one line of a job's log (gopmi log).
 type LogEntry struct {
@@ -67,6 +83,9 @@ type RunConfig struct {
 	Cmd string `json:"cmd,omitempty"`
 	// Pids are the job's tasks' pids by rank, when known.
 	Pids []int `json:"pids,omitempty"`
+	// Started is when the run started the job: a job registered again
+	// after the daemon restarted keeps its age.
+	Started time.Time `json:"started,omitzero"`
 	// Universe is where the run serves its universe (the local RM's link,
 	// "unix://<path>"): the daemon relays other runs' connects and reads
 	// of its jobs' keys there.
@@ -142,7 +161,8 @@ type run struct {
 
 // job is one registered job.
 type job struct {
-	info JobInfo
+	info  JobInfo
+	nodes []plugin.Node // its layout: the ranks of each node
 	log  []LogEntry // oldest first, at most maxLog
 }
 
@@ -414,7 +434,11 @@ func (s *Server) Configure(ctx context.Context, req *plugin.ConfigureRequest) (*
 	j := s.jobs[k]
 	ev := s.log.Debug()
 	if j == nil || j.info.Run != rc.Run {
-		j = &job{info: JobInfo{Nspace: req.Job.Nspace, Run: rc.Run, UID: r.uid, User: userName(r.uid), Started: time.Now()}}
+		started := time.Now()
+		if !rc.Started.IsZero() && rc.Started.Before(started) {
+			started = rc.Started
+		}
+		j = &job{info: JobInfo{Nspace: req.Job.Nspace, Run: rc.Run, UID: r.uid, User: userName(r.uid), Started: started}}
 		s.jobs[k] = j
 		ev = s.log.Info()
 		j.note("daemon", "info", fmt.Sprintf("registered by run %s (pid %d), %d ranks on %d nodes", rc.Run, r.pid, req.Job.Size, len(req.Job.Nodes)))
@@ -422,6 +446,7 @@ func (s *Server) Configure(ctx context.Context, req *plugin.ConfigureRequest) (*
 		j.note("daemon", "info", "registered again after its connection came back")
 	}
 	j.info.PID, j.info.Cmd, j.info.Size, j.info.Nodes, j.info.State = r.pid, rc.Cmd, req.Job.Size, nodes, "running"
+	j.nodes = req.Job.Nodes
 	if rc.Pids != nil {
 		j.info.Pids = rc.Pids
 	}
@@ -808,6 +833,44 @@ func (s *Server) Query(ctx context.Context, req *plugin.QueryRequest) (*plugin.Q
 					ns = append(ns, j.Nspace)
 				}
 				v = strings.Join(ns, ",")
+			case QueryProcTable, QueryLocalPeers:
+				want := qualifier(q.Qualifiers, "nspace", req.Proc.Nspace)
+				var j *job
+				for _, c := range s.jobs {
+					if c.info.Nspace == want && p.may(c.info.UID) && (j == nil || c.info.Started.After(j.info.Started)) {
+						j = c
+					}
+				}
+				if j == nil {
+					continue
+				}
+				if k == QueryLocalPeers {
+					host, _ := os.Hostname()
+					node := qualifier(q.Qualifiers, "node", host)
+					var ranks []string
+					for _, n := range j.nodes {
+						if n.Name == node {
+							for _, r := range n.Ranks {
+								ranks = append(ranks, strconv.Itoa(int(r)))
+							}
+						}
+					}
+					v = strings.Join(ranks, ",")
+					break
+				}
+				procs := []ProcInfo{}
+				for _, n := range j.nodes {
+					for _, r := range n.Ranks {
+						pi := ProcInfo{Rank: r, Node: n.Name}
+						if int(r) < len(j.info.Pids) {
+							pi.PID = j.info.Pids[r]
+						}
+						procs = append(procs, pi)
+					}
+				}
+				sort.Slice(procs, func(a, b int) bool { return procs[a].Rank < procs[b].Rank })
+				b, _ := json.Marshal(procs)
+				v = string(b)
 			case "job-status":
 				want := qualifier(q.Qualifiers, "nspace", req.Proc.Nspace)
 				i := slices.IndexFunc(jobs, func(j JobInfo) bool { return j.Nspace == want })

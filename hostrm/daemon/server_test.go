@@ -506,3 +506,41 @@ func TestDirectModexOfAGoneRun(t *testing.T) {
 		t.Fatalf("another user's connect to job.b: %v", err)
 	}
 }
+
+// proc-table and local-peers describe a job the caller may see: its ranks,
+// their nodes and pids; another user's job is not shown. A job registered
+// again (after a restart) keeps the age its run gave it.
+func TestQueryProcTableAndPeers(t *testing.T) {
+	s, _ := newTestServer(t, Options{})
+	a, closeA := as(1000)
+	defer closeA()
+	other, closeOther := as(1001)
+	defer closeOther()
+	started := time.Now().Add(-time.Hour).Round(time.Second)
+	b, _ := json.Marshal(RunConfig{Run: "run-a", Pids: []int{11, 12, 13}, Started: started})
+	job := plugin.Job{Nspace: "job.a", Size: 3, Nodes: []plugin.Node{{ID: 0, Name: "n1", Ranks: []int32{0, 2}}, {ID: 1, Name: "n2", Ranks: []int32{1}}}}
+	if _, err := s.Configure(a, &plugin.ConfigureRequest{Job: job, Config: b}); err != nil {
+		t.Fatal(err)
+	}
+	q := func(ctx context.Context, key string, quals ...plugin.Info) (string, error) {
+		resp, err := s.Query(ctx, &plugin.QueryRequest{Queries: []plugin.Query{{Keys: []string{key}, Qualifiers: quals}}})
+		if err != nil {
+			return "", err
+		}
+		return resp.Results[0].Value, nil
+	}
+	ns := plugin.Info{Key: "nspace", Value: "job.a"}
+	if v, err := q(a, QueryProcTable, ns); err != nil || v != `[{"rank":0,"node":"n1","pid":11},{"rank":1,"node":"n2","pid":12},{"rank":2,"node":"n1","pid":13}]` {
+		t.Errorf("proc-table: %s, %v", v, err)
+	}
+	if v, err := q(a, QueryLocalPeers, ns, plugin.Info{Key: "node", Value: "n1"}); err != nil || v != "0,2" {
+		t.Errorf("local-peers on n1: %q, %v", v, err)
+	}
+	if _, err := q(other, QueryProcTable, ns); !errors.Is(err, plugin.ErrNotFound) {
+		t.Errorf("another user's proc-table: %v", err)
+	}
+	ps, err := q(a, QueryPS)
+	if err != nil || !strings.Contains(ps, `"started":"`+started.Format(time.RFC3339)) {
+		t.Errorf("the job's start, as its run gave it: %s, %v (want %s)", ps, err, started.Format(time.RFC3339))
+	}
+}

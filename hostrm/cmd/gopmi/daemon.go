@@ -211,8 +211,11 @@ func queryCmd(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	path := fs.String("daemon", "", "the node daemon's socket (default $"+envDaemon+", else "+daemon.DefaultSocket+")")
 	asJSON := fs.Bool("json", false, "print JSON")
+	nspace := fs.String("nspace", "", "the `job` that job-status, "+daemon.QueryProcTable+", "+daemon.QueryLocalPeers+" and "+daemon.QueryLog+" are about")
+	node := fs.String("node", "", "the node that "+daemon.QueryLocalPeers+" is about (default the daemon's)")
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: gopmi query [flags] [key...]\n\nkeys: namespaces (default), %s (published names), %s (jobs)\n\nflags:\n", daemon.QueryNames, daemon.QueryPS)
+		fmt.Fprintf(stderr, "usage: gopmi query [flags] [key...]\n\nkeys: namespaces (default), %s (published names), %s (jobs),\n      job-status, %s (a job's ranks, nodes and pids), %s (a job's ranks on a node): with -nspace\n\nflags:\n",
+			daemon.QueryNames, daemon.QueryPS, daemon.QueryProcTable, daemon.QueryLocalPeers)
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -225,7 +228,14 @@ func queryCmd(args []string, stdout, stderr io.Writer) int {
 	if len(keys) == 0 {
 		keys = []string{"namespaces"}
 	}
-	res, err := askDaemon(daemonPath(*path), nil, keys...)
+	var quals []plugin.Info
+	if *nspace != "" {
+		quals = append(quals, plugin.Info{Key: "nspace", Value: *nspace})
+	}
+	if *node != "" {
+		quals = append(quals, plugin.Info{Key: "node", Value: *node})
+	}
+	res, err := askDaemon(daemonPath(*path), quals, keys...)
 	if err != nil {
 		fmt.Fprintf(stderr, "gopmi query: %v\n", err)
 		return 1
