@@ -61,33 +61,41 @@ func (s *Session) Feed(data []byte) {
 	if s.fatal {
 		return
 	}
-	s.buf = append(s.buf, data...)
-	for len(s.buf) > 0 && !s.fatal {
+	// Whole requests are cut from data itself; only a partial one is
+	// kept, to be completed by the next read (the caller reuses data).
+	in := data
+	if len(s.buf) > 0 {
+		s.buf = append(s.buf, data...)
+		in = s.buf
+	}
+	for len(in) > 0 && !s.fatal {
 		var (
 			adv int
 			tok []byte
 			err error
 		)
 		if s.version == 2 {
-			adv, tok, err = s.split2.Split(s.buf, false)
+			adv, tok, err = s.split2.Split(in, false)
 		} else {
-			adv, tok, err = s.split1.Split(s.buf, false)
+			adv, tok, err = s.split1.Split(in, false)
 		}
 		if adv == 0 && tok == nil && err == nil {
 			break
 		}
 		if err != nil {
-			s.frameError(s.buf, err)
+			s.frameError(in, err)
 		} else if tok != nil {
 			s.handle(tok)
 		}
-		if adv > len(s.buf) {
-			adv = len(s.buf)
-		}
-		s.buf = s.buf[adv:]
+		in = in[min(adv, len(in)):]
 	}
-	if len(s.buf) == 0 {
+	switch {
+	case len(in) == 0 || s.fatal:
 		s.buf = nil // let a large buffer go once drained
+	case len(s.buf) == 0:
+		s.buf = append([]byte(nil), in...)
+	default:
+		s.buf = append(s.buf[:0], in...)
 	}
 }
 
@@ -259,8 +267,10 @@ func (r *request) answer(rc int, err error, kv ...string) {
 		return
 	}
 	var b []byte
+	// Room for rc, thrid, errmsg or msg, and kv: one allocation.
+	args := make([]wire.Arg, 0, 3+len(kv)/2)
 	if r.v == 2 {
-		m := wire.New(pmi2.ReplyName(r.cmd))
+		m := &wire.Message{Cmd: pmi2.ReplyName(r.cmd), Args: args}
 		m.AddInt("rc", rc)
 		if r.thrid != "" {
 			m.Add("thrid", r.thrid)
@@ -273,7 +283,7 @@ func (r *request) answer(rc int, err error, kv ...string) {
 		}
 		b = pmi2.Append(nil, m)
 	} else {
-		m := wire.New(pmi1.ReplyName(r.cmd))
+		m := &wire.Message{Cmd: pmi1.ReplyName(r.cmd), Args: args}
 		m.AddInt("rc", rc)
 		for i := 0; i+1 < len(kv); i += 2 {
 			m.Add(kv[i], kv[i+1])

@@ -1,9 +1,12 @@
 package pmi2
 
 import (
+	"bytes"
+	"errors"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/gopmi/gopmi/bridge/wire"
 )
@@ -12,12 +15,17 @@ import (
 // the captures, junk included, plus edge cases; go test runs them every
 // time.
 
-// FuzzParse: Parse never panics, and a message it accepts is one Validate
-// accepts and survives Encode, Split and Parse unchanged.
+// FuzzParse: Parse never panics, reads what parseByByte reads, and a
+// message it accepts is one Validate accepts and survives Encode, Split
+// and Parse unchanged.
 func FuzzParse(f *testing.F) {
 	f.Add([]byte("cmd=kvs-fence;\x00;valu"))
 	f.Fuzz(func(t *testing.T, body []byte) {
 		m, err := Parse(body)
+		ref, refErr := parseByByte(body)
+		if (err == nil) != (refErr == nil) || (err == nil && !cmp.Equal(m, ref, cmpopts.EquateEmpty())) {
+			t.Fatalf("Parse(%q) = %+v, %v; the byte-by-byte reading gives %+v, %v", body, m, err, ref, refErr)
+		}
 		if err != nil {
 			return
 		}
@@ -69,4 +77,42 @@ func FuzzRoundTrip(f *testing.F) {
 			t.Fatalf("round trip (-want +got):\n%s", diff)
 		}
 	})
+}
+
+// parseByByte is the plainest reading of a body, one byte at a time, that
+// Parse must agree with: segments end at a ';' that is not doubled, ";;"
+// is one ';', a segment's first '=' splits key from value, the first
+// pair is cmd=, an unterminated tail and keyless pairs are dropped.
+func parseByByte(body []byte) (*wire.Message, error) {
+	b := body
+	if n := len(b); n > junkLen && b[n-1] != ';' && b[n-1-junkLen] == ';' {
+		b = b[:n-junkLen]
+	}
+	var m *wire.Message
+	var seg []byte
+	for i := 0; i < len(b); i++ {
+		if b[i] != ';' {
+			seg = append(seg, b[i])
+			continue
+		}
+		if i+1 < len(b) && b[i+1] == ';' {
+			seg = append(seg, ';')
+			i++
+			continue
+		}
+		key, val, ok := bytes.Cut(seg, []byte("="))
+		seg = nil
+		switch {
+		case m == nil && (!ok || string(key) != "cmd" || len(val) == 0):
+			return nil, errors.New("no cmd")
+		case m == nil:
+			m = &wire.Message{Cmd: string(val)}
+		case ok && len(key) > 0:
+			m.Args = append(m.Args, wire.Arg{Key: string(key), Value: string(val)})
+		}
+	}
+	if m == nil {
+		return nil, errors.New("no cmd")
+	}
+	return m, nil
 }

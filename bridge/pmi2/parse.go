@@ -2,6 +2,7 @@ package pmi2
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -40,22 +41,45 @@ func Parse(body []byte) (*wire.Message, error) {
 	if n := len(b); n > junkLen && b[n-1] != ';' && b[n-1-junkLen] == ';' {
 		b = b[:n-junkLen]
 	}
+	// One string holds every key and value that has no escape: the
+	// message's fields are slices of it.
+	str := string(b)
 	var m *wire.Message
-	seg := make([]byte, 0, 64)
+	var seg []byte // a segment with ";;" escapes, unescaped
 	first := true
-	for i := 0; i < len(b); i++ {
-		c := b[i]
-		if c != ';' {
-			seg = append(seg, c)
-			continue
+	for start := 0; start < len(str); {
+		// The segment ends at the first ';' not doubled.
+		end, escaped := start, false
+		for {
+			i := strings.IndexByte(str[end:], ';')
+			if i < 0 {
+				end = len(str)
+				break
+			}
+			end += i
+			if end+1 < len(str) && str[end+1] == ';' {
+				escaped = true
+				end += 2
+				continue
+			}
+			break
 		}
-		if i+1 < len(b) && b[i+1] == ';' {
-			seg = append(seg, ';')
-			i++
-			continue
+		if end == len(str) {
+			break // no terminator: not a pair
 		}
-		key, val, ok := cutPair(seg)
-		seg = seg[:0]
+		field := str[start:end]
+		start = end + 1
+		if escaped {
+			seg = seg[:0]
+			for i := 0; i < len(field); i++ {
+				seg = append(seg, field[i])
+				if field[i] == ';' {
+					i++ // the second of ";;"
+				}
+			}
+			field = string(seg)
+		}
+		key, val, ok := strings.Cut(field, "=")
 		if first {
 			first = false
 			if !ok || key != "cmd" {
@@ -68,6 +92,10 @@ func Parse(body []byte) (*wire.Message, error) {
 			continue
 		}
 		if ok && key != "" {
+			if m.Args == nil {
+				// One allocation: at most one pair per '=' left.
+				m.Args = make([]wire.Arg, 0, strings.Count(str[start:], "=")+1)
+			}
 			m.Args = append(m.Args, wire.Arg{Key: key, Value: val})
 		}
 	}
@@ -75,15 +103,6 @@ func Parse(body []byte) (*wire.Message, error) {
 		return nil, fmt.Errorf("%w: no ';'-terminated cmd= pair in %q", wire.ErrNoCmd, preview(body))
 	}
 	return m, nil
-}
-
-func cutPair(seg []byte) (key, val string, ok bool) {
-	for i, c := range seg {
-		if c == '=' {
-			return string(seg[:i]), string(seg[i+1:]), true
-		}
-	}
-	return "", "", false
 }
 
 func preview(b []byte) string {
@@ -104,13 +123,7 @@ func BodyLen(m *wire.Message) int {
 }
 
 func escLen(s string) int {
-	n := len(s)
-	for i := 0; i < len(s); i++ {
-		if s[i] == ';' {
-			n++
-		}
-	}
-	return n
+	return len(s) + strings.Count(s, ";")
 }
 
 // Append encodes m and appends it to dst: a 6-byte length prefix, then
@@ -132,6 +145,8 @@ func escLen(s string) int {
 // digits that no reader accepts; the Encoder refuses such messages.
 func Append(dst []byte, m *wire.Message) []byte {
 	n := BodyLen(m)
+	// One allocation at most: the size is known.
+	dst = slices.Grow(dst, HeaderLen+n)
 	start := len(dst)
 	dst = strconv.AppendInt(dst, int64(n), 10)
 	for len(dst)-start < HeaderLen {
@@ -150,13 +165,15 @@ func Append(dst []byte, m *wire.Message) []byte {
 }
 
 func appendEsc(dst []byte, s string) []byte {
-	for i := 0; i < len(s); i++ {
-		if s[i] == ';' {
-			dst = append(dst, ';')
+	for {
+		i := strings.IndexByte(s, ';')
+		if i < 0 {
+			return append(dst, s...)
 		}
-		dst = append(dst, s[i])
+		dst = append(dst, s[:i+1]...)
+		dst = append(dst, ';')
+		s = s[i+1:]
 	}
-	return dst
 }
 
 // Encode returns m encoded as by Append.
