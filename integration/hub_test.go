@@ -33,7 +33,7 @@ func TestDaemonHub(t *testing.T) {
 	t.Run("names", func(t *testing.T) {
 		for _, c := range []struct {
 			name, prog, serve, client, want string
-			serveAt, clientAt              *nodeDaemon
+			serveAt, clientAt               *nodeDaemon
 		}{
 			{"libpmi2", progs[clients.PMI2Test], "ns-serve", "ns-client", "step=xrun-ack value=ack-from-", node, hub},
 			{"mpich", progs[clients.MPIPubname], "serve", "client", "step=xack value=ack-", hub, node},
@@ -127,7 +127,7 @@ func TestDaemonHub(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
 		r, err := clients.Run(ctx, []string{gopmiBin, "ps", "-daemon", d.sock}, clients.RunOptions{})
-		if err != nil || r.ExitCode == 0 || !strings.Contains(r.Stderr, "cannot reach") || !strings.Contains(r.Stderr, "wrong proof") {
+		if err != nil || r.ExitCode == 0 || !strings.Contains(r.Stderr, "which refuses it") || !strings.Contains(r.Stderr, "wrong proof") {
 			t.Fatalf("gopmi ps through a daemon with the wrong key: %v, exit %d: %s", err, r.ExitCode, r.Stderr)
 		}
 		if !strings.Contains(hub.log.String(), "hub: connection refused") {

@@ -3,16 +3,23 @@ package daemon
 import (
 	"bufio"
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"math/big"
 	"net"
 	"os"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -33,11 +40,13 @@ import (
 // that node).
 //
 // Both ends hold the same key, a file only root can read. Every
-// connection starts with a handshake in which each end proves it holds
-// the key (HMAC-SHA256 over both ends' fresh nonces and the caller's
-// identity), so that neither a process without the key nor a replay can
-// pass for a node, or for the hub. The link is not encrypted: names and
-// keys cross the network in the clear, as Slurm's own traffic does.
+// connection is TLS 1.3, whose certificates nothing verifies: instead,
+// inside it, each end proves it holds the key with an HMAC-SHA256 over
+// both ends' fresh nonces, the caller's identity and the TLS session's
+// exported keying material (channel binding, RFC 9266's idea). So neither
+// a process without the key, nor a replay, nor a relay in the middle
+// (whose two TLS sessions export different material) can pass for a node
+// or for the hub, and what follows is private and cannot be altered.
 
 // Roles of a connection to the hub.
 const (
@@ -51,8 +60,45 @@ const (
 // hubProto starts the hub's side of every handshake.
 const hubProto = "gopmi-hub/1"
 
-// handshakeTimeout bounds a handshake, from either end.
-const handshakeTimeout = 10 * time.Second
+// handshakeTimeout bounds a handshake, from either end: well within the
+// 10 s a caller of the node's daemon waits, so that it hears why.
+const handshakeTimeout = 5 * time.Second
+
+// bindingLabel names the TLS exporter the proofs are bound to.
+const bindingLabel = "EXPORTER-gopmi-hub-link/1"
+
+// hubTLS is a hub's TLS configuration: a certificate made when the hub
+// starts, which nothing verifies (the key proves who the hub is, bound to
+// the session).
+func hubTLS() (*tls.Config, error) {
+	priv, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, err
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "gopmi hub"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().AddDate(100, 0, 0)}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &priv.PublicKey, priv)
+	if err != nil {
+		return nil, err
+	}
+	return &tls.Config{Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: priv}}, MinVersion: tls.VersionTLS13}, nil
+}
+
+// nodeTLS is a node's: it takes any certificate, since the hub proves
+// itself with the key, bound to the session, after the TLS handshake.
+var nodeTLS = &tls.Config{InsecureSkipVerify: true, MinVersion: tls.VersionTLS13} //nolint:gosec // authenticated by the key, see acceptHello
+
+// bindingOf is c's exported keying material: the same at both ends of
+// one TLS session, different for two sessions spliced by a relay in the
+// middle.
+func bindingOf(c *tls.Conn) (string, error) {
+	st := c.ConnectionState()
+	b, err := st.ExportKeyingMaterial(bindingLabel, nil, 32)
+	if err != nil {
+		return "", err
+	}
+	return hex.EncodeToString(b), nil
+}
 
 // hello is what a node says of a connection: its role, its node and, for
 // a relayed call, who the kernel said the caller is.
@@ -141,24 +187,33 @@ func readLine(r *bufio.Reader) (string, error) {
 // errRefused is a handshake the other end did not pass.
 var errRefused = errors.New("refused")
 
-// acceptHello is the hub's side of a handshake on c: it challenges the
-// node, checks its proof and its hello, and proves it holds the key too.
-// The connection that comes back reads what followed the handshake.
-func acceptHello(c net.Conn, key []byte) (net.Conn, hello, error) {
+// acceptHello is the hub's side of a handshake on c: TLS, then it
+// challenges the node, checks its proof and its hello, and proves it
+// holds the key too. The connection that comes back is the TLS session,
+// reading what followed the handshake.
+func acceptHello(c net.Conn, key []byte, cfg *tls.Config) (net.Conn, hello, error) {
 	var h hello
 	_ = c.SetDeadline(time.Now().Add(handshakeTimeout))
 	defer func() { _ = c.SetDeadline(time.Time{}) }()
-	hubNonce := nonce()
-	if _, err := io.WriteString(c, hubProto+" "+hubNonce+"\n"); err != nil {
+	tc := tls.Server(c, cfg)
+	if err := tc.Handshake(); err != nil {
+		return nil, h, fmt.Errorf("TLS: %w", err)
+	}
+	binding, err := bindingOf(tc)
+	if err != nil {
 		return nil, h, err
 	}
-	r := bufio.NewReaderSize(c, 4096)
+	hubNonce := nonce()
+	if _, err := io.WriteString(tc, hubProto+" "+hubNonce+"\n"); err != nil {
+		return nil, h, err
+	}
+	r := bufio.NewReaderSize(tc, 4096)
 	line, err := readLine(r)
 	if err != nil {
 		return nil, h, fmt.Errorf("read the node's hello: %w", err)
 	}
 	refuse := func(why string) (net.Conn, hello, error) {
-		_, _ = io.WriteString(c, "refused "+why+"\n")
+		_, _ = io.WriteString(tc, "refused "+why+"\n")
 		return nil, h, fmt.Errorf("%w: %s", errRefused, why)
 	}
 	parts := strings.SplitN(line, " ", 3)
@@ -166,24 +221,33 @@ func acceptHello(c net.Conn, key []byte) (net.Conn, hello, error) {
 		return refuse("malformed hello")
 	}
 	nodeNonce, got, body := parts[0], parts[1], parts[2]
-	if !hmac.Equal([]byte(got), []byte(proof(key, "node", hubNonce, nodeNonce, body))) {
+	if !hmac.Equal([]byte(got), []byte(proof(key, "node", hubNonce, nodeNonce, binding, body))) {
 		return refuse("wrong proof: the node does not hold the hub's link key")
 	}
 	if err := json.Unmarshal([]byte(body), &h); err != nil || h.Node == "" || (h.Role != roleCall && h.Role != roleNode) {
 		return refuse(fmt.Sprintf("bad hello %q", body))
 	}
-	if _, err := io.WriteString(c, "ok "+proof(key, "hub", nodeNonce, hubNonce, body)+"\n"); err != nil {
+	if _, err := io.WriteString(tc, "ok "+proof(key, "hub", nodeNonce, hubNonce, binding, body)+"\n"); err != nil {
 		return nil, h, err
 	}
-	return &bufConn{Conn: c, r: r}, h, nil
+	return &bufConn{Conn: tc, r: r}, h, nil
 }
 
-// offerHello is a node's side of a handshake on c: it answers the hub's
-// challenge with h and checks that the hub proves it holds the key.
+// offerHello is a node's side of a handshake on c: TLS, then it answers
+// the hub's challenge with h and checks that the hub proves it holds the
+// key.
 func offerHello(c net.Conn, key []byte, h hello) (net.Conn, error) {
 	_ = c.SetDeadline(time.Now().Add(handshakeTimeout))
 	defer func() { _ = c.SetDeadline(time.Time{}) }()
-	r := bufio.NewReaderSize(c, 4096)
+	tc := tls.Client(c, nodeTLS)
+	if err := tc.Handshake(); err != nil {
+		return nil, fmt.Errorf("TLS: %w", err)
+	}
+	binding, err := bindingOf(tc)
+	if err != nil {
+		return nil, err
+	}
+	r := bufio.NewReaderSize(tc, 4096)
 	line, err := readLine(r)
 	if err != nil {
 		return nil, fmt.Errorf("read the hub's challenge: %w", err)
@@ -194,7 +258,7 @@ func offerHello(c net.Conn, key []byte, h hello) (net.Conn, error) {
 	}
 	body, _ := json.Marshal(h)
 	nodeNonce := nonce()
-	if _, err := io.WriteString(c, nodeNonce+" "+proof(key, "node", hubNonce, nodeNonce, string(body))+" "+string(body)+"\n"); err != nil {
+	if _, err := io.WriteString(tc, nodeNonce+" "+proof(key, "node", hubNonce, nodeNonce, binding, string(body))+" "+string(body)+"\n"); err != nil {
 		return nil, err
 	}
 	line, err = readLine(r)
@@ -205,10 +269,10 @@ func offerHello(c net.Conn, key []byte, h hello) (net.Conn, error) {
 		return nil, fmt.Errorf("%w by the hub: %s", errRefused, why)
 	}
 	got, ok := strings.CutPrefix(line, "ok ")
-	if !ok || !hmac.Equal([]byte(got), []byte(proof(key, "hub", nodeNonce, hubNonce, string(body)))) {
+	if !ok || !hmac.Equal([]byte(got), []byte(proof(key, "hub", nodeNonce, hubNonce, binding, string(body)))) {
 		return nil, fmt.Errorf("%w: the hub does not prove it holds the link key", errRefused)
 	}
-	return &bufConn{Conn: c, r: r}, nil
+	return &bufConn{Conn: tc, r: r}, nil
 }
 
 // Queries a node answers its hub on the node's own link.
@@ -217,19 +281,36 @@ const (
 	// the node? "yes" or "no".
 	queryAlive = "gopmi.node.alive"
 	// queryModex: a plugin.ModexRequest (qualifier "request", JSON) asked
-	// of the universe at qualifier "universe"; the answer is the
+	// of the universe at qualifier "universe", which must be served by
+	// the run's process (qualifiers "uid", "pid"); the answer is the
 	// plugin.ModexResponse, JSON.
 	queryModex = "gopmi.node.modex"
+)
+
+// Bounds on what other nodes may hold open at the hub.
+const (
+	// maxHandshakes is how many connections may be in their handshake at
+	// once; more are closed at once (a flood of unauthenticated
+	// connections holds no more than this).
+	maxHandshakes = 64
+	// maxCallsPerUser is how many relayed connections one user of one
+	// node may hold open: a run holds one, a tool one while it runs.
+	maxCallsPerUser = 256
 )
 
 // ServeHub serves the cluster's name space on l (TCP) to the daemons of
 // other nodes, which must hold key, until ctx ends. Each refused
 // handshake is logged.
 func (s *Server) ServeHub(ctx context.Context, l net.Listener, key []byte) error {
+	cfg, err := hubTLS()
+	if err != nil {
+		_ = l.Close()
+		return fmt.Errorf("hub: TLS certificate: %w", err)
+	}
 	var wg sync.WaitGroup
 	stop := context.AfterFunc(ctx, func() { _ = l.Close() })
 	defer stop()
-	var err error
+	handshakes := make(chan struct{}, maxHandshakes)
 	for {
 		c, aerr := l.Accept()
 		if aerr != nil {
@@ -247,10 +328,17 @@ func (s *Server) ServeHub(ctx context.Context, l net.Listener, key []byte) error
 			}
 			continue
 		}
+		select {
+		case handshakes <- struct{}{}:
+		default:
+			s.log.Debug().Str("from", c.RemoteAddr().String()).Int("handshakes", maxHandshakes).Msg("hub: too many handshakes at once; closing a connection")
+			_ = c.Close()
+			continue
+		}
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			s.hubConn(ctx, c, key)
+			s.hubConn(ctx, c, key, cfg, func() { <-handshakes })
 		}()
 	}
 	wg.Wait()
@@ -258,12 +346,13 @@ func (s *Server) ServeHub(ctx context.Context, l net.Listener, key []byte) error
 }
 
 // hubConn serves one connection from a node: a relayed call, or the node's
-// own link.
-func (s *Server) hubConn(ctx context.Context, c net.Conn, key []byte) {
+// own link. shaken is called once the handshake is over.
+func (s *Server) hubConn(ctx context.Context, c net.Conn, key []byte, cfg *tls.Config, shaken func()) {
 	from := c.RemoteAddr().String()
 	stop := context.AfterFunc(ctx, func() { _ = c.Close() })
-	bc, h, err := acceptHello(c, key)
+	bc, h, err := acceptHello(c, key, cfg)
 	stop()
+	shaken()
 	if err != nil {
 		ev := s.log.Debug()
 		if errors.Is(err, errRefused) && s.hubRefusalNews(from, err) {
@@ -275,18 +364,52 @@ func (s *Server) hubConn(ctx context.Context, c net.Conn, key []byte) {
 	}
 	switch h.Role {
 	case roleCall:
+		if !s.holdCall(h) {
+			s.log.Warn().Str("node", h.Node).Uint32("uid", h.UID).Int("open", maxCallsPerUser).Msg("hub: too many connections of one user of one node; refusing one")
+			link.FailCalls(bc, plugin.Errorf(plugin.ErrUnavailable, "the hub holds %d connections of uid %d from node %s already", maxCallsPerUser, h.UID, h.Node), time.Second)
+			return
+		}
+		defer s.releaseCall(h)
 		link.ServeConn(ctx, bc, s, func(ctx context.Context, _ net.Conn) context.Context {
 			return withPeer(ctx, peer{uid: h.UID, pid: h.PID, node: h.Node, start: h.Start})
 		})
 	case roleNode:
 		lc := link.NewConn(bc)
-		s.addNode(h.Node, from, lc)
+		if !s.addNode(h.Node, from, lc) {
+			_ = lc.Close()
+			return
+		}
 		select {
 		case <-lc.Done():
 		case <-ctx.Done():
 		}
 		s.dropNode(h.Node, lc)
 		_ = lc.Close()
+	}
+}
+
+// holdCall counts a relayed connection of h's user and node, unless they
+// hold the most already.
+func (s *Server) holdCall(h hello) bool {
+	k := h.Node + "/" + strconv.FormatUint(uint64(h.UID), 10)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.calls == nil {
+		s.calls = map[string]int{}
+	}
+	if s.calls[k] >= maxCallsPerUser {
+		return false
+	}
+	s.calls[k]++
+	return true
+}
+
+func (s *Server) releaseCall(h hello) {
+	k := h.Node + "/" + strconv.FormatUint(uint64(h.UID), 10)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.calls[k]--; s.calls[k] <= 0 {
+		delete(s.calls, k)
 	}
 }
 
@@ -299,7 +422,7 @@ func (s *Server) hubRefusalNews(from string, err error) bool {
 	now := time.Now()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.refused == nil {
+	if s.refused == nil || len(s.refused) > 10000 {
 		s.refused = map[string]*refusal{}
 	}
 	if r := s.refused[k]; r != nil && now.Sub(r.logged) < time.Minute {
@@ -310,25 +433,44 @@ func (s *Server) hubRefusalNews(from string, err error) bool {
 	return true
 }
 
-// addNode keeps a node's own link; a node that links again replaces its
-// old link.
-func (s *Server) addNode(node, from string, c *link.Conn) {
+// nodeLink is a node's own link to its hub, and where it came from.
+type nodeLink struct {
+	c    *link.Conn
+	from string // host:port
+}
+
+// addNode keeps a node's own link. A node that links again from the same
+// host (its daemon restarted) replaces its old link; another host that
+// claims the name of a linked node is refused and logged: two nodes that
+// share a name would take turns answering for each other.
+func (s *Server) addNode(node, from string, c *link.Conn) bool {
+	host, _, _ := net.SplitHostPort(from)
 	s.mu.Lock()
 	old := s.nodes[node]
-	if s.nodes == nil {
-		s.nodes = map[string]*link.Conn{}
+	if old != nil {
+		if oldHost, _, _ := net.SplitHostPort(old.from); oldHost != host {
+			s.mu.Unlock()
+			if s.hubRefusalNews(from, errors.New("duplicate node "+node)) {
+				s.log.Warn().Str("node", node).Str("from", from).Str("linked_from", old.from).Msg("hub: refused a second node of the same name (-node must name each node once)")
+			}
+			return false
+		}
 	}
-	s.nodes[node] = c
+	if s.nodes == nil {
+		s.nodes = map[string]*nodeLink{}
+	}
+	s.nodes[node] = &nodeLink{c: c, from: from}
 	s.mu.Unlock()
 	if old != nil {
-		_ = old.Close()
+		_ = old.c.Close()
 	}
 	s.log.Info().Str("node", node).Str("from", from).Msg("hub: node linked")
+	return true
 }
 
 func (s *Server) dropNode(node string, c *link.Conn) {
 	s.mu.Lock()
-	gone := s.nodes[node] == c
+	gone := s.nodes[node] != nil && s.nodes[node].c == c
 	if gone {
 		delete(s.nodes, node)
 	}
@@ -338,17 +480,20 @@ func (s *Server) dropNode(node string, c *link.Conn) {
 	}
 }
 
-// nodeLink is node's own link, nil when it has none.
-func (s *Server) nodeLink(node string) *link.Conn {
+// linkOf is node's own link, nil when it has none.
+func (s *Server) linkOf(node string) *link.Conn {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.nodes[node]
+	if n := s.nodes[node]; n != nil {
+		return n.c
+	}
+	return nil
 }
 
 // remoteAlive asks r's node whether r's process runs; a node that does not
 // answer leaves the question open (alive: the grace decides).
 func (s *Server) remoteAlive(node string, pid int, start string) bool {
-	c := s.nodeLink(node)
+	c := s.linkOf(node)
 	if c == nil {
 		return true
 	}
@@ -363,14 +508,15 @@ func (s *Server) remoteAlive(node string, pid int, start string) bool {
 }
 
 // remoteModex reads a job's keys from its run's universe on node.
-func (s *Server) remoteModex(ctx context.Context, node, universe string, req *plugin.ModexRequest) (*plugin.ModexResponse, error) {
-	c := s.nodeLink(node)
+func (s *Server) remoteModex(ctx context.Context, node, universe string, uid uint32, pid int, req *plugin.ModexRequest) (*plugin.ModexResponse, error) {
+	c := s.linkOf(node)
 	if c == nil {
 		return nil, plugin.Errorf(plugin.ErrUnavailable, "node %s has no link to the hub", node)
 	}
 	body, _ := json.Marshal(req)
 	resp, err := c.Backend().Query(ctx, &plugin.QueryRequest{Queries: []plugin.Query{{Keys: []string{queryModex},
-		Qualifiers: []plugin.Info{{Key: "universe", Value: universe}, {Key: "request", Value: string(body)}}}}})
+		Qualifiers: []plugin.Info{{Key: "universe", Value: universe}, {Key: "uid", Value: strconv.FormatUint(uint64(uid), 10)},
+			{Key: "pid", Value: strconv.Itoa(pid)}, {Key: "request", Value: string(body)}}}}})
 	if err != nil {
 		return nil, err
 	}

@@ -3,6 +3,8 @@ package daemon
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
+	"encoding/json"
 	"errors"
 	"io"
 	"net"
@@ -57,13 +59,24 @@ func TestLoadKey(t *testing.T) {
 	}
 }
 
+// testTLS is the hub's TLS configuration in these tests.
+func testTLS(t *testing.T) *tls.Config {
+	t.Helper()
+	cfg, err := hubTLS()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
 // handshake runs both ends of a handshake over a pipe.
-func handshake(hubKey, nodeKey string, h hello) (hubConn net.Conn, got hello, hubErr error, nodeConn net.Conn, nodeErr error) {
+func handshake(t *testing.T, hubKey, nodeKey string, h hello) (hubConn net.Conn, got hello, hubErr error, nodeConn net.Conn, nodeErr error) {
 	a, b := net.Pipe()
 	done := make(chan struct{})
+	cfg := testTLS(t)
 	go func() {
 		defer close(done)
-		hubConn, got, hubErr = acceptHello(a, []byte(hubKey))
+		hubConn, got, hubErr = acceptHello(a, []byte(hubKey), cfg)
 		if hubErr != nil {
 			a.Close()
 		}
@@ -82,7 +95,7 @@ const testKey = "0123456789abcdef0123456789abcdef"
 // whole on both sides; a wrong key is refused with a reason on both.
 func TestHandshake(t *testing.T) {
 	want := hello{Role: roleCall, Node: "n2", UID: 1000, PID: 42, Start: "77"}
-	hc, got, herr, nc, nerr := handshake(testKey, testKey, want)
+	hc, got, herr, nc, nerr := handshake(t, testKey, testKey, want)
 	if herr != nil || nerr != nil {
 		t.Fatalf("hub: %v, node: %v", herr, nerr)
 	}
@@ -98,7 +111,7 @@ func TestHandshake(t *testing.T) {
 	hc.Close()
 	nc.Close()
 
-	_, _, herr, _, nerr = handshake(testKey, "another-key-0123456789abcdef", want)
+	_, _, herr, _, nerr = handshake(t, testKey, "another-key-0123456789abcdef", want)
 	if !errors.Is(herr, errRefused) || !strings.Contains(herr.Error(), "the node does not hold the hub's link key") {
 		t.Errorf("hub, wrong key: %v", herr)
 	}
@@ -107,59 +120,105 @@ func TestHandshake(t *testing.T) {
 	}
 }
 
+// fakeHub is a TLS hub that does not know the key: it challenges with
+// nonce, hands the node's hello to heard and answers answer.
+func fakeHub(t *testing.T, c net.Conn, nonce string, heard chan<- string, answer string) {
+	tc := tls.Server(c, testTLS(t))
+	defer tc.Close()
+	if _, err := io.WriteString(tc, hubProto+" "+nonce+"\n"); err != nil {
+		heard <- ""
+		return
+	}
+	line, _ := bufio.NewReader(tc).ReadString('\n')
+	heard <- line
+	_, _ = io.WriteString(tc, answer)
+}
+
 // A hub that cannot prove it holds the key is not spoken to; a node's
-// hello replayed to a new challenge is refused; so is one that is not
-// JSON, or names no node.
+// hello replayed to the same challenge in another session is refused, as
+// is one relayed by a man in the middle (two TLS sessions), and one that
+// is not JSON or names no node.
 func TestHandshakeImpostorsAndReplays(t *testing.T) {
-	// An impostor hub: it challenges, reads the hello and says ok.
 	a, b := net.Pipe()
-	var heard string
-	go func() {
-		defer a.Close()
-		_, _ = io.WriteString(a, hubProto+" 00ff\n")
-		heard, _ = bufio.NewReader(a).ReadString('\n')
-		_, _ = io.WriteString(a, "ok 1234\n")
-	}()
+	heard := make(chan string, 1)
+	go fakeHub(t, a, "00ff", heard, "ok 1234\n")
 	if _, err := offerHello(b, []byte(testKey), hello{Role: roleNode, Node: "n2"}); !errors.Is(err, errRefused) || !strings.Contains(err.Error(), "does not prove") {
 		t.Errorf("an impostor hub: %v", err)
 	}
 	b.Close()
+	hello1 := <-heard
 
-	// The hello the impostor heard, replayed to the real hub.
+	// The hello the impostor heard, replayed to the real hub in a
+	// session of its own, to the same challenge.
+	cfg := testTLS(t)
 	a, b = net.Pipe()
 	done := make(chan error, 1)
 	go func() {
-		_, _, err := acceptHello(a, []byte(testKey))
+		_, _, err := acceptHello(a, []byte(testKey), cfg)
 		a.Close()
 		done <- err
 	}()
-	r := bufio.NewReader(b)
+	tc := tls.Client(b, nodeTLS)
+	r := bufio.NewReader(tc)
 	if _, err := r.ReadString('\n'); err != nil {
 		t.Fatal(err)
 	}
-	_, _ = io.WriteString(b, heard)
+	_, _ = io.WriteString(tc, hello1)
 	answer, _ := r.ReadString('\n')
 	if err := <-done; !errors.Is(err, errRefused) || !strings.HasPrefix(answer, "refused wrong proof") {
 		t.Errorf("a replayed hello: hub %v, answer %q", err, answer)
 	}
-	b.Close()
+	tc.Close()
+
+	// A man in the middle: a TLS session with the node, another with the
+	// hub, and the handshake's lines passed between them unchanged.
+	nodeEnd, mitmNode := net.Pipe()
+	mitmHub, hubEnd := net.Pipe()
+	go func() {
+		_, _, err := acceptHello(hubEnd, []byte(testKey), cfg)
+		hubEnd.Close()
+		done <- err
+	}()
+	go func() {
+		toHub := tls.Client(mitmHub, nodeTLS)
+		toNode := tls.Server(mitmNode, testTLS(t))
+		defer toHub.Close()
+		defer toNode.Close()
+		hr, nr := bufio.NewReader(toHub), bufio.NewReader(toNode)
+		for _, pass := range []func() error{
+			func() error { l, err := hr.ReadString('\n'); _, _ = io.WriteString(toNode, l); return err },
+			func() error { l, err := nr.ReadString('\n'); _, _ = io.WriteString(toHub, l); return err },
+			func() error { l, err := hr.ReadString('\n'); _, _ = io.WriteString(toNode, l); return err },
+		} {
+			if pass() != nil {
+				return
+			}
+		}
+	}()
+	_, nerr := offerHello(nodeEnd, []byte(testKey), hello{Role: roleCall, Node: "n2", UID: 0})
+	nodeEnd.Close()
+	if herr := <-done; !errors.Is(herr, errRefused) || !errors.Is(nerr, errRefused) {
+		t.Errorf("a man in the middle passed: hub %v, node %v", herr, nerr)
+	}
 
 	for _, body := range []string{`nope`, `{"role":"call"}`, `{"role":"boss","node":"n2"}`} {
 		a, b = net.Pipe()
 		go func() {
-			_, _, err := acceptHello(a, []byte(testKey))
+			_, _, err := acceptHello(a, []byte(testKey), cfg)
 			a.Close()
 			done <- err
 		}()
-		r := bufio.NewReader(b)
+		tc := tls.Client(b, nodeTLS)
+		r := bufio.NewReader(tc)
 		line, _ := r.ReadString('\n')
 		hubNonce := strings.TrimSpace(strings.TrimPrefix(line, hubProto+" "))
-		_, _ = io.WriteString(b, "ab "+proof([]byte(testKey), "node", hubNonce, "ab", body)+" "+body+"\n")
+		binding, _ := bindingOf(tc)
+		_, _ = io.WriteString(tc, "ab "+proof([]byte(testKey), "node", hubNonce, "ab", binding, body)+" "+body+"\n")
 		answer, _ := r.ReadString('\n')
 		if err := <-done; !errors.Is(err, errRefused) || !strings.HasPrefix(answer, "refused bad hello") {
 			t.Errorf("hello %s: hub %v, answer %q", body, err, answer)
 		}
-		b.Close()
+		tc.Close()
 	}
 }
 
@@ -297,10 +356,103 @@ func TestHubRelayWrongKey(t *testing.T) {
 	}
 	defer c.Close()
 	_, err = c.Backend().Query(ctx, &plugin.QueryRequest{Queries: []plugin.Query{{Keys: []string{QueryPS}}}})
-	if !errors.Is(err, plugin.ErrUnavailable) || !strings.Contains(err.Error(), "cannot reach") || !strings.Contains(err.Error(), "wrong proof") {
+	if !errors.Is(err, plugin.ErrUnavailable) || !strings.Contains(err.Error(), "which refuses it") || !strings.Contains(err.Error(), "wrong proof") {
 		t.Fatalf("a call through a relay with the wrong key: %v", err)
 	}
 	if !strings.Contains(h.hubLog.String(), "hub: connection refused") || h.relay.linked.Load() {
 		t.Errorf("hub log:\n%s", h.hubLog.String())
+	}
+}
+
+// The daemon reads a run's keys only from a universe the run's own
+// process serves: a run that names another's universe (another user's,
+// to read their keys through the root daemon) is refused.
+func TestDialUniverseChecksOwner(t *testing.T) {
+	l, addr, err := link.ListenPrivate("universe", zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- link.Serve(ctx, l, nodeService{}) }()
+	defer func() {
+		cancel()
+		<-served
+	}()
+	uid, pid := uint32(os.Getuid()), os.Getpid()
+	c, err := dialUniverse(ctx, addr, uid, pid)
+	if err != nil {
+		t.Fatalf("the run's own universe: %v", err)
+	}
+	c.Close()
+	for _, bad := range []struct {
+		addr string
+		uid  uint32
+		pid  int
+		want string
+	}{
+		{addr, uid, pid + 1, "not by the run that named it"},
+		{addr, uid + 1, pid, "not by the run that named it"},
+		{"unix:///run/gopmi/gopmi.sock", uid, pid, "not a run's private socket"},
+		{"tcp://127.0.0.1:1", uid, pid, "not a run's private socket"},
+	} {
+		if c, err := dialUniverse(ctx, bad.addr, bad.uid, bad.pid); !errors.Is(err, plugin.ErrPermission) || !strings.Contains(err.Error(), bad.want) {
+			if c != nil {
+				c.Close()
+			}
+			t.Errorf("%s as uid %d pid %d: %v, want %q", bad.addr, bad.uid, bad.pid, err, bad.want)
+		}
+	}
+}
+
+// A job's names are its run's: another run of the same user, on another
+// connection, cannot publish, look up or log for it.
+func TestActsForOwnRunOnly(t *testing.T) {
+	s, _ := newTestServer(t, Options{})
+	a, closeA := as(1000)
+	defer closeA()
+	b, closeB := as(1000)
+	defer closeB()
+	register(t, s, a, "run-a", "job.a")
+	register(t, s, b, "run-b", "job.b")
+	if err := publish(b, s, "job.a", "svc", "x", plugin.PersistDefault); !errors.Is(err, plugin.ErrPermission) || !strings.Contains(err.Error(), "belongs to run run-a") {
+		t.Errorf("publish for another run's job: %v", err)
+	}
+	if _, err := lookup(b, s, "job.a", "svc"); !errors.Is(err, plugin.ErrPermission) {
+		t.Errorf("lookup as another run's job: %v", err)
+	}
+	if err := s.Log(b, &plugin.LogRequest{Proc: plugin.Proc{Nspace: "job.a"}, Data: []plugin.Info{{Key: "line", Value: "x"}}}); !errors.Is(err, plugin.ErrPermission) {
+		t.Errorf("log for another run's job: %v", err)
+	}
+	if err := publish(a, s, "job.a", "svc", "x", plugin.PersistDefault); err != nil {
+		t.Errorf("the run's own publish: %v", err)
+	}
+}
+
+// A run that names a universe it does not serve gets no keys through the
+// daemon: the read is refused and logged.
+func TestDirectModexForgedUniverse(t *testing.T) {
+	s, log := newTestServer(t, Options{})
+	l, addr, err := link.ListenPrivate("universe", zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan error, 1)
+	go func() { served <- link.Serve(ctx, l, nodeService{}) }()
+	defer func() {
+		cancel()
+		<-served
+	}()
+	// The caller is pid 1 (see as): this process serves the universe.
+	a, closeA := as(uint32(os.Getuid()))
+	defer closeA()
+	b, _ := json.Marshal(RunConfig{Run: "run-a", Universe: addr})
+	if _, err := s.Configure(a, &plugin.ConfigureRequest{Job: jobOf("job.a", 2), Config: b}); err != nil {
+		t.Fatal(err)
+	}
+	_, err = s.DirectModex(a, &plugin.ModexRequest{Proc: plugin.Proc{Nspace: "job.a", Rank: 0}})
+	if !errors.Is(err, plugin.ErrPermission) || !strings.Contains(err.Error(), "not by the run that named it") || !strings.Contains(log.String(), "refused: direct modex") {
+		t.Fatalf("a read through a universe the run does not serve: %v\n%s", err, log.String())
 	}
 }

@@ -122,9 +122,12 @@ func Run(ctx context.Context, o RunOptions) error {
 	defer srv.Close()
 	ev := log.Info().Str("socket", l.Addr().String()).Str("from", how).Str("state", dir)
 	hubDone := make(chan error, 1)
+	// The hub stops with the local socket, whatever stopped that.
+	hctx, stopHub := context.WithCancel(ctx)
+	defer stopHub()
 	if hub != nil {
 		ev = ev.Str("hub", hub.Addr().String())
-		go func() { hubDone <- srv.ServeHub(ctx, hub, key) }()
+		go func() { hubDone <- srv.ServeHub(hctx, hub, key) }()
 	} else {
 		hubDone <- nil
 	}
@@ -137,9 +140,7 @@ func Run(ctx context.Context, o RunOptions) error {
 		go watchdog(ctx, srv, every/2)
 	}
 	err = link.ServeConns(ctx, l, srv, ConnContext)
-	if hub != nil && ctx.Err() == nil {
-		hub.Close() // the socket failed: stop serving other nodes too
-	}
+	stopHub()
 	if herr := <-hubDone; err == nil {
 		err = herr
 	}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"slices"
 	"sort"
@@ -17,6 +18,7 @@ import (
 
 	"github.com/gopmi/gopmi/hostrm/local/link"
 	"github.com/gopmi/gopmi/plugin"
+	"github.com/gopmi/gopmi/shim/peercred"
 )
 
 // Query keys the daemon answers (plugin.Query), besides RFC0010's
@@ -163,7 +165,7 @@ type run struct {
 type job struct {
 	info  JobInfo
 	nodes []plugin.Node // its layout: the ranks of each node
-	log  []LogEntry // oldest first, at most maxLog
+	log   []LogEntry    // oldest first, at most maxLog
 }
 
 // note appends an entry to j's log.
@@ -190,8 +192,9 @@ type Server struct {
 	runs    map[string]*run
 	changed chan struct{} // closed and replaced on every change
 	closed  bool
-	refused map[string]*refusal // guarded by mu; see refuse
-	nodes   map[string]*link.Conn // guarded by mu; other nodes' own links, by node (a hub's)
+	refused map[string]*refusal  // guarded by mu; see refuse
+	nodes   map[string]*nodeLink // guarded by mu; other nodes' own links, by node (a hub's)
+	calls   map[string]int       // guarded by mu; relayed connections open, by node/uid (a hub's)
 
 	save *saver // writes the names outside mu; nil without a StateFile
 }
@@ -597,6 +600,24 @@ func (s *Server) jobOfLocked(step string, p peer, proc plugin.Proc) (*job, error
 	return j, nil
 }
 
+// actsForLocked checks that the caller's connection registered j's run: a
+// job's names and log are its run's. Two runs of one user whose jobs
+// share a name (the same pid on two nodes of a hub) cannot act for each
+// other; the second one's registration was refused.
+func (s *Server) actsForLocked(ctx context.Context, step string, j *job) error {
+	c, r := connOf(ctx), s.runs[j.info.Run]
+	if c == nil || r == nil {
+		return nil // the run ended: nothing left to act on
+	}
+	c.mu.Lock()
+	ok := c.runs[r]
+	c.mu.Unlock()
+	if !ok {
+		return plugin.Errorf(plugin.ErrPermission, "%s: job %s belongs to run %s, which did not register on this connection", step, j.info.Nspace, r.id)
+	}
+	return nil
+}
+
 // Publish publishes names for the whole node: every run of the
 // publisher's user sees them. A name lives until it is unpublished or its
 // run ends (the default, PersistSession), its first lookup
@@ -625,6 +646,9 @@ func (s *Server) Publish(ctx context.Context, req *plugin.PublishRequest) error 
 	defer s.mu.Unlock()
 	j, err := s.jobOfLocked("publish", p, req.Proc)
 	if err != nil {
+		return err
+	}
+	if err := s.actsForLocked(ctx, "publish", j); err != nil {
 		return err
 	}
 	var add []*name
@@ -701,7 +725,11 @@ func (s *Server) Lookup(ctx context.Context, req *plugin.LookupRequest) (*plugin
 			s.mu.Unlock()
 			return nil, plugin.Errorf(plugin.ErrUnavailable, "%s: the node daemon is stopping", step)
 		}
-		if _, err := s.jobOfLocked(step, p, req.Proc); err != nil {
+		j, err := s.jobOfLocked(step, p, req.Proc)
+		if err == nil {
+			err = s.actsForLocked(ctx, step, j)
+		}
+		if err != nil {
 			s.mu.Unlock()
 			return nil, err
 		}
@@ -758,6 +786,9 @@ func (s *Server) Unpublish(ctx context.Context, req *plugin.UnpublishRequest) er
 	defer s.mu.Unlock()
 	j, err := s.jobOfLocked("unpublish", p, req.Proc)
 	if err != nil && !errors.Is(err, plugin.ErrAborted) {
+		return err
+	}
+	if err := s.actsForLocked(ctx, "unpublish", j); err != nil {
 		return err
 	}
 	if len(req.Keys) == 0 {
@@ -845,8 +876,11 @@ func (s *Server) Query(ctx context.Context, req *plugin.QueryRequest) (*plugin.Q
 					continue
 				}
 				if k == QueryLocalPeers {
-					host, _ := os.Hostname()
-					node := qualifier(q.Qualifiers, "node", host)
+					here := p.node // the caller's node
+					if here == "" {
+						here, _ = os.Hostname()
+					}
+					node := qualifier(q.Qualifiers, "node", here)
 					var ranks []string
 					for _, n := range j.nodes {
 						if n.Name == node {
@@ -885,7 +919,15 @@ func (s *Server) Query(ctx context.Context, req *plugin.QueryRequest) (*plugin.Q
 		}
 	}
 	if len(resp.Results) == 0 {
-		return nil, plugin.Errorf(plugin.ErrNotFound, "query: nothing the node daemon can answer")
+		var keys []string
+		for _, q := range req.Queries {
+			keys = append(keys, q.Keys...)
+		}
+		if ns := qualifier(firstQualifiers(req), "nspace", req.Proc.Nspace); ns != "" {
+			return nil, plugin.Errorf(plugin.ErrNotFound, "query %s: no job %s of %s is registered", strings.Join(keys, ","), ns, userName(p.uid))
+		}
+		return nil, plugin.Errorf(plugin.ErrNotFound, "query %s: not a key the node daemon answers (namespaces, %s, %s, %s, job-status, %s, %s)",
+			strings.Join(keys, ","), QueryPS, QueryNames, QueryLog, QueryProcTable, QueryLocalPeers)
 	}
 	return resp, nil
 }
@@ -901,6 +943,9 @@ func (s *Server) Log(ctx context.Context, req *plugin.LogRequest) error {
 	defer s.mu.Unlock()
 	j, err := s.jobOfLocked("log", p, req.Proc)
 	if err != nil && !errors.Is(err, plugin.ErrAborted) {
+		return err
+	}
+	if err := s.actsForLocked(ctx, "log", j); err != nil {
 		return err
 	}
 	for _, d := range req.Data {
@@ -979,12 +1024,19 @@ func (s *Server) DirectModex(ctx context.Context, req *plugin.ModexRequest) (*pl
 		s.mu.Unlock()
 		return nil, plugin.Errorf(plugin.ErrUnavailable, "%s: run %s does not serve its jobs to other runs", step, j.info.Run)
 	}
-	c, addr, node := r.link, r.universe, r.node
+	c, addr, node, uid, pid := r.link, r.universe, r.node, r.uid, r.pid
 	s.mu.Unlock()
+	ctx, cancel := context.WithTimeout(ctx, modexTimeout(req))
+	defer cancel()
 	if node != "" {
 		// The run's universe is a socket on its node: that node's
 		// daemon reads it for the hub.
-		resp, err := s.remoteModex(ctx, node, addr, req)
+		resp, err := s.remoteModex(ctx, node, addr, uid, pid, req)
+		if errors.Is(err, plugin.ErrPermission) {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			return nil, s.refuse(p, plugin.ErrPermission, "%s: %v", step, err)
+		}
 		if err != nil {
 			return nil, plugin.Errorf(plugin.ErrAborted, "%s: run %s on node %s does not answer (it ended?): %v", step, j.info.Run, node, err)
 		}
@@ -992,9 +1044,14 @@ func (s *Server) DirectModex(ctx context.Context, req *plugin.ModexRequest) (*pl
 	}
 	if c == nil {
 		// Dialled without the lock: no other call waits on this run.
-		dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		c, err = link.Dial(dctx, addr)
-		cancel()
+		dctx, dcancel := context.WithTimeout(ctx, 5*time.Second)
+		c, err = dialUniverse(dctx, addr, uid, pid)
+		dcancel()
+		if errors.Is(err, plugin.ErrPermission) {
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			return nil, s.refuse(p, plugin.ErrPermission, "%s: %v", step, err)
+		}
 		if err != nil {
 			return nil, plugin.Errorf(plugin.ErrAborted, "%s: run %s does not answer (it ended?): %v", step, j.info.Run, err)
 		}
@@ -1021,6 +1078,49 @@ func (s *Server) DirectModex(ctx context.Context, req *plugin.ModexRequest) (*pl
 		return nil, plugin.Errorf(plugin.ErrAborted, "%s: run %s went away: %v", step, j.info.Run, err)
 	}
 	return resp, err
+}
+
+// modexTimeout bounds a read of another run's keys: the request's own
+// time-out, else 30 s; a run that stopped answering fails the read.
+func modexTimeout(req *plugin.ModexRequest) time.Duration {
+	if req.Timeout > 0 {
+		return req.Timeout
+	}
+	return 30 * time.Second
+}
+
+// dialUniverse connects to the universe a run said it serves at addr, and
+// checks that the run's own process serves it (its uid and, when known,
+// pid, from SO_PEERCRED): the daemon dials as root, and a run could name
+// another user's universe to read that user's keys through it.
+func dialUniverse(ctx context.Context, addr string, uid uint32, pid int) (*link.Conn, error) {
+	path, ok := strings.CutPrefix(addr, "unix://")
+	if !ok || !strings.HasPrefix(path, "@gopmi-") {
+		return nil, plugin.Errorf(plugin.ErrPermission, "universe %q is not a run's private socket (unix://@gopmi-...)", addr)
+	}
+	var d net.Dialer
+	c, err := d.DialContext(ctx, "unix", path)
+	if err != nil {
+		return nil, plugin.Errorf(plugin.ErrUnavailable, "dial %s: %v", addr, err)
+	}
+	cred, err := peercred.Of(c)
+	switch {
+	case err != nil:
+		c.Close()
+		return nil, plugin.Errorf(plugin.ErrPermission, "universe %s: who serves it: %v", addr, err)
+	case cred.Uid != uid || (pid > 0 && int(cred.Pid) != pid):
+		c.Close()
+		return nil, plugin.Errorf(plugin.ErrPermission, "universe %s is served by uid %d pid %d, not by the run that named it (uid %d pid %d)", addr, cred.Uid, cred.Pid, uid, pid)
+	}
+	return link.NewConn(c), nil
+}
+
+// firstQualifiers are the qualifiers of req's first query.
+func firstQualifiers(req *plugin.QueryRequest) []plugin.Info {
+	if len(req.Queries) == 0 {
+		return nil
+	}
+	return req.Queries[0].Qualifiers
 }
 
 // qualifier is the value of key in qs, else def.

@@ -487,7 +487,7 @@ func TestDirectModexOfAGoneRun(t *testing.T) {
 	register(t, s, a, "run-a", "job.a")
 	b, closeB := as(1000)
 	defer closeB()
-	cfg, _ := json.Marshal(RunConfig{Run: "run-b", Universe: "unix://" + filepath.Join(t.TempDir(), "gone.sock")})
+	cfg, _ := json.Marshal(RunConfig{Run: "run-b", Universe: "unix://" + link.AbstractName("gone")})
 	if _, err := s.Configure(b, &plugin.ConfigureRequest{Job: jobOf("job.b", 2), Config: cfg}); err != nil {
 		t.Fatal(err)
 	}

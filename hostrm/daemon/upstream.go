@@ -8,7 +8,6 @@ import (
 	"io"
 	"net"
 	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -32,7 +31,20 @@ type Relay struct {
 	linked   atomic.Bool // the node's own link is up
 	relaying atomic.Int64
 	refused  sync.Map // string (why) -> time.Time it was last logged
+
+	mu    sync.Mutex
+	byUID map[uint32]int // guarded by mu; connections relayed, by user
 }
+
+// Bounds of a relay.
+const (
+	// maxRelayedPerUser is how many connections one user may have
+	// relayed at once: a run holds one, a tool one while it runs.
+	maxRelayedPerUser = 128
+	// hubWait is how long a caller's connection waits for a hub that
+	// does not answer (it restarts) before the caller is told.
+	hubWait = 5 * time.Second
+)
 
 // NewRelay relays to the hub at addr (host:port) as node, with key.
 func NewRelay(addr, node string, key []byte, log zerolog.Logger) *Relay {
@@ -112,13 +124,38 @@ func (r *Relay) relay(ctx context.Context, c net.Conn) {
 		r.log.Warn().Err(err).Msg("relay: a caller without credentials; closing")
 		return
 	}
-	up, err := r.dial(ctx, hello{Role: roleCall, Node: r.node, UID: cred.Uid, PID: cred.Pid, Start: procStart(int(cred.Pid))})
+	if !r.hold(cred.Uid) {
+		r.warnOnce("many "+strconv.FormatUint(uint64(cred.Uid), 10), func(ev *zerolog.Event) {
+			ev.Uint32("uid", cred.Uid).Int("open", maxRelayedPerUser).Msg("relay: too many connections of one user; refusing one")
+		})
+		link.FailCalls(c, plugin.Errorf(plugin.ErrUnavailable, "this node's daemon relays %d connections of uid %d already", maxRelayedPerUser, cred.Uid), time.Second)
+		return
+	}
+	defer r.release(cred.Uid)
+	h := hello{Role: roleCall, Node: r.node, UID: cred.Uid, PID: cred.Pid, Start: procStart(int(cred.Pid))}
+	// A hub that restarts is waited for, as a run waits for its own
+	// node's daemon; a hub that refuses is not.
+	var up net.Conn
+	for wait := time.Now().Add(hubWait); ; {
+		if up, err = r.dial(ctx, h); err == nil || errors.Is(err, errRefused) || time.Now().After(wait) || ctx.Err() != nil {
+			break
+		}
+		select {
+		case <-time.After(250 * time.Millisecond):
+		case <-ctx.Done():
+		}
+	}
 	if err != nil {
 		r.warnOnce(err.Error(), func(ev *zerolog.Event) {
-			ev.Err(err).Uint32("uid", cred.Uid).Int32("pid", cred.Pid).Msg("relay: cannot reach the hub; failing the caller's calls")
+			ev.Err(err).Uint32("uid", cred.Uid).Int32("pid", cred.Pid).Msg("relay: no hub; failing the caller's calls")
 		})
-		// The caller hears why; a run retries, as after a restart.
-		link.FailCalls(c, plugin.Errorf(plugin.ErrUnavailable, "this node's daemon relays to the hub at %s, which it cannot reach: %v", r.hub, err), handshakeTimeout)
+		why := "which it cannot reach"
+		if errors.Is(err, errRefused) {
+			why = "which refuses it"
+		}
+		// The caller hears why, then the connection closes: a run
+		// connects again, as after a restart of its daemon.
+		link.FailCalls(c, plugin.Errorf(plugin.ErrUnavailable, "this node's daemon relays to the hub at %s, %s: %v", r.hub, why, err), time.Second)
 		return
 	}
 	defer up.Close()
@@ -142,6 +179,28 @@ func (r *Relay) relay(ctx context.Context, c net.Conn) {
 	_ = up.Close()
 	for ; ended < 2; ended++ {
 		<-done
+	}
+}
+
+// hold counts a relayed connection of uid, unless it holds the most.
+func (r *Relay) hold(uid uint32) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.byUID == nil {
+		r.byUID = map[uint32]int{}
+	}
+	if r.byUID[uid] >= maxRelayedPerUser {
+		return false
+	}
+	r.byUID[uid]++
+	return true
+}
+
+func (r *Relay) release(uid uint32) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.byUID[uid]--; r.byUID[uid] <= 0 {
+		delete(r.byUID, uid)
 	}
 }
 
@@ -175,7 +234,9 @@ func (r *Relay) keepLinked(ctx context.Context) {
 			link.ServeConn(ctx, c, nodeService{}, nil)
 			r.linked.Store(false)
 			if ctx.Err() == nil {
-				r.log.Warn().Str("hub", r.hub).Msg("relay: the link to the hub closed; linking again")
+				r.warnOnce("link closed", func(ev *zerolog.Event) {
+					ev.Str("hub", r.hub).Msg("relay: the link to the hub closed; linking again")
+				})
 			}
 		}
 		select {
@@ -211,16 +272,20 @@ func (nodeService) Query(ctx context.Context, req *plugin.QueryRequest) (*plugin
 		return &plugin.QueryResponse{Results: []plugin.Info{{Key: queryAlive, Value: v}}}, nil
 	case queryModex:
 		addr := qualifier(q.Qualifiers, "universe", "")
-		if !strings.HasPrefix(addr, "unix://") {
-			return nil, plugin.Errorf(plugin.ErrInvalidArgument, "node: modex: universe %q is not a unix socket", addr)
+		uid, uerr := strconv.ParseUint(qualifier(q.Qualifiers, "uid", ""), 10, 32)
+		pid, perr := strconv.Atoi(qualifier(q.Qualifiers, "pid", ""))
+		if uerr != nil || perr != nil {
+			return nil, plugin.Errorf(plugin.ErrInvalidArgument, "node: modex: the run's uid and pid are needed")
 		}
 		var mreq plugin.ModexRequest
 		if err := json.Unmarshal([]byte(qualifier(q.Qualifiers, "request", "")), &mreq); err != nil {
 			return nil, plugin.Errorf(plugin.ErrInvalidArgument, "node: modex: request: %v", err)
 		}
-		dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		c, err := link.Dial(dctx, addr)
-		cancel()
+		ctx, cancel := context.WithTimeout(ctx, modexTimeout(&mreq))
+		defer cancel()
+		dctx, dcancel := context.WithTimeout(ctx, 5*time.Second)
+		c, err := dialUniverse(dctx, addr, uint32(uid), pid)
+		dcancel()
 		if err != nil {
 			return nil, err
 		}

@@ -180,20 +180,21 @@ func (c *Coordinator) Run(ctx context.Context) error {
 	if c.opts.OnJob != nil {
 		// The node daemon relays other runs' connects to the step's jobs
 		// and their reads of its keys here.
-		ul, addr, err := link.ListenPrivate("step-universe", c.log)
-		if err != nil {
-			return fmt.Errorf("coordinator: serve the step to the node daemon: %w", err)
+		if ul, addr, err := link.ListenPrivate("step-universe", c.log); err != nil {
+			// The step runs; other runs cannot connect to it.
+			c.log.Warn().Err(err).Msg("cannot serve the step to the node daemon: other runs cannot connect to its jobs")
+		} else {
+			c.served = addr
+			sctx, stop := context.WithCancel(ctx)
+			served := make(chan error, 1)
+			go func() { served <- link.Serve(sctx, ul, c.u) }()
+			defer func() {
+				stop()
+				if err := <-served; err != nil {
+					c.log.Warn().Err(err).Msg("serving the step to the node daemon")
+				}
+			}()
 		}
-		c.served = addr
-		sctx, stop := context.WithCancel(ctx)
-		served := make(chan error, 1)
-		go func() { served <- link.Serve(sctx, ul, c.u) }()
-		defer func() {
-			stop()
-			if err := <-served; err != nil {
-				c.log.Warn().Err(err).Msg("serving the step to the node daemon")
-			}
-		}()
 	}
 	if c.opts.Ready != nil {
 		c.opts.Ready(l.Addr().(*net.TCPAddr).Port)
