@@ -49,7 +49,7 @@ const mod = "github.com/gopmi/gopmi/"
 // the imports: the local resource manager (the universe, its link and
 // gopmi-rm-local) uses nothing but the SDK and itself, the Slurm backend
 // (hostrm/slurm, gopmi-rm-slurm) nothing but the SDK, Slurm's coordinator
-// nothing but the SDK, the universe and the backend (and gopmi-slurm,
+// nothing but the SDK, the universe (and its link) and the backend (and gopmi-slurm,
 // which is also a shim, the shim); only gopmi run's launcher, the shim and gopmi-slurm
 // import the shim's serving loop; the bridge never imports gRPC; `gopmi`
 // links neither go-plugin nor gRPC nor protojson nor the shim, and
@@ -64,7 +64,7 @@ func TestImportRules(t *testing.T) {
 		mod + "hostrm/local/forwarder":          true,
 		mod + "hostrm/local/cmd/gopmi-rm-local": true,
 	}
-	sdk := []string{mod + "plugin", mod + "plugin/execpath", mod + "plugin/grpcplugin", mod + "plugin/grpcplugin/direct"}
+	sdk := []string{mod + "plugin", mod + "plugin/execpath", mod + "plugin/peercred", mod + "plugin/grpcplugin", mod + "plugin/grpcplugin/direct"}
 	slurmShim := mod + "hostrm/slurm/cmd/gopmi-slurm"
 	shimPkgs := map[string]bool{mod + "shim": true, mod + "shim/serve": true}
 	for path, p := range pkgs {
@@ -77,12 +77,13 @@ func TestImportRules(t *testing.T) {
 				imp != mod+"hostrm/slurm":
 				t.Errorf("%s imports %s: the Slurm backend may use only the SDK (%s)", path, imp, strings.Join(sdk, ", "))
 			case strings.HasPrefix(path, mod+"hostrm/slurm/") && own && !slices.Contains(sdk, imp) &&
-				imp != mod+"hostrm/local" && !strings.HasPrefix(imp, mod+"hostrm/slurm") &&
+				imp != mod+"hostrm/local" && imp != mod+"hostrm/local/link" && !strings.HasPrefix(imp, mod+"hostrm/slurm") &&
 				!(path == slurmShim && (shimPkgs[imp] || imp == mod+"hostrm/daemon")):
 				// The coordinator keeps the step's state in the local RM's
-				// universe, itself SDK-only; gopmi-slurm is also the shim,
-				// and connects the coordinator to srun's node daemon.
-				t.Errorf("%s imports %s: Slurm's coordinator may use only the SDK, the universe (hostrm/local) and the backend", path, imp)
+				// universe, itself SDK-only, and serves it to srun's node
+				// daemon over the universe's link; gopmi-slurm is also the
+				// shim, and connects the coordinator to that daemon.
+				t.Errorf("%s imports %s: Slurm's coordinator may use only the SDK, the universe (hostrm/local and its link) and the backend", path, imp)
 			case imp == mod+"shim/serve" && path != mod+"hostrm/local/launcher" && path != mod+"shim" && path != slurmShim:
 				t.Errorf("%s imports the shim's serving loop: only gopmi run's launcher, the shim and gopmi-slurm may", path)
 			case imp == mod+"shim" && path != mod+"shim/cmd/gopmi-shim" && path != mod+"shim/goplugin" && path != slurmShim:

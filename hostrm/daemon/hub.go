@@ -21,7 +21,6 @@ import (
 	"os"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
@@ -307,42 +306,17 @@ func (s *Server) ServeHub(ctx context.Context, l net.Listener, key []byte) error
 		_ = l.Close()
 		return fmt.Errorf("hub: TLS certificate: %w", err)
 	}
-	var wg sync.WaitGroup
-	stop := context.AfterFunc(ctx, func() { _ = l.Close() })
-	defer stop()
 	handshakes := make(chan struct{}, maxHandshakes)
-	for {
-		c, aerr := l.Accept()
-		if aerr != nil {
-			if ctx.Err() != nil {
-				break
-			}
-			if errors.Is(aerr, net.ErrClosed) {
-				err = fmt.Errorf("hub: accept: %w", aerr)
-				break
-			}
-			// EMFILE and the like: try again soon.
-			select {
-			case <-time.After(100 * time.Millisecond):
-			case <-ctx.Done():
-			}
-			continue
-		}
+	return link.Accept(ctx, l, func(ctx context.Context, c net.Conn) {
 		select {
 		case handshakes <- struct{}{}:
 		default:
 			s.log.Debug().Str("from", c.RemoteAddr().String()).Int("handshakes", maxHandshakes).Msg("hub: too many handshakes at once; closing a connection")
 			_ = c.Close()
-			continue
+			return
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			s.hubConn(ctx, c, key, cfg, func() { <-handshakes })
-		}()
-	}
-	wg.Wait()
-	return err
+		s.hubConn(ctx, c, key, cfg, func() { <-handshakes })
+	})
 }
 
 // hubConn serves one connection from a node: a relayed call, or the node's

@@ -364,10 +364,10 @@ func TestHubRelayWrongKey(t *testing.T) {
 	}
 }
 
-// The daemon reads a run's keys only from a universe the run's own
-// process serves: a run that names another's universe (another user's,
-// to read their keys through the root daemon) is refused.
-func TestDialUniverseChecksOwner(t *testing.T) {
+// privateUniverse serves a universe of this process on a private socket
+// until the test ends, and returns its address.
+func privateUniverse(t *testing.T) string {
+	t.Helper()
 	l, addr, err := link.ListenPrivate("universe", zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)
@@ -375,10 +375,19 @@ func TestDialUniverseChecksOwner(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan error, 1)
 	go func() { served <- link.Serve(ctx, l, nodeService{}) }()
-	defer func() {
+	t.Cleanup(func() {
 		cancel()
 		<-served
-	}()
+	})
+	return addr
+}
+
+// The daemon reads a run's keys only from a universe the run's own
+// process serves: a run that names another's universe (another user's,
+// to read their keys through the root daemon) is refused.
+func TestDialUniverseChecksOwner(t *testing.T) {
+	addr := privateUniverse(t)
+	ctx := context.Background()
 	uid, pid := uint32(os.Getuid()), os.Getpid()
 	c, err := dialUniverse(ctx, addr, uid, pid)
 	if err != nil {
@@ -433,17 +442,7 @@ func TestActsForOwnRunOnly(t *testing.T) {
 // daemon: the read is refused and logged.
 func TestDirectModexForgedUniverse(t *testing.T) {
 	s, log := newTestServer(t, Options{})
-	l, addr, err := link.ListenPrivate("universe", zerolog.Nop())
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	served := make(chan error, 1)
-	go func() { served <- link.Serve(ctx, l, nodeService{}) }()
-	defer func() {
-		cancel()
-		<-served
-	}()
+	addr := privateUniverse(t)
 	// The caller is pid 1 (see as): this process serves the universe.
 	a, closeA := as(uint32(os.Getuid()))
 	defer closeA()
@@ -451,7 +450,7 @@ func TestDirectModexForgedUniverse(t *testing.T) {
 	if _, err := s.Configure(a, &plugin.ConfigureRequest{Job: jobOf("job.a", 2), Config: b}); err != nil {
 		t.Fatal(err)
 	}
-	_, err = s.DirectModex(a, &plugin.ModexRequest{Proc: plugin.Proc{Nspace: "job.a", Rank: 0}})
+	_, err := s.DirectModex(a, &plugin.ModexRequest{Proc: plugin.Proc{Nspace: "job.a", Rank: 0}})
 	if !errors.Is(err, plugin.ErrPermission) || !strings.Contains(err.Error(), "not by the run that named it") || !strings.Contains(log.String(), "refused: direct modex") {
 		t.Fatalf("a read through a universe the run does not serve: %v\n%s", err, log.String())
 	}

@@ -10,7 +10,7 @@ import (
 	"sync"
 
 	"github.com/gopmi/gopmi/hostrm/internal/procstat"
-	"github.com/gopmi/gopmi/shim/peercred"
+	"github.com/gopmi/gopmi/plugin/peercred"
 )
 
 // peer is who is at the other end of a connection, from the kernel

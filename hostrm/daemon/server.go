@@ -18,7 +18,7 @@ import (
 
 	"github.com/gopmi/gopmi/hostrm/local/link"
 	"github.com/gopmi/gopmi/plugin"
-	"github.com/gopmi/gopmi/shim/peercred"
+	"github.com/gopmi/gopmi/plugin/peercred"
 )
 
 // Query keys the daemon answers (plugin.Query), besides RFC0010's

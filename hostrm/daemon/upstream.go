@@ -16,7 +16,7 @@ import (
 
 	"github.com/gopmi/gopmi/hostrm/local/link"
 	"github.com/gopmi/gopmi/plugin"
-	"github.com/gopmi/gopmi/shim/peercred"
+	"github.com/gopmi/gopmi/plugin/peercred"
 )
 
 // Relay is a node's daemon that serves no state of its own: it relays
@@ -80,38 +80,15 @@ func (r *Relay) dial(ctx context.Context, h hello) (net.Conn, error) {
 // Serve relays the connections accepted on l, and keeps the node's own
 // link up, until ctx ends.
 func (r *Relay) Serve(ctx context.Context, l net.Listener) error {
-	var wg sync.WaitGroup
-	wg.Add(1)
+	ctx, cancel := context.WithCancel(ctx)
+	linked := make(chan struct{})
 	go func() {
-		defer wg.Done()
+		defer close(linked)
 		r.keepLinked(ctx)
 	}()
-	stop := context.AfterFunc(ctx, func() { _ = l.Close() })
-	defer stop()
-	var err error
-	for {
-		c, aerr := l.Accept()
-		if aerr != nil {
-			if ctx.Err() != nil {
-				break
-			}
-			if errors.Is(aerr, net.ErrClosed) {
-				err = fmt.Errorf("relay: accept: %w", aerr)
-				break
-			}
-			select {
-			case <-time.After(100 * time.Millisecond):
-			case <-ctx.Done():
-			}
-			continue
-		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			r.relay(ctx, c)
-		}()
-	}
-	wg.Wait()
+	err := link.Accept(ctx, l, r.relay)
+	cancel()
+	<-linked
 	return err
 }
 

@@ -13,7 +13,7 @@ import (
 	"strings"
 
 	"github.com/gopmi/gopmi/bridge"
-	"github.com/gopmi/gopmi/shim/peercred"
+	"github.com/gopmi/gopmi/plugin/peercred"
 )
 
 // portPeer finds who owns the other end of a TCP connection accepted on

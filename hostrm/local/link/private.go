@@ -10,7 +10,7 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/gopmi/gopmi/shim/peercred"
+	"github.com/gopmi/gopmi/plugin/peercred"
 )
 
 // AbstractName is a fresh unix socket name in Linux's abstract namespace

@@ -52,63 +52,46 @@ func Serve(ctx context.Context, l net.Listener, be plugin.Full) error {
 // ends when the connection does: a server learns there who called (the
 // peer's credentials) and when the caller went away.
 func ServeConns(ctx context.Context, l net.Listener, be plugin.Full, connCtx func(context.Context, net.Conn) context.Context) error {
-	var (
-		wg    sync.WaitGroup
-		mu    sync.Mutex
-		conns = map[net.Conn]bool{}
-	)
-	stop := context.AfterFunc(ctx, func() {
-		_ = l.Close()
-		mu.Lock()
-		for c := range conns {
-			_ = c.Close()
-		}
-		mu.Unlock()
-	})
+	return Accept(ctx, l, func(ctx context.Context, c net.Conn) { ServeConn(ctx, c, be, connCtx) })
+}
+
+// Accept accepts connections on l and serves each with serve, on a
+// goroutine of its own, until ctx ends or l fails; then it closes l, ends
+// the context every serve got (serve must then return, and close its
+// connection) and waits for them. A failed Accept that is not the end
+// (out of file descriptors) is tried again soon, keeping the connections
+// that work. It returns nil after ctx ended, else the error that stopped
+// it accepting.
+func Accept(ctx context.Context, l net.Listener, serve func(context.Context, net.Conn)) error {
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	defer func() {
+		cancel()
+		wg.Wait()
+	}()
+	stop := context.AfterFunc(ctx, func() { _ = l.Close() })
 	defer stop()
-	var err error
 	for {
-		c, aerr := l.Accept()
-		if aerr != nil {
+		c, err := l.Accept()
+		if err != nil {
 			if ctx.Err() != nil {
-				break
+				return nil
 			}
-			if errors.Is(aerr, net.ErrClosed) {
-				err = fmt.Errorf("link: accept: %w", aerr)
-				break
+			if errors.Is(err, net.ErrClosed) {
+				return fmt.Errorf("link: accept: %w", err)
 			}
-			// EMFILE and the like pass: retry soon, keeping the
-			// connections that work.
 			select {
 			case <-time.After(acceptBackoff):
 			case <-ctx.Done():
 			}
 			continue
 		}
-		mu.Lock()
-		if ctx.Err() != nil {
-			mu.Unlock()
-			_ = c.Close()
-			continue
-		}
-		conns[c] = true
-		mu.Unlock()
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			ServeConn(ctx, c, be, connCtx)
-			mu.Lock()
-			delete(conns, c)
-			mu.Unlock()
+			serve(ctx, c)
 		}()
 	}
-	mu.Lock()
-	for c := range conns {
-		_ = c.Close()
-	}
-	mu.Unlock()
-	wg.Wait()
-	return err
 }
 
 // callSafely runs a handler; a panic in it fails that call, not the

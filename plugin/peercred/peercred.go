@@ -1,7 +1,8 @@
 // Package peercred reads who is at the other end of a unix socket: the
-// kernel's SO_PEERCRED, as it was when the peer connected. The shim's
-// PMI_PORT, gopmi run's universe and the node daemon all decide access by
-// it.
+// kernel's SO_PEERCRED, as it was when the peer connected (or, from a
+// client's side, when the server listened). The shim's PMI_PORT, gopmi
+// run's universe, a Slurm step's and the node daemon all decide access by
+// it; a resource manager's backend that serves a unix socket can too.
 package peercred
 
 import (
