@@ -41,6 +41,12 @@ type Client struct {
 	dirty      chan struct{} // capacity 1: a job to register
 }
 
+// transient reports whether a failed registration may pass on another
+// try: the daemon was unreachable or slow, not refusing.
+func transient(err error) bool {
+	return errors.Is(err, plugin.ErrUnavailable) || errors.Is(err, plugin.ErrTimeout) || errors.Is(err, plugin.ErrAborted)
+}
+
 // retryEvery is how often a client tries a daemon that is not there.
 const retryEvery = 250 * time.Millisecond
 
@@ -87,6 +93,7 @@ func (c *Client) Register(job plugin.Job, rc RunConfig) {
 // Close.
 func (c *Client) loop() {
 	defer close(c.done)
+	regFailing := false // the last registration failed on a daemon that answered
 	for {
 		conn, err := link.Dial(c.ctx, c.path)
 		if err != nil {
@@ -116,8 +123,21 @@ func (c *Client) loop() {
 				ctx, cancel := context.WithTimeout(c.ctx, 10*time.Second)
 				_, err := conn.Backend().Configure(ctx, req)
 				cancel()
+				if err != nil && transient(err) && c.ctx.Err() == nil {
+					// The daemon (or the hub it relays to) is not there
+					// yet: connect again and register everything anew.
+					if !regFailing {
+						c.log.Warn().Err(err).Str("job", req.Job.Nspace).Msg("register with the node daemon; trying again")
+					}
+					regFailing = true
+					conn.Close()
+					break
+				}
 				if err != nil {
 					c.log.Warn().Err(err).Str("job", req.Job.Nspace).Msg("register with the node daemon")
+				} else if regFailing {
+					c.log.Info().Str("job", req.Job.Nspace).Msg("registered with the node daemon")
+					regFailing = false
 				}
 				c.mu.Lock()
 				c.registered++
@@ -145,7 +165,15 @@ func (c *Client) loop() {
 			return
 		}
 		_ = conn.Close()
-		c.log.Warn().Str("daemon", c.path).Msg("the node daemon went away; reconnecting")
+		if !regFailing {
+			c.log.Warn().Str("daemon", c.path).Msg("the node daemon went away; reconnecting")
+			continue
+		}
+		select {
+		case <-c.ctx.Done():
+			return
+		case <-time.After(retryEvery):
+		}
 	}
 }
 

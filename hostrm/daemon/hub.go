@@ -63,6 +63,10 @@ const hubProto = "gopmi-hub/1"
 // 10 s a caller of the node's daemon waits, so that it hears why.
 const handshakeTimeout = 5 * time.Second
 
+// tlsTimeout bounds the TLS handshake, the part of it that an
+// unauthenticated peer controls.
+const tlsTimeout = 2 * time.Second
+
 // bindingLabel names the TLS exporter the proofs are bound to.
 const bindingLabel = "EXPORTER-gopmi-hub-link/1"
 
@@ -190,14 +194,20 @@ var errRefused = errors.New("refused")
 // challenges the node, checks its proof and its hello, and proves it
 // holds the key too. The connection that comes back is the TLS session,
 // reading what followed the handshake.
-func acceptHello(c net.Conn, key []byte, cfg *tls.Config) (net.Conn, hello, error) {
+//
+// admit, when not nil, may refuse a node that proved it holds the key,
+// saying why.
+func acceptHello(c net.Conn, key []byte, cfg *tls.Config, admit func(hello) error) (net.Conn, hello, error) {
 	var h hello
-	_ = c.SetDeadline(time.Now().Add(handshakeTimeout))
+	// TLS's first messages come at once from a real node: a connection
+	// that sends nothing holds a handshake's place for a short while.
+	_ = c.SetDeadline(time.Now().Add(tlsTimeout))
 	defer func() { _ = c.SetDeadline(time.Time{}) }()
 	tc := tls.Server(c, cfg)
 	if err := tc.Handshake(); err != nil {
 		return nil, h, fmt.Errorf("TLS: %w", err)
 	}
+	_ = c.SetDeadline(time.Now().Add(handshakeTimeout))
 	binding, err := bindingOf(tc)
 	if err != nil {
 		return nil, h, err
@@ -225,6 +235,11 @@ func acceptHello(c net.Conn, key []byte, cfg *tls.Config) (net.Conn, hello, erro
 	}
 	if err := json.Unmarshal([]byte(body), &h); err != nil || h.Node == "" || (h.Role != roleCall && h.Role != roleNode) {
 		return refuse(fmt.Sprintf("bad hello %q", body))
+	}
+	if admit != nil {
+		if err := admit(h); err != nil {
+			return refuse(err.Error())
+		}
 	}
 	if _, err := io.WriteString(tc, "ok "+proof(key, "hub", nodeNonce, hubNonce, binding, body)+"\n"); err != nil {
 		return nil, h, err
@@ -289,9 +304,11 @@ const (
 // Bounds on what other nodes may hold open at the hub.
 const (
 	// maxHandshakes is how many connections may be in their handshake at
-	// once; more are closed at once (a flood of unauthenticated
-	// connections holds no more than this).
-	maxHandshakes = 64
+	// once, and maxHandshakesPerHost from one host; more are closed at
+	// once. A host that floods the hub with connections that never speak
+	// holds its own few places, each for tlsTimeout, not the cluster's.
+	maxHandshakes        = 256
+	maxHandshakesPerHost = 8
 	// maxCallsPerUser is how many relayed connections one user of one
 	// node may hold open: a run holds one, a tool one while it runs.
 	maxCallsPerUser = 256
@@ -306,17 +323,42 @@ func (s *Server) ServeHub(ctx context.Context, l net.Listener, key []byte) error
 		_ = l.Close()
 		return fmt.Errorf("hub: TLS certificate: %w", err)
 	}
-	handshakes := make(chan struct{}, maxHandshakes)
 	return link.Accept(ctx, l, func(ctx context.Context, c net.Conn) {
-		select {
-		case handshakes <- struct{}{}:
-		default:
-			s.log.Debug().Str("from", c.RemoteAddr().String()).Int("handshakes", maxHandshakes).Msg("hub: too many handshakes at once; closing a connection")
+		host, _, _ := net.SplitHostPort(c.RemoteAddr().String())
+		if !s.holdHandshake(host) {
+			s.log.Debug().Str("from", c.RemoteAddr().String()).Msg("hub: too many handshakes at once; closing a connection")
 			_ = c.Close()
 			return
 		}
-		s.hubConn(ctx, c, key, cfg, func() { <-handshakes })
+		s.hubConn(ctx, c, key, cfg, func() { s.releaseHandshake(host) })
 	})
+}
+
+// holdHandshake counts a handshake from host, unless the hub or host
+// holds the most.
+func (s *Server) holdHandshake(host string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.shaking == nil {
+		s.shaking = map[string]int{}
+	}
+	total := 0
+	for _, n := range s.shaking {
+		total += n
+	}
+	if total >= maxHandshakes || s.shaking[host] >= maxHandshakesPerHost {
+		return false
+	}
+	s.shaking[host]++
+	return true
+}
+
+func (s *Server) releaseHandshake(host string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.shaking[host]--; s.shaking[host] <= 0 {
+		delete(s.shaking, host)
+	}
 }
 
 // hubConn serves one connection from a node: a relayed call, or the node's
@@ -324,7 +366,8 @@ func (s *Server) ServeHub(ctx context.Context, l net.Listener, key []byte) error
 func (s *Server) hubConn(ctx context.Context, c net.Conn, key []byte, cfg *tls.Config, shaken func()) {
 	from := c.RemoteAddr().String()
 	stop := context.AfterFunc(ctx, func() { _ = c.Close() })
-	bc, h, err := acceptHello(c, key, cfg)
+	host, _, _ := net.SplitHostPort(from)
+	bc, h, err := acceptHello(c, key, cfg, func(h hello) error { return s.admitNode(h.Node, host) })
 	stop()
 	shaken()
 	if err != nil {
@@ -340,7 +383,7 @@ func (s *Server) hubConn(ctx context.Context, c net.Conn, key []byte, cfg *tls.C
 	case roleCall:
 		if !s.holdCall(h) {
 			s.log.Warn().Str("node", h.Node).Uint32("uid", h.UID).Int("open", maxCallsPerUser).Msg("hub: too many connections of one user of one node; refusing one")
-			link.FailCalls(bc, plugin.Errorf(plugin.ErrUnavailable, "the hub holds %d connections of uid %d from node %s already", maxCallsPerUser, h.UID, h.Node), time.Second)
+			link.FailCalls(ctx, bc, plugin.Errorf(plugin.ErrUnavailable, "the hub holds %d connections of uid %d from node %s already", maxCallsPerUser, h.UID, h.Node), time.Second)
 			return
 		}
 		defer s.releaseCall(h)
@@ -411,6 +454,26 @@ func (s *Server) hubRefusalNews(from string, err error) bool {
 type nodeLink struct {
 	c    *link.Conn
 	from string // host:port
+}
+
+// admitNode refuses a connection from host for node when node is linked
+// from another host: two nodes that share a name would take turns
+// answering for each other. Each refusal is logged (once a minute).
+func (s *Server) admitNode(node, host string) error {
+	s.mu.Lock()
+	old := s.nodes[node]
+	s.mu.Unlock()
+	if old == nil {
+		return nil
+	}
+	if oldHost, _, _ := net.SplitHostPort(old.from); oldHost != host {
+		err := fmt.Errorf("duplicate node: %s is linked from host %s (-node must name each node once)", node, oldHost)
+		if s.hubRefusalNews(host+":0", err) {
+			s.log.Warn().Str("node", node).Str("from", host).Str("linked_from", old.from).Msg("hub: refused a second host of the same node name")
+		}
+		return err
+	}
+	return nil
 }
 
 // addNode keeps a node's own link. A node that links again from the same

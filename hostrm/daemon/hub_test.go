@@ -6,11 +6,13 @@ import (
 	"crypto/tls"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -76,7 +78,7 @@ func handshake(t *testing.T, hubKey, nodeKey string, h hello) (hubConn net.Conn,
 	cfg := testTLS(t)
 	go func() {
 		defer close(done)
-		hubConn, got, hubErr = acceptHello(a, []byte(hubKey), cfg)
+		hubConn, got, hubErr = acceptHello(a, []byte(hubKey), cfg, nil)
 		if hubErr != nil {
 			a.Close()
 		}
@@ -154,7 +156,7 @@ func TestHandshakeImpostorsAndReplays(t *testing.T) {
 	a, b = net.Pipe()
 	done := make(chan error, 1)
 	go func() {
-		_, _, err := acceptHello(a, []byte(testKey), cfg)
+		_, _, err := acceptHello(a, []byte(testKey), cfg, nil)
 		a.Close()
 		done <- err
 	}()
@@ -175,7 +177,7 @@ func TestHandshakeImpostorsAndReplays(t *testing.T) {
 	nodeEnd, mitmNode := net.Pipe()
 	mitmHub, hubEnd := net.Pipe()
 	go func() {
-		_, _, err := acceptHello(hubEnd, []byte(testKey), cfg)
+		_, _, err := acceptHello(hubEnd, []byte(testKey), cfg, nil)
 		hubEnd.Close()
 		done <- err
 	}()
@@ -204,7 +206,7 @@ func TestHandshakeImpostorsAndReplays(t *testing.T) {
 	for _, body := range []string{`nope`, `{"role":"call"}`, `{"role":"boss","node":"n2"}`} {
 		a, b = net.Pipe()
 		go func() {
-			_, _, err := acceptHello(a, []byte(testKey), cfg)
+			_, _, err := acceptHello(a, []byte(testKey), cfg, nil)
 			a.Close()
 			done <- err
 		}()
@@ -433,6 +435,9 @@ func TestActsForOwnRunOnly(t *testing.T) {
 	if err := s.Log(b, &plugin.LogRequest{Proc: plugin.Proc{Nspace: "job.a"}, Data: []plugin.Info{{Key: "line", Value: "x"}}}); !errors.Is(err, plugin.ErrPermission) {
 		t.Errorf("log for another run's job: %v", err)
 	}
+	if err := s.NotifyEvent(b, &plugin.EventRequest{Code: EventRunEnded, Source: plugin.Proc{Nspace: "job.a"}}); !errors.Is(err, plugin.ErrPermission) {
+		t.Errorf("another run ends job.a's run: %v", err)
+	}
 	if err := publish(a, s, "job.a", "svc", "x", plugin.PersistDefault); err != nil {
 		t.Errorf("the run's own publish: %v", err)
 	}
@@ -453,5 +458,99 @@ func TestDirectModexForgedUniverse(t *testing.T) {
 	_, err := s.DirectModex(a, &plugin.ModexRequest{Proc: plugin.Proc{Nspace: "job.a", Rank: 0}})
 	if !errors.Is(err, plugin.ErrPermission) || !strings.Contains(err.Error(), "not by the run that named it") || !strings.Contains(log.String(), "refused: direct modex") {
 		t.Fatalf("a read through a universe the run does not serve: %v\n%s", err, log.String())
+	}
+}
+
+// Refusals of lookups made at once do not race (the refusal log's map is
+// the server's, under its lock).
+func TestLookupRefusalsInParallel(t *testing.T) {
+	s, _ := newTestServer(t, Options{})
+	owner, closeOwner := as(1000)
+	defer closeOwner()
+	register(t, s, owner, "run-o", "job.o")
+	if err := publish(owner, s, "job.o", "svc", "x", plugin.PersistDefault); err != nil {
+		t.Fatal(err)
+	}
+	other, closeOther := as(1001)
+	defer closeOther()
+	register(t, s, other, "run-x", "job.x")
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 50 {
+				_, err := s.Lookup(other, &plugin.LookupRequest{Proc: plugin.Proc{Nspace: "job.x"}, Keys: []string{"svc", fmt.Sprintf("k%d-%d", g, i)}})
+				if !errors.Is(err, plugin.ErrPermission) {
+					t.Errorf("lookup of another user's name: %v", err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+}
+
+// After the hub restarts, a run relayed from another node that comes
+// back is that node's again: its liveness and keys are asked of that
+// node, not looked for on the hub's.
+func TestRestoredRunLearnsItsNode(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "names.json")
+	s1, _ := newTestServer(t, Options{StateFile: file})
+	relayed := func(s *Server) (context.Context, context.CancelFunc) {
+		ctx, cancel := context.WithCancel(context.Background())
+		return withPeer(ctx, peer{uid: 1000, pid: 42, node: "n2", start: "7"}), cancel
+	}
+	ctx, cancel := relayed(s1)
+	register(t, s1, ctx, "n2:42:7", "job.a")
+	if err := publish(ctx, s1, "job.a", "svc", "x", plugin.PersistDefault); err != nil {
+		t.Fatal(err)
+	}
+	cancel()
+	s1.Close()
+	s2, _ := newTestServer(t, Options{StateFile: file})
+	ctx, cancel = relayed(s2)
+	defer cancel()
+	register(t, s2, ctx, "n2:42:7", "job.a")
+	s2.mu.Lock()
+	node := s2.runs["n2:42:7"].node
+	s2.mu.Unlock()
+	if node != "n2" {
+		t.Fatalf("the run kept from the state file and registered again from n2 is on node %q", node)
+	}
+}
+
+// A host floods the hub with handshakes: it holds its own few places, the
+// others keep theirs. A second host cannot take a linked node's name.
+func TestHubBounds(t *testing.T) {
+	s, _ := newTestServer(t, Options{})
+	for range maxHandshakesPerHost {
+		if !s.holdHandshake("10.0.0.9") {
+			t.Fatal("a host's first handshakes were refused")
+		}
+	}
+	if s.holdHandshake("10.0.0.9") {
+		t.Error("a host took more than its handshakes")
+	}
+	if !s.holdHandshake("10.0.0.1") {
+		t.Error("another host was refused while one floods")
+	}
+	s.releaseHandshake("10.0.0.9")
+	if !s.holdHandshake("10.0.0.9") {
+		t.Error("a handshake place was not given back")
+	}
+
+	a, b := net.Pipe()
+	defer b.Close()
+	lc := link.NewConn(a)
+	defer lc.Close()
+	if !s.addNode("n2", "10.0.0.2:4000", lc) {
+		t.Fatal("the first link of n2 was refused")
+	}
+	if err := s.admitNode("n2", "10.0.0.3"); err == nil || !strings.Contains(err.Error(), "duplicate node: n2 is linked from host 10.0.0.2") {
+		t.Errorf("a second host named n2: %v", err)
+	}
+	if err := s.admitNode("n2", "10.0.0.2"); err != nil {
+		t.Errorf("n2's own host again (its daemon restarted): %v", err)
 	}
 }

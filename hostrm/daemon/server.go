@@ -195,6 +195,7 @@ type Server struct {
 	refused map[string]*refusal  // guarded by mu; see refuse
 	nodes   map[string]*nodeLink // guarded by mu; other nodes' own links, by node (a hub's)
 	calls   map[string]int       // guarded by mu; relayed connections open, by node/uid (a hub's)
+	shaking map[string]int       // guarded by mu; handshakes in progress, by host (a hub's)
 
 	save *saver // writes the names outside mu; nil without a StateFile
 }
@@ -414,10 +415,12 @@ func (s *Server) Configure(ctx context.Context, req *plugin.ConfigureRequest) (*
 		s.runs[rc.Run] = r
 	}
 	// The pid is the kernel's word for who connected (gopmi run itself),
-	// not the caller's.
+	// not the caller's; the node is where that kernel is (a run kept
+	// from the state file after a restart of the hub learns it again).
 	if p.pid > 0 {
 		r.pid = int(p.pid)
 	}
+	r.node = p.node
 	if rc.Universe != "" && rc.Universe != r.universe {
 		r.universe = rc.Universe
 		if r.link != nil {
@@ -582,6 +585,9 @@ func (s *Server) NotifyEvent(ctx context.Context, req *plugin.EventRequest) erro
 	if j == nil {
 		return plugin.Errorf(plugin.ErrNotFound, "run end: job %s is not registered", req.Source.Nspace)
 	}
+	if err := s.actsForLocked(ctx, "run end", j); err != nil {
+		return err
+	}
 	if r := s.runs[j.info.Run]; r != nil {
 		s.endRunLocked(r, "finished")
 	}
@@ -741,8 +747,9 @@ func (s *Server) Lookup(ctx context.Context, req *plugin.LookupRequest) (*plugin
 			case n != nil:
 				found = append(found, plugin.Published{Key: k, Value: n.Value, Publisher: n.Publisher})
 			case other && !req.Wait:
+				err := s.refuse(p, plugin.ErrPermission, "%s: %q is published by another user", step, k)
 				s.mu.Unlock()
-				return nil, s.refuse(p, plugin.ErrPermission, "%s: %q is published by another user", step, k)
+				return nil, err
 			default:
 				missing = append(missing, k)
 			}

@@ -105,7 +105,7 @@ func (r *Relay) relay(ctx context.Context, c net.Conn) {
 		r.warnOnce("many "+strconv.FormatUint(uint64(cred.Uid), 10), func(ev *zerolog.Event) {
 			ev.Uint32("uid", cred.Uid).Int("open", maxRelayedPerUser).Msg("relay: too many connections of one user; refusing one")
 		})
-		link.FailCalls(c, plugin.Errorf(plugin.ErrUnavailable, "this node's daemon relays %d connections of uid %d already", maxRelayedPerUser, cred.Uid), time.Second)
+		link.FailCalls(ctx, c, plugin.Errorf(plugin.ErrUnavailable, "this node's daemon relays %d connections of uid %d already", maxRelayedPerUser, cred.Uid), time.Second)
 		return
 	}
 	defer r.release(cred.Uid)
@@ -132,7 +132,7 @@ func (r *Relay) relay(ctx context.Context, c net.Conn) {
 		}
 		// The caller hears why, then the connection closes: a run
 		// connects again, as after a restart of its daemon.
-		link.FailCalls(c, plugin.Errorf(plugin.ErrUnavailable, "this node's daemon relays to the hub at %s, %s: %v", r.hub, why, err), time.Second)
+		link.FailCalls(ctx, c, plugin.Errorf(plugin.ErrUnavailable, "this node's daemon relays to the hub at %s, %s: %v", r.hub, why, err), time.Second)
 		return
 	}
 	defer up.Close()

@@ -186,12 +186,14 @@ const acceptBackoff = 100 * time.Millisecond
 // errClosed is what a call on a closed Conn says.
 var errClosed = errors.New("link closed")
 
-// FailCalls answers every call on c with err, until the caller closes c
-// or within bounds: for a server that cannot serve (a node daemon whose
+// FailCalls answers every call on c with err, until the caller closes c,
+// ctx ends or within passes: for a server that cannot serve (a node daemon whose
 // hub is out of reach) to say why, instead of closing a connection its
 // caller would see break with no reason.
-func FailCalls(c net.Conn, err error, within time.Duration) {
+func FailCalls(ctx context.Context, c net.Conn, err error, within time.Duration) {
 	defer c.Close()
+	stop := context.AfterFunc(ctx, func() { _ = c.Close() })
+	defer stop()
 	_ = c.SetDeadline(time.Now().Add(within))
 	w := toWire(err)
 	enc, dec := json.NewEncoder(c), json.NewDecoder(c)
