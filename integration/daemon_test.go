@@ -57,12 +57,16 @@ func twoRuns(cr, sr clients.Result, d *nodeDaemon) string {
 		sr.ExitCode, sr.Stdout, sr.Stderr, d.log.String())
 }
 
-// startNodeDaemon runs `gopmi daemon` on sock with its state in state,
-// and flags, until the test ends (or kill).
+// startNodeDaemon runs `gopmi daemon` on sock with its state in state
+// (none: ""), and flags, until the test ends (or kill).
 func startNodeDaemon(t *testing.T, sock, state string, flags ...string) *nodeDaemon {
 	t.Helper()
 	d := &nodeDaemon{sock: sock, log: &plugintest.Buffer{}, done: make(chan struct{})}
-	d.cmd = exec.Command(gopmiBin, append([]string{"daemon", "-socket", sock, "-state", state, "-log-level", "debug"}, flags...)...)
+	args := []string{"daemon", "-socket", sock, "-log-level", "debug"}
+	if state != "" {
+		args = append(args, "-state", state)
+	}
+	d.cmd = exec.Command(gopmiBin, append(args, flags...)...)
 	d.cmd.Stdout, d.cmd.Stderr = d.log, d.log
 	d.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := d.cmd.Start(); err != nil {

@@ -123,15 +123,26 @@ func TestDaemonHub(t *testing.T) {
 		if err := os.WriteFile(bad, []byte("not-the-key-of-this-cluster-at-all\n"), 0o600); err != nil {
 			t.Fatal(err)
 		}
-		d := startNodeDaemon(t, filepath.Join(dir, "c.sock"), filepath.Join(dir, "c-state"), "-upstream", addr, "-key", bad, "-node", "node-c")
+		d := startNodeDaemon(t, filepath.Join(dir, "c.sock"), "", "-upstream", addr, "-key", bad, "-node", "node-c")
 		ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 		defer cancel()
 		r, err := clients.Run(ctx, []string{gopmiBin, "ps", "-daemon", d.sock}, clients.RunOptions{})
 		if err != nil || r.ExitCode == 0 || !strings.Contains(r.Stderr, "which refuses it") || !strings.Contains(r.Stderr, "wrong proof") {
 			t.Fatalf("gopmi ps through a daemon with the wrong key: %v, exit %d: %s", err, r.ExitCode, r.Stderr)
 		}
-		if !strings.Contains(hub.log.String(), "hub: connection refused") {
+		if !strings.Contains(hub.log.String(), "hub: handshake refused") {
 			t.Errorf("the hub did not log the refusal:\n%s", hub.log.String())
+		}
+		// A run's lookup through it fails within the 10 s a run waits
+		// for its daemon, not the lookup's 60 s, and the run says why.
+		rctx, rcancel := context.WithTimeout(context.Background(), 90*time.Second)
+		defer rcancel()
+		start := time.Now()
+		r = startRun(rctx, daemonArgv(d.sock, "-n", "1", progs[clients.PMI2Test], "ns-peek"), nil, nil, "").wait(t, "a run through the daemon with the wrong key")
+		took := time.Since(start)
+		if r.ExitCode != 0 || !strings.Contains(r.Stdout, "step=xrun-peek rc=") || strings.Contains(r.Stdout, "step=xrun-peek rc=0 ") ||
+			took > 30*time.Second || !strings.Contains(r.Stderr, "wrong proof") {
+			t.Fatalf("a lookup through a daemon with the wrong key, %s: exit %d\n%s\n%s", took.Round(time.Millisecond), r.ExitCode, r.Stdout, r.Stderr)
 		}
 	})
 }
@@ -153,7 +164,7 @@ func startHub(t *testing.T, dir string) (hub, node *nodeDaemon, addr string) {
 		}
 		return m != nil
 	})
-	node = startNodeDaemon(t, filepath.Join(dir, "node.sock"), filepath.Join(dir, "node-state"), "-upstream", addr, "-key", key, "-node", "node-b")
+	node = startNodeDaemon(t, filepath.Join(dir, "node.sock"), "", "-upstream", addr, "-key", key, "-node", "node-b")
 	waitFor(t, "the node's link", func() bool { return strings.Contains(hub.log.String(), "hub: node linked") })
 	return hub, node, addr
 }

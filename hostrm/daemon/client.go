@@ -38,6 +38,8 @@ type Client struct {
 	regChanged chan struct{} // closed and replaced when registered grows
 	downSince  time.Time     // when the client last lost (or began without) a connection
 	warned     bool          // said the daemon is gone, this outage
+	regErr     error         // why the last registration failed on a daemon that answered; nil once one passed
+	regSince   time.Time     // when registrations began to fail
 	dirty      chan struct{} // capacity 1: a job to register
 }
 
@@ -130,6 +132,12 @@ func (c *Client) loop() {
 						c.log.Warn().Err(err).Str("job", req.Job.Nspace).Msg("register with the node daemon; trying again")
 					}
 					regFailing = true
+					c.mu.Lock()
+					if c.regErr == nil {
+						c.regSince = time.Now()
+					}
+					c.regErr = err
+					c.mu.Unlock()
 					conn.Close()
 					break
 				}
@@ -138,6 +146,11 @@ func (c *Client) loop() {
 				} else if regFailing {
 					c.log.Info().Str("job", req.Job.Nspace).Msg("registered with the node daemon")
 					regFailing = false
+				}
+				if err == nil {
+					c.mu.Lock()
+					c.regErr = nil
+					c.mu.Unlock()
 				}
 				c.mu.Lock()
 				c.registered++
@@ -187,9 +200,22 @@ func (c *Client) backend(ctx context.Context) (plugin.Full, error) {
 	for {
 		c.mu.Lock()
 		conn, up, reg, changed := c.conn, c.up, c.registered, c.regChanged
+		regErr, regLeft := c.regErr, reconnectWait-time.Since(c.regSince)
 		c.mu.Unlock()
 		if conn != nil && reg >= want {
 			return conn.Backend(), nil
+		}
+		// A daemon that answers but cannot register the run (it relays to
+		// a hub that is gone or refuses it) is waited for as one that is
+		// gone, and then the call fails saying why.
+		if regErr != nil && regLeft <= 0 {
+			return nil, plugin.Errorf(plugin.ErrUnavailable, "the node daemon at %s has not registered this run for %s: %v", c.path, reconnectWait, regErr)
+		}
+		var failing <-chan time.Time
+		if regErr != nil {
+			t := time.NewTimer(regLeft)
+			defer t.Stop()
+			failing = t.C
 		}
 		// Not connected: wait for a connection, for reconnectWait after
 		// the daemon went at most (a restart takes a second; a daemon
@@ -219,6 +245,7 @@ func (c *Client) backend(ctx context.Context) (plugin.Full, error) {
 		}
 		select {
 		case <-gone:
+		case <-failing:
 		case <-up:
 		case <-changed:
 		case <-ctx.Done():

@@ -367,7 +367,7 @@ func (s *Server) hubConn(ctx context.Context, c net.Conn, key []byte, cfg *tls.C
 	from := c.RemoteAddr().String()
 	stop := context.AfterFunc(ctx, func() { _ = c.Close() })
 	host, _, _ := net.SplitHostPort(from)
-	bc, h, err := acceptHello(c, key, cfg, func(h hello) error { return s.admitNode(h.Node, host) })
+	bc, h, err := acceptHello(c, key, cfg, func(h hello) error { return s.admitNode(h, host) })
 	stop()
 	shaken()
 	if err != nil {
@@ -375,7 +375,7 @@ func (s *Server) hubConn(ctx context.Context, c net.Conn, key []byte, cfg *tls.C
 		if errors.Is(err, errRefused) && s.hubRefusalNews(from, err) {
 			ev = s.log.Warn()
 		}
-		ev.Str("from", from).Err(err).Msg("hub: connection refused")
+		ev.Str("from", from).Err(err).Msg("hub: handshake refused")
 		_ = c.Close()
 		return
 	}
@@ -392,10 +392,7 @@ func (s *Server) hubConn(ctx context.Context, c net.Conn, key []byte, cfg *tls.C
 		})
 	case roleNode:
 		lc := link.NewConn(bc)
-		if !s.addNode(h.Node, from, lc) {
-			_ = lc.Close()
-			return
-		}
+		s.addNode(h.Node, from, lc)
 		select {
 		case <-lc.Done():
 		case <-ctx.Done():
@@ -456,43 +453,42 @@ type nodeLink struct {
 	from string // host:port
 }
 
-// admitNode refuses a connection from host for node when node is linked
-// from another host: two nodes that share a name would take turns
-// answering for each other. Each refusal is logged (once a minute).
-func (s *Server) admitNode(node, host string) error {
+// admitNode refuses what would make two nodes share a name, which would
+// take turns answering for each other: calls from a host other than the
+// one node is linked from, and a second link of node while its first
+// still answers (from the same host too: a daemon that restarted has
+// closed its old link, or left one that no longer answers).
+func (s *Server) admitNode(h hello, host string) error {
 	s.mu.Lock()
-	old := s.nodes[node]
+	old := s.nodes[h.Node]
 	s.mu.Unlock()
 	if old == nil {
 		return nil
 	}
-	if oldHost, _, _ := net.SplitHostPort(old.from); oldHost != host {
-		err := fmt.Errorf("duplicate node: %s is linked from host %s (-node must name each node once)", node, oldHost)
-		if s.hubRefusalNews(host+":0", err) {
-			s.log.Warn().Str("node", node).Str("from", host).Str("linked_from", old.from).Msg("hub: refused a second host of the same node name")
-		}
-		return err
+	oldHost, _, _ := net.SplitHostPort(old.from)
+	if oldHost != host {
+		return fmt.Errorf("duplicate node: %s is linked from host %s (-node must name each node once)", h.Node, oldHost)
 	}
-	return nil
+	if h.Role != roleNode {
+		return nil
+	}
+	select {
+	case <-old.c.Done():
+		return nil
+	default:
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	defer cancel()
+	if _, err := old.c.Backend().GetInfo(ctx); err != nil {
+		return nil // gone or wedged: the new link replaces it
+	}
+	return fmt.Errorf("duplicate node: %s is linked from %s, which still answers (-node must name each node once)", h.Node, old.from)
 }
 
-// addNode keeps a node's own link. A node that links again from the same
-// host (its daemon restarted) replaces its old link; another host that
-// claims the name of a linked node is refused and logged: two nodes that
-// share a name would take turns answering for each other.
-func (s *Server) addNode(node, from string, c *link.Conn) bool {
-	host, _, _ := net.SplitHostPort(from)
+// addNode keeps a node's own link, replacing one admitNode found gone.
+func (s *Server) addNode(node, from string, c *link.Conn) {
 	s.mu.Lock()
 	old := s.nodes[node]
-	if old != nil {
-		if oldHost, _, _ := net.SplitHostPort(old.from); oldHost != host {
-			s.mu.Unlock()
-			if s.hubRefusalNews(from, errors.New("duplicate node "+node)) {
-				s.log.Warn().Str("node", node).Str("from", from).Str("linked_from", old.from).Msg("hub: refused a second node of the same name (-node must name each node once)")
-			}
-			return false
-		}
-	}
 	if s.nodes == nil {
 		s.nodes = map[string]*nodeLink{}
 	}
@@ -502,7 +498,6 @@ func (s *Server) addNode(node, from string, c *link.Conn) bool {
 		_ = old.c.Close()
 	}
 	s.log.Info().Str("node", node).Str("from", from).Msg("hub: node linked")
-	return true
 }
 
 func (s *Server) dropNode(node string, c *link.Conn) {

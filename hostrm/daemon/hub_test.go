@@ -361,7 +361,7 @@ func TestHubRelayWrongKey(t *testing.T) {
 	if !errors.Is(err, plugin.ErrUnavailable) || !strings.Contains(err.Error(), "which refuses it") || !strings.Contains(err.Error(), "wrong proof") {
 		t.Fatalf("a call through a relay with the wrong key: %v", err)
 	}
-	if !strings.Contains(h.hubLog.String(), "hub: connection refused") || h.relay.linked.Load() {
+	if !strings.Contains(h.hubLog.String(), "hub: handshake refused") || h.relay.linked.Load() {
 		t.Errorf("hub log:\n%s", h.hubLog.String())
 	}
 }
@@ -540,17 +540,34 @@ func TestHubBounds(t *testing.T) {
 		t.Error("a handshake place was not given back")
 	}
 
+	// n2 linked from 10.0.0.2, its daemon answering on the link.
 	a, b := net.Pipe()
-	defer b.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		link.ServeConn(ctx, b, nodeService{}, nil)
+	}()
 	lc := link.NewConn(a)
-	defer lc.Close()
-	if !s.addNode("n2", "10.0.0.2:4000", lc) {
-		t.Fatal("the first link of n2 was refused")
+	s.addNode("n2", "10.0.0.2:4000", lc)
+	if err := s.admitNode(hello{Role: roleCall, Node: "n2"}, "10.0.0.3"); err == nil || !strings.Contains(err.Error(), "duplicate node: n2 is linked from host 10.0.0.2") {
+		t.Errorf("calls from a second host named n2: %v", err)
 	}
-	if err := s.admitNode("n2", "10.0.0.3"); err == nil || !strings.Contains(err.Error(), "duplicate node: n2 is linked from host 10.0.0.2") {
-		t.Errorf("a second host named n2: %v", err)
+	if err := s.admitNode(hello{Role: roleNode, Node: "n2"}, "10.0.0.3"); err == nil {
+		t.Error("a second host's link as n2 was admitted")
 	}
-	if err := s.admitNode("n2", "10.0.0.2"); err != nil {
-		t.Errorf("n2's own host again (its daemon restarted): %v", err)
+	if err := s.admitNode(hello{Role: roleCall, Node: "n2"}, "10.0.0.2"); err != nil {
+		t.Errorf("n2's own calls: %v", err)
+	}
+	// A second daemon on n2's host, while the first still answers.
+	if err := s.admitNode(hello{Role: roleNode, Node: "n2"}, "10.0.0.2"); err == nil || !strings.Contains(err.Error(), "still answers") {
+		t.Errorf("a second link of n2 from its host while the first answers: %v", err)
+	}
+	// The first one is gone (its daemon restarted): the new link is in.
+	cancel()
+	<-served
+	lc.Close()
+	if err := s.admitNode(hello{Role: roleNode, Node: "n2"}, "10.0.0.2"); err != nil {
+		t.Errorf("n2 again after its old link closed: %v", err)
 	}
 }

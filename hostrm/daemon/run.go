@@ -68,6 +68,12 @@ func Run(ctx context.Context, o RunOptions) error {
 		return errors.New("a hub (-listen) relays to no other hub (-upstream)")
 	case (o.Listen != "" || o.Upstream != "") && o.KeyFile == "":
 		return errors.New("a hub and the daemons that relay to it need the link key (-key FILE)")
+	case o.KeyFile != "" && o.Listen == "" && o.Upstream == "":
+		return errors.New("-key is the link key of a hub (-listen) or of a daemon that relays to one (-upstream); this daemon is neither")
+	case o.Upstream != "" && o.StateDir != "":
+		return errors.New("a daemon that relays to a hub (-upstream) keeps no state of its own: the hub keeps the names (drop -state)")
+	case o.Upstream != "" && !hasPort(o.Upstream):
+		return fmt.Errorf("-upstream %q: want the hub's host:port", o.Upstream)
 	case o.KeyFile != "":
 		var err error
 		if key, err = LoadKey(o.KeyFile); err != nil {
@@ -147,6 +153,12 @@ func Run(ctx context.Context, o RunOptions) error {
 	_, _ = sddaemon.SdNotify(false, sddaemon.SdNotifyStopping)
 	log.Info().Msg("gopmi daemon stopping")
 	return err
+}
+
+// hasPort reports whether addr is host:port.
+func hasPort(addr string) bool {
+	_, port, err := net.SplitHostPort(addr)
+	return err == nil && port != ""
 }
 
 // runRelay is Run for a daemon that relays to its hub.

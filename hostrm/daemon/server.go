@@ -456,6 +456,9 @@ func (s *Server) Configure(ctx context.Context, req *plugin.ConfigureRequest) (*
 	if rc.Pids != nil {
 		j.info.Pids = rc.Pids
 	}
+	if p.node != "" {
+		ev = ev.Str("node", p.node)
+	}
 	ev.Str("job", req.Job.Nspace).Str("run", rc.Run).Str("user", j.info.User).Int32("size", req.Job.Size).Msg("job registered")
 	s.broadcast(false)
 	return &plugin.ConfigureResponse{}, nil

@@ -65,14 +65,14 @@ func (r *Relay) dial(ctx context.Context, h hello) (net.Conn, error) {
 	d := net.Dialer{Timeout: handshakeTimeout, KeepAlive: 30 * time.Second}
 	c, err := d.DialContext(ctx, "tcp", r.hub)
 	if err != nil {
-		return nil, fmt.Errorf("hub %s: %w", r.hub, err)
+		return nil, err
 	}
 	stop := context.AfterFunc(ctx, func() { _ = c.Close() })
 	defer stop()
 	bc, err := offerHello(c, r.key, h)
 	if err != nil {
 		_ = c.Close()
-		return nil, fmt.Errorf("hub %s: %w", r.hub, err)
+		return nil, err
 	}
 	return bc, nil
 }
@@ -124,7 +124,7 @@ func (r *Relay) relay(ctx context.Context, c net.Conn) {
 	}
 	if err != nil {
 		r.warnOnce(err.Error(), func(ev *zerolog.Event) {
-			ev.Err(err).Uint32("uid", cred.Uid).Int32("pid", cred.Pid).Msg("relay: no hub; failing the caller's calls")
+			ev.Err(err).Str("hub", r.hub).Uint32("uid", cred.Uid).Int32("pid", cred.Pid).Msg("relay: no hub; failing the caller's calls")
 		})
 		why := "which it cannot reach"
 		if errors.Is(err, errRefused) {
@@ -202,7 +202,7 @@ func (r *Relay) keepLinked(ctx context.Context) {
 		if err != nil {
 			if ctx.Err() == nil {
 				r.warnOnce("link: "+err.Error(), func(ev *zerolog.Event) {
-					ev.Err(err).Msg("relay: cannot link to the hub; trying again every second")
+					ev.Err(err).Str("hub", r.hub).Msg("relay: cannot link to the hub; trying again every second")
 				})
 			}
 		} else {

@@ -45,11 +45,14 @@ commands:
   run [flags] prog [args...] [: [-n N] [-env K=V] [-wdir D] prog2 [args...]]...
         run an MPI job on this machine; "gopmi run -h" lists the flags
   daemon [-socket PATH] [-state DIR] [-grace D] [-log-level L]
-        the node daemon: names shared by every run on this node, gopmi ps
+         [-listen HOST:PORT | -upstream HOST:PORT -node NAME] [-key FILE]
+        the node daemon: names shared by every run on this node, gopmi ps;
+        a cluster's hub (-listen), or a node's relay to it (-upstream)
   ps [-json] [-a] [-daemon PATH]
-        the jobs on this node (yours; root: everyone's)
-  query [-json] [-daemon PATH] [key...]
-        ask the node daemon: namespaces, gopmi.names, gopmi.ps, gopmi.log
+        the jobs on this node, or the cluster through a hub (yours; root: everyone's)
+  query [-json] [-daemon PATH] [-nspace JOB] [-node NAME] [key...]
+        ask the node daemon: namespaces, gopmi.names, gopmi.ps, gopmi.log,
+        and of a job: job-status, proc-table, local-peers
   log [-json] [-daemon PATH] [job]
         how your jobs on this node ended, and what the node daemon noted about them
   mpiexec [gopmi run's flags] prog [args...]
