@@ -136,6 +136,19 @@ func fakeHub(t *testing.T, c net.Conn, nonce string, heard chan<- string, answer
 	_, _ = io.WriteString(tc, answer)
 }
 
+// realHub runs the hub's side of a handshake with testKey on a pipe; it
+// returns the other end, and the hub's result when it is done.
+func realHub(cfg *tls.Config) (net.Conn, <-chan error) {
+	a, b := net.Pipe()
+	done := make(chan error, 1)
+	go func() {
+		_, _, err := acceptHello(a, []byte(testKey), cfg, nil)
+		a.Close()
+		done <- err
+	}()
+	return b, done
+}
+
 // A hub that cannot prove it holds the key is not spoken to; a node's
 // hello replayed to the same challenge in another session is refused, as
 // is one relayed by a man in the middle (two TLS sessions), and one that
@@ -153,13 +166,7 @@ func TestHandshakeImpostorsAndReplays(t *testing.T) {
 	// The hello the impostor heard, replayed to the real hub in a
 	// session of its own, to the same challenge.
 	cfg := testTLS(t)
-	a, b = net.Pipe()
-	done := make(chan error, 1)
-	go func() {
-		_, _, err := acceptHello(a, []byte(testKey), cfg, nil)
-		a.Close()
-		done <- err
-	}()
+	b, done := realHub(cfg)
 	tc := tls.Client(b, nodeTLS)
 	r := bufio.NewReader(tc)
 	if _, err := r.ReadString('\n'); err != nil {
@@ -175,12 +182,7 @@ func TestHandshakeImpostorsAndReplays(t *testing.T) {
 	// A man in the middle: a TLS session with the node, another with the
 	// hub, and the handshake's lines passed between them unchanged.
 	nodeEnd, mitmNode := net.Pipe()
-	mitmHub, hubEnd := net.Pipe()
-	go func() {
-		_, _, err := acceptHello(hubEnd, []byte(testKey), cfg, nil)
-		hubEnd.Close()
-		done <- err
-	}()
+	mitmHub, done := realHub(cfg)
 	go func() {
 		toHub := tls.Client(mitmHub, nodeTLS)
 		toNode := tls.Server(mitmNode, testTLS(t))
@@ -204,12 +206,7 @@ func TestHandshakeImpostorsAndReplays(t *testing.T) {
 	}
 
 	for _, body := range []string{`nope`, `{"role":"call"}`, `{"role":"boss","node":"n2"}`} {
-		a, b = net.Pipe()
-		go func() {
-			_, _, err := acceptHello(a, []byte(testKey), cfg, nil)
-			a.Close()
-			done <- err
-		}()
+		b, done := realHub(cfg)
 		tc := tls.Client(b, nodeTLS)
 		r := bufio.NewReader(tc)
 		line, _ := r.ReadString('\n')
@@ -360,6 +357,11 @@ func TestHubRelayWrongKey(t *testing.T) {
 	_, err = c.Backend().Query(ctx, &plugin.QueryRequest{Queries: []plugin.Query{{Keys: []string{QueryPS}}}})
 	if !errors.Is(err, plugin.ErrUnavailable) || !strings.Contains(err.Error(), "which refuses it") || !strings.Contains(err.Error(), "wrong proof") {
 		t.Fatalf("a call through a relay with the wrong key: %v", err)
+	}
+	// The hub logs the refusal after it answered it.
+	deadline := time.Now().Add(5 * time.Second)
+	for !strings.Contains(h.hubLog.String(), "hub: handshake refused") && time.Now().Before(deadline) {
+		time.Sleep(5 * time.Millisecond)
 	}
 	if !strings.Contains(h.hubLog.String(), "hub: handshake refused") || h.relay.linked.Load() {
 		t.Errorf("hub log:\n%s", h.hubLog.String())
