@@ -1,7 +1,6 @@
 package bridge
 
 import (
-	"fmt"
 	"testing"
 )
 
@@ -10,8 +9,6 @@ type discard struct{ bytes int }
 
 func (d *discard) Send(b []byte) error { d.bytes += len(b); return nil }
 func (d *discard) Close() error        { return nil }
-
-func frame2(body string) []byte { return fmt.Appendf(nil, "%-6d%s", len(body), body) }
 
 // BenchmarkRequests is the engine's own cost of a PMI-2 task's local
 // requests, a get of a preput key and a job attribute, from the bytes

@@ -205,11 +205,14 @@ func (k *tsk) reply() *wire.Message {
 func (k *tsk) send(line string) {
 	k.t.Helper()
 	if k.c.version == 2 {
-		k.s.Feed([]byte(fmt.Sprintf("%-6d%s", len(line), line)))
+		k.s.Feed(frame2(line))
 		return
 	}
 	k.s.Feed([]byte(line + "\n"))
 }
+
+// frame2 is a PMI-2 command with its length prefix.
+func frame2(body string) []byte { return fmt.Appendf(nil, "%-6d%s", len(body), body) }
 
 // raw feeds bytes as they are.
 func (k *tsk) raw(b string) { k.s.Feed([]byte(b)) }

@@ -4,6 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io/fs"
+	"net"
 	"os"
 	"strconv"
 	"sync"
@@ -65,6 +68,50 @@ func Dial(path, run string, log zerolog.Logger) *Client {
 	return c
 }
 
+// SocketPath is where a run and the tools look for the node daemon: named
+// (a -daemon flag), else $GOPMI_DAEMON, else DefaultSocket.
+func SocketPath(named string) string {
+	switch {
+	case named != "":
+		return named
+	case os.Getenv(EnvSocket) != "":
+		return os.Getenv(EnvSocket)
+	}
+	return DefaultSocket
+}
+
+// IsSocket reports whether path is a unix socket.
+func IsSocket(path string) bool {
+	st, err := os.Stat(path)
+	return err == nil && st.Mode().Type() == fs.ModeSocket
+}
+
+// DialNode is a run's client of its node's daemon, at SocketPath(named)
+// (a gopmi run, a Slurm step's coordinator), or nil to run alone: with
+// "none" (named, or in $GOPMI_DAEMON), without a socket there, or when
+// nobody serves it (a daemon that died without systemd to restart it
+// would make every name call wait for it). why says what the user should
+// hear when it is nil although a daemon was asked for: named, or a socket
+// that does not answer.
+func DialNode(named string, log zerolog.Logger) (c *Client, why string) {
+	if named == "none" || named == "" && os.Getenv(EnvSocket) == "none" {
+		return nil, ""
+	}
+	path := SocketPath(named)
+	if !IsSocket(path) {
+		if named != "" || os.Getenv(EnvSocket) != "" {
+			return nil, "no node daemon at " + path
+		}
+		return nil, ""
+	}
+	conn, err := net.DialTimeout("unix", path, time.Second)
+	if err != nil {
+		return nil, fmt.Sprintf("the node daemon at %s does not answer (%v)", path, err)
+	}
+	conn.Close()
+	return Dial(path, RunName(), log), ""
+}
+
 // RunName is a name for this process's run that no other run on the node
 // shares, and that the daemon checks against the caller: the host, the
 // pid and the process's start time.
@@ -95,7 +142,6 @@ func (c *Client) Register(job plugin.Job, rc RunConfig) {
 // Close.
 func (c *Client) loop() {
 	defer close(c.done)
-	regFailing := false // the last registration failed on a daemon that answered
 	for {
 		conn, err := link.Dial(c.ctx, c.path)
 		if err != nil {
@@ -128,31 +174,24 @@ func (c *Client) loop() {
 				if err != nil && transient(err) && c.ctx.Err() == nil {
 					// The daemon (or the hub it relays to) is not there
 					// yet: connect again and register everything anew.
-					if !regFailing {
-						c.log.Warn().Err(err).Str("job", req.Job.Nspace).Msg("register with the node daemon; trying again")
-					}
-					regFailing = true
 					c.mu.Lock()
 					if c.regErr == nil {
 						c.regSince = time.Now()
+						c.log.Warn().Err(err).Str("job", req.Job.Nspace).Msg("register with the node daemon; trying again")
 					}
 					c.regErr = err
 					c.mu.Unlock()
 					conn.Close()
 					break
 				}
-				if err != nil {
-					c.log.Warn().Err(err).Str("job", req.Job.Nspace).Msg("register with the node daemon")
-				} else if regFailing {
-					c.log.Info().Str("job", req.Job.Nspace).Msg("registered with the node daemon")
-					regFailing = false
-				}
-				if err == nil {
-					c.mu.Lock()
-					c.regErr = nil
-					c.mu.Unlock()
-				}
 				c.mu.Lock()
+				switch {
+				case err != nil:
+					c.log.Warn().Err(err).Str("job", req.Job.Nspace).Msg("register with the node daemon")
+				case c.regErr != nil:
+					c.log.Info().Str("job", req.Job.Nspace).Msg("registered with the node daemon")
+					c.regErr = nil
+				}
 				c.registered++
 				close(c.regChanged)
 				c.regChanged = make(chan struct{})
@@ -178,7 +217,10 @@ func (c *Client) loop() {
 			return
 		}
 		_ = conn.Close()
-		if !regFailing {
+		c.mu.Lock()
+		failing := c.regErr != nil
+		c.mu.Unlock()
+		if !failing {
 			c.log.Warn().Str("daemon", c.path).Msg("the node daemon went away; reconnecting")
 			continue
 		}

@@ -325,40 +325,13 @@ func (s *Server) ServeHub(ctx context.Context, l net.Listener, key []byte) error
 	}
 	return link.Accept(ctx, l, func(ctx context.Context, c net.Conn) {
 		host, _, _ := net.SplitHostPort(c.RemoteAddr().String())
-		if !s.holdHandshake(host) {
+		if !s.shaking.hold(host, maxHandshakesPerHost, maxHandshakes) {
 			s.log.Debug().Str("from", c.RemoteAddr().String()).Msg("hub: too many handshakes at once; closing a connection")
 			_ = c.Close()
 			return
 		}
-		s.hubConn(ctx, c, key, cfg, func() { s.releaseHandshake(host) })
+		s.hubConn(ctx, c, key, cfg, func() { s.shaking.release(host) })
 	})
-}
-
-// holdHandshake counts a handshake from host, unless the hub or host
-// holds the most.
-func (s *Server) holdHandshake(host string) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.shaking == nil {
-		s.shaking = map[string]int{}
-	}
-	total := 0
-	for _, n := range s.shaking {
-		total += n
-	}
-	if total >= maxHandshakes || s.shaking[host] >= maxHandshakesPerHost {
-		return false
-	}
-	s.shaking[host]++
-	return true
-}
-
-func (s *Server) releaseHandshake(host string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.shaking[host]--; s.shaking[host] <= 0 {
-		delete(s.shaking, host)
-	}
 }
 
 // hubConn serves one connection from a node: a relayed call, or the node's
@@ -372,8 +345,12 @@ func (s *Server) hubConn(ctx context.Context, c net.Conn, key []byte, cfg *tls.C
 	shaken()
 	if err != nil {
 		ev := s.log.Debug()
-		if errors.Is(err, errRefused) && s.hubRefusalNews(from, err) {
-			ev = s.log.Warn()
+		if errors.Is(err, errRefused) {
+			// The same refusal of the same host once a minute: a node
+			// with the wrong key tries every second.
+			if ok, _ := s.refused.news("hub " + host + " " + err.Error()); ok {
+				ev = s.log.Warn()
+			}
 		}
 		ev.Str("from", from).Err(err).Msg("hub: handshake refused")
 		_ = c.Close()
@@ -381,12 +358,13 @@ func (s *Server) hubConn(ctx context.Context, c net.Conn, key []byte, cfg *tls.C
 	}
 	switch h.Role {
 	case roleCall:
-		if !s.holdCall(h) {
+		calls := h.Node + "/" + strconv.FormatUint(uint64(h.UID), 10)
+		if !s.calls.hold(calls, maxCallsPerUser, 0) {
 			s.log.Warn().Str("node", h.Node).Uint32("uid", h.UID).Int("open", maxCallsPerUser).Msg("hub: too many connections of one user of one node; refusing one")
 			link.FailCalls(ctx, bc, plugin.Errorf(plugin.ErrUnavailable, "the hub holds %d connections of uid %d from node %s already", maxCallsPerUser, h.UID, h.Node), time.Second)
 			return
 		}
-		defer s.releaseCall(h)
+		defer s.calls.release(calls)
 		link.ServeConn(ctx, bc, s, func(ctx context.Context, _ net.Conn) context.Context {
 			return withPeer(ctx, peer{uid: h.UID, pid: h.PID, node: h.Node, start: h.Start})
 		})
@@ -400,51 +378,6 @@ func (s *Server) hubConn(ctx context.Context, c net.Conn, key []byte, cfg *tls.C
 		s.dropNode(h.Node, lc)
 		_ = lc.Close()
 	}
-}
-
-// holdCall counts a relayed connection of h's user and node, unless they
-// hold the most already.
-func (s *Server) holdCall(h hello) bool {
-	k := h.Node + "/" + strconv.FormatUint(uint64(h.UID), 10)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.calls == nil {
-		s.calls = map[string]int{}
-	}
-	if s.calls[k] >= maxCallsPerUser {
-		return false
-	}
-	s.calls[k]++
-	return true
-}
-
-func (s *Server) releaseCall(h hello) {
-	k := h.Node + "/" + strconv.FormatUint(uint64(h.UID), 10)
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.calls[k]--; s.calls[k] <= 0 {
-		delete(s.calls, k)
-	}
-}
-
-// hubRefusalNews reports whether a refusal is worth a warning: the same
-// refusal of the same host is warned of once a minute (a node with the
-// wrong key tries every second); the others are debug lines.
-func (s *Server) hubRefusalNews(from string, err error) bool {
-	host, _, _ := net.SplitHostPort(from)
-	k := "hub " + host + " " + err.Error()
-	now := time.Now()
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.refused == nil || len(s.refused) > 10000 {
-		s.refused = map[string]*refusal{}
-	}
-	if r := s.refused[k]; r != nil && now.Sub(r.logged) < time.Minute {
-		r.quiet++
-		return false
-	}
-	s.refused[k] = &refusal{logged: now}
-	return true
 }
 
 // nodeLink is a node's own link to its hub, and where it came from.

@@ -284,14 +284,8 @@ func startHubAndRelay(t *testing.T, nodeKey string) *hubAndRelay {
 // hub asks the node whether a run's process lives.
 func TestHubRelay(t *testing.T) {
 	h := startHubAndRelay(t, testKey)
-	waitLinked(t, h.relay)
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	c, err := link.Dial(ctx, h.sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
+	eventually(t, "the relay's link to the hub", h.relay.linked.Load)
+	ctx, c := dialRelay(t, h)
 	be := c.Backend()
 	cfg := []byte(`{"run":"` + RunName() + `","cmd":"./app"}`)
 	if _, err := be.Configure(ctx, &plugin.ConfigureRequest{Job: jobOf("job.n2", 2), Config: cfg}); err != nil {
@@ -332,39 +326,44 @@ func TestHubRelay(t *testing.T) {
 	}
 }
 
-func waitLinked(t *testing.T, r *Relay) {
+// eventually polls cond for up to 10 s.
+func eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
-	for !r.linked.Load() {
+	for !cond() {
 		if time.Now().After(deadline) {
-			t.Fatal("the relay did not link to the hub")
+			t.Fatalf("timed out waiting for %s", what)
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+}
+
+// dialRelay connects to h's relay, for 20 s at most, until the test ends.
+func dialRelay(t *testing.T, h *hubAndRelay) (context.Context, *link.Conn) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	t.Cleanup(cancel)
+	c, err := link.Dial(ctx, h.sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return ctx, c
 }
 
 // A node with the wrong key is refused by the hub, which logs it; the
 // node's callers hear why, not a connection that broke.
 func TestHubRelayWrongKey(t *testing.T) {
 	h := startHubAndRelay(t, "not-the-hub-key-0123456789")
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	c, err := link.Dial(ctx, h.sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer c.Close()
-	_, err = c.Backend().Query(ctx, &plugin.QueryRequest{Queries: []plugin.Query{{Keys: []string{QueryPS}}}})
+	ctx, c := dialRelay(t, h)
+	_, err := c.Backend().Query(ctx, &plugin.QueryRequest{Queries: []plugin.Query{{Keys: []string{QueryPS}}}})
 	if !errors.Is(err, plugin.ErrUnavailable) || !strings.Contains(err.Error(), "which refuses it") || !strings.Contains(err.Error(), "wrong proof") {
 		t.Fatalf("a call through a relay with the wrong key: %v", err)
 	}
 	// The hub logs the refusal after it answered it.
-	deadline := time.Now().Add(5 * time.Second)
-	for !strings.Contains(h.hubLog.String(), "hub: handshake refused") && time.Now().Before(deadline) {
-		time.Sleep(5 * time.Millisecond)
-	}
-	if !strings.Contains(h.hubLog.String(), "hub: handshake refused") || h.relay.linked.Load() {
-		t.Errorf("hub log:\n%s", h.hubLog.String())
+	eventually(t, "the hub's line about the refusal", func() bool { return strings.Contains(h.hubLog.String(), "hub: handshake refused") })
+	if h.relay.linked.Load() {
+		t.Errorf("a relay with the wrong key linked:\n%s", h.hubLog.String())
 	}
 }
 
@@ -527,18 +526,18 @@ func TestRestoredRunLearnsItsNode(t *testing.T) {
 func TestHubBounds(t *testing.T) {
 	s, _ := newTestServer(t, Options{})
 	for range maxHandshakesPerHost {
-		if !s.holdHandshake("10.0.0.9") {
+		if !s.shaking.hold("10.0.0.9", maxHandshakesPerHost, maxHandshakes) {
 			t.Fatal("a host's first handshakes were refused")
 		}
 	}
-	if s.holdHandshake("10.0.0.9") {
+	if s.shaking.hold("10.0.0.9", maxHandshakesPerHost, maxHandshakes) {
 		t.Error("a host took more than its handshakes")
 	}
-	if !s.holdHandshake("10.0.0.1") {
+	if !s.shaking.hold("10.0.0.1", maxHandshakesPerHost, maxHandshakes) {
 		t.Error("another host was refused while one floods")
 	}
-	s.releaseHandshake("10.0.0.9")
-	if !s.holdHandshake("10.0.0.9") {
+	s.shaking.release("10.0.0.9")
+	if !s.shaking.hold("10.0.0.9", maxHandshakesPerHost, maxHandshakes) {
 		t.Error("a handshake place was not given back")
 	}
 

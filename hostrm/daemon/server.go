@@ -192,10 +192,11 @@ type Server struct {
 	runs    map[string]*run
 	changed chan struct{} // closed and replaced on every change
 	closed  bool
-	refused map[string]*refusal  // guarded by mu; see refuse
 	nodes   map[string]*nodeLink // guarded by mu; other nodes' own links, by node (a hub's)
-	calls   map[string]int       // guarded by mu; relayed connections open, by node/uid (a hub's)
-	shaking map[string]int       // guarded by mu; handshakes in progress, by host (a hub's)
+
+	refused quietly // which refusals are logged; see refuse
+	calls   counts  // relayed connections open, by node/uid (a hub's)
+	shaking counts  // handshakes in progress, by host (a hub's)
 
 	save *saver // writes the names outside mu; nil without a StateFile
 }
@@ -331,32 +332,16 @@ func (s *Server) caller(ctx context.Context, step string) (peer, error) {
 // were not: a program that polls cannot flood the journal.
 func (s *Server) refuse(p peer, kind error, format string, args ...any) error {
 	err := plugin.Errorf(kind, format, args...)
-	k := strconv.FormatUint(uint64(p.uid), 10) + " " + err.Error()
-	now := time.Now()
-	if s.refused == nil {
-		s.refused = map[string]*refusal{}
-	}
-	r := s.refused[k]
-	if r != nil && now.Sub(r.logged) < time.Minute {
-		r.quiet++
+	ok, notLogged := s.refused.news(strconv.FormatUint(uint64(p.uid), 10) + " " + err.Error())
+	if !ok {
 		return err
 	}
 	ev := s.log.Warn().Uint32("uid", p.uid).Int32("pid", p.pid).Str("user", userName(p.uid))
-	if r != nil && r.quiet > 0 {
-		ev = ev.Int("same_refusals_not_logged", r.quiet)
+	if notLogged > 0 {
+		ev = ev.Int("same_refusals_not_logged", notLogged)
 	}
 	ev.Msg("refused: " + err.Error())
-	if len(s.refused) > 10000 {
-		clear(s.refused)
-	}
-	s.refused[k] = &refusal{logged: now}
 	return err
-}
-
-// refusal is when a refusal was last logged and how many since were not.
-type refusal struct {
-	logged time.Time
-	quiet  int
 }
 
 // Bounds on what one user may put in the daemon.
@@ -411,7 +396,7 @@ func (s *Server) Configure(ctx context.Context, req *plugin.ConfigureRequest) (*
 		return nil, s.refuse(p, plugin.ErrAlreadyExists, "register: job %s belongs to run %s, which is running", req.Job.Nspace, j.info.Run)
 	}
 	if r == nil {
-		r = &run{id: rc.Run, uid: uid, node: p.node}
+		r = &run{id: rc.Run, uid: uid}
 		s.runs[rc.Run] = r
 	}
 	// The pid is the kernel's word for who connected (gopmi run itself),
@@ -750,9 +735,8 @@ func (s *Server) Lookup(ctx context.Context, req *plugin.LookupRequest) (*plugin
 			case n != nil:
 				found = append(found, plugin.Published{Key: k, Value: n.Value, Publisher: n.Publisher})
 			case other && !req.Wait:
-				err := s.refuse(p, plugin.ErrPermission, "%s: %q is published by another user", step, k)
 				s.mu.Unlock()
-				return nil, err
+				return nil, s.refuse(p, plugin.ErrPermission, "%s: %q is published by another user", step, k)
 			default:
 				missing = append(missing, k)
 			}
@@ -1038,32 +1022,37 @@ func (s *Server) DirectModex(ctx context.Context, req *plugin.ModexRequest) (*pl
 	s.mu.Unlock()
 	ctx, cancel := context.WithTimeout(ctx, modexTimeout(req))
 	defer cancel()
+	var resp *plugin.ModexResponse
+	where := ""
 	if node != "" {
 		// The run's universe is a socket on its node: that node's
 		// daemon reads it for the hub.
-		resp, err := s.remoteModex(ctx, node, addr, uid, pid, req)
-		if errors.Is(err, plugin.ErrPermission) {
-			s.mu.Lock()
-			defer s.mu.Unlock()
-			return nil, s.refuse(p, plugin.ErrPermission, "%s: %v", step, err)
-		}
-		if err != nil {
-			return nil, plugin.Errorf(plugin.ErrAborted, "%s: run %s on node %s does not answer (it ended?): %v", step, j.info.Run, node, err)
-		}
-		return resp, nil
+		resp, err = s.remoteModex(ctx, node, addr, uid, pid, req)
+		where = " on node " + node
+	} else {
+		resp, err = s.universeModex(ctx, r, c, addr, uid, pid, req)
 	}
+	switch {
+	case errors.Is(err, plugin.ErrPermission):
+		return nil, s.refuse(p, plugin.ErrPermission, "%s: %v", step, err)
+	case errors.Is(err, plugin.ErrUnavailable):
+		return nil, plugin.Errorf(plugin.ErrAborted, "%s: run %s%s does not answer (it ended?): %v", step, j.info.Run, where, err)
+	}
+	return resp, err
+}
+
+// universeModex reads req from run r's universe on this node at addr,
+// over c, r's link to it, or one dialled now (and kept in r while it
+// lasts).
+func (s *Server) universeModex(ctx context.Context, r *run, c *link.Conn, addr string, uid uint32, pid int, req *plugin.ModexRequest) (*plugin.ModexResponse, error) {
 	if c == nil {
 		// Dialled without the lock: no other call waits on this run.
-		dctx, dcancel := context.WithTimeout(ctx, 5*time.Second)
+		dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		var err error
 		c, err = dialUniverse(dctx, addr, uid, pid)
-		dcancel()
-		if errors.Is(err, plugin.ErrPermission) {
-			s.mu.Lock()
-			defer s.mu.Unlock()
-			return nil, s.refuse(p, plugin.ErrPermission, "%s: %v", step, err)
-		}
+		cancel()
 		if err != nil {
-			return nil, plugin.Errorf(plugin.ErrAborted, "%s: run %s does not answer (it ended?): %v", step, j.info.Run, err)
+			return nil, err
 		}
 		s.mu.Lock()
 		if r.link != nil || r.ended || r.universe != addr {
@@ -1083,11 +1072,7 @@ func (s *Server) DirectModex(ctx context.Context, req *plugin.ModexRequest) (*pl
 			}()
 		}
 	}
-	resp, err := c.Backend().DirectModex(ctx, req)
-	if err != nil && errors.Is(err, plugin.ErrUnavailable) {
-		return nil, plugin.Errorf(plugin.ErrAborted, "%s: run %s went away: %v", step, j.info.Run, err)
-	}
-	return resp, err
+	return c.Backend().DirectModex(ctx, req)
 }
 
 // modexTimeout bounds a read of another run's keys: the request's own
@@ -1104,8 +1089,8 @@ func modexTimeout(req *plugin.ModexRequest) time.Duration {
 // pid, from SO_PEERCRED): the daemon dials as root, and a run could name
 // another user's universe to read that user's keys through it.
 func dialUniverse(ctx context.Context, addr string, uid uint32, pid int) (*link.Conn, error) {
-	path, ok := strings.CutPrefix(addr, "unix://")
-	if !ok || !strings.HasPrefix(path, "@gopmi-") {
+	path, ok := link.PrivatePath(addr)
+	if !ok {
 		return nil, plugin.Errorf(plugin.ErrPermission, "universe %q is not a run's private socket (unix://@gopmi-...)", addr)
 	}
 	var d net.Dialer

@@ -8,7 +8,6 @@ import (
 	"io"
 	"net"
 	"strconv"
-	"sync"
 	"sync/atomic"
 	"time"
 
@@ -30,10 +29,8 @@ type Relay struct {
 
 	linked   atomic.Bool // the node's own link is up
 	relaying atomic.Int64
-	refused  sync.Map // string (why) -> time.Time it was last logged
-
-	mu    sync.Mutex
-	byUID map[uint32]int // guarded by mu; connections relayed, by user
+	warned   quietly // which failures are logged; see warnOnce
+	byUID    counts  // connections relayed, by user
 }
 
 // Bounds of a relay.
@@ -101,14 +98,15 @@ func (r *Relay) relay(ctx context.Context, c net.Conn) {
 		r.log.Warn().Err(err).Msg("relay: a caller without credentials; closing")
 		return
 	}
-	if !r.hold(cred.Uid) {
-		r.warnOnce("many "+strconv.FormatUint(uint64(cred.Uid), 10), func(ev *zerolog.Event) {
+	uid := strconv.FormatUint(uint64(cred.Uid), 10)
+	if !r.byUID.hold(uid, maxRelayedPerUser, 0) {
+		r.warnOnce("many "+uid, func(ev *zerolog.Event) {
 			ev.Uint32("uid", cred.Uid).Int("open", maxRelayedPerUser).Msg("relay: too many connections of one user; refusing one")
 		})
 		link.FailCalls(ctx, c, plugin.Errorf(plugin.ErrUnavailable, "this node's daemon relays %d connections of uid %d already", maxRelayedPerUser, cred.Uid), time.Second)
 		return
 	}
-	defer r.release(cred.Uid)
+	defer r.byUID.release(uid)
 	h := hello{Role: roleCall, Node: r.node, UID: cred.Uid, PID: cred.Pid, Start: procStart(int(cred.Pid))}
 	// A hub that restarts is waited for, as a run waits for its own
 	// node's daemon; a hub that refuses is not.
@@ -159,36 +157,11 @@ func (r *Relay) relay(ctx context.Context, c net.Conn) {
 	}
 }
 
-// hold counts a relayed connection of uid, unless it holds the most.
-func (r *Relay) hold(uid uint32) bool {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.byUID == nil {
-		r.byUID = map[uint32]int{}
-	}
-	if r.byUID[uid] >= maxRelayedPerUser {
-		return false
-	}
-	r.byUID[uid]++
-	return true
-}
-
-func (r *Relay) release(uid uint32) {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.byUID[uid]--; r.byUID[uid] <= 0 {
-		delete(r.byUID, uid)
-	}
-}
-
-// warnOnce logs a failure at most once a minute per message.
+// warnOnce logs a failure at most once a minute per key.
 func (r *Relay) warnOnce(key string, log func(*zerolog.Event)) {
-	now := time.Now()
-	if last, ok := r.refused.Load(key); ok && now.Sub(last.(time.Time)) < time.Minute {
-		return
+	if ok, _ := r.warned.news(key); ok {
+		log(r.log.Warn())
 	}
-	r.refused.Store(key, now)
-	log(r.log.Warn())
 }
 
 // linkRetry is how long the node waits before it links to its hub again.

@@ -7,7 +7,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"io/fs"
 	"os"
 	"os/signal"
 	"sort"
@@ -29,23 +28,8 @@ import (
 // envDaemon names the node daemon's socket for gopmi run and the tools.
 const envDaemon = daemon.EnvSocket
 
-// daemonPath is where the tools and gopmi run look for the node daemon:
-// the flag, else $GOPMI_DAEMON, else the default socket.
-func daemonPath(flagged string) string {
-	switch {
-	case flagged != "":
-		return flagged
-	case os.Getenv(envDaemon) != "":
-		return os.Getenv(envDaemon)
-	}
-	return daemon.DefaultSocket
-}
-
-// isSocket reports whether path is a unix socket.
-func isSocket(path string) bool {
-	st, err := os.Stat(path)
-	return err == nil && st.Mode().Type() == fs.ModeSocket
-}
+// daemonPath is where the tools look for the node daemon.
+func daemonPath(flagged string) string { return daemon.SocketPath(flagged) }
 
 // daemonCmd is `gopmi daemon`: the node daemon, in the foreground.
 func daemonCmd(args []string, stderr io.Writer) int {
@@ -108,7 +92,7 @@ func daemonLogWriter(stderr io.Writer) io.Writer {
 // askDaemon runs one query, with its qualifiers, against the daemon at
 // path.
 func askDaemon(path string, quals []plugin.Info, keys ...string) (map[string]string, error) {
-	if !isSocket(path) {
+	if !daemon.IsSocket(path) {
 		return nil, fmt.Errorf("no node daemon at %s (start it: systemctl start gopmi.socket, or gopmi daemon -socket PATH)", path)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)

@@ -18,7 +18,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"net"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -279,25 +278,11 @@ func parseRun(args []string, stderr io.Writer) (launcher.Config, runFlags, error
 // when the socket is not there (said only when -daemon named it), or
 // -daemon none.
 func nodeDaemon(flagged string, stderr io.Writer, log zerolog.Logger) *daemon.Client {
-	if flagged == "none" || flagged == "" && os.Getenv(envDaemon) == "none" {
-		return nil
+	c, why := daemon.DialNode(flagged, log)
+	if why != "" {
+		fmt.Fprintf(stderr, "gopmi run: %s: names stay within this run\n", why)
 	}
-	path := daemonPath(flagged)
-	if !isSocket(path) {
-		if flagged != "" || os.Getenv(envDaemon) != "" {
-			fmt.Fprintf(stderr, "gopmi run: no node daemon at %s: names stay within this run\n", path)
-		}
-		return nil
-	}
-	// A socket nobody serves (a daemon that died without systemd to
-	// restart it) would make every name call wait for it: run alone.
-	if c, err := net.DialTimeout("unix", path, time.Second); err != nil {
-		fmt.Fprintf(stderr, "gopmi run: the node daemon at %s does not answer (%v): names stay within this run\n", path, err)
-		return nil
-	} else {
-		c.Close()
-	}
-	return daemon.Dial(path, daemon.RunName(), log)
+	return c
 }
 
 // runCmd is gopmi run; adjust, when set, completes the parsed config

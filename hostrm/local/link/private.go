@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"strconv"
+	"strings"
 	"sync/atomic"
 
 	"github.com/rs/zerolog"
@@ -21,7 +22,19 @@ import (
 func AbstractName(kind string) string {
 	var b [8]byte
 	_, _ = rand.Read(b[:])
-	return "@gopmi-" + strconv.Itoa(os.Getpid()) + "-" + hex.EncodeToString(b[:]) + "-" + kind
+	return abstractPrefix + strconv.Itoa(os.Getpid()) + "-" + hex.EncodeToString(b[:]) + "-" + kind
+}
+
+// abstractPrefix starts every AbstractName.
+const abstractPrefix = "@gopmi-"
+
+// PrivatePath is the socket name of addr when addr is one ListenPrivate
+// gives ("unix://@gopmi-..."), else false: a process that dials an
+// address another one named, with more rights than it (the node daemon
+// as root), dials nothing else.
+func PrivatePath(addr string) (string, bool) {
+	path, ok := strings.CutPrefix(addr, "unix://")
+	return path, ok && strings.HasPrefix(path, abstractPrefix)
 }
 
 // TrustedUID reports whether uid may reach this process's private

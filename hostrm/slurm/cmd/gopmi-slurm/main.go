@@ -19,7 +19,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"io/fs"
 	"net"
 	"os"
 	"os/signal"
@@ -161,21 +160,9 @@ func coordinate(args []string) int {
 // step's names are then shared with the node's other runs and steps.
 // GOPMI_DAEMON=none keeps them within the step.
 func nodeDaemon(log zerolog.Logger) *daemon.Client {
-	path := os.Getenv(daemon.EnvSocket)
-	switch path {
-	case "none":
-		return nil
-	case "":
-		path = daemon.DefaultSocket
+	c, why := daemon.DialNode("", log)
+	if why != "" {
+		log.Warn().Msg(why + ": names stay within the step")
 	}
-	if st, err := os.Stat(path); err != nil || st.Mode().Type() != fs.ModeSocket {
-		return nil
-	}
-	c, err := net.DialTimeout("unix", path, time.Second)
-	if err != nil {
-		log.Warn().Err(err).Str("daemon", path).Msg("the node daemon does not answer: names stay within the step")
-		return nil
-	}
-	c.Close()
-	return daemon.Dial(path, daemon.RunName(), log)
+	return c
 }
