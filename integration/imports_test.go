@@ -60,7 +60,7 @@ func TestImportRules(t *testing.T) {
 	pkgs := listPackages(t, "./...")
 	sdkOnly := map[string]bool{
 		mod + "hostrm/local":                    true,
-		mod + "hostrm/local/link":               true,
+		mod + "hostrm/link":                     true,
 		mod + "hostrm/local/forwarder":          true,
 		mod + "hostrm/local/cmd/gopmi-rm-local": true,
 	}
@@ -77,7 +77,7 @@ func TestImportRules(t *testing.T) {
 				imp != mod+"hostrm/slurm":
 				t.Errorf("%s imports %s: the Slurm backend may use only the SDK (%s)", path, imp, strings.Join(sdk, ", "))
 			case strings.HasPrefix(path, mod+"hostrm/slurm/") && own && !slices.Contains(sdk, imp) &&
-				imp != mod+"hostrm/local" && imp != mod+"hostrm/local/link" && !strings.HasPrefix(imp, mod+"hostrm/slurm") &&
+				imp != mod+"hostrm/local" && imp != mod+"hostrm/link" && !strings.HasPrefix(imp, mod+"hostrm/slurm") &&
 				!(path == slurmShim && (shimPkgs[imp] || imp == mod+"hostrm/daemon")):
 				// The coordinator keeps the step's state in the local RM's
 				// universe, itself SDK-only, and serves it to srun's node

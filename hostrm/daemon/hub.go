@@ -24,7 +24,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/gopmi/gopmi/hostrm/local/link"
+	"github.com/gopmi/gopmi/hostrm/link"
 	"github.com/gopmi/gopmi/plugin"
 )
 

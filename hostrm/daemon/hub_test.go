@@ -18,7 +18,7 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/gopmi/gopmi/hostrm/local/link"
+	"github.com/gopmi/gopmi/hostrm/link"
 	"github.com/gopmi/gopmi/plugin"
 	"github.com/gopmi/gopmi/plugin/plugintest"
 )

@@ -15,7 +15,7 @@ import (
 	sddaemon "github.com/coreos/go-systemd/v22/daemon"
 	"github.com/rs/zerolog"
 
-	"github.com/gopmi/gopmi/hostrm/local/link"
+	"github.com/gopmi/gopmi/hostrm/link"
 )
 
 // DefaultSocket is where the node daemon listens, and where `gopmi run`

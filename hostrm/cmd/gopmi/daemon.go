@@ -21,7 +21,7 @@ import (
 	"github.com/rs/zerolog/journald"
 
 	"github.com/gopmi/gopmi/hostrm/daemon"
-	"github.com/gopmi/gopmi/hostrm/local/link"
+	"github.com/gopmi/gopmi/hostrm/link"
 	"github.com/gopmi/gopmi/plugin"
 )
 

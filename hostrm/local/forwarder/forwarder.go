@@ -10,7 +10,7 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/gopmi/gopmi/hostrm/local/link"
+	"github.com/gopmi/gopmi/hostrm/link"
 	"github.com/gopmi/gopmi/plugin"
 )
 

@@ -12,8 +12,8 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/gopmi/gopmi/hostrm/link"
 	"github.com/gopmi/gopmi/hostrm/local"
-	"github.com/gopmi/gopmi/hostrm/local/link"
 	"github.com/gopmi/gopmi/plugin"
 	"github.com/gopmi/gopmi/plugin/plugintest"
 )

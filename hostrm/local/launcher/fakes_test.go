@@ -21,8 +21,8 @@ import (
 	"go.uber.org/goleak"
 	"google.golang.org/protobuf/encoding/protojson"
 
+	"github.com/gopmi/gopmi/hostrm/link"
 	"github.com/gopmi/gopmi/hostrm/local/forwarder"
-	"github.com/gopmi/gopmi/hostrm/local/link"
 	"github.com/gopmi/gopmi/plugin"
 	shimv1 "github.com/gopmi/gopmi/proto/gopmi/shim/v1"
 )

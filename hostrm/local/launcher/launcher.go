@@ -15,8 +15,8 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/gopmi/gopmi/hostrm/link"
 	"github.com/gopmi/gopmi/hostrm/local"
-	"github.com/gopmi/gopmi/hostrm/local/link"
 	"github.com/gopmi/gopmi/plugin"
 	"github.com/gopmi/gopmi/plugin/execpath"
 	shimv1 "github.com/gopmi/gopmi/proto/gopmi/shim/v1"

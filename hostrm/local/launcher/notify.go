@@ -9,7 +9,7 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/gopmi/gopmi/hostrm/local/link"
+	"github.com/gopmi/gopmi/hostrm/link"
 )
 
 // notifier receives one shim's sd_notify datagrams for its whole life:

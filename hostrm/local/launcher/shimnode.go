@@ -13,8 +13,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/gopmi/gopmi/hostrm/link"
 	"github.com/gopmi/gopmi/hostrm/local/forwarder"
-	"github.com/gopmi/gopmi/hostrm/local/link"
 	"github.com/gopmi/gopmi/plugin"
 	"github.com/gopmi/gopmi/shim/serve"
 	"github.com/gopmi/gopmi/shim/sockdir"

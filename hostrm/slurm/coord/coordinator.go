@@ -14,8 +14,8 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/gopmi/gopmi/hostrm/link"
 	"github.com/gopmi/gopmi/hostrm/local"
-	"github.com/gopmi/gopmi/hostrm/local/link"
 	"github.com/gopmi/gopmi/hostrm/slurm"
 	"github.com/gopmi/gopmi/plugin"
 	"github.com/gopmi/gopmi/plugin/grpcplugin/direct"

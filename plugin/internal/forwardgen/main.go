@@ -4,7 +4,7 @@
 //   - plugin/forward_gen.go: Deferred's forwarders, Complete's answers for
 //     the optional interfaces, Unimplemented's refusals;
 //   - plugin/plugintest/fake_gen.go: Fake's function fields and methods;
-//   - hostrm/local/link/calls_gen.go: the link's client methods and its
+//   - hostrm/link/calls_gen.go: the link's client methods and its
 //     server's handler table.
 //
 // A method's name for messages ("direct modex") and its name on the link
@@ -90,9 +90,9 @@ func generate(root string) (map[string][]byte, error) {
 	}
 	out := map[string][]byte{}
 	for path, tmpl := range map[string]*template.Template{
-		"plugin/forward_gen.go":          pluginTmpl,
-		"plugin/plugintest/fake_gen.go":  fakeTmpl,
-		"hostrm/local/link/calls_gen.go": linkTmpl,
+		"plugin/forward_gen.go":         pluginTmpl,
+		"plugin/plugintest/fake_gen.go": fakeTmpl,
+		"hostrm/link/calls_gen.go":      linkTmpl,
 	} {
 		var buf bytes.Buffer
 		if err := tmpl.Execute(&buf, c); err != nil {
