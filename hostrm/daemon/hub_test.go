@@ -308,7 +308,7 @@ func TestHubRelay(t *testing.T) {
 	if v, err := lookup(here, h.hub, "job.here", "svc"); err != nil || v != "tcp://n2:1" {
 		t.Fatalf("a name published through the relay, looked up on the hub: %q, %v", v, err)
 	}
-	resp, err := be.Query(ctx, &plugin.QueryRequest{Queries: []plugin.Query{{Keys: []string{QueryPS}}}})
+	resp, err := be.Query(ctx, &plugin.QueryRequest{Queries: []plugin.Query{{Keys: []string{plugin.QueryJobs}}}})
 	if err != nil || !strings.Contains(resp.Results[0].Value, `"nspace":"job.here"`) || !strings.Contains(resp.Results[0].Value, `"nspace":"job.n2"`) {
 		t.Fatalf("gopmi ps through the relay: %v %v", resp, err)
 	}
@@ -356,7 +356,7 @@ func dialRelay(t *testing.T, h *hubAndRelay) (context.Context, *link.Conn) {
 func TestHubRelayWrongKey(t *testing.T) {
 	h := startHubAndRelay(t, "not-the-hub-key-0123456789")
 	ctx, c := dialRelay(t, h)
-	_, err := c.Backend().Query(ctx, &plugin.QueryRequest{Queries: []plugin.Query{{Keys: []string{QueryPS}}}})
+	_, err := c.Backend().Query(ctx, &plugin.QueryRequest{Queries: []plugin.Query{{Keys: []string{plugin.QueryJobs}}}})
 	if !errors.Is(err, plugin.ErrUnavailable) || !strings.Contains(err.Error(), "which refuses it") || !strings.Contains(err.Error(), "wrong proof") {
 		t.Fatalf("a call through a relay with the wrong key: %v", err)
 	}

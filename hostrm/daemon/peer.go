@@ -160,3 +160,11 @@ func pidAlive(pid int, start string) bool {
 	// A killed process is a zombie when its sockets close.
 	return ok && !st.Exited() && (start == "" || start == st.Start)
 }
+
+// String names a peer for messages.
+func (p peer) String() string {
+	if p.node != "" {
+		return fmt.Sprintf("uid %d (%s), pid %d on node %s", p.uid, userName(p.uid), p.pid, p.node)
+	}
+	return fmt.Sprintf("uid %d (%s), pid %d", p.uid, userName(p.uid), p.pid)
+}

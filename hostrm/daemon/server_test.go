@@ -403,7 +403,7 @@ func BenchmarkPS1000(b *testing.B) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		resp, err := c.Backend().Query(ctx, &plugin.QueryRequest{Queries: []plugin.Query{{Keys: []string{QueryPS}}}})
+		resp, err := c.Backend().Query(ctx, &plugin.QueryRequest{Queries: []plugin.Query{{Keys: []string{plugin.QueryJobs}}}})
 		if err != nil || !strings.Contains(resp.Results[0].Value, "job.9") {
 			b.Fatalf("ps: %v", err)
 		}
@@ -425,12 +425,12 @@ func TestJobLog(t *testing.T) {
 	if err := s.NotifyEvent(a, &plugin.EventRequest{Code: EventRunEnded, Source: plugin.Proc{Nspace: "job.a"}}); err != nil {
 		t.Fatal(err)
 	}
-	read := func(ctx context.Context) []LogEntry {
-		resp, err := s.Query(ctx, &plugin.QueryRequest{Queries: []plugin.Query{{Keys: []string{QueryLog}}}})
+	read := func(ctx context.Context) []plugin.LogEntry {
+		resp, err := s.Query(ctx, &plugin.QueryRequest{Queries: []plugin.Query{{Keys: []string{plugin.QueryJobLog}}}})
 		if err != nil {
 			t.Fatal(err)
 		}
-		var out []LogEntry
+		var out []plugin.LogEntry
 		if err := json.Unmarshal([]byte(resp.Results[0].Value), &out); err != nil {
 			t.Fatal(err)
 		}
@@ -530,16 +530,22 @@ func TestQueryProcTableAndPeers(t *testing.T) {
 		return resp.Results[0].Value, nil
 	}
 	ns := plugin.Info{Key: "nspace", Value: "job.a"}
-	if v, err := q(a, QueryProcTable, ns); err != nil || v != `[{"rank":0,"node":"n1","pid":11},{"rank":1,"node":"n2","pid":12},{"rank":2,"node":"n1","pid":13}]` {
+	if v, err := q(a, plugin.QueryProcTable, ns); err != nil || v != `[{"rank":0,"node":"n1","pid":11,"state":"unknown"},{"rank":1,"node":"n2","pid":12,"state":"unknown"},{"rank":2,"node":"n1","pid":13,"state":"unknown"}]` {
 		t.Errorf("proc-table: %s, %v", v, err)
 	}
-	if v, err := q(a, QueryLocalPeers, ns, plugin.Info{Key: "node", Value: "n1"}); err != nil || v != "0,2" {
+	if v, err := q(a, plugin.QueryLocalPeers, ns, plugin.Info{Key: "node", Value: "n1"}); err != nil || v != "0,2" {
 		t.Errorf("local-peers on n1: %q, %v", v, err)
 	}
-	if _, err := q(other, QueryProcTable, ns); !errors.Is(err, plugin.ErrNotFound) {
+	if v, err := q(a, plugin.QueryLocalProcTable, plugin.Info{Key: plugin.QualNspace, Value: "job.a"}, plugin.Info{Key: plugin.QualNodeID, Value: "1"}); err != nil || v != `[{"rank":1,"node":"n2","pid":12,"state":"unknown"}]` {
+		t.Errorf("local proc table of node 1: %s, %v", v, err)
+	}
+	if v, err := q(a, plugin.QueryNodeList, ns); err != nil || v != "n1,n2" {
+		t.Errorf("node list: %q, %v", v, err)
+	}
+	if _, err := q(other, plugin.QueryProcTable, ns); !errors.Is(err, plugin.ErrNotFound) {
 		t.Errorf("another user's proc-table: %v", err)
 	}
-	ps, err := q(a, QueryPS)
+	ps, err := q(a, plugin.QueryJobs)
 	if err != nil || !strings.Contains(ps, `"started":"`+started.Format(time.RFC3339)) {
 		t.Errorf("the job's start, as its run gave it: %s, %v (want %s)", ps, err, started.Format(time.RFC3339))
 	}

@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"sync"
 
+	"github.com/gopmi/gopmi/plugin"
+	"github.com/gopmi/gopmi/plugin/names"
 	"github.com/rs/zerolog"
 )
 
@@ -20,9 +22,23 @@ type stateFile struct {
 	Names   []*name `json:"names"`
 }
 
+// name is one published name, as the state file keeps it: its realm is
+// its user, its tag its run. Range and node came in with the shared name
+// service; a name written before has neither, and so the default range.
+type name struct {
+	Key       string             `json:"key"`
+	Value     string             `json:"value"`
+	Publisher plugin.Proc        `json:"publisher"`
+	UID       uint32             `json:"uid"`
+	Run       string             `json:"run"`
+	Persist   plugin.Persistence `json:"persist"`
+	Range     plugin.Range       `json:"range,omitempty"`
+	Node      string             `json:"node,omitempty"`
+}
+
 // loadNames reads the names a previous daemon kept; a missing file is
 // none.
-func loadNames(path string) ([]*name, error) {
+func loadNames(path string) ([]names.Name, error) {
 	b, err := os.ReadFile(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
@@ -37,14 +53,26 @@ func loadNames(path string) ([]*name, error) {
 	if st.Version != stateVersion {
 		return nil, fmt.Errorf("state file %s: version %d, this daemon reads %d", path, st.Version, stateVersion)
 	}
-	return st.Names, nil
+	out := make([]names.Name, 0, len(st.Names))
+	for _, n := range st.Names {
+		rng := n.Range
+		if rng == plugin.RangeDefault {
+			rng = plugin.RangeSession
+		}
+		out = append(out, names.Name{Key: n.Key, Value: n.Value, Publisher: n.Publisher, Range: rng, Persist: n.Persist, Node: n.Node, Realm: realmOf(n.UID), Tag: n.Run})
+	}
+	return out, nil
 }
 
 // saveNames writes the names whole, through a temporary file renamed
 // over the old one, so that a daemon killed while writing leaves the
 // previous state. The file is root's alone: it holds every user's names.
-func saveNames(path string, names []*name) error {
-	b, err := json.Marshal(stateFile{Version: stateVersion, Names: names})
+func saveNames(path string, all []names.Name) error {
+	st := stateFile{Version: stateVersion, Names: []*name{}}
+	for _, n := range all {
+		st.Names = append(st.Names, &name{Key: n.Key, Value: n.Value, Publisher: n.Publisher, UID: realmUID(n.Realm), Run: n.Tag, Persist: n.Persist, Range: n.Range, Node: n.Node})
+	}
+	b, err := json.Marshal(st)
 	if err != nil {
 		return err
 	}
@@ -73,7 +101,7 @@ type saver struct {
 	log  zerolog.Logger
 
 	mu      sync.Mutex
-	pending []*name
+	pending []names.Name
 	has     bool
 	wake    chan struct{} // capacity 1
 	stop    chan struct{}
@@ -94,9 +122,9 @@ func newSaver(path string, log zerolog.Logger) *saver {
 }
 
 // put hands the saver a state to write.
-func (sv *saver) put(names []*name) {
+func (sv *saver) put(all []names.Name) {
 	sv.mu.Lock()
-	sv.pending, sv.has = names, true
+	sv.pending, sv.has = all, true
 	sv.mu.Unlock()
 	select {
 	case sv.wake <- struct{}{}:
@@ -119,13 +147,13 @@ func (sv *saver) loop() {
 
 func (sv *saver) flush() {
 	sv.mu.Lock()
-	names, has := sv.pending, sv.has
+	all, has := sv.pending, sv.has
 	sv.pending, sv.has = nil, false
 	sv.mu.Unlock()
 	if !has {
 		return
 	}
-	if err := saveNames(sv.path, names); err != nil {
+	if err := saveNames(sv.path, all); err != nil {
 		sv.log.Error().Err(err).Str("file", sv.path).Msg("save the published names")
 	}
 }

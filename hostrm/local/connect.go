@@ -89,7 +89,7 @@ func (u *Universe) Connect(ctx context.Context, req *plugin.ConnectRequest) (*pl
 	if err != nil {
 		return nil, err
 	}
-	if err := refuseInfo(step, req.Info); err != nil {
+	if err := u.names.RefuseInfo(step, req.Info); err != nil {
 		return nil, err
 	}
 	if err := ctx.Err(); err != nil {
@@ -164,7 +164,7 @@ func (u *Universe) Disconnect(ctx context.Context, req *plugin.DisconnectRequest
 	if err != nil {
 		return err
 	}
-	if err := refuseInfo(step, req.Info); err != nil {
+	if err := u.names.RefuseInfo(step, req.Info); err != nil {
 		return err
 	}
 	if err := ctx.Err(); err != nil {

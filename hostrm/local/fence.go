@@ -437,7 +437,7 @@ func (u *Universe) DirectModex(ctx context.Context, req *plugin.ModexRequest) (*
 			u.mu.Unlock()
 			return nil, err
 		}
-		ch := u.changed
+		ch := u.changed.C()
 		u.mu.Unlock()
 		changed, err := waitChange(ctx, ch, timer.C)
 		if err != nil && !errors.Is(err, context.DeadlineExceeded) {

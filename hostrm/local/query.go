@@ -2,51 +2,37 @@ package local
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
+	"os"
+	"os/user"
 	"slices"
 	"strconv"
 	"strings"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/gopmi/gopmi/plugin"
+	"github.com/gopmi/gopmi/plugin/names"
 )
 
-// Query keys the universe answers, and the qualifiers they take. Values
-// are text:
-//
-//   - "namespaces": every job of the run, comma-separated, in creation
-//     order: "gopmi.812.0,gopmi.812.1".
-//   - "job-status" (qualifier "nspace", default the requestor's job):
-//     "running", "finished", or "aborted: <why>" / "failed: <why>".
-//   - "proc-table" (qualifier "nspace", default the requestor's job): one
-//     line per rank, "<rank> <node> <pid> <state>", lines joined by "\n";
-//     pid is 0 until the task started; state is pending, started,
-//     connected, finalized, terminated, aborted, failed, exited(<status>)
-//     or signaled(<signal>).
-//   - "local-peers" (qualifiers "nspace", default the requestor's job, and
-//     "nodeid", default the requestor's node): the job's ranks on that
-//     node, comma-separated: "0,1,2,3".
-const (
-	QueryNamespaces = "namespaces"
-	QueryJobStatus  = "job-status"
-	QueryProcTable  = "proc-table"
-	QueryLocalPeers = "local-peers"
-
-	QualNspace = "nspace"
-	QualNodeID = "nodeid"
-)
-
-// Query answers the keys above; a key it does not know, or whose
-// qualifiers name no job or node, is left out, and a request none of whose
-// keys could be answered is ErrNotFound.
+// Query answers the contract's query vocabulary (plugin.QueryNamespaces
+// and the keys after it) about the run's jobs. A key it does not know, or
+// whose qualifiers name no job or node, is left out, and a request none
+// of whose keys could be answered is ErrNotFound.
 func (u *Universe) Query(_ context.Context, req *plugin.QueryRequest) (*plugin.QueryResponse, error) {
+	var namesHeld []names.Name
+	if wantsNames(req) {
+		namesHeld = u.names.Names(nil)
+	}
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	resp := &plugin.QueryResponse{}
 	var unknown []string
 	for _, q := range req.Queries {
 		for _, k := range q.Keys {
-			v, ok := u.answer(k, q.Qualifiers, req.Proc)
+			v, ok := u.answer(plugin.QueryKey(k), q.Qualifiers, req.Proc, namesHeld)
 			if !ok {
 				unknown = append(unknown, k)
 				continue
@@ -60,83 +46,165 @@ func (u *Universe) Query(_ context.Context, req *plugin.QueryRequest) (*plugin.Q
 	return resp, nil
 }
 
-func qualifier(quals []plugin.Info, key string) (string, bool) {
-	for _, q := range quals {
-		if q.Key == key {
-			return q.Value, true
+// wantsNames reports whether req asks for the published names, which
+// are read before the universe's lock is taken.
+func wantsNames(req *plugin.QueryRequest) bool {
+	for _, q := range req.Queries {
+		if slices.ContainsFunc(q.Keys, func(k string) bool { return plugin.QueryKey(k) == plugin.QueryNames }) {
+			return true
 		}
 	}
-	return "", false
+	return false
+}
+
+// qualifier is the value of key in an event's or a query's info.
+func qualifier(quals []plugin.Info, key string) (string, bool) {
+	return plugin.Qualifier(quals, key)
 }
 
 // answer computes one query value. Called with mu held.
-func (u *Universe) answer(key string, quals []plugin.Info, who plugin.Proc) (string, bool) {
-	ns, ok := qualifier(quals, QualNspace)
+func (u *Universe) answer(key string, quals []plugin.Info, who plugin.Proc, held []names.Name) (string, bool) {
+	ns, ok := qualifier(quals, plugin.QualNspace)
 	if !ok {
 		ns = who.Nspace
 	}
+	j := u.jobs[ns]
 	switch key {
-	case QueryNamespaces:
+	case plugin.QueryNamespaces:
 		return strings.Join(u.order, ","), true
-	case QueryJobStatus:
-		j := u.jobs[ns]
-		if j == nil {
-			return "", false
+	case plugin.QueryJobs:
+		jobs := []plugin.JobInfo{}
+		for _, n := range u.order {
+			jobs = append(jobs, u.jobInfo(n))
 		}
-		if j.detail != "" {
-			return j.state + ": " + j.detail, true
+		return jsonText(jobs), true
+	case plugin.QueryNames:
+		out := []plugin.NameInfo{}
+		uid := uint32(os.Getuid())
+		for _, n := range held {
+			out = append(out, plugin.NameInfo{Key: n.Key, Value: n.Value, Publisher: n.Publisher.String(), UID: uid, Run: u.opts.Prefix, Lasts: plugin.Lasts(n.Persist)})
 		}
-		return j.state, true
-	case QueryProcTable:
-		j := u.jobs[ns]
-		if j == nil {
-			return "", false
+		return jsonText(out), true
+	}
+	if j == nil {
+		return "", false
+	}
+	switch key {
+	case plugin.QueryJobStatus:
+		return plugin.JobStatus(plugin.JobState(j.state), j.detail), true
+	case plugin.QueryProcTable:
+		return plugin.EncodeProcTable(u.procTable(j, -1)), true
+	case plugin.QueryNodeList:
+		var ns []string
+		for _, n := range j.layout.Nodes {
+			ns = append(ns, n.Name)
 		}
-		var b strings.Builder
-		for r, p := range j.procs {
-			if r > 0 {
-				b.WriteByte('\n')
-			}
-			fmt.Fprintf(&b, "%d %s %d %s", r, j.nodeName(int32(r)), p.pid, p.state)
-		}
-		return b.String(), true
-	case QueryLocalPeers:
-		j := u.jobs[ns]
-		if j == nil {
-			return "", false
-		}
-		var node int32
-		if v, ok := qualifier(quals, QualNodeID); ok {
-			id, err := strconv.ParseInt(v, 10, 32)
-			if err != nil {
-				return "", false
-			}
-			node = int32(id)
-		} else if who.Nspace == ns && who.Rank >= 0 && who.Rank < j.layout.Size {
-			node = j.rankNode[who.Rank]
-		} else if len(j.layout.Nodes) == 1 {
-			node = j.layout.Nodes[0].ID
-		} else {
-			return "", false
-		}
-		i, ok := j.nodeIndex[node]
+		return strings.Join(ns, ","), true
+	case plugin.QueryLocalProcTable, plugin.QueryLocalPeers:
+		i, ok := u.nodeOf(j, quals, who)
 		if !ok {
 			return "", false
 		}
+		if key == plugin.QueryLocalProcTable {
+			return plugin.EncodeProcTable(u.procTable(j, i)), true
+		}
 		ranks := slices.Clone(j.layout.Nodes[i].Ranks)
 		slices.Sort(ranks)
-		return commaList(ranks), true
+		return plugin.PeerList(ranks), true
 	}
 	return "", false
 }
 
-// commaList formats ranks as local-peers does: "0,1,2,3".
-func commaList(ranks []int32) string {
-	s := make([]string, len(ranks))
-	for i, r := range ranks {
-		s[i] = strconv.Itoa(int(r))
+// nodeOf is the index in j's layout of the node quals name (by ID or
+// name), else the requestor's node, else j's only node. Called with mu
+// held.
+func (u *Universe) nodeOf(j *job, quals []plugin.Info, who plugin.Proc) (int, bool) {
+	if v, ok := qualifier(quals, plugin.QualNodeID); ok {
+		id, err := strconv.ParseInt(v, 10, 32)
+		if err != nil {
+			return 0, false
+		}
+		i, ok := j.nodeIndex[int32(id)]
+		return i, ok
 	}
-	return strings.Join(s, ",")
+	if v, ok := qualifier(quals, plugin.QualHostname); ok {
+		i := slices.IndexFunc(j.layout.Nodes, func(n plugin.Node) bool { return n.Name == v })
+		return i, i >= 0
+	}
+	switch {
+	case who.Nspace == j.layout.Nspace && who.Rank >= 0 && who.Rank < j.layout.Size:
+		return j.nodeIndex[j.rankNode[who.Rank]], true
+	case len(j.layout.Nodes) == 1:
+		return 0, true
+	}
+	return 0, false
+}
+
+// procTable is j's processes by rank, those of node index node only when
+// node >= 0. Called with mu held.
+func (u *Universe) procTable(j *job, node int) []plugin.ProcInfo {
+	apps := j.layout.AppRanks()
+	procs := []plugin.ProcInfo{}
+	for r, p := range j.procs {
+		if node >= 0 && j.nodeIndex[j.rankNode[r]] != node {
+			continue
+		}
+		pi := plugin.ProcInfo{Rank: int32(r), Node: j.nodeName(int32(r)), PID: p.pid, State: plugin.ProcState(p.state)}
+		if a := int(apps[r]); a < len(j.layout.Apps) {
+			pi.App = j.layout.Apps[a].Cmd
+		}
+		// The launcher says how a task ended as "exited(3)" or
+		// "signaled(KILL)".
+		word, detail, _ := strings.Cut(strings.TrimSuffix(p.state, ")"), "(")
+		switch word {
+		case "exited":
+			pi.State = plugin.ProcExited
+			pi.ExitStatus, _ = strconv.Atoi(detail)
+		case "signaled":
+			pi.State, pi.Signal = plugin.ProcExited, detail
+			if sig := unix.SignalNum("SIG" + detail); sig != 0 {
+				pi.ExitStatus = 128 + int(sig)
+			}
+		}
+		procs = append(procs, pi)
+	}
+	return procs
+}
+
+// jobInfo is job ns as QueryJobs shows it. Called with mu held.
+func (u *Universe) jobInfo(ns string) plugin.JobInfo {
+	j := u.jobs[ns]
+	uid := uint32(os.Getuid())
+	info := plugin.JobInfo{Nspace: ns, Run: u.opts.Prefix, UID: uid, User: userName(uid), PID: os.Getpid(), Size: j.layout.Size,
+		State: plugin.JobStatus(plugin.JobState(j.state), j.detail), Started: u.started}
+	if len(j.layout.Apps) > 0 {
+		info.Cmd = j.layout.Apps[0].Cmd
+	}
+	for _, n := range j.layout.Nodes {
+		info.Nodes = append(info.Nodes, n.Name)
+	}
+	for _, p := range j.procs {
+		info.Pids = append(info.Pids, p.pid)
+	}
+	return info
+}
+
+// userName is uid's login name, or the number.
+func userName(uid uint32) string {
+	if u, err := user.LookupId(strconv.FormatUint(uint64(uid), 10)); err == nil {
+		return u.Username
+	}
+	return strconv.FormatUint(uint64(uid), 10)
+}
+
+// jsonText is v as JSON; the query types hold only strings, numbers and
+// times.
+func jsonText(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic(fmt.Sprintf("query answer: %v", err))
+	}
+	return string(b)
 }
 
 // Log writes each datum to stderr as "gopmi: [<proc>] <value>"; data
@@ -197,7 +265,7 @@ func (u *Universe) NotifyEvent(_ context.Context, req *plugin.EventRequest) erro
 		if err := u.setProcState("notify "+string(req.Code), req.Source, "terminated"); err != nil {
 			return err
 		}
-		u.dropNames(func(n *name) bool { return n.persist == plugin.PersistProc && n.publisher == req.Source })
+		u.names.Drop(func(n *names.Name) bool { return n.Persist == plugin.PersistProc && n.Publisher == req.Source })
 		u.broadcast()
 		return nil
 	}

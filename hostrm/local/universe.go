@@ -15,6 +15,8 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/gopmi/gopmi/plugin"
+	"github.com/gopmi/gopmi/plugin/names"
+	"github.com/gopmi/gopmi/plugin/wake"
 )
 
 // orDefault is a request's time-out, or def when it carries none.
@@ -109,9 +111,10 @@ type Universe struct {
 	jobs    map[string]*job   // by namespace; guarded by mu
 	order   []string          // namespaces in creation order; guarded by mu
 	fences  map[string]*fence // pending and failed collectives; guarded by mu
-	names   []*name           // published names; guarded by mu
 	conns   map[jobPair]int   // Connects not yet undone, per pair of jobs; guarded by mu
-	changed chan struct{}     // closed and replaced on every change waiters watch; guarded by mu
+
+	names   *names.Service // the run's published names (its own lock)
+	changed wake.Cond      // woken on every change waiters watch
 }
 
 // job is the universe's record of one job.
@@ -178,8 +181,8 @@ func NewUniverse(opts UniverseOptions) *Universe {
 		jobs:    make(map[string]*job),
 		fences:  make(map[string]*fence),
 		conns:   make(map[jobPair]int),
-		changed: make(chan struct{}),
 	}
+	u.names = names.New(names.Options{Host: "gopmi-rm-local", Changes: &u.changed})
 	if u.stderr == nil {
 		u.stderr = os.Stderr
 	}
@@ -188,11 +191,10 @@ func NewUniverse(opts UniverseOptions) *Universe {
 
 var _ plugin.Full = (*Universe)(nil)
 
-// broadcast wakes every waiter of the universe (lookups, direct modex).
-// Called with mu held.
+// broadcast wakes every waiter of the universe (fences, lookups, direct
+// modex). Called with mu held.
 func (u *Universe) broadcast() {
-	close(u.changed)
-	u.changed = make(chan struct{})
+	u.changed.Broadcast()
 }
 
 // GetInfo names the backend "local" and lists what it implements.
@@ -425,7 +427,7 @@ func (u *Universe) TaskExited(p plugin.Proc, how string) {
 	if j, err := u.lookupProc("task exited", p); err == nil {
 		j.procs[p.Rank].state = how
 	}
-	u.dropNames(func(n *name) bool { return n.persist == plugin.PersistProc && n.publisher == p })
+	u.names.Drop(func(n *names.Name) bool { return n.Persist == plugin.PersistProc && n.Publisher == p })
 }
 
 // EndJob records that every task of a job ended; failure, when not empty,
@@ -445,8 +447,8 @@ func (u *Universe) EndJob(nspace, failure string) {
 		}
 	}
 	u.failFences(nspace, plugin.Errorf(plugin.ErrAborted, "job %s ended", nspace))
-	u.dropNames(func(n *name) bool {
-		return n.publisher.Nspace == nspace && (n.persist == plugin.PersistApp || n.persist == plugin.PersistProc)
+	u.names.Drop(func(n *names.Name) bool {
+		return n.Publisher.Nspace == nspace && (n.Persist == plugin.PersistApp || n.Persist == plugin.PersistProc)
 	})
 	u.broadcast()
 }
@@ -566,7 +568,7 @@ func (u *Universe) Dump(w io.Writer) {
 			f.id, strings.Join(f.nspaces, ","), roundDuration(time.Since(f.start)), f.narrived, f.nexpected, u.missing(f, 10))
 	}
 	u.dumpConnections(w)
-	fmt.Fprintf(w, "  %d published names\n", len(u.names))
+	fmt.Fprintf(w, "  %d published names\n", len(u.names.Names(nil)))
 }
 
 // procStateWord strips the detail from "exited(0)" for counting.

@@ -66,7 +66,7 @@ func waitFence(t *testing.T, u *Universe, id string) {
 			found = found || (f.id == id && f.narrived > 0)
 		}
 		// An arrival broadcasts the change.
-		changed := u.changed
+		changed := u.changed.C()
 		u.mu.Unlock()
 		if found {
 			return
@@ -180,7 +180,7 @@ func TestConfigure(t *testing.T) {
 			}
 		})
 	}
-	if q := query(t, u, plugin.Proc{}, QueryNamespaces, nil); q != "gopmi.test.0,fresh" {
+	if q := query(t, u, plugin.Proc{}, plugin.QueryNamespaces, nil); q != "gopmi.test.0,fresh" {
 		t.Errorf("namespaces %q", q)
 	}
 }
@@ -342,7 +342,7 @@ func TestFenceAbortFailsPending(t *testing.T) {
 	if d := cmp.Diff(want, events); d != "" {
 		t.Errorf("OnAbort events (-want +got):\n%s", d)
 	}
-	if s := query(t, u, procs(job.Nspace, 0)[0], QueryJobStatus, nil); s != "aborted: rank 2 of job gopmi.test.0 aborted with status 7: bye" {
+	if s := query(t, u, procs(job.Nspace, 0)[0], plugin.QueryJobStatus, nil); s != "aborted: rank 2 of job gopmi.test.0 aborted with status 7: bye" {
 		t.Errorf("job-status %q", s)
 	}
 }
@@ -572,14 +572,19 @@ func TestQuery(t *testing.T) {
 		quals []plugin.Info
 		want  string
 	}{
-		{"namespaces", p(0), QueryNamespaces, nil, ns},
-		{"job status", p(0), QueryJobStatus, nil, "running"},
-		{"job status by qualifier", plugin.Proc{}, QueryJobStatus, []plugin.Info{{Key: QualNspace, Value: ns}}, "running"},
-		{"proc table", p(3), QueryProcTable, nil, "0 vm-0 100 exited(0)\n1 vm-0 101 connected\n2 vm-1 102 finalized\n3 vm-1 0 pending"},
-		{"local peers of the requestor", p(3), QueryLocalPeers, nil, "2,3"},
-		{"local peers by node id", p(3), QueryLocalPeers, []plugin.Info{{Key: QualNodeID, Value: "0"}}, "0,1"},
-		{"unknown node id", p(3), QueryLocalPeers, []plugin.Info{{Key: QualNodeID, Value: "9"}}, ""},
-		{"unknown job", p(3), QueryProcTable, []plugin.Info{{Key: QualNspace, Value: "nope"}}, ""},
+		{"namespaces", p(0), plugin.QueryNamespaces, nil, ns},
+		{"job status", p(0), plugin.QueryJobStatus, nil, "running"},
+		{"job status by qualifier", plugin.Proc{}, plugin.QueryJobStatus, []plugin.Info{{Key: plugin.QualNspace, Value: ns}}, "running"},
+		{"proc table", p(3), plugin.QueryProcTable, nil, `[{"rank":0,"node":"vm-0","pid":100,"state":"exited","app":"/bin/app"},{"rank":1,"node":"vm-0","pid":101,"state":"connected","app":"/bin/app"},{"rank":2,"node":"vm-1","pid":102,"state":"finalized","app":"/bin/app"},{"rank":3,"node":"vm-1","state":"pending","app":"/bin/app"}]`},
+		{"proc table by its 1.0 name", p(3), "proc-table", []plugin.Info{{Key: "nspace", Value: ns}}, `[{"rank":0,"node":"vm-0","pid":100,"state":"exited","app":"/bin/app"},{"rank":1,"node":"vm-0","pid":101,"state":"connected","app":"/bin/app"},{"rank":2,"node":"vm-1","pid":102,"state":"finalized","app":"/bin/app"},{"rank":3,"node":"vm-1","state":"pending","app":"/bin/app"}]`},
+		{"local proc table by host name", p(0), plugin.QueryLocalProcTable, []plugin.Info{{Key: plugin.QualHostname, Value: "vm-1"}}, `[{"rank":2,"node":"vm-1","pid":102,"state":"finalized","app":"/bin/app"},{"rank":3,"node":"vm-1","state":"pending","app":"/bin/app"}]`},
+		{"node list", p(0), plugin.QueryNodeList, nil, "vm-0,vm-1"},
+		{"local peers by host name", p(0), plugin.QueryLocalPeers, []plugin.Info{{Key: plugin.QualHostname, Value: "vm-1"}}, "2,3"},
+		{"local peers by the 1.0 qualifier", p(0), "local-peers", []plugin.Info{{Key: "nodeid", Value: "1"}}, "2,3"},
+		{"local peers of the requestor", p(3), plugin.QueryLocalPeers, nil, "2,3"},
+		{"local peers by node id", p(3), plugin.QueryLocalPeers, []plugin.Info{{Key: plugin.QualNodeID, Value: "0"}}, "0,1"},
+		{"unknown node id", p(3), plugin.QueryLocalPeers, []plugin.Info{{Key: plugin.QualNodeID, Value: "9"}}, ""},
+		{"unknown job", p(3), plugin.QueryProcTable, []plugin.Info{{Key: plugin.QualNspace, Value: "nope"}}, ""},
 		{"unknown key", p(3), "pmix.qry.unknown", nil, ""},
 	}
 	for _, tc := range tests {
@@ -590,15 +595,15 @@ func TestQuery(t *testing.T) {
 		})
 	}
 	// Known keys are answered, unknown ones left out.
-	resp, err := u.Query(ctx, &plugin.QueryRequest{Proc: p(0), Queries: []plugin.Query{{Keys: []string{"nope", QueryJobStatus}}}})
+	resp, err := u.Query(ctx, &plugin.QueryRequest{Proc: p(0), Queries: []plugin.Query{{Keys: []string{"nope", plugin.QueryJobStatus}}}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d := cmp.Diff([]plugin.Info{{Key: QueryJobStatus, Value: "running"}}, resp.Results); d != "" {
+	if d := cmp.Diff([]plugin.Info{{Key: plugin.QueryJobStatus, Value: "running"}}, resp.Results); d != "" {
 		t.Errorf("mixed query (-want +got):\n%s", d)
 	}
 	u.EndJob(ns, "")
-	if got := query(t, u, p(0), QueryJobStatus, nil); got != "finished" {
+	if got := query(t, u, p(0), plugin.QueryJobStatus, nil); got != "finished" {
 		t.Errorf("job status after EndJob: %q", got)
 	}
 }
@@ -662,7 +667,7 @@ func TestNotifyEvent(t *testing.T) {
 	if _, err := wait(); !errors.Is(err, plugin.ErrAborted) {
 		t.Errorf("pending fence: %v, want ErrAborted", err)
 	}
-	if got := query(t, u, plugin.Proc{Nspace: ns}, QueryJobStatus, nil); got != "failed: rank 2: closed its PMI connection before finalize" {
+	if got := query(t, u, plugin.Proc{Nspace: ns}, plugin.QueryJobStatus, nil); got != "failed: rank 2: closed its PMI connection before finalize" {
 		t.Errorf("job status %q", got)
 	}
 	if err := u.NotifyEvent(ctx, &plugin.EventRequest{Code: "x-unknown", Source: plugin.Proc{Nspace: ns, Rank: 0}}); err != nil {
@@ -966,7 +971,7 @@ func TestSpawn(t *testing.T) {
 			if d := cmp.Diff(preput, spec.Preput); d != "" {
 				t.Errorf("preput (-want +got):\n%s", d)
 			}
-			if got := query(t, u, requestor, QueryNamespaces, nil); got != "gopmi.test.0,gopmi.test.1" {
+			if got := query(t, u, requestor, plugin.QueryNamespaces, nil); got != "gopmi.test.0,gopmi.test.1" {
 				t.Errorf("namespaces %q", got)
 			}
 		})
@@ -982,7 +987,7 @@ func TestSpawn(t *testing.T) {
 		if !errors.Is(err, plugin.ErrUnavailable) || err.Error() != want {
 			t.Errorf("Spawn: %v\nwant %q", err, want)
 		}
-		if got := query(t, u, plugin.Proc{Nspace: "gopmi.test.1"}, QueryJobStatus, nil); !strings.HasPrefix(got, "failed: launch failed") {
+		if got := query(t, u, plugin.Proc{Nspace: "gopmi.test.1"}, plugin.QueryJobStatus, nil); !strings.HasPrefix(got, "failed: launch failed") {
 			t.Errorf("spawned job status %q", got)
 		}
 	})

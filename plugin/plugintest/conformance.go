@@ -68,36 +68,66 @@ func RunConformance(t *testing.T, h Harness) {
 	if h.Timeout <= 0 {
 		h.Timeout = DefaultTimeout
 	}
-	cases := []struct {
-		name string
-		run  func(t *testing.T, e *env)
-	}{
-		{"GetInfo", testGetInfo},
-		{"Configure", testConfigure},
-		{"ClientConnectedFinalized", testClients},
-		{"FenceCollect", testFenceCollect},
-		{"FenceTwice", testFenceTwice},
-		{"FenceBarrier", testFenceBarrier},
-		{"FenceTimeout", testFenceTimeout},
-		{"FenceLateArrival", testFenceLateArrival},
-		{"FenceSameIDTwoJobs", testFenceTwoJobs},
-		{"FenceCancel", testFenceCancel},
-		{"FenceThenDirectModex", testFenceModex},
-		{"ZeroTimeouts", testZeroTimeouts},
-		{"DirectModexTimeout", testModexTimeout},
-		{"DirectModexWholeJob", testModexWholeJob},
-		{"DirectModexUnknownJob", testModexUnknownJob},
-		{"NameService", testNameService},
-		{"LookupWaitTimeout", testLookupWaitTimeout},
-		{"NameUnknownInfo", testNameUnknownInfo},
-		{"NamePersistFirstRead", testNamePersistFirstRead},
-		{"NameRangeNamespace", testNameRangeNamespace},
-		{"UnpublishWithoutKeys", testUnpublishWithoutKeys},
-		{"Connect", testConnect},
-		{"Capabilities", testCapabilities},
-		{"Abort", testAbort},
-		{"AbortFailsWaits", testAbortFailsWaits},
+	runCases(t, h, conformanceCases)
+}
+
+// nameServiceCases are the cases of the name service (Publisher).
+var nameServiceCases = []conformanceCase{
+	{"NameService", testNameService},
+	{"LookupWaitTimeout", testLookupWaitTimeout},
+	{"NameUnknownInfo", testNameUnknownInfo},
+	{"NamePersistFirstRead", testNamePersistFirstRead},
+	{"NameRangeNamespace", testNameRangeNamespace},
+	{"UnpublishWithoutKeys", testUnpublishWithoutKeys},
+}
+
+// conformanceCases are every case, in the order RunConformance runs them.
+var conformanceCases = slices.Concat([]conformanceCase{
+	{"GetInfo", testGetInfo},
+	{"Configure", testConfigure},
+	{"ClientConnectedFinalized", testClients},
+	{"FenceCollect", testFenceCollect},
+	{"FenceTwice", testFenceTwice},
+	{"FenceBarrier", testFenceBarrier},
+	{"FenceTimeout", testFenceTimeout},
+	{"FenceLateArrival", testFenceLateArrival},
+	{"FenceSameIDTwoJobs", testFenceTwoJobs},
+	{"FenceCancel", testFenceCancel},
+	{"FenceThenDirectModex", testFenceModex},
+	{"ZeroTimeouts", testZeroTimeouts},
+	{"DirectModexTimeout", testModexTimeout},
+	{"DirectModexWholeJob", testModexWholeJob},
+	{"DirectModexUnknownJob", testModexUnknownJob},
+}, nameServiceCases, []conformanceCase{
+	{"Connect", testConnect},
+	{"Capabilities", testCapabilities},
+	{"Abort", testAbort},
+	{"AbortFailsWaits", testAbortFailsWaits},
+})
+
+// conformanceCase is one case of the suite.
+type conformanceCase struct {
+	name string
+	run  func(t *testing.T, e *env)
+}
+
+// RunNameService runs the name-service cases of the suite alone, against
+// a backend that is only a name service, or reached as one: the node
+// daemon, say, which serves names across runs but no fences. Each node
+// NewNode returns needs GetInfo (advertising CapPublish), Configure and
+// the Publisher calls.
+func RunNameService(t *testing.T, h Harness) {
+	if h.NewNode == nil {
+		t.Fatal("conformance: Harness.NewNode is nil")
 	}
+	if h.Timeout <= 0 {
+		h.Timeout = DefaultTimeout
+	}
+	runCases(t, h, nameServiceCases)
+}
+
+// runCases runs cases in each mode h allows.
+func runCases(t *testing.T, h Harness, cases []conformanceCase) {
 	modes := []string{"direct", "grpc"}
 	if h.processes {
 		modes = []string{"process"}

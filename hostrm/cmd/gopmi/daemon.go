@@ -135,13 +135,13 @@ func psCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "gopmi ps: unexpected arguments %q\n", fs.Args())
 		return 2
 	}
-	res, err := askDaemon(daemonPath(*path), nil, daemon.QueryPS)
+	res, err := askDaemon(daemonPath(*path), nil, plugin.QueryJobs)
 	if err != nil {
 		fmt.Fprintf(stderr, "gopmi ps: %v\n", err)
 		return 1
 	}
-	var jobs []daemon.JobInfo
-	if err := json.Unmarshal([]byte(res[daemon.QueryPS]), &jobs); err != nil {
+	var jobs []plugin.JobInfo
+	if err := json.Unmarshal([]byte(res[plugin.QueryJobs]), &jobs); err != nil {
 		fmt.Fprintf(stderr, "gopmi ps: the daemon's answer: %v\n", err)
 		return 1
 	}
@@ -156,7 +156,7 @@ func psCmd(args []string, stdout, stderr io.Writer) int {
 	}
 	if *asJSON {
 		if jobs == nil {
-			jobs = []daemon.JobInfo{}
+			jobs = []plugin.JobInfo{}
 		}
 		b, _ := json.MarshalIndent(jobs, "", "  ")
 		fmt.Fprintln(stdout, string(b))
@@ -195,11 +195,11 @@ func queryCmd(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	path := fs.String("daemon", "", "the node daemon's socket (default $"+envDaemon+", else "+daemon.DefaultSocket+")")
 	asJSON := fs.Bool("json", false, "print JSON")
-	nspace := fs.String("nspace", "", "the `job` that job-status, "+daemon.QueryProcTable+", "+daemon.QueryLocalPeers+" and "+daemon.QueryLog+" are about")
-	node := fs.String("node", "", "the node that "+daemon.QueryLocalPeers+" is about (default the daemon's)")
+	nspace := fs.String("nspace", "", "the `job` that job-status, "+plugin.QueryProcTable+", "+plugin.QueryLocalPeers+" and "+plugin.QueryJobLog+" are about")
+	node := fs.String("node", "", "the node that "+plugin.QueryLocalPeers+" is about (default the daemon's)")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: gopmi query [flags] [key...]\n\nkeys: namespaces (default), %s (published names), %s (jobs),\n      job-status, %s (a job's ranks, nodes and pids), %s (a job's ranks on a node): with -nspace\n\nflags:\n",
-			daemon.QueryNames, daemon.QueryPS, daemon.QueryProcTable, daemon.QueryLocalPeers)
+			plugin.QueryNames, plugin.QueryJobs, plugin.QueryProcTable, plugin.QueryLocalPeers)
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -267,13 +267,13 @@ func logCmd(args []string, stdout, stderr io.Writer) int {
 	if fs.NArg() > 0 {
 		quals = []plugin.Info{{Key: "nspace", Value: fs.Arg(0)}}
 	}
-	res, err := askDaemon(daemonPath(*path), quals, daemon.QueryLog)
+	res, err := askDaemon(daemonPath(*path), quals, plugin.QueryJobLog)
 	if err != nil {
 		fmt.Fprintf(stderr, "gopmi log: %v\n", err)
 		return 1
 	}
-	var entries []daemon.LogEntry
-	if err := json.Unmarshal([]byte(res[daemon.QueryLog]), &entries); err != nil {
+	var entries []plugin.LogEntry
+	if err := json.Unmarshal([]byte(res[plugin.QueryJobLog]), &entries); err != nil {
 		fmt.Fprintf(stderr, "gopmi log: the daemon's answer: %v\n", err)
 		return 1
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -127,10 +128,27 @@ func (r *run) bootstrap(t *testing.T, ns string, node int) *shimv1.Bootstrap {
 	return &bs
 }
 
-// procTable returns the universe's proc-table rows of a job, by rank.
+// procTable returns the universe's proc table of a job, by rank, as
+// rows "<rank> <node> <pid> <state>" where an ended task's state says how
+// it ended: "exited(3)", "signaled(TERM)".
 func (r *run) procTable(t *testing.T, ns string) []string {
 	t.Helper()
-	return strings.Split(query(t, r.l.Universe(), plugin.Proc{Nspace: ns}, local.QueryProcTable), "\n")
+	procs, err := plugin.DecodeProcTable(query(t, r.l.Universe(), plugin.Proc{Nspace: ns}, plugin.QueryProcTable))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var rows []string
+	for _, p := range procs {
+		state := string(p.State)
+		switch {
+		case p.State == plugin.ProcExited && p.Signal != "":
+			state = "signaled(" + p.Signal + ")"
+		case p.State == plugin.ProcExited:
+			state = fmt.Sprintf("exited(%d)", p.ExitStatus)
+		}
+		rows = append(rows, fmt.Sprintf("%d %s %d %s", p.Rank, p.Node, p.PID, state))
+	}
+	return rows
 }
 
 func mainJob() string { return "gopmi." + strconv.Itoa(os.Getpid()) + ".0" }
@@ -522,7 +540,7 @@ func testRunSpawn(t *testing.T, ppn int) {
 	if code, err := r.wait(t); code != 0 || err != nil {
 		t.Errorf("Run: %d, %v; stderr:\n%s", code, err, r.stderr)
 	}
-	if got := query(t, u, plugin.Proc{Nspace: child}, local.QueryJobStatus); got != "finished" {
+	if got := query(t, u, plugin.Proc{Nspace: child}, plugin.QueryJobStatus); got != "finished" {
 		t.Errorf("spawned job status %q", got)
 	}
 	if ppn == 0 {

@@ -1,0 +1,246 @@
+package daemon
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gopmi/gopmi/hostrm/link"
+	"github.com/gopmi/gopmi/plugin"
+	"github.com/gopmi/gopmi/plugin/names"
+)
+
+// The daemon answers the contract's query vocabulary (plugin.Query*) with
+// what the caller may see: its own jobs and names (root: everyone's). The
+// keys about one job (its status, proc table, local peers, node list) are
+// the run's to answer: the daemon asks the run's universe, as the
+// universe answers them for `gopmi run` and a Slurm step, and answers from
+// its registry only when the run no longer answers (it ended) or lives on
+// another node. So `gopmi query` shows the same keys in the same format
+// wherever the job runs.
+
+// nodeKeys are answered from the daemon's own state.
+var nodeKeys = []string{plugin.QueryNamespaces, plugin.QueryJobs, plugin.QueryNames, plugin.QueryJobLog}
+
+// jobKeys are a job's: the run's universe answers them.
+var jobKeys = []string{plugin.QueryJobStatus, plugin.QueryProcTable, plugin.QueryLocalProcTable, plugin.QueryLocalPeers, plugin.QueryNodeList}
+
+// Query answers the vocabulary's keys. A key it does not know, or about a
+// job the caller may not see, is left out; a query none of whose keys
+// could be answered is ErrNotFound, saying why.
+func (s *Server) Query(ctx context.Context, req *plugin.QueryRequest) (*plugin.QueryResponse, error) {
+	p, err := s.caller(ctx, "query")
+	if err != nil {
+		return nil, err
+	}
+	resp := &plugin.QueryResponse{}
+	var keys []string
+	for _, q := range req.Queries {
+		for _, k := range q.Keys {
+			keys = append(keys, k)
+			var v string
+			var ok bool
+			switch key := plugin.QueryKey(k); {
+			case slices.Contains(nodeKeys, key):
+				v, ok = s.answerNode(p, key, q.Qualifiers), true
+			case slices.Contains(jobKeys, key):
+				v, ok = s.answerJob(ctx, p, key, q.Qualifiers, req.Proc)
+			}
+			if ok {
+				resp.Results = append(resp.Results, plugin.Info{Key: k, Value: v})
+			}
+		}
+	}
+	if len(resp.Results) > 0 {
+		return resp, nil
+	}
+	if ns := nspaceOf(req, req.Proc); ns != "" {
+		return nil, plugin.Errorf(plugin.ErrNotFound, "query %s: no job %s of %s is registered", strings.Join(keys, ","), ns, userName(p.uid))
+	}
+	return nil, plugin.Errorf(plugin.ErrNotFound, "query %s: not a key the node daemon answers (%s, %s)",
+		strings.Join(keys, ","), strings.Join(nodeKeys, ", "), strings.Join(jobKeys, ", "))
+}
+
+// nspaceOf is the job the first query names, else who's.
+func nspaceOf(req *plugin.QueryRequest, who plugin.Proc) string {
+	if len(req.Queries) > 0 {
+		if ns, ok := plugin.Qualifier(req.Queries[0].Qualifiers, plugin.QualNspace); ok {
+			return ns
+		}
+	}
+	return who.Nspace
+}
+
+// answerNode answers one of nodeKeys.
+func (s *Server) answerNode(p peer, key string, quals []plugin.Info) string {
+	if key == plugin.QueryNames {
+		out := []plugin.NameInfo{}
+		for _, n := range s.names.Names(func(n *names.Name) bool { return p.may(realmUID(n.Realm)) }) {
+			out = append(out, plugin.NameInfo{Key: n.Key, Value: n.Value, Publisher: n.Publisher.String(), UID: realmUID(n.Realm), Run: n.Tag, Lasts: plugin.Lasts(n.Persist)})
+		}
+		return jsonText(out)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.pruneLocked(time.Now())
+	jobs := []plugin.JobInfo{}
+	for _, j := range s.jobs {
+		if p.may(j.info.UID) {
+			jobs = append(jobs, j.info)
+		}
+	}
+	sort.Slice(jobs, func(a, b int) bool { return jobs[a].Started.Before(jobs[b].Started) })
+	switch key {
+	case plugin.QueryJobs:
+		return jsonText(jobs)
+	case plugin.QueryJobLog:
+		out := []plugin.LogEntry{}
+		want, _ := plugin.Qualifier(quals, plugin.QualNspace)
+		for _, j := range s.jobs {
+			if p.may(j.info.UID) && (want == "" || j.info.Nspace == want) {
+				out = append(out, j.log...)
+			}
+		}
+		sort.SliceStable(out, func(a, b int) bool { return out[a].Time.Before(out[b].Time) })
+		return jsonText(out)
+	}
+	var ns []string
+	for _, j := range jobs {
+		ns = append(ns, j.Nspace)
+	}
+	return strings.Join(ns, ",")
+}
+
+// answerJob answers one of jobKeys about the job quals name (default
+// who's): from the run's universe while it answers, else from the
+// registry.
+func (s *Server) answerJob(ctx context.Context, p peer, key string, quals []plugin.Info, who plugin.Proc) (string, bool) {
+	ns, ok := plugin.Qualifier(quals, plugin.QualNspace)
+	if !ok {
+		ns = who.Nspace
+	}
+	here := p.node // the caller's node, the default of the local keys
+	if here == "" {
+		here, _ = os.Hostname()
+	}
+	if key == plugin.QueryLocalPeers || key == plugin.QueryLocalProcTable {
+		if _, byID := plugin.Qualifier(quals, plugin.QualNodeID); !byID {
+			if _, byName := plugin.Qualifier(quals, plugin.QualHostname); !byName {
+				quals = append(slices.Clip(quals), plugin.Info{Key: plugin.QualHostname, Value: here})
+			}
+		}
+	}
+	s.mu.Lock()
+	var j *job
+	for _, c := range s.jobs {
+		if c.info.Nspace == ns && p.may(c.info.UID) && (j == nil || c.info.Started.After(j.info.Started)) {
+			j = c
+		}
+	}
+	if j == nil {
+		s.mu.Unlock()
+		return "", false
+	}
+	r := s.runs[j.info.Run]
+	if r != nil && !r.ended && r.node == "" && r.universe != "" && j.info.State == running {
+		c, addr, uid, pid := r.link, r.universe, r.uid, r.pid
+		s.mu.Unlock()
+		if v, err := s.askUniverse(ctx, r, c, addr, uid, pid, key, ns, quals); err == nil {
+			return v, true
+		} else {
+			s.log.Debug().Err(err).Str("job", ns).Str("run", r.id).Msg("the run does not answer a query: answering from the registry")
+		}
+		s.mu.Lock()
+	}
+	defer s.mu.Unlock()
+	return registryAnswer(j, key, quals)
+}
+
+// askUniverse asks run r's universe one key about job ns.
+func (s *Server) askUniverse(ctx context.Context, r *run, c *link.Conn, addr string, uid uint32, pid int, key, ns string, quals []plugin.Info) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	defer cancel()
+	c, err := s.universeConn(ctx, r, c, addr, uid, pid)
+	if err != nil {
+		return "", err
+	}
+	resp, err := c.Backend().Query(ctx, &plugin.QueryRequest{Queries: []plugin.Query{{Keys: []string{key}, Qualifiers: quals}}})
+	if err != nil {
+		return "", err
+	}
+	for _, res := range resp.Results {
+		if res.Key == key {
+			return res.Value, nil
+		}
+	}
+	return "", plugin.Errorf(plugin.ErrNotFound, "query %s of job %s: the run's universe left it out", key, ns)
+}
+
+// registryAnswer answers one of jobKeys from what the run registered:
+// the layout, the pids it knew, and the job's state. Called with mu held.
+func registryAnswer(j *job, key string, quals []plugin.Info) (string, bool) {
+	switch key {
+	case plugin.QueryJobStatus:
+		return j.info.State, true
+	case plugin.QueryNodeList:
+		return strings.Join(j.info.Nodes, ","), true
+	}
+	node := -1 // every node
+	if key != plugin.QueryProcTable {
+		node = slices.IndexFunc(j.nodes, func(n plugin.Node) bool {
+			if v, ok := plugin.Qualifier(quals, plugin.QualNodeID); ok {
+				return strconv.Itoa(int(n.ID)) == v
+			}
+			v, _ := plugin.Qualifier(quals, plugin.QualHostname)
+			return n.Name == v
+		})
+		if node < 0 {
+			return "", false
+		}
+	}
+	procs := []plugin.ProcInfo{}
+	for i, n := range j.nodes {
+		if node >= 0 && i != node {
+			continue
+		}
+		for _, r := range n.Ranks {
+			pi := plugin.ProcInfo{Rank: r, Node: n.Name, State: plugin.ProcUnknown}
+			if int(r) < len(j.info.Pids) {
+				pi.PID = j.info.Pids[r]
+			}
+			procs = append(procs, pi)
+		}
+	}
+	sort.Slice(procs, func(a, b int) bool { return procs[a].Rank < procs[b].Rank })
+	if key == plugin.QueryLocalPeers {
+		ranks := make([]int32, len(procs))
+		for i, pi := range procs {
+			ranks[i] = pi.Rank
+		}
+		return plugin.PeerList(ranks), true
+	}
+	return plugin.EncodeProcTable(procs), true
+}
+
+// qualifier is the value of key in qs (aliases count), else def.
+func qualifier(qs []plugin.Info, key, def string) string {
+	if v, ok := plugin.Qualifier(qs, plugin.QueryKey(key)); ok {
+		return v
+	}
+	return def
+}
+
+// jsonText is v as JSON; the query types hold only strings, numbers and
+// times.
+func jsonText(v any) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		panic("query answer: " + err.Error())
+	}
+	return string(b)
+}
