@@ -105,13 +105,13 @@ type Universe struct {
 	outMu   sync.Mutex // serializes Log lines on stderr
 	started time.Time
 
-	mu      sync.Mutex
-	closed  bool              // guarded by mu
-	seq     int               // next job sequence number; guarded by mu
-	jobs    map[string]*job   // by namespace; guarded by mu
-	order   []string          // namespaces in creation order; guarded by mu
-	fences  map[string]*fence // pending and failed collectives; guarded by mu
-	conns   map[jobPair]int   // Connects not yet undone, per pair of jobs; guarded by mu
+	mu     sync.Mutex
+	closed bool              // guarded by mu
+	seq    int               // next job sequence number; guarded by mu
+	jobs   map[string]*job   // by namespace; guarded by mu
+	order  []string          // namespaces in creation order; guarded by mu
+	fences map[string]*fence // pending and failed collectives; guarded by mu
+	conns  map[jobPair]int   // Connects not yet undone, per pair of jobs; guarded by mu
 
 	names   *names.Service // the run's published names (its own lock)
 	changed wake.Cond      // woken on every change waiters watch
