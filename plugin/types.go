@@ -5,9 +5,18 @@ import (
 	"time"
 )
 
-// APIVersion1 is the version of this contract; GetInfo lists the versions a
-// backend speaks and Configure carries the one the host chose.
-const APIVersion1 = "1.0"
+// Contract versions. GetInfo lists the versions a backend speaks and
+// Configure carries the one the host chose. A 1.1 backend also lists
+// 1.0: what 1.1 adds is answers, not calls, so a 1.0 host is served.
+const (
+	// APIVersion1 is the first contract.
+	APIVersion1 = "1.0"
+	// APIVersion11 adds the query vocabulary (query.go): a Querier
+	// answers its keys by their PMIx names (and 1.0's), in its formats,
+	// the proc table as JSON rows of ProcInfo, not text lines. The
+	// conformance suite checks it of a backend that lists 1.1.
+	APIVersion11 = "1.1"
+)
 
 // Capability names a backend lists in BackendInfo.Capabilities, one per
 // optional interface it implements for real.

@@ -16,6 +16,7 @@ import (
 
 	"github.com/gopmi/gopmi/hostrm/link"
 	"github.com/gopmi/gopmi/plugin"
+	"github.com/gopmi/gopmi/plugin/wake"
 )
 
 // Client is a run's link to its node's daemon. It connects in the
@@ -34,11 +35,10 @@ type Client struct {
 	done   chan struct{}
 
 	mu         sync.Mutex
-	conn       *link.Conn    // nil while not connected
-	up         chan struct{} // closed when conn is set
+	conn       *link.Conn // nil while not connected
 	jobs       []*plugin.ConfigureRequest
 	registered int           // jobs sent on conn
-	regChanged chan struct{} // closed and replaced when registered grows
+	changed    wake.Cond     // woken when conn is set or lost, and when registered grows
 	downSince  time.Time     // when the client last lost (or began without) a connection
 	warned     bool          // said the daemon is gone, this outage
 	regErr     error         // why the last registration failed on a daemon that answered; nil once one passed
@@ -63,7 +63,7 @@ const reconnectWait = 10 * time.Second
 func Dial(path, run string, log zerolog.Logger) *Client {
 	ctx, cancel := context.WithCancel(context.Background())
 	c := &Client{path: path, run: run, log: log, ctx: ctx, cancel: cancel, done: make(chan struct{}),
-		up: make(chan struct{}), regChanged: make(chan struct{}), dirty: make(chan struct{}, 1), downSince: time.Now()}
+		dirty: make(chan struct{}, 1), downSince: time.Now()}
 	go c.loop()
 	return c
 }
@@ -156,7 +156,7 @@ func (c *Client) loop() {
 		c.mu.Lock()
 		c.conn = conn
 		c.registered = 0
-		close(c.up)
+		c.changed.Broadcast()
 		if c.warned {
 			c.log.Warn().Str("daemon", c.path).Msg("the node daemon is back; name-service calls go on")
 		}
@@ -193,8 +193,7 @@ func (c *Client) loop() {
 					c.regErr = nil
 				}
 				c.registered++
-				close(c.regChanged)
-				c.regChanged = make(chan struct{})
+				c.changed.Broadcast()
 				c.mu.Unlock()
 			}
 			select {
@@ -208,9 +207,7 @@ func (c *Client) loop() {
 		c.mu.Lock()
 		c.conn = nil
 		c.downSince = time.Now()
-		c.up = make(chan struct{})
-		close(c.regChanged) // wakes callers waiting on this connection
-		c.regChanged = make(chan struct{})
+		c.changed.Broadcast() // wakes callers waiting on this connection
 		c.mu.Unlock()
 		if c.ctx.Err() != nil {
 			_ = conn.Close()
@@ -241,7 +238,8 @@ func (c *Client) backend(ctx context.Context) (plugin.Full, error) {
 	c.mu.Unlock()
 	for {
 		c.mu.Lock()
-		conn, up, reg, changed := c.conn, c.up, c.registered, c.regChanged
+		changed := c.changed.C()
+		conn, reg := c.conn, c.registered
 		regErr, regLeft := c.regErr, reconnectWait-time.Since(c.regSince)
 		c.mu.Unlock()
 		if conn != nil && reg >= want {
@@ -264,9 +262,7 @@ func (c *Client) backend(ctx context.Context) (plugin.Full, error) {
 		// that stays down must not hold every name call for its whole
 		// time-out); connected: for the registrations to go out.
 		var gone <-chan time.Time
-		if conn != nil {
-			up = nil
-		} else {
+		if conn == nil {
 			c.mu.Lock()
 			left := reconnectWait - time.Since(c.downSince)
 			if left <= 0 {
@@ -288,7 +284,6 @@ func (c *Client) backend(ctx context.Context) (plugin.Full, error) {
 		select {
 		case <-gone:
 		case <-failing:
-		case <-up:
 		case <-changed:
 		case <-ctx.Done():
 			return nil, plugin.Errorf(plugin.ErrUnavailable,

@@ -198,7 +198,7 @@ const (
 func (p peer) may(uid uint32) bool { return p.uid == 0 || p.uid == uid }
 
 func (s *Server) GetInfo(context.Context) (*plugin.BackendInfo, error) {
-	return &plugin.BackendInfo{Name: "gopmi-daemon", Version: s.opts.Version, APIVersions: []string{plugin.APIVersion1},
+	return &plugin.BackendInfo{Name: "gopmi-daemon", Version: s.opts.Version, APIVersions: []string{plugin.APIVersion1, plugin.APIVersion11},
 		Capabilities: []string{plugin.CapPublish, plugin.CapQuery, plugin.CapConnect}}, nil
 }
 

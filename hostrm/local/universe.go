@@ -206,7 +206,7 @@ func (u *Universe) GetInfo(context.Context) (*plugin.BackendInfo, error) {
 	return &plugin.BackendInfo{
 		Name:         "local",
 		Version:      u.opts.Version,
-		APIVersions:  []string{plugin.APIVersion1},
+		APIVersions:  []string{plugin.APIVersion1, plugin.APIVersion11},
 		Capabilities: caps,
 	}, nil
 }
