@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/gopmi/gopmi/integration/clients"
+	"github.com/gopmi/gopmi/plugin"
 	"github.com/gopmi/gopmi/plugin/plugintest"
 )
 
@@ -510,5 +511,74 @@ func TestDaemonConnectedRunKilled(t *testing.T) {
 	if cr.ExitCode != 0 || !strings.Contains(cr.Stdout, "step=xjob-gone rc=") || time.Since(start) > 10*time.Second {
 		t.Fatalf("after the serving run (pid %d) was killed, %s later: exit %d\n%s\n%s\ndaemon:\n%s", killed, time.Since(start).Round(time.Millisecond),
 			cr.ExitCode, cr.Stdout, cr.Stderr, d.log.String())
+	}
+}
+
+// gopmi query speaks the contract's vocabulary: while a run lives, the
+// daemon asks the run's universe about its job (the processes' states
+// come from there); once it ended, the daemon answers from its registry,
+// in the same format; the 1.0 names still work.
+func TestDaemonQueryVocabulary(t *testing.T) {
+	begin(t)
+	d, _ := testDaemon(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	server := startRun(ctx, daemonArgv(d.sock, "-n", "2", progs[clients.PMI2Test], "ns-serve"), nil, nil, "")
+	var ns string
+	waitFor(t, "the serving job in gopmi ps", func() bool {
+		var jobs []plugin.JobInfo
+		if err := json.Unmarshal([]byte(ask(t, nil, "ps", "-json", "-daemon", d.sock)), &jobs); err != nil {
+			t.Fatal(err)
+		}
+		for _, j := range jobs {
+			if j.Size == 2 && j.State == "running" {
+				ns = j.Nspace
+				return true
+			}
+		}
+		return false
+	})
+	table := func(key string) []plugin.ProcInfo {
+		t.Helper()
+		var res map[string]json.RawMessage
+		if err := json.Unmarshal([]byte(ask(t, nil, "query", "-json", "-daemon", d.sock, "-nspace", ns, key)), &res); err != nil {
+			t.Fatal(err)
+		}
+		procs, err := plugin.DecodeProcTable(string(res[key]))
+		if err != nil {
+			t.Fatalf("%s: %v", key, err)
+		}
+		return procs
+	}
+	// Both ranks published and wait for a client: the run's universe
+	// knows them connected, with their pids and program.
+	waitFor(t, "both ranks connected in the proc table", func() bool {
+		procs := table(plugin.QueryProcTable)
+		return len(procs) == 2 && procs[0].State == plugin.ProcConnected && procs[1].State == plugin.ProcConnected &&
+			procs[0].PID > 0 && strings.HasSuffix(procs[1].App, "pmi2_test")
+	})
+	if got := table("proc-table"); len(got) != 2 {
+		t.Errorf("proc-table by its 1.0 name: %+v", got)
+	}
+	host, _ := os.Hostname()
+	out := ask(t, nil, "query", "-daemon", d.sock, "-nspace", ns, plugin.QueryJobStatus, plugin.QueryLocalPeers, plugin.QueryNodeList)
+	for _, want := range []string{plugin.QueryJobStatus + ": running\n", plugin.QueryLocalPeers + ": 0,1\n", plugin.QueryNodeList + ": " + host + "\n"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("gopmi query lacks %q:\n%s", want, out)
+		}
+	}
+	client := startRun(ctx, daemonArgv(d.sock, "-n", "1", progs[clients.PMI2Test], "ns-client"), nil, nil, "")
+	cr := client.wait(t, "the client run")
+	sr := server.wait(t, "the serving run")
+	if cr.ExitCode != 0 || sr.ExitCode != 0 {
+		t.Fatal(twoRuns(cr, sr, d))
+	}
+	// The run is gone: the registry answers, in the same format.
+	procs := table(plugin.QueryProcTable)
+	if len(procs) != 2 || procs[1].Rank != 1 || procs[1].Node == "" || procs[1].PID == 0 {
+		t.Errorf("proc table of an ended job: %+v", procs)
+	}
+	if out := ask(t, nil, "query", "-daemon", d.sock, "-nspace", ns, "job-status"); !strings.Contains(out, "job-status: finished") {
+		t.Errorf("job-status of the ended job: %s", out)
 	}
 }

@@ -195,11 +195,27 @@ func queryCmd(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	path := fs.String("daemon", "", "the node daemon's socket (default $"+envDaemon+", else "+daemon.DefaultSocket+")")
 	asJSON := fs.Bool("json", false, "print JSON")
-	nspace := fs.String("nspace", "", "the `job` that job-status, "+plugin.QueryProcTable+", "+plugin.QueryLocalPeers+" and "+plugin.QueryJobLog+" are about")
-	node := fs.String("node", "", "the node that "+plugin.QueryLocalPeers+" is about (default the daemon's)")
+	nspace := fs.String("nspace", "", "the `job` the job keys are about (qualifier "+plugin.QualNspace+")")
+	node := fs.String("node", "", "the node "+plugin.QueryLocalPeers+" and "+plugin.QueryLocalProcTable+" are about (qualifier "+plugin.QualHostname+"; default the caller's)")
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "usage: gopmi query [flags] [key...]\n\nkeys: namespaces (default), %s (published names), %s (jobs),\n      job-status, %s (a job's ranks, nodes and pids), %s (a job's ranks on a node): with -nspace\n\nflags:\n",
-			plugin.QueryNames, plugin.QueryJobs, plugin.QueryProcTable, plugin.QueryLocalPeers)
+		fmt.Fprintf(stderr, `usage: gopmi query [flags] [key...]
+
+The contract's query vocabulary (PMIx RFC0010 names; README: "gopmi query"),
+answered alike by the node daemon, a gopmi run and a Slurm step:
+  %-18s the jobs you may see, comma-separated (the default; alias namespaces)
+  %-18s the jobs, JSON (gopmi ps)
+  %-18s the published names, JSON
+  %-18s what your jobs logged, JSON (gopmi log)
+of a job (-nspace): asked of the run that serves it while it runs
+  %-18s running, finished, or why it failed (alias job-status)
+  %-18s its processes: rank, node, pid, state, app, exit status, JSON (alias proc-table)
+  %-18s the same on one node (-node)
+  %-18s its ranks on one node (-node), comma-separated (alias local-peers)
+  %-18s its nodes, comma-separated (alias node-list)
+
+flags:
+`, plugin.QueryNamespaces, plugin.QueryJobs, plugin.QueryNames, plugin.QueryJobLog,
+			plugin.QueryJobStatus, plugin.QueryProcTable, plugin.QueryLocalProcTable, plugin.QueryLocalPeers, plugin.QueryNodeList)
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {
@@ -210,14 +226,14 @@ func queryCmd(args []string, stdout, stderr io.Writer) int {
 	}
 	keys := fs.Args()
 	if len(keys) == 0 {
-		keys = []string{"namespaces"}
+		keys = []string{plugin.QueryNamespaces}
 	}
 	var quals []plugin.Info
 	if *nspace != "" {
-		quals = append(quals, plugin.Info{Key: "nspace", Value: *nspace})
+		quals = append(quals, plugin.Info{Key: plugin.QualNspace, Value: *nspace})
 	}
 	if *node != "" {
-		quals = append(quals, plugin.Info{Key: "node", Value: *node})
+		quals = append(quals, plugin.Info{Key: plugin.QualHostname, Value: *node})
 	}
 	res, err := askDaemon(daemonPath(*path), quals, keys...)
 	if err != nil {
@@ -265,7 +281,7 @@ func logCmd(args []string, stdout, stderr io.Writer) int {
 	}
 	var quals []plugin.Info
 	if fs.NArg() > 0 {
-		quals = []plugin.Info{{Key: "nspace", Value: fs.Arg(0)}}
+		quals = []plugin.Info{{Key: plugin.QualNspace, Value: fs.Arg(0)}}
 	}
 	res, err := askDaemon(daemonPath(*path), quals, plugin.QueryJobLog)
 	if err != nil {

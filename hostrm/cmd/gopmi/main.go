@@ -50,8 +50,9 @@ commands:
   ps [-json] [-a] [-daemon PATH]
         the jobs on this node, or the cluster through a hub (yours; root: everyone's)
   query [-json] [-daemon PATH] [-nspace JOB] [-node NAME] [key...]
-        ask the node daemon: namespaces, gopmi.names, gopmi.ps, gopmi.log,
-        and of a job: job-status, proc-table, local-peers
+        ask the node daemon, in PMIx's query vocabulary: the jobs, names and
+        logs you may see, and of a job its status, proc table, local peers
+        and nodes ("gopmi query -h" lists the keys)
   log [-json] [-daemon PATH] [job]
         how your jobs on this node ended, and what the node daemon noted about them
   mpiexec [gopmi run's flags] prog [args...]
