@@ -3,6 +3,7 @@ package integration
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"net"
 	"os"
@@ -21,6 +22,7 @@ import (
 	"github.com/gopmi/gopmi/integration/clients"
 	"github.com/gopmi/gopmi/integration/internal/proc"
 	"github.com/gopmi/gopmi/integration/internal/slurmlab"
+	"github.com/gopmi/gopmi/plugin"
 )
 
 // The Slurm tests run `srun --mpi=gopmi` on a real cluster this machine
@@ -489,6 +491,9 @@ func TestSlurmNamesThroughDaemon(t *testing.T) {
 				env := append(c.Env(), daemon.EnvSocket+"="+tc.step.sock)
 				argv := []string{"srun", "--mpi=gopmi", "-N", "2", "-n", "2", progs[clients.PMI2Test], m.serve}
 				step := startRun(ctx, argv, env, nil, "")
+				if tc.step == tc.client && m.name == "names" {
+					stepProcTable(t, tc.step)
+				}
 				client := startRun(ctx, daemonArgv(tc.client.sock, "-n", "1", progs[clients.PMI2Test], m.client), nil, nil, "")
 				cr := client.wait(t, "the gopmi run")
 				sr := step.wait(t, "the Slurm step")
@@ -497,5 +502,42 @@ func TestSlurmNamesThroughDaemon(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// stepProcTable waits until srun's node's daemon lists a running step's
+// job of two ranks, and checks that gopmi query answers its proc table as
+// for a gopmi run (TestDaemonQueryVocabulary): asked of the step's
+// coordinator, both ranks connected, one on each node.
+func stepProcTable(t *testing.T, d *nodeDaemon) {
+	t.Helper()
+	var ns string
+	waitFor(t, "the step's job in gopmi ps", func() bool {
+		var jobs []plugin.JobInfo
+		if err := json.Unmarshal([]byte(ask(t, nil, "ps", "-json", "-daemon", d.sock)), &jobs); err != nil {
+			t.Fatal(err)
+		}
+		for _, j := range jobs {
+			if j.Size == 2 && j.State == "running" && len(j.Nodes) == 2 {
+				ns = j.Nspace
+				return true
+			}
+		}
+		return false
+	})
+	var procs []plugin.ProcInfo
+	waitFor(t, "both ranks of the step connected in its proc table", func() bool {
+		var res map[string]json.RawMessage
+		if err := json.Unmarshal([]byte(ask(t, nil, "query", "-json", "-daemon", d.sock, "-nspace", ns, plugin.QueryProcTable)), &res); err != nil {
+			t.Fatal(err)
+		}
+		var err error
+		if procs, err = plugin.DecodeProcTable(string(res[plugin.QueryProcTable])); err != nil {
+			t.Fatal(err)
+		}
+		return len(procs) == 2 && procs[0].State == plugin.ProcConnected && procs[1].State == plugin.ProcConnected
+	})
+	if procs[0].Node == procs[1].Node || procs[0].Node == "" {
+		t.Errorf("the step's proc table: %+v; want one rank on each node", procs)
 	}
 }
