@@ -55,15 +55,20 @@ install-slurm-plugin: slurm-plugin
 # install gopmi, then run an MPI program on $(DEMO_N) ranks with it.
 demo: deps install
 	mkdir -p $(BIN)/demo
-	mpicc -O2 -o $(BIN)/demo/mpi_hello integration/testdata/src/mpi_hello.c
+	mpicc.mpich -O2 -o $(BIN)/demo/mpi_hello integration/testdata/src/mpi_hello.c
 	$(PREFIX)/bin/gopmi run -n $(DEMO_N) $(BIN)/demo/mpi_hello
 
 # What the tests and the demo need from Debian (MPICH 4.0.2, Slurm's
-# libpmi2, protoc). Needs root; a no-op when everything is there.
+# libpmi2, protoc; Open MPI 4.1.4 and OpenPMIx 4.2.2 with its tools).
+# Needs root; a no-op when everything is there. It leaves plain mpicc and
+# mpiexec meaning what they did (contrib/tools/apt-keep-mpi.sh).
 deps:
-	@if ! command -v mpicc >/dev/null || ! command -v mpiexec.hydra >/dev/null || \
-	    ! test -e /usr/include/slurm/pmi2.h || ! command -v protoc >/dev/null; then \
-		apt-get update -q && $(APT) mpich libmpich-dev libpmi2-0-dev protobuf-compiler; \
+	@if ! command -v mpicc.mpich >/dev/null || ! command -v mpiexec.hydra >/dev/null || \
+	    ! test -e /usr/include/slurm/pmi2.h || ! command -v protoc >/dev/null || \
+	    ! command -v mpicc.openmpi >/dev/null || ! test -e /usr/lib/x86_64-linux-gnu/pmix2/include/pmix_server.h || \
+	    ! command -v pps >/dev/null; then \
+		apt-get update -q && contrib/tools/apt-keep-mpi.sh mpich libmpich-dev libpmi2-0-dev protobuf-compiler \
+			openmpi-bin libopenmpi-dev libpmix-dev libpmix-bin; \
 	fi
 
 # The tests also run a real Slurm cluster (slurm-wlm, munge) and build

@@ -419,6 +419,19 @@ func (u *Universe) TaskStarted(p plugin.Proc, pid int) {
 	}
 }
 
+// Initialized reports whether p ever initialized PMI (its state went past
+// started); the launcher asks it of a task that failed.
+func (u *Universe) Initialized(p plugin.Proc) bool {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	j, err := u.lookupProc("initialized", p)
+	if err != nil {
+		return false
+	}
+	st := j.procs[p.Rank].state
+	return st != "pending" && st != "started"
+}
+
 // TaskExited records how a task ended (e.g. "exited(0)", "signaled(TERM)")
 // and drops the names it published with PersistProc; the launcher calls it.
 func (u *Universe) TaskExited(p plugin.Proc, how string) {

@@ -46,7 +46,7 @@ const buildVersion = "1"
 type kind int
 
 const (
-	kindMPI  kind = iota // mpicc
+	kindMPI  kind = iota // mpicc.mpich
 	kindPMI2             // gcc -lpmi2
 	kindC                // gcc, no PMI library
 )
@@ -116,7 +116,8 @@ func DefaultDir() (string, error) {
 }
 
 // Build compiles every program into dir and returns name → absolute path.
-// MPI programs are built with mpicc, libpmi2 programs with gcc -lpmi2. A
+// MPI programs are built with mpicc.mpich (MPICH's, whichever MPI the
+// machine's alternatives make plain mpicc), libpmi2 programs with gcc -lpmi2. A
 // program whose sources, compiler command and build version are unchanged
 // since the last build in dir is not rebuilt. A missing compiler, header or
 // library gives an error wrapping ErrMissingTool that names the packages to
@@ -179,7 +180,7 @@ func Build(ctx context.Context, dir string) (map[string]string, error) {
 func compilerFor(k kind) (cc string, extra []string) {
 	switch k {
 	case kindMPI:
-		return "mpicc", nil
+		return "mpicc.mpich", nil
 	case kindPMI2:
 		return "gcc", []string{"-lpmi2"}
 	default:

@@ -128,7 +128,7 @@ func TestBuildNamesMissingCompiler(t *testing.T) {
 	if !errors.Is(err, clients.ErrMissingTool) {
 		t.Fatalf("err = %v, want ErrMissingTool", err)
 	}
-	for _, want := range []string{"mpicc not found", "gcc not found", "apt-get install mpich libmpich-dev libpmi2-0-dev"} {
+	for _, want := range []string{"mpicc.mpich not found", "gcc not found", "apt-get install mpich libmpich-dev libpmi2-0-dev"} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error lacks %q: %v", want, err)
 		}

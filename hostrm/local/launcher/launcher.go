@@ -153,7 +153,8 @@ type Launcher struct {
 	start    *starter
 	addr     string // the universe's address, with shims
 	u        *local.Universe
-	seq      int // notify socket names; guarded by mu
+	hints    hints // explains failed tasks by their program
+	seq      int   // notify socket names; guarded by mu
 
 	// Test hooks: onTaskStart is called (without mu) after a task
 	// started, onJobEnd (with mu held) when a job's last process ended.

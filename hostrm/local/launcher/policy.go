@@ -55,6 +55,7 @@ type policy struct {
 	failed       bool         // a failure that is not a task's own
 	pending      []pendingLine
 	due          time.Time // when the pending lines are reported; zero if none
+	hinted       bool      // a task's hint was held: one is enough
 }
 
 // pendingLine is a failure waiting for its settle time.
@@ -95,6 +96,10 @@ type taskExit struct {
 	// abort's target): not news.
 	byUs     bool
 	signaled bool // it was killed by a signal
+	// hint explains a failure gopmi can tell the cause of (a program
+	// that speaks PMIx), in a line of its own after the task's; the
+	// first one of the run is printed.
+	hint string
 }
 
 // taskExited applies a task's end.
@@ -111,6 +116,10 @@ func (p *policy) taskExited(now time.Time, e taskExit) effects {
 	}
 	p.hold(now, pendingLine{proc: e.proc, signaled: e.signaled,
 		line: fmt.Sprintf("gopmi: rank %d (job %s) %s", e.proc.Rank, e.proc.Nspace, e.how)})
+	if e.hint != "" && !p.hinted {
+		p.hinted = true
+		p.hold(now, pendingLine{proc: e.proc, signaled: e.signaled, line: e.hint})
+	}
 	return effects{}
 }
 

@@ -31,6 +31,13 @@ func exited(r int32, status int) func(*policy, time.Time) effects {
 	}
 }
 
+// hinted is exited for a task whose program gopmi can explain.
+func hinted(r int32, status int) func(*policy, time.Time) effects {
+	return func(p *policy, now time.Time) effects {
+		return p.taskExited(now, taskExit{proc: rank(r), status: status, how: "exited with status " + itoa(status), hint: "gopmi: why"})
+	}
+}
+
 func killed(r int32, sig int, byUs bool) func(*policy, time.Time) effects {
 	return func(p *policy, now time.Time) effects {
 		return p.taskExited(now, taskExit{proc: rank(r), status: 128 + sig, byUs: byUs, signaled: true,
@@ -82,6 +89,15 @@ func TestPolicy(t *testing.T) {
 				{150, killed(0, 15, true), effects{}},
 			},
 			status: 3,
+		},
+		{
+			name: "a failure gopmi can explain: one explanation, after the first task's line",
+			steps: []step{
+				{0, hinted(1, 1), effects{}},
+				{10, hinted(0, 1), effects{}},
+				{100, tick, effects{print: []string{"gopmi: rank 1 (job j) exited with status 1", "gopmi: why", "gopmi: rank 0 (job j) exited with status 1"}, end: syscall.SIGTERM}},
+			},
+			status: 1,
 		},
 		{
 			name: "an abort is the news, not the aborting task's exit",

@@ -359,6 +359,7 @@ func (l *Launcher) startTasks(rj *runJob, s *nodeStart) error {
 			"PMI_JOBID="+j.Nspace,
 			"MPI_LOCALNRANKS="+nlocal,
 			"MPI_LOCALRANKID="+strconv.Itoa(i),
+			openMPIDirectLaunch,
 		)
 		if rj.spec.Spawned {
 			env = append(env, "PMI_SPAWNED=1")
@@ -433,10 +434,14 @@ func (l *Launcher) reapTask(rj *runJob, t *runTask, cmd *exec.Cmd) {
 	_ = wait(cmd)
 	ps := cmd.ProcessState
 	status, state, how := exitInfo(ps)
-	l.taskEnded(rj, t, taskExit{
+	ex := taskExit{
 		proc: t.proc, status: status, how: how, ok: ps.Success(),
 		signaled: status > 128 && ps.ExitCode() < 0,
-	}, state)
+	}
+	if !ex.ok && !l.u.Initialized(t.proc) {
+		ex.hint = l.hints.pmixProgram(cmd.Path)
+	}
+	l.taskEnded(rj, t, ex, state)
 }
 
 // taskEnded records a task's end and applies the failure policy.
