@@ -482,6 +482,9 @@ type fakeRM struct {
 	q         *quiet
 	log       []string    // every call, as the golden transcripts record it
 	scripts   []*rmAnswer // answers a transcript scripted, used once each
+	// killOnAbort, when set, runs as Abort's first step: what an RM does
+	// when it hears of an abort (it kills the tasks).
+	killOnAbort func()
 }
 
 type fakeFence struct {
@@ -649,6 +652,9 @@ func (f *fakeRM) DirectModex(ctx context.Context, req *plugin.ModexRequest) (*pl
 }
 
 func (f *fakeRM) Abort(ctx context.Context, req *plugin.AbortRequest) error {
+	if f.killOnAbort != nil {
+		f.killOnAbort()
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.aborts = append(f.aborts, req)
