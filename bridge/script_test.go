@@ -1,9 +1,11 @@
 package bridge
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
+	"testing"
 
 	"github.com/gopmi/gopmi/bridge/kvs"
 	"github.com/gopmi/gopmi/plugin"
@@ -163,4 +165,58 @@ func (f *fakeRM) unusedScripts() []string {
 		out = append(out, a.line)
 	}
 	return out
+}
+
+// Every plugin sentinel has a name in rm< lines, each answer parses to
+// what the fake RM returns, and a line that says something else is
+// refused rather than ignored.
+func TestParseAnswer(t *testing.T) {
+	named := map[error]bool{}
+	for _, kind := range kindNames {
+		named[kind] = true
+	}
+	for _, kind := range plugin.Kinds() {
+		if !named[kind] {
+			t.Errorf("plugin.%v has no name for rm< err=", kind)
+		}
+	}
+	for name, kind := range kindNames {
+		a, err := parseAnswer("lookup svc err=" + name + " the name server  says no")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !errors.Is(a.err, kind) || a.err.Error() != "the name server  says no" {
+			t.Errorf("err=%s: %v (%T), want %v with the message as written", name, a.err, a.err, kind)
+		}
+	}
+	a, err := parseAnswer("fence world/1 err=timeout")
+	if err != nil || a.err != plugin.ErrTimeout {
+		t.Errorf("no message: %v, %v; want the sentinel itself", a, err)
+	}
+	a, err = parseAnswer("modex job:3 ok k=v 2:k2=v=2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := records(a.data()); got != "[0:k 2:k2]" || a.recs[1].Value != "v=2" {
+		t.Errorf("modex ok: %s %+v", got, a.recs)
+	}
+	a, err = parseAnswer("spawn * ok nspace=job-7")
+	if err != nil || a.name != "job-7" || a.match != "*" {
+		t.Errorf("spawn ok: %+v, %v", a, err)
+	}
+	for _, bad := range []string{
+		"fence world/1",             // no answer
+		"fance world/1 err=timeout", // no such call
+		"fence world/1 err=late",    // no such kind
+		"fence world/1 fine",        // neither err= nor ok
+		"publish svc ok extra=1",    // publish answers ok alone
+		"spawn * ok id=x",           // spawn answers nspace=
+		"lookup svc ok novalue",     // not key=value
+		"modex job:3 ok x:k=v",      // a rank that is no number
+		"connect * ok nspace=job-2", // connect answers id=
+	} {
+		if _, err := parseAnswer(bad); err == nil {
+			t.Errorf("%q: accepted", bad)
+		}
+	}
 }
