@@ -202,7 +202,7 @@ func readBootstrapTimed(ctx context.Context, r io.Reader) (*serve.Config, error)
 	case <-t.C:
 		return nil, fmt.Errorf("%w: stdin: no EOF within %v; the step daemon must close stdin after the bootstrap", serve.ErrUsage, bootstrapTimeout)
 	case <-ctx.Done():
-		return nil, stopped(ctx, "read bootstrap")
+		return nil, serve.Stopped(ctx, "shim", "read bootstrap")
 	}
 }
 
@@ -341,12 +341,6 @@ func (s *server) removeSocketDir() {
 	if err := s.dir.Remove(); err != nil {
 		s.log.Warn().Err(err).Str("dir", s.dir.Path).Msg("remove socket dir")
 	}
-}
-
-// stopped is the error for a start-up cut short by a signal or the end of
-// Run's context: the job failed before it began.
-func stopped(ctx context.Context, step string) error {
-	return fmt.Errorf("%w: %s: shim stopped: %w", serve.ErrJobFailed, step, context.Cause(ctx))
 }
 
 // backendPath resolves the backend binary.

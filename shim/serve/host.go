@@ -197,7 +197,7 @@ func (h *Hosted) bringUp(startCtx context.Context, c *Config, o HostOptions, be 
 	if err != nil {
 		switch {
 		case startCtx.Err() != nil:
-			err = h.stopped(startCtx, o, "start "+h.name)
+			err = Stopped(startCtx, o.Name, "start "+h.name)
 		case !errors.Is(err, ErrBackend):
 			err = fmt.Errorf("%w: %w", ErrBackend, err)
 		}
@@ -211,7 +211,7 @@ func (h *Hosted) bringUp(startCtx context.Context, c *Config, o HostOptions, be 
 			}
 		}
 		if startCtx.Err() != nil {
-			err = h.stopped(startCtx, o, "configure "+h.name)
+			err = Stopped(startCtx, o.Name, "configure "+h.name)
 		}
 		return nil, err
 	}
@@ -221,10 +221,11 @@ func (h *Hosted) bringUp(startCtx context.Context, c *Config, o HostOptions, be 
 	return st, nil
 }
 
-// stopped is the error for a backend start cut short by the host
-// stopping: the job failed before it began.
-func (h *Hosted) stopped(ctx context.Context, o HostOptions, step string) error {
-	return fmt.Errorf("%w: %s: %s stopped: %w", ErrJobFailed, step, o.Name, context.Cause(ctx))
+// Stopped is the error for a start-up step cut short because the host
+// stopped (ctx ended: a signal, gopmi run ending the job): the job failed
+// before it began. host names who stopped ("shim").
+func Stopped(ctx context.Context, host, step string) error {
+	return fmt.Errorf("%w: %s: %s stopped: %w", ErrJobFailed, step, host, context.Cause(ctx))
 }
 
 // endedCleanly reports whether the job has ended with every task done.
