@@ -123,8 +123,9 @@ check-proto:
 	$(GO) test -run TestGeneratedCodeIsCurrent ./proto/
 
 # The contract's method-by-method forwarders (Deferred, Complete,
-# Unimplemented, plugintest.Fake, the local link) are generated from
-# plugin/backend.go; plugin/internal/forwardgen's test checks them.
+# Unimplemented, plugintest.Fake, the local link, the gRPC service's
+# adapters on both sides) are generated from plugin/backend.go;
+# plugin/internal/forwardgen's test checks them.
 generate:
 	$(GO) run ./plugin/internal/forwardgen
 

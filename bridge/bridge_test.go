@@ -513,6 +513,29 @@ func TestAbort(t *testing.T) {
 	}
 }
 
+// An RM kills the tasks when it hears of an abort: their connections
+// closing before finalize are part of the abort, and the job ends aborted,
+// not failed by an early exit, whichever comes first.
+func TestAbortThenTasksKilled(t *testing.T) {
+	w := newWorld(t, 3, 1)
+	for _, k := range w.tasks {
+		k.init1()
+	}
+	w.rm.killOnAbort = func() {
+		w.task(0).s.Close(nil)
+		w.task(2).s.Close(nil)
+	}
+	w.task(1).send("cmd=abort exitcode=9")
+	w.task(1).s.Close(nil)
+	res := w.waitDone(0)
+	if !res.Aborted || res.Status != 9 {
+		t.Fatalf("result = %+v, want aborted with status 9", res)
+	}
+	if _, events, _ := w.rm.snapshot(); len(events) != 0 {
+		t.Fatalf("the killed tasks were reported as early exits: %+v", events)
+	}
+}
+
 // owner is a PMI_PORT peer of the job's user.
 var owner = PortPeer{Owner: true, Describe: func() string { return "uid 1000, pid 42 (owner)" }}
 

@@ -461,7 +461,8 @@ func (w *world) check(what string, cond func() bool) {
 
 // fakeRM is an in-memory multi-node backend: fences wait for every node's
 // part, direct modex serves the latest data of a node, the name service is
-// a map, spawn and abort are recorded.
+// a map, spawn and abort are recorded. A transcript's "rm<" lines
+// script its next answers instead (script, in script_test.go).
 type fakeRM struct {
 	plugin.Unimplemented
 
@@ -479,7 +480,11 @@ type fakeRM struct {
 	fenceErr  error // when set, every Fence fails with it
 	foreign   map[string][]byte
 	q         *quiet
-	log       []string // every call, as the golden transcripts record it
+	log       []string    // every call, as the golden transcripts record it
+	scripts   []*rmAnswer // answers a transcript scripted, used once each
+	// killOnAbort, when set, runs as Abort's first step: what an RM does
+	// when it hears of an abort (it kills the tasks).
+	killOnAbort func()
 }
 
 type fakeFence struct {
@@ -549,6 +554,13 @@ func (f *fakeRM) Fence(ctx context.Context, req *plugin.FenceRequest) (*plugin.F
 	}
 	f.fenceReqs = append(f.fenceReqs, req)
 	f.record("Fence %s node=%s procs=%s local=%s collect=%v data=%s", req.ID, req.Node, procList(req.Procs), procList(req.LocalProcs), req.Collect, records(req.Data))
+	if a := f.scripted("fence", req.ID); a != nil {
+		f.mu.Unlock()
+		if a.err != nil {
+			return nil, a.err
+		}
+		return &plugin.FenceResponse{Data: a.data()}, nil
+	}
 	ff := f.fences[req.ID]
 	if ff == nil {
 		ff = &fakeFence{nodes: map[string]bool{}, done: make(chan struct{})}
@@ -611,6 +623,12 @@ func (f *fakeRM) DirectModex(ctx context.Context, req *plugin.ModexRequest) (*pl
 	defer f.mu.Unlock()
 	f.modex = append(f.modex, req)
 	f.record("DirectModex %s by %s", req.Proc, req.Requestor)
+	if a := f.scripted("modex", req.Proc.String()); a != nil {
+		if a.err != nil {
+			return nil, a.err
+		}
+		return &plugin.ModexResponse{Data: a.data()}, nil
+	}
 	if req.Proc.Nspace != f.job.Nspace {
 		d, ok := f.foreign[req.Proc.Nspace]
 		if !ok {
@@ -634,10 +652,16 @@ func (f *fakeRM) DirectModex(ctx context.Context, req *plugin.ModexRequest) (*pl
 }
 
 func (f *fakeRM) Abort(ctx context.Context, req *plugin.AbortRequest) error {
+	if f.killOnAbort != nil {
+		f.killOnAbort()
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.aborts = append(f.aborts, req)
 	f.record("Abort by %s status=%d targets=%s: %s", req.Proc, req.Status, procList(req.Targets), req.Message)
+	if a := f.scripted("abort", req.Proc.String()); a != nil {
+		return a.err
+	}
 	return nil
 }
 
@@ -646,6 +670,9 @@ func (f *fakeRM) NotifyEvent(ctx context.Context, req *plugin.EventRequest) erro
 	defer f.mu.Unlock()
 	f.events = append(f.events, req)
 	f.record("NotifyEvent %v from %s", req.Code, req.Source)
+	if a := f.scripted("notify", req.Source.String()); a != nil {
+		return a.err
+	}
 	return nil
 }
 
@@ -653,6 +680,9 @@ func (f *fakeRM) Publish(ctx context.Context, req *plugin.PublishRequest) error 
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.record("Publish %v by %s", req.Data, req.Proc)
+	if a := f.scripted("publish", firstKey(req.Data)); a != nil {
+		return a.err
+	}
 	for _, d := range req.Data {
 		if _, ok := f.names[d.Key]; ok {
 			return fmt.Errorf("name %s: %w", d.Key, plugin.ErrAlreadyExists)
@@ -666,6 +696,12 @@ func (f *fakeRM) Lookup(ctx context.Context, req *plugin.LookupRequest) (*plugin
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.record("Lookup %v by %s", req.Keys, req.Proc)
+	if a := f.scripted("lookup", strings.Join(req.Keys, ",")); a != nil {
+		if a.err != nil {
+			return nil, a.err
+		}
+		return &plugin.LookupResponse{Data: a.kv}, nil
+	}
 	var out []plugin.Published
 	for _, k := range req.Keys {
 		if v, ok := f.names[k]; ok {
@@ -682,6 +718,9 @@ func (f *fakeRM) Unpublish(ctx context.Context, req *plugin.UnpublishRequest) er
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.record("Unpublish %v by %s", req.Keys, req.Proc)
+	if a := f.scripted("unpublish", strings.Join(req.Keys, ",")); a != nil {
+		return a.err
+	}
 	for _, k := range req.Keys {
 		if _, ok := f.names[k]; !ok {
 			return fmt.Errorf("%s: %w", k, plugin.ErrNotFound)
@@ -696,6 +735,12 @@ func (f *fakeRM) Spawn(ctx context.Context, req *plugin.SpawnRequest) (*plugin.S
 	defer f.mu.Unlock()
 	f.spawns = append(f.spawns, req)
 	f.record("Spawn %d apps by %s preput=%d", len(req.Apps), req.Requestor, len(req.Preput))
+	if a := f.scripted("spawn", req.Requestor.String()); a != nil {
+		if a.err != nil {
+			return nil, a.err
+		}
+		return &plugin.SpawnResponse{Nspace: a.name}, nil
+	}
 	for _, a := range req.Apps {
 		for _, kv := range a.Info {
 			if kv.Key != "path" {
@@ -711,6 +756,12 @@ func (f *fakeRM) Connect(ctx context.Context, req *plugin.ConnectRequest) (*plug
 	defer f.mu.Unlock()
 	f.connects = append(f.connects, req)
 	f.record("Connect %s", procList(req.Procs))
+	if a := f.scripted("connect", procList(req.Procs)); a != nil {
+		if a.err != nil {
+			return nil, a.err
+		}
+		return &plugin.ConnectResponse{ID: a.name}, nil
+	}
 	return &plugin.ConnectResponse{ID: "c1"}, nil
 }
 
@@ -718,6 +769,9 @@ func (f *fakeRM) Disconnect(ctx context.Context, req *plugin.DisconnectRequest) 
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.record("Disconnect %s", procList(req.Procs))
+	if a := f.scripted("disconnect", procList(req.Procs)); a != nil {
+		return a.err
+	}
 	return nil
 }
 
@@ -725,6 +779,9 @@ func (f *fakeRM) ClientConnected(ctx context.Context, req *plugin.ClientRequest)
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.record("ClientConnected %s", procList(req.Procs))
+	if a := f.scripted("connected", procList(req.Procs)); a != nil {
+		return a.err
+	}
 	return nil
 }
 
@@ -732,6 +789,9 @@ func (f *fakeRM) ClientFinalized(ctx context.Context, req *plugin.ClientRequest)
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.record("ClientFinalized %s", procList(req.Procs))
+	if a := f.scripted("finalized", procList(req.Procs)); a != nil {
+		return a.err
+	}
 	return nil
 }
 

@@ -46,7 +46,11 @@ type Job struct {
 	pending    map[*request]struct{} // requests owed an answer (the job's end gives it)
 	notices    notices               // ClientConnected/ClientFinalized batches
 	ended      bool
-	result     Result
+	// aborting: a task aborted the job, which ends with the abort once
+	// the RM's call is on its way; a connection closing meanwhile (the RM
+	// kills the tasks when it hears) must not end it first.
+	aborting bool
+	result   Result
 }
 
 // task is one local rank.

@@ -215,7 +215,10 @@ func (j *Job) sessionClosed(s *Session, err error) {
 	t.closed = true
 	var failErr error
 	done := false
-	if t.inited && !t.finalized && !t.aborted && !j.ended {
+	switch {
+	case j.aborting:
+		// The abort ends the job, as aborted, on its own goroutine.
+	case t.inited && !t.finalized && !t.aborted && !j.ended:
 		why := "closed its PMI connection before finalize"
 		if err != nil {
 			why = fmt.Sprintf("lost its PMI connection before finalize (%v)", err)
@@ -226,7 +229,7 @@ func (j *Job) sessionClosed(s *Session, err error) {
 			why += ", after " + j.fences.lastErr.Error()
 		}
 		failErr = fmt.Errorf("rank %d of job %s %s", t.rank, j.cfg.Job.Nspace, why)
-	} else {
+	default:
 		done = j.allClosedLocked()
 	}
 	j.mu.Unlock()
@@ -372,6 +375,7 @@ func (s *Session) abort(r *request, code int, msg string, world bool) {
 	// The client exits right after its abort: its connection closing is
 	// part of the abort, not an early exit.
 	j.tasks[rank].aborted = true
+	j.aborting = true
 	j.mu.Unlock()
 	// The RM hears of it on a call that outlives the job and that
 	// Shutdown waits for, so the abort reaches the backend even though the

@@ -23,7 +23,11 @@ import (
 // and checks that each answer carries what that client needs. The answers
 // are compared with the peer's where the peers agree on what matters;
 // where gopmi deliberately differs (a correct PMI_process_mapping, a
-// universeSize that is served) the comparison says so.
+// universeSize that is served) the comparison says so. The x*.txt
+// transcripts are written by hand in the same format to reach what no
+// healthy capture shows: their "rm<" lines script the fake RM's answer
+// (a fence that times out, a modex not found, a publish refused), and
+// "nodes N" spreads a job over nodes (testdata/transcripts/README.md).
 func transcriptDir(t *testing.T) string {
 	t.Helper()
 	dir := filepath.Join("testdata", "transcripts")
@@ -35,8 +39,9 @@ func transcriptDir(t *testing.T) string {
 
 type exchange struct {
 	send    []byte
-	replies []string // expected answers as the peer sent them (bodies only)
-	v       int      // the protocol the replies are in
+	replies []string    // expected answers as the peer sent them (bodies only)
+	v       int         // the protocol the replies are in
+	scripts []*rmAnswer // the fake RM's answers to queue before send
 }
 
 type rankScript struct {
@@ -49,6 +54,7 @@ type jobScript struct {
 	ranks  []*rankScript
 	nspace string
 	preput []plugin.Info
+	nodes  int // the nodes its ranks are spread over, in blocks
 }
 
 // cutLines completes the PMI-2 lines the capture cut short; a cut
@@ -104,9 +110,11 @@ func loadTranscript(t *testing.T, path string) []*jobScript {
 	}
 	defer f.Close()
 	var (
-		jobs []*jobScript
-		cur  *rankScript
-		inC  bool
+		jobs    []*jobScript
+		cur     *rankScript
+		inC     bool
+		nodes   = 1
+		pending []*rmAnswer // rm< lines for the rank's next step
 	)
 	header := regexp.MustCompile(`^== \S+ r(\d+) pid \d+`)
 	sc := bufio.NewScanner(f)
@@ -126,8 +134,12 @@ func loadTranscript(t *testing.T, path string) []*jobScript {
 				}
 			}
 			if job == nil {
-				job = &jobScript{}
+				job = &jobScript{nodes: nodes}
 				jobs = append(jobs, job)
+				nodes = 1
+			}
+			if len(pending) > 0 {
+				t.Fatalf("%s: rm< lines after the last step of rank %d", path, cur.rank)
 			}
 			cur = &rankScript{rank: int32(r)}
 			job.ranks = append(job.ranks, cur)
@@ -135,10 +147,29 @@ func loadTranscript(t *testing.T, path string) []*jobScript {
 			continue
 		}
 		switch {
+		case line == "" || strings.HasPrefix(line, "# "):
+			// A comment: hand-written transcripts say what they test.
+		case strings.HasPrefix(line, "nodes "):
+			n, err := strconv.Atoi(strings.TrimPrefix(line, "nodes "))
+			if err != nil || n < 1 {
+				t.Fatalf("%s: %q: want nodes N, N >= 1", path, line)
+			}
+			nodes = n
+		case strings.HasPrefix(line, "rm< "):
+			if cur == nil {
+				t.Fatalf("%s: %q before the first rank", path, line)
+			}
+			a, err := parseAnswer(line[4:])
+			if err != nil {
+				t.Fatalf("%s: %v", path, err)
+			}
+			pending = append(pending, a)
+			inC = false
 		case strings.HasPrefix(line, "C> "):
 			b, _ := unescape(line[3:])
 			if !inC || len(cur.steps) == 0 {
-				cur.steps = append(cur.steps, exchange{})
+				cur.steps = append(cur.steps, exchange{scripts: pending})
+				pending = nil
 			}
 			st := &cur.steps[len(cur.steps)-1]
 			st.send = append(st.send, b...)
@@ -158,6 +189,9 @@ func loadTranscript(t *testing.T, path string) []*jobScript {
 	}
 	if err := sc.Err(); err != nil {
 		t.Fatal(err)
+	}
+	if len(pending) > 0 {
+		t.Fatalf("%s: rm< lines after the last step of rank %d", path, cur.rank)
 	}
 	// Each step's protocol: PMI-2 after the PMI-2 init line, whose own
 	// answer is still PMI-1.
@@ -349,14 +383,15 @@ func replayJob(t *testing.T, js *jobScript, spawned bool, out *strings.Builder) 
 			c.Job.Parent = "parent"
 		}
 	}}
-	w := newWorldRM(t, rm, len(js.ranks), 1, !port, opts...)
+	w := newWorldRM(t, rm, len(js.ranks), js.nodes, !port, opts...)
 	rm.setJob(w.job(0).cfg.Job)
+	per := (len(js.ranks) + js.nodes - 1) / js.nodes
 	p := &replayer{t: t, w: w, out: out, ranks: js.ranks, next: make([]int, len(js.ranks)), owed: make([]int, len(js.ranks)),
 		pub: map[string]bool{}, lookups: map[string]int{}}
 	aborted := false
 	for _, rs := range js.ranks {
 		if port {
-			w.task(int(rs.rank)).s = w.job(0).AttachPort(w.task(int(rs.rank)).c, owner)
+			w.task(int(rs.rank)).s = w.job(int(rs.rank)/per).AttachPort(w.task(int(rs.rank)).c, owner)
 		}
 		for _, st := range rs.steps {
 			switch c, svc := cmdOf(st.send); c {
@@ -380,15 +415,27 @@ func replayJob(t *testing.T, js *jobScript, spawned bool, out *strings.Builder) 
 			t.Fatalf("abort transcript: result %+v", res)
 		}
 		p.logCalls()
+		p.checkScripts()
 		return
 	}
 	for _, k := range w.tasks {
 		k.s.Close(nil)
 	}
-	if res := w.waitDone(0); res.Err != nil {
-		t.Fatalf("job ended with %v", res.Err)
+	for n := range w.jobs {
+		if res := w.waitDone(n); res.Err != nil {
+			t.Fatalf("job ended with %v on node %d", res.Err, n)
+		}
 	}
 	p.logCalls()
+	p.checkScripts()
+}
+
+// checkScripts fails the test for an rm< line no call took: a script
+// that matched nothing tests nothing.
+func (p *replayer) checkScripts() {
+	for _, line := range p.w.rm.unusedScripts() {
+		p.t.Errorf("rm< %s: no call took this answer", line)
+	}
 }
 
 // step plays the next step of the first rank that may go, then collects
@@ -403,6 +450,10 @@ func (p *replayer) step() bool {
 		k.c.mu.Lock()
 		k.c.version = st.v
 		k.c.mu.Unlock()
+		for _, a := range st.scripts {
+			fmt.Fprintf(p.out, "rm< %s\n", a.line)
+			p.w.rm.script(a)
+		}
 		fmt.Fprintf(p.out, "r%d> %s\n", rs.rank, quoteWire(st.send))
 		k.s.Feed(st.send)
 		p.owed[i] = len(st.replies)
@@ -420,6 +471,9 @@ func (p *replayer) allowed(i int) bool {
 	st := p.ranks[i].steps[p.next[i]]
 	switch cmd, svc := cmdOf(st.send); cmd {
 	case "lookup_name", "name-lookup":
+		if len(st.scripts) > 0 {
+			return true // the fake RM's answer is scripted
+		}
 		found := len(st.replies) > 0 && !strings.Contains(st.replies[0], "rc=1") && !strings.Contains(st.replies[0], "FALSE") && !strings.Contains(st.replies[0], "info=fail")
 		return !found || p.pub[svc]
 	case "unpublish_name", "name-unpublish":
@@ -579,6 +633,17 @@ func compareReply(t *testing.T, rank int32, st exchange, got *wire.Message, want
 		}
 		if gv != pv {
 			t.Errorf("rank %d: %q: %s=%q, peer %q", rank, st.send, key, gv, pv)
+		}
+	}
+	// A hand-written transcript writes key~=text for "the answer's key
+	// holds text": a message that names what failed.
+	for _, a := range peer.Args {
+		key, ok := strings.CutSuffix(a.Key, "~")
+		if !ok {
+			continue
+		}
+		if gv, _ := got.Get(key); !strings.Contains(gv, a.Value) {
+			t.Errorf("rank %d: %q: %s=%q does not hold %q", rank, st.send, key, gv, a.Value)
 		}
 	}
 }

@@ -20,7 +20,10 @@
 //	bridge.Backend ──► plugin.Full ──gRPC (grpcplugin)──► gopmi-rm-<name>
 //
 // The serving loop is package serve, which `gopmi run` also uses to serve
-// a job on one node from its own process.
+// a job on one node from its own process; both follow serve.Host's one
+// host protocol (serve, readiness, the backend brought up beside the job,
+// its failure failing the job), each with its own way to start the
+// backend and to report readiness.
 //
 // # Backend: a process, or in process
 //

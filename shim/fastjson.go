@@ -239,6 +239,10 @@ func (d *fastDec) keyValues(out *[]*shimv1.KeyValue) {
 	})
 }
 
+// bootstrapFields and jobFields are the plain form's tables, written by
+// hand rather than generated (why: plugin/internal/forwardgen's doc);
+// TestDecodeFastCoversEveryField fails when they miss a field of the
+// message.
 func bootstrapFields(b *shimv1.Bootstrap) []fastField {
 	return []fastField{
 		{"version", "version", func(d *fastDec) { b.Version = d.uint32() }},

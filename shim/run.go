@@ -2,7 +2,6 @@ package shim
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -13,7 +12,6 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/gopmi/gopmi/bridge"
 	"github.com/gopmi/gopmi/plugin"
 	"github.com/gopmi/gopmi/shim/serve"
 	"github.com/gopmi/gopmi/shim/sockdir"
@@ -178,6 +176,10 @@ type server struct {
 	log    zerolog.Logger
 	cfg    *serve.Config
 	ready  bool
+	// dir is the backend's private socket directory while it exists;
+	// written by the bring-up, read after serve.Hosted.Close waited for
+	// it.
+	dir *sockdir.Dir
 }
 
 // readBootstrapTimed reads the bootstrap within bootstrapTimeout. A
@@ -200,7 +202,7 @@ func readBootstrapTimed(ctx context.Context, r io.Reader) (*serve.Config, error)
 	case <-t.C:
 		return nil, fmt.Errorf("%w: stdin: no EOF within %v; the step daemon must close stdin after the bootstrap", serve.ErrUsage, bootstrapTimeout)
 	case <-ctx.Done():
-		return nil, stopped(ctx, "read bootstrap")
+		return nil, serve.Stopped(ctx, "shim", "read bootstrap")
 	}
 }
 
@@ -246,123 +248,52 @@ func (s *server) run(ctx context.Context) error {
 		}
 	}
 
-	// The tasks are served from here on, while the backend starts: their
-	// local requests need no backend, and those that do wait for it. The
-	// backend comes up at once for a job on several nodes (its fences
-	// need it), on demand for a job on one node, which may never need it.
-	demand := make(chan struct{})
-	be := bridge.NewBackend(c.Backend.BinaryName(), func() { close(demand) })
-	if len(c.Job.Nodes) > 1 || c.Backend.StartAtOnce {
-		be.Need()
-	}
-	srv, err := serve.Start(ctx, c, serve.Options{Backend: be, Conns: fds.conns, Port: fds.port, Logger: logger})
+	// The serving loop and its host protocol (serve.Host): tasks served at
+	// once, READY, the backend brought up beside the job. What is the
+	// shim's own: readiness by sd_notify, the backend as a plugin process
+	// (or in process) with its private socket directory, STOPPING.
+	h, err := serve.Host(ctx, c, serve.HostOptions{
+		Conns:  fds.conns,
+		Port:   fds.port,
+		Logger: logger,
+		Name:   "shim",
+		Start: func(ctx context.Context) (*serve.Started, error) {
+			return s.startBackend(ctx, path)
+		},
+		// READY means the tasks are served; the backend's own start-up
+		// failures come after it, as a job failure with its STATUS.
+		Ready: func() error {
+			if err := s.notify.ready(len(c.Tasks)); err != nil {
+				// The launcher asked for readiness and will not hear
+				// it: it would wait for its own time-out, so fail now
+				// and say why.
+				return fmt.Errorf("report readiness: %w", err)
+			}
+			s.ready = true
+			return nil
+		},
+		LogBackend: true,
+	})
 	if err != nil {
 		return err
 	}
-
-	// READY means the tasks are served; the backend's own start-up
-	// failures come after it, as a job failure with its STATUS.
-	if err := s.notify.ready(len(c.Tasks)); err != nil {
-		// The launcher asked for readiness and will not hear it: it
-		// would wait for its own time-out, so fail now and say why.
-		err = fmt.Errorf("report readiness: %w", err)
-		be.Fail(err)
-		srv.Fail(err)
-		_ = srv.Wait(ctx)
-		return err
-	}
-	s.ready = true
-
-	bs := s.startBackendAside(ctx, srv.Job(), be, demand, path)
-	defer bs.close(s.log)
-	err = srv.Wait(ctx)
-	if nerr := s.notify.stopping(srv.Reason()); nerr != nil {
+	defer func() {
+		h.Close()
+		s.removeSocketDir()
+	}()
+	err = h.Wait(ctx)
+	if nerr := s.notify.stopping(h.Reason()); nerr != nil {
 		s.log.Debug().Err(nerr).Msg("report stopping")
 	}
 	return err
 }
 
-// backendStart is the backend's bring-up, run beside the job.
-type backendStart struct {
-	done chan struct{} // closed when the bring-up ended
-	bp   Process       // the running backend; set before done closes
-	dir  *sockdir.Dir  // the backend's private socket directory, if made
-	stop context.CancelFunc
-}
-
-// startBackendAside brings the backend up on its own goroutine once the
-// job asks for it (demand closes), and fails the job when the bring-up
-// fails or the backend dies. A job that ends cleanly meanwhile cuts the
-// start short; one that fails or aborts lets it finish, since the RM must
-// hear of that.
-func (s *server) startBackendAside(ctx context.Context, job *bridge.Job, be *bridge.Backend, demand <-chan struct{}, path string) *backendStart {
-	c := s.cfg
-	name := c.Backend.BinaryName()
-	startCtx, stop := context.WithCancel(ctx)
-	bs := &backendStart{done: make(chan struct{}), stop: stop}
-	go func() {
-		<-job.Done()
-		if endedCleanly(job) {
-			stop()
-		}
-	}()
-	go func() {
-		defer close(bs.done)
-		select {
-		case <-demand:
-		case <-startCtx.Done():
-		}
-		if startCtx.Err() != nil {
-			be.Fail(errors.New("the job ended before it needed its backend"))
-			return
-		}
-		bp, err := s.bringUpBackend(startCtx, path, be, bs)
-		if err != nil {
-			be.Fail(err)
-			if !endedCleanly(job) {
-				s.log.Error().Err(err).Msg("failing the job: its backend did not start")
-				job.Fail(err)
-			}
-			return
-		}
-		bs.bp = bp
-		go func() {
-			select {
-			case <-bp.Exited():
-				err := fmt.Errorf("%w: backend %s exited during the job: %w", serve.ErrBackend, name, plugin.ErrBackendGone)
-				s.log.Error().Err(err).Msg("failing the job")
-				job.Fail(err)
-			case <-job.Done():
-			}
-		}()
-	}()
-	return bs
-}
-
-// close ends the bring-up (or waits for it, within the backend start
-// time-out it runs under) and closes the backend.
-func (bs *backendStart) close(log zerolog.Logger) {
-	// The job is over and its news delivered (Wait waited for that): a
-	// bring-up still waiting or running is no longer needed.
-	bs.stop()
-	<-bs.done
-	if bs.bp != nil {
-		if err := bs.bp.Close(); err != nil {
-			log.Warn().Err(err).Msg("close backend")
-		}
-	}
-	if bs.dir != nil {
-		if err := bs.dir.Remove(); err != nil {
-			log.Warn().Err(err).Str("dir", bs.dir.Path).Msg("remove socket dir")
-		}
-	}
-}
-
-// bringUpBackend makes the backend's private socket directory, starts and
-// configures the backend, both within the backend start time-out, and
-// hands it to be. startCtx cuts it short: the shim stopping (a signal) or
-// a job that no longer needs the backend.
-func (s *server) bringUpBackend(startCtx context.Context, path string, be *bridge.Backend, bs *backendStart) (Process, error) {
+// startBackend starts the backend, as serve.Host asks within the backend
+// start time-out: a plugin process in its private socket directory, or
+// RunConfig.Backend in this process. ctx cut short (a signal, a job that
+// no longer needs it) kills a plugin still starting; afterwards the shim
+// ends it with Close.
+func (s *server) startBackend(ctx context.Context, path string) (*serve.Started, error) {
 	c := s.cfg
 	start, dir := s.rc.StartPlugin, ""
 	var sock *sockdir.Dir
@@ -376,12 +307,8 @@ func (s *server) bringUpBackend(startCtx context.Context, path string, be *bridg
 		if sock, err = sockdir.New(); err != nil {
 			return nil, fmt.Errorf("%w: create socket dir: %w", serve.ErrBackend, err)
 		}
-		bs.dir, dir = sock, sock.Path
+		s.dir, dir = sock, sock.Path
 	}
-	ctx, cancel := context.WithTimeout(startCtx, c.BackendStart)
-	defer cancel()
-	// Start honours ctx only while it runs (a signal during start-up
-	// kills the plugin); afterwards the shim ends the plugin with Close.
 	s.log.Debug().Str("path", path).Strs("args", c.Backend.Args).Msg("starting backend")
 	bp, err := start(ctx, Launch{
 		Path:      path,
@@ -396,49 +323,24 @@ func (s *server) bringUpBackend(startCtx context.Context, path string, be *bridg
 		// a shim killed from now on (SIGKILL ends it and its backend at
 		// once) leaves no socket or directory behind.
 		if rerr := sock.Remove(); rerr == nil {
-			bs.dir = nil
+			s.dir = nil
 		}
 	}
 	if err != nil {
-		switch {
-		case startCtx.Err() != nil:
-			err = stopped(startCtx, "start "+c.Backend.BinaryName())
-		case !errors.Is(err, serve.ErrBackend):
-			err = fmt.Errorf("%w: %w", serve.ErrBackend, err)
-		}
 		return nil, err
 	}
-	info, attrs, err := serve.Configure(ctx, bp.Backend(), bp.Info(), c)
-	if err != nil {
-		if cerr := bp.Close(); cerr != nil {
-			s.log.Warn().Err(cerr).Msg("close backend")
-		}
-		if startCtx.Err() != nil {
-			err = stopped(startCtx, "configure "+c.Backend.BinaryName())
-		}
-		return nil, err
-	}
-	be.Up(bp.Backend(), info, attrs)
-	s.log.Info().Int("tasks", len(c.Tasks)).Str("backend", c.Backend.BinaryName()).Str("backend_version", info.Version).
-		Msg("backend serving")
-	return bp, nil
+	return &serve.Started{Backend: bp.Backend(), Info: bp.Info(), Exited: bp.Exited(), Close: bp.Close}, nil
 }
 
-// endedCleanly reports whether the job has ended with every task done.
-func endedCleanly(job *bridge.Job) bool {
-	select {
-	case <-job.Done():
-	default:
-		return false
+// removeSocketDir removes what a backend that did not start left of its
+// socket directory. serve.Host's Close has waited for the bring-up.
+func (s *server) removeSocketDir() {
+	if s.dir == nil {
+		return
 	}
-	res := job.Result()
-	return res.Err == nil && !res.Aborted
-}
-
-// stopped is the error for a start-up cut short by a signal or the end of
-// Run's context: the job failed before it began.
-func stopped(ctx context.Context, step string) error {
-	return fmt.Errorf("%w: %s: shim stopped: %w", serve.ErrJobFailed, step, context.Cause(ctx))
+	if err := s.dir.Remove(); err != nil {
+		s.log.Warn().Err(err).Str("dir", s.dir.Path).Msg("remove socket dir")
+	}
 }
 
 // backendPath resolves the backend binary.

@@ -61,6 +61,11 @@ func readTranscripts(t *testing.T) []txSession {
 	}
 	var out []txSession
 	for _, f := range files {
+		if strings.HasPrefix(filepath.Base(f), "x") {
+			// Written by hand for the bridge's failure paths (see the
+			// transcripts' README): the codecs are held to real captures.
+			continue
+		}
 		fh, err := os.Open(f)
 		if err != nil {
 			t.Fatal(err)

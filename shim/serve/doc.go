@@ -13,13 +13,19 @@
 //	bridge.Job (the PMI engine) ──► bridge.Backend ──► the host's backend
 //
 // A host validates a gopmi.shim.v1.Bootstrap into a Config (NewConfig:
-// every rule and default lives there, so both hosts serve a job alike),
-// makes a bridge.Backend handle, calls Start with the task connections,
-// brings the backend up when the handle asks for it (serve.Configure,
-// then Backend.Up), and calls Wait. Wait returns when every local task
-// has finalized and closed its connection, the job fails or is aborted,
-// or the host's context ends; it shuts down without losing an answer owed
-// and returns an error that ExitCode maps to the shim's exit statuses.
+// every rule and default lives there, so both hosts serve a job alike)
+// and calls Host with the task connections and its own ways (HostOptions:
+// how its backend starts, how it tells its launcher the tasks are
+// served). Host is the one host protocol both follow (host.go): it makes
+// the bridge.Backend handle, calls Start, reports readiness, brings the
+// backend up beside the job when the job needs it (HostOptions.Start,
+// Configure, then Backend.Up) and fails the job when the backend does
+// not start or dies. Wait returns when every local task has finalized
+// and closed its connection, the job fails or is aborted, or the host's
+// context ends; it shuts down without losing an answer owed and returns
+// an error that ExitCode maps to the shim's exit statuses; Close then
+// ends the backend. What stays each host's own: reading the bootstrap
+// and the fds, signals, and how the exit status is reported.
 //
 // The package links neither go-plugin nor protojson: a host that serves
 // its tasks in-process pays neither at start-up.

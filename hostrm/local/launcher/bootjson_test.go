@@ -1,12 +1,14 @@
 package launcher
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
 
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protoreflect"
 	"google.golang.org/protobuf/types/known/durationpb"
 
 	shimv1 "github.com/gopmi/gopmi/proto/gopmi/shim/v1"
@@ -59,4 +61,66 @@ func TestBootstrapJSONRefusesBadUTF8(t *testing.T) {
 	if _, err := protojson.Marshal(b); err == nil {
 		t.Fatal("protojson took it")
 	}
+}
+
+// Every field of the bootstrap, set by walking the message's descriptor,
+// reaches the shim: a field added to the proto that bootstrapJSON does not
+// write fails here.
+func TestBootstrapJSONWritesEveryField(t *testing.T) {
+	b := &shimv1.Bootstrap{}
+	fillEvery(b.ProtoReflect())
+	data, err := bootstrapJSON(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := &shimv1.Bootstrap{}
+	if err := protojson.Unmarshal(data, got); err != nil {
+		t.Fatalf("protojson refuses %s: %v", data, err)
+	}
+	if !proto.Equal(b, got) {
+		t.Errorf("%s reads back as\n%v\nwant\n%v", data, got, b)
+	}
+}
+
+// fillEvery sets every field of m, and of the messages in it, to a value
+// that is not the zero value; a repeated field gets one element. (The
+// shim's fast decoder has the same helper in its tests: neither package
+// may import the other.)
+func fillEvery(m protoreflect.Message) {
+	fields := m.Descriptor().Fields()
+	for i := 0; i < fields.Len(); i++ {
+		fd := fields.Get(i)
+		switch {
+		case fd.IsMap():
+			panic(fmt.Sprintf("%s: the bootstrap has no maps; teach fillEvery", fd.FullName()))
+		case fd.IsList() && fd.Kind() == protoreflect.MessageKind:
+			fillEvery(m.Mutable(fd).List().AppendMutable().Message())
+		case fd.IsList():
+			m.Mutable(fd).List().Append(someValue(fd))
+		case fd.Kind() == protoreflect.MessageKind:
+			fillEvery(m.Mutable(fd).Message())
+		default:
+			m.Set(fd, someValue(fd))
+		}
+	}
+}
+
+// someValue is a non-zero value of a scalar field's kind.
+func someValue(fd protoreflect.FieldDescriptor) protoreflect.Value {
+	switch fd.Kind() {
+	case protoreflect.BoolKind:
+		return protoreflect.ValueOfBool(true)
+	case protoreflect.Int32Kind:
+		return protoreflect.ValueOfInt32(7)
+	case protoreflect.Uint32Kind:
+		return protoreflect.ValueOfUint32(7)
+	case protoreflect.Int64Kind:
+		return protoreflect.ValueOfInt64(7)
+	case protoreflect.StringKind:
+		return protoreflect.ValueOfString("s")
+	case protoreflect.EnumKind:
+		vals := fd.Enum().Values()
+		return protoreflect.ValueOfEnum(vals.Get(vals.Len() - 1).Number())
+	}
+	panic(fmt.Sprintf("%s: kind %v; teach someValue", fd.FullName(), fd.Kind()))
 }

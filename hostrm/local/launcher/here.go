@@ -11,7 +11,6 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/gopmi/gopmi/bridge"
 	"github.com/gopmi/gopmi/shim/serve"
 )
 
@@ -65,18 +64,11 @@ func (l *Launcher) startHere(rj *runJob, s *nodeStart) error {
 	s.port = nil
 	log := zerolog.New(l.logWriter()).Level(cfg.LogLevel).With().Timestamp().Logger()
 	ctx, cancel := context.WithCancelCause(context.Background())
-	var be *bridge.Backend
-	started := make(chan *serve.Server, 1)
-	be = bridge.NewBackend(cfg.Backend.BinaryName(), func() { go l.bringUp(ctx, be, cfg, started) })
-	if cfg.Backend.StartAtOnce {
-		be.Need()
-	}
-	srv, err := serve.Start(ctx, cfg, serve.Options{Backend: be, Conns: conns, Port: port, Logger: log})
+	h, err := l.host(ctx, cfg, conns, port, log)
 	if err != nil {
 		cancel(nil)
 		return fmt.Errorf("job %s node %d: %w", ns, id, err)
 	}
-	started <- srv
 	l.mu.Lock()
 	s.rn.here = &hereServer{cancel: cancel}
 	rj.procs++
@@ -85,7 +77,8 @@ func (l *Launcher) startHere(rj *runJob, s *nodeStart) error {
 	}
 	l.mu.Unlock()
 	go func() {
-		err := srv.Wait(ctx)
+		err := h.Wait(ctx)
+		h.Close()
 		cancel(nil)
 		code := serve.ExitCode(err)
 		log.Debug().Err(err).Int("code", code).Msg("served")
@@ -95,26 +88,23 @@ func (l *Launcher) startHere(rj *runJob, s *nodeStart) error {
 	return nil
 }
 
-// bringUp registers a job served here with the universe, as a shim's
-// backend would, and hands the universe to the job as its backend. If
-// that fails the job fails, as in a shim whose backend does not start
-// (started delivers the job's server once it runs; ctx ends if it never
-// does).
-func (l *Launcher) bringUp(ctx context.Context, be *bridge.Backend, cfg *serve.Config, started <-chan *serve.Server) {
-	bctx, cancel := context.WithTimeout(ctx, cfg.BackendStart)
-	defer cancel()
-	info, attrs, err := serve.Configure(bctx, l.u, nil, cfg)
-	if err == nil {
-		be.Up(l.u, info, attrs)
-		return
-	}
-	be.Fail(err)
-	select {
-	case srv := <-started:
-		// A no-op for a job that has ended, well or not.
-		srv.Fail(err)
-	case <-ctx.Done():
-	}
+// host serves a node's tasks under the shim's host protocol
+// (serve.Host), with what differs here: the backend is the universe,
+// called in this process, as a shim's backend would register the job
+// with it (a universe that cannot take the job fails it, as a shim whose
+// backend does not start); there is no launcher to tell of readiness
+// (gopmi run is its own), and no log of the backend's bring-up: the
+// run's end line says why a job failed.
+func (l *Launcher) host(ctx context.Context, cfg *serve.Config, conns map[int32]net.Conn, port net.Listener, log zerolog.Logger) (*serve.Hosted, error) {
+	return serve.Host(ctx, cfg, serve.HostOptions{
+		Conns:  conns,
+		Port:   port,
+		Logger: log,
+		Name:   "gopmi run",
+		Start: func(context.Context) (*serve.Started, error) {
+			return &serve.Started{Backend: l.u}, nil
+		},
+	})
 }
 
 // logWriter is where a server here logs: stderr, as text unless

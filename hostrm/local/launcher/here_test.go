@@ -12,7 +12,6 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/gopmi/gopmi/bridge"
 	"github.com/gopmi/gopmi/hostrm/local"
 	"github.com/gopmi/gopmi/plugin/plugintest"
 	"github.com/gopmi/gopmi/shim/serve"
@@ -50,14 +49,11 @@ func TestServedHereBackendFails(t *testing.T) {
 	defer conns[1].Close()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	var be *bridge.Backend
-	started := make(chan *serve.Server, 1)
-	be = bridge.NewBackend("gopmi-rm-local", func() { go l.bringUp(ctx, be, cfg, started) })
-	srv, err := serve.Start(ctx, cfg, serve.Options{Backend: be, Conns: map[int32]net.Conn{0: conns[0]}, Logger: zerolog.Nop()})
+	srv, err := l.host(ctx, cfg, map[int32]net.Conn{0: conns[0]}, nil, zerolog.Nop())
 	if err != nil {
 		t.Fatal(err)
 	}
-	started <- srv
+	defer srv.Close()
 	// A publish needs the backend.
 	if _, err := conns[1].Write([]byte("cmd=init pmi_version=1 pmi_subversion=1\ncmd=publish_name service=s port=p\n")); err != nil {
 		t.Fatal(err)

@@ -5,7 +5,39 @@
 //     the optional interfaces, Unimplemented's refusals;
 //   - plugin/plugintest/fake_gen.go: Fake's function fields and methods;
 //   - hostrm/link/calls_gen.go: the link's client methods and its
-//     server's handler table.
+//     server's handler table;
+//   - plugin/grpcplugin/internal/service/server_gen.go and remote_gen.go:
+//     the gRPC service's adapters, one per RPC on each side (the backend's
+//     server converting and calling plugin.Full, the host's plugin.Full
+//     converting and calling the client). Generated because they are pure
+//     repetition and because the server embeds
+//     UnimplementedResourceManagerServiceServer: a method added to the
+//     contract and the proto but forgotten here would compile and answer
+//     Unimplemented at run time; generated, it cannot be forgotten, and a
+//     proto message or a convert function missing for it fails the
+//     build. The adapters follow one naming rule: RPC X takes
+//     rmv1.XRequest and answers rmv1.XResponse, and convert has
+//     FromXRequest/ToXRequest and, for a method that answers more than
+//     an error, ToXResponse/FromXResponse. The conversions themselves
+//     stay hand-written in package convert: each is a mapping of its own.
+//     TestServiceMatchesContract holds the service's RPCs to the
+//     contract's methods, one for one.
+//
+// Not generated, on purpose: the bootstrap's plain form, the fast decoder
+// of the shim (shim/fastjson.go: bootstrapFields, jobFields) and its
+// writer in gopmi run (hostrm/local/launcher/bootjson.go). A generator
+// would read another source (the proto descriptor of
+// gopmi.shim.v1.Bootstrap, not plugin/backend.go) and write into two
+// trees, and it would not shrink what is maintained: each table entry is
+// a decision about the plain form (durations as "1.5s", enums by name,
+// an int64 as a JSON number that both sides agree on, UTF-8 checked on
+// the way out) that a generator would have to spell out kind by kind,
+// for a versioned message that changes rarely. The drift risk is held by
+// tests instead, which set every field of the message by walking its
+// descriptor: TestDecodeFastCoversEveryField (shim) fails when the
+// decoder's tables miss a field (it would fall back to protojson,
+// slower but correct) and TestBootstrapJSONWritesEveryField (launcher)
+// when the writer does (the field would be lost on the way to the shim).
 //
 // A method's name for messages ("direct modex") and its name on the link
 // ("direct-modex") come from its Go name; an optional interface's
@@ -90,9 +122,11 @@ func generate(root string) (map[string][]byte, error) {
 	}
 	out := map[string][]byte{}
 	for path, tmpl := range map[string]*template.Template{
-		"plugin/forward_gen.go":         pluginTmpl,
-		"plugin/plugintest/fake_gen.go": fakeTmpl,
-		"hostrm/link/calls_gen.go":      linkTmpl,
+		"plugin/forward_gen.go":                            pluginTmpl,
+		"plugin/plugintest/fake_gen.go":                    fakeTmpl,
+		"hostrm/link/calls_gen.go":                         linkTmpl,
+		"plugin/grpcplugin/internal/service/server_gen.go": serverTmpl,
+		"plugin/grpcplugin/internal/service/remote_gen.go": remoteTmpl,
 	} {
 		var buf bytes.Buffer
 		if err := tmpl.Execute(&buf, c); err != nil {
@@ -371,6 +405,61 @@ func (r remote) {{.Name}}(ctx context.Context{{if .Req}}, req *plugin.{{.Req}}{{
 	return call[plugin.{{.Resp}}](ctx, r.c, "{{.Call}}", "{{.Wire}}", {{if .Req}}req{{else}}struct{}{}{{end}})
 {{- else}}
 	_, err := call[struct{}](ctx, r.c, "{{.Call}}", "{{.Wire}}", {{if .Req}}req{{else}}struct{}{}{{end}})
+	return err
+{{- end}}
+}
+{{end}}`))
+
+var serverTmpl = template.Must(template.New("server").Funcs(funcs).Parse(header + `
+package service
+
+import (
+	"context"
+
+	"github.com/gopmi/gopmi/plugin/grpcplugin/internal/convert"
+	rmv1 "github.com/gopmi/gopmi/proto/gopmi/rm/v1"
+)
+{{range .Methods}}
+// {{.Name}} converts the request, calls the backend and converts its
+// answer; an error travels as a status.
+func (s *server) {{.Name}}(ctx context.Context, {{if .Req}}req{{else}}_{{end}} *rmv1.{{.Name}}Request) (*rmv1.{{.Name}}Response, error) {
+{{- if .Resp}}
+	resp, err := s.b.{{.Name}}(ctx{{if .Req}}, convert.From{{.Name}}Request(req){{end}})
+	if err != nil {
+		return nil, convert.ToStatus(err)
+	}
+	return convert.To{{.Name}}Response(resp), nil
+{{- else}}
+	if err := s.b.{{.Name}}(ctx{{if .Req}}, convert.From{{.Name}}Request(req){{end}}); err != nil {
+		return nil, convert.ToStatus(err)
+	}
+	return &rmv1.{{.Name}}Response{}, nil
+{{- end}}
+}
+{{end}}`))
+
+var remoteTmpl = template.Must(template.New("remote").Funcs(funcs).Parse(header + `
+package service
+
+import (
+	"context"
+
+	"github.com/gopmi/gopmi/plugin"
+	"github.com/gopmi/gopmi/plugin/grpcplugin/internal/convert"
+	rmv1 "github.com/gopmi/gopmi/proto/gopmi/rm/v1"
+)
+{{range .Methods}}
+// {{.Name}} converts the request, calls the service and converts the
+// answer or the error back.
+func (r *remote) {{.Name}}(ctx context.Context{{if .Req}}, req *plugin.{{.Req}}{{end}}) {{results . "plugin."}} {
+{{- if .Resp}}
+	resp, err := call(ctx, r, "{{.Call}}", {{if .Req}}convert.To{{.Name}}Request(req){{else}}&rmv1.{{.Name}}Request{}{{end}}, r.c.{{.Name}})
+	if err != nil {
+		return nil, err
+	}
+	return convert.From{{.Name}}Response(resp), nil
+{{- else}}
+	_, err := call(ctx, r, "{{.Call}}", {{if .Req}}convert.To{{.Name}}Request(req){{else}}&rmv1.{{.Name}}Request{}{{end}}, r.c.{{.Name}})
 	return err
 {{- end}}
 }

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	rmv1 "github.com/gopmi/gopmi/proto/gopmi/rm/v1"
 )
 
 // TestGeneratedIsCurrent: the committed files are what the contract's
@@ -16,8 +18,8 @@ func TestGeneratedIsCurrent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(files) != 3 {
-		t.Errorf("%d files generated, want 3", len(files))
+	if len(files) != 5 {
+		t.Errorf("%d files generated, want 5", len(files))
 	}
 	for path, want := range files {
 		got, err := os.ReadFile(path)
@@ -64,6 +66,32 @@ func TestReadContract(t *testing.T) {
 	}
 	if got := strings.Join(caps, " "); got != "CapPublish=Publisher CapSpawn=Spawner CapConnect=Connector CapQuery=Querier CapLog=Logger CapNotify=EventNotifier" {
 		t.Errorf("capabilities %s", got)
+	}
+}
+
+// TestServiceMatchesContract: the gRPC service has one RPC per method of
+// the contract, by the same name, so the generated adapters cover every
+// RPC: one the contract lacks would be answered by the embedded
+// UnimplementedResourceManagerServiceServer, silently.
+func TestServiceMatchesContract(t *testing.T) {
+	c, err := read("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var contract, rpcs []string
+	for _, m := range c.Methods {
+		contract = append(contract, m.Name)
+	}
+	for _, m := range rmv1.ResourceManagerService_ServiceDesc.Methods {
+		rpcs = append(rpcs, m.MethodName)
+	}
+	slices.Sort(contract)
+	slices.Sort(rpcs)
+	if !slices.Equal(contract, rpcs) {
+		t.Errorf("the contract's methods %v\nthe service's RPCs %v", contract, rpcs)
+	}
+	if n := len(rmv1.ResourceManagerService_ServiceDesc.Streams); n != 0 {
+		t.Errorf("the service has %d streams; the adapters know unary calls only", n)
 	}
 }
 

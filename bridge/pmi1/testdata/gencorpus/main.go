@@ -59,6 +59,9 @@ func readSessions(dir string) []session {
 	}
 	var out []session
 	for _, f := range files {
+		if strings.HasPrefix(filepath.Base(f), "x") {
+			continue // written by hand for the bridge, not a capture
+		}
 		fh, err := os.Open(f)
 		if err != nil {
 			log.Fatal(err)

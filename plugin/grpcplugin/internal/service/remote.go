@@ -13,7 +13,8 @@ import (
 )
 
 // remote is the host's plugin.Full: every call converts, calls the
-// service, and converts the answer or the error back.
+// service, and converts the answer or the error back. Its methods, one
+// per contract method, are generated (remote_gen.go).
 type remote struct {
 	c rmv1.ResourceManagerServiceClient
 	// gone reports, wrapping plugin.ErrBackendGone, that the backend can no
@@ -66,108 +67,4 @@ func (r *remote) fail(ctx context.Context, op string, err error) error {
 		return fmt.Errorf("%s: %w", op, g)
 	}
 	return out
-}
-
-func (r *remote) GetInfo(ctx context.Context) (*plugin.BackendInfo, error) {
-	resp, err := call(ctx, r, "get info", &rmv1.GetInfoRequest{}, r.c.GetInfo)
-	if err != nil {
-		return nil, err
-	}
-	return convert.FromGetInfoResponse(resp), nil
-}
-
-func (r *remote) Configure(ctx context.Context, req *plugin.ConfigureRequest) (*plugin.ConfigureResponse, error) {
-	resp, err := call(ctx, r, "configure", convert.ToConfigureRequest(req), r.c.Configure)
-	if err != nil {
-		return nil, err
-	}
-	return convert.FromConfigureResponse(resp), nil
-}
-
-func (r *remote) ClientConnected(ctx context.Context, req *plugin.ClientRequest) error {
-	_, err := call(ctx, r, "client connected", convert.ToClientConnectedRequest(req), r.c.ClientConnected)
-	return err
-}
-
-func (r *remote) ClientFinalized(ctx context.Context, req *plugin.ClientRequest) error {
-	_, err := call(ctx, r, "client finalized", convert.ToClientFinalizedRequest(req), r.c.ClientFinalized)
-	return err
-}
-
-func (r *remote) Abort(ctx context.Context, req *plugin.AbortRequest) error {
-	_, err := call(ctx, r, "abort", convert.ToAbortRequest(req), r.c.Abort)
-	return err
-}
-
-func (r *remote) Fence(ctx context.Context, req *plugin.FenceRequest) (*plugin.FenceResponse, error) {
-	resp, err := call(ctx, r, "fence", convert.ToFenceRequest(req), r.c.Fence)
-	if err != nil {
-		return nil, err
-	}
-	return convert.FromFenceResponse(resp), nil
-}
-
-func (r *remote) DirectModex(ctx context.Context, req *plugin.ModexRequest) (*plugin.ModexResponse, error) {
-	resp, err := call(ctx, r, "direct modex", convert.ToDirectModexRequest(req), r.c.DirectModex)
-	if err != nil {
-		return nil, err
-	}
-	return convert.FromDirectModexResponse(resp), nil
-}
-
-func (r *remote) Publish(ctx context.Context, req *plugin.PublishRequest) error {
-	_, err := call(ctx, r, "publish", convert.ToPublishRequest(req), r.c.Publish)
-	return err
-}
-
-func (r *remote) Lookup(ctx context.Context, req *plugin.LookupRequest) (*plugin.LookupResponse, error) {
-	resp, err := call(ctx, r, "lookup", convert.ToLookupRequest(req), r.c.Lookup)
-	if err != nil {
-		return nil, err
-	}
-	return convert.FromLookupResponse(resp), nil
-}
-
-func (r *remote) Unpublish(ctx context.Context, req *plugin.UnpublishRequest) error {
-	_, err := call(ctx, r, "unpublish", convert.ToUnpublishRequest(req), r.c.Unpublish)
-	return err
-}
-
-func (r *remote) Spawn(ctx context.Context, req *plugin.SpawnRequest) (*plugin.SpawnResponse, error) {
-	resp, err := call(ctx, r, "spawn", convert.ToSpawnRequest(req), r.c.Spawn)
-	if err != nil {
-		return nil, err
-	}
-	return convert.FromSpawnResponse(resp), nil
-}
-
-func (r *remote) Connect(ctx context.Context, req *plugin.ConnectRequest) (*plugin.ConnectResponse, error) {
-	resp, err := call(ctx, r, "connect", convert.ToConnectRequest(req), r.c.Connect)
-	if err != nil {
-		return nil, err
-	}
-	return convert.FromConnectResponse(resp), nil
-}
-
-func (r *remote) Disconnect(ctx context.Context, req *plugin.DisconnectRequest) error {
-	_, err := call(ctx, r, "disconnect", convert.ToDisconnectRequest(req), r.c.Disconnect)
-	return err
-}
-
-func (r *remote) Query(ctx context.Context, req *plugin.QueryRequest) (*plugin.QueryResponse, error) {
-	resp, err := call(ctx, r, "query", convert.ToQueryRequest(req), r.c.Query)
-	if err != nil {
-		return nil, err
-	}
-	return convert.FromQueryResponse(resp), nil
-}
-
-func (r *remote) Log(ctx context.Context, req *plugin.LogRequest) error {
-	_, err := call(ctx, r, "log", convert.ToLogRequest(req), r.c.Log)
-	return err
-}
-
-func (r *remote) NotifyEvent(ctx context.Context, req *plugin.EventRequest) error {
-	_, err := call(ctx, r, "notify event", convert.ToNotifyEventRequest(req), r.c.NotifyEvent)
-	return err
 }
