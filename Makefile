@@ -87,7 +87,9 @@ deps-test: deps
 test: deps-test
 	@test -z "$$(gofmt -l $$(git ls-files '*.go' | grep -v '\.pb\.go$$'))" || { gofmt -l $$(git ls-files '*.go' | grep -v '\.pb\.go$$'); echo 'gofmt needed'; exit 1; }
 	$(GO) vet ./...
+	$(GO) vet -tags pmix ./shim/pmix/
 	$(GO) test -race -timeout 20m ./...
+	$(GO) test -race -tags pmix ./shim/pmix/
 	GOPMI_IT_SERVE=shim $(GO) test -race -timeout 20m ./integration/
 
 test-unit:

@@ -1,0 +1,198 @@
+//go:build pmix
+
+#include <stdlib.h>
+#include <string.h>
+#include <stdbool.h>
+
+#include "face.h"
+#include "_cgo_export.h"
+
+/* Each callback copies what it needs into Go and returns at once: the Go
+ * side answers from its own goroutines, through the cbfunc it was given
+ * (gopmi_op_done, gopmi_modex_done), which libpmix moves onto its own
+ * thread. Nothing here blocks libpmix's progress thread. */
+
+static pmix_status_t cb_client_connected(const pmix_proc_t *proc, void *obj,
+                                         pmix_op_cbfunc_t cbfunc, void *cbdata)
+{
+    (void)obj; (void)cbfunc; (void)cbdata;
+    goClientConnected((char *)proc->nspace, proc->rank);
+    return PMIX_OPERATION_SUCCEEDED;
+}
+
+static pmix_status_t cb_client_finalized(const pmix_proc_t *proc, void *obj,
+                                         pmix_op_cbfunc_t cbfunc, void *cbdata)
+{
+    (void)obj; (void)cbfunc; (void)cbdata;
+    goClientFinalized((char *)proc->nspace, proc->rank);
+    return PMIX_OPERATION_SUCCEEDED;
+}
+
+static pmix_status_t cb_abort(const pmix_proc_t *proc, void *obj, int status, const char msg[],
+                              pmix_proc_t procs[], size_t nprocs,
+                              pmix_op_cbfunc_t cbfunc, void *cbdata)
+{
+    (void)obj;
+    return goAbort((char *)proc->nspace, proc->rank, status, (char *)(msg ? msg : ""),
+                   procs, nprocs, cbfunc, cbdata);
+}
+
+static pmix_status_t cb_fence_nb(const pmix_proc_t procs[], size_t nprocs,
+                                 const pmix_info_t info[], size_t ninfo,
+                                 char *data, size_t ndata,
+                                 pmix_modex_cbfunc_t cbfunc, void *cbdata)
+{
+    int collect = 0, timeout = 0;
+    for (size_t i = 0; i < ninfo; i++) {
+        if (PMIX_CHECK_KEY(&info[i], PMIX_COLLECT_DATA)) {
+            collect = PMIX_INFO_TRUE(&info[i]);
+        } else if (PMIX_CHECK_KEY(&info[i], PMIX_TIMEOUT) && info[i].value.type == PMIX_INT) {
+            timeout = info[i].value.data.integer;
+        } else if (PMIX_CHECK_KEY(&info[i], PMIX_LOCAL_COLLECTIVE_STATUS) &&
+                   info[i].value.type == PMIX_STATUS && info[i].value.data.status != PMIX_SUCCESS) {
+            /* The node's own part failed: the fence fails here, and
+             * cbfunc is not ours to call. */
+            return info[i].value.data.status;
+        }
+    }
+    return goFence((pmix_proc_t *)procs, nprocs, collect, timeout, data, ndata, cbfunc, cbdata);
+}
+
+static pmix_server_module_t gopmi_module = {
+    .client_connected = cb_client_connected,
+    .client_finalized = cb_client_finalized,
+    .abort = cb_abort,
+    .fence_nb = cb_fence_nb,
+};
+
+static void release(void *p) { free(p); }
+
+void gopmi_op_done(pmix_op_cbfunc_t f, int status, void *cbdata)
+{
+    if (f != NULL) {
+        f(status, cbdata);
+    }
+}
+
+void gopmi_modex_done(pmix_modex_cbfunc_t f, int status, char *data, size_t n, void *cbdata)
+{
+    if (f == NULL) {
+        free(data);
+        return;
+    }
+    /* libpmix reads data after the thread shift: it stays ours until it
+     * calls release. */
+    f(status, data, n, cbdata, data != NULL ? release : NULL, data);
+}
+
+const char *gopmi_error_string(int status) { return PMIx_Error_string(status); }
+
+/* convert turns an info list into an array libpmix takes, and releases
+ * the list. */
+static void convert(void *list, pmix_data_array_t *out)
+{
+    PMIx_Info_list_convert(list, out);
+    PMIx_Info_list_release(list);
+}
+
+int gopmi_server_init(const char *tmpdir, const char *server_nspace, int tools)
+{
+    void *list = PMIx_Info_list_start();
+    pmix_rank_t rank = 0;
+    bool yes = true;
+    PMIx_Info_list_add(list, PMIX_SERVER_TMPDIR, tmpdir, PMIX_STRING);
+    PMIx_Info_list_add(list, PMIX_SERVER_NSPACE, server_nspace, PMIX_STRING);
+    PMIx_Info_list_add(list, PMIX_SERVER_RANK, &rank, PMIX_PROC_RANK);
+    if (tools) {
+        PMIx_Info_list_add(list, PMIX_SERVER_TOOL_SUPPORT, &yes, PMIX_BOOL);
+    }
+    pmix_data_array_t arr;
+    convert(list, &arr);
+    int rc = PMIx_server_init(&gopmi_module, (pmix_info_t *)arr.array, arr.size);
+    PMIx_Data_array_destruct(&arr);
+    return rc;
+}
+
+int gopmi_server_finalize(void) { return PMIx_server_finalize(); }
+
+int gopmi_register_nspace(const char *nspace, const char *nodes, const char *ppn,
+                          uint32_t size, uint32_t univ_size, uint32_t num_nodes, uint32_t num_apps,
+                          const char *local_peers, uint32_t nlocal, uint32_t local_leader,
+                          uint32_t nprocs, const uint32_t *local_rank, const uint32_t *node_rank,
+                          const uint32_t *node_id, const uint32_t *appnum)
+{
+    char *node_map = NULL, *proc_map = NULL;
+    int rc = PMIx_generate_regex(nodes, &node_map);
+    if (rc != PMIX_SUCCESS) {
+        return rc;
+    }
+    rc = PMIx_generate_ppn(ppn, &proc_map);
+    if (rc != PMIX_SUCCESS) {
+        free(node_map);
+        return rc;
+    }
+    void *list = PMIx_Info_list_start();
+    PMIx_Info_list_add(list, PMIX_JOBID, nspace, PMIX_STRING);
+    PMIx_Info_list_add(list, PMIX_NODE_MAP, node_map, PMIX_REGEX);
+    PMIx_Info_list_add(list, PMIX_PROC_MAP, proc_map, PMIX_REGEX);
+    PMIx_Info_list_add(list, PMIX_JOB_SIZE, &size, PMIX_UINT32);
+    PMIx_Info_list_add(list, PMIX_MAX_PROCS, &univ_size, PMIX_UINT32);
+    PMIx_Info_list_add(list, PMIX_UNIV_SIZE, &univ_size, PMIX_UINT32);
+    PMIx_Info_list_add(list, PMIX_NUM_NODES, &num_nodes, PMIX_UINT32);
+    PMIx_Info_list_add(list, PMIX_JOB_NUM_APPS, &num_apps, PMIX_UINT32);
+    PMIx_Info_list_add(list, PMIX_LOCAL_SIZE, &nlocal, PMIX_UINT32);
+    if (nlocal > 0) {
+        pmix_rank_t leader = local_leader;
+        PMIx_Info_list_add(list, PMIX_LOCAL_PEERS, local_peers, PMIX_STRING);
+        PMIx_Info_list_add(list, PMIX_LOCALLDR, &leader, PMIX_PROC_RANK);
+    }
+    free(node_map);
+    free(proc_map);
+    for (uint32_t r = 0; r < nprocs; r++) {
+        void *pl = PMIx_Info_list_start();
+        pmix_rank_t rank = r;
+        uint16_t lr = (uint16_t)local_rank[r], nr = (uint16_t)node_rank[r];
+        PMIx_Info_list_add(pl, PMIX_RANK, &rank, PMIX_PROC_RANK);
+        PMIx_Info_list_add(pl, PMIX_LOCAL_RANK, &lr, PMIX_UINT16);
+        PMIx_Info_list_add(pl, PMIX_NODE_RANK, &nr, PMIX_UINT16);
+        PMIx_Info_list_add(pl, PMIX_NODEID, &node_id[r], PMIX_UINT32);
+        PMIx_Info_list_add(pl, PMIX_APPNUM, &appnum[r], PMIX_UINT32);
+        pmix_data_array_t parr;
+        convert(pl, &parr);
+        PMIx_Info_list_add(list, PMIX_PROC_DATA, &parr, PMIX_DATA_ARRAY);
+        PMIx_Data_array_destruct(&parr);
+    }
+    pmix_data_array_t arr;
+    convert(list, &arr);
+    rc = PMIx_server_register_nspace(nspace, (int)nlocal, (pmix_info_t *)arr.array, arr.size, NULL, NULL);
+    PMIx_Data_array_destruct(&arr);
+    return rc == PMIX_OPERATION_SUCCEEDED ? PMIX_SUCCESS : rc;
+}
+
+int gopmi_register_client(const char *nspace, uint32_t rank, uint32_t uid, uint32_t gid)
+{
+    pmix_proc_t proc;
+    PMIX_LOAD_PROCID(&proc, nspace, rank);
+    int rc = PMIx_server_register_client(&proc, uid, gid, NULL, NULL, NULL);
+    return rc == PMIX_OPERATION_SUCCEEDED ? PMIX_SUCCESS : rc;
+}
+
+char **gopmi_setup_fork(const char *nspace, uint32_t rank, int *rc)
+{
+    pmix_proc_t proc;
+    char **env = NULL;
+    PMIX_LOAD_PROCID(&proc, nspace, rank);
+    *rc = PMIx_server_setup_fork(&proc, &env);
+    return env;
+}
+
+void gopmi_free_env(char **env)
+{
+    if (env == NULL) {
+        return;
+    }
+    for (char **e = env; *e != NULL; e++) {
+        free(*e);
+    }
+    free(env);
+}

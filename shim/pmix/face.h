@@ -1,0 +1,25 @@
+/* The C half of gopmi's PMIx face: the server module libpmix calls, and
+ * helpers Go cannot write itself (libpmix's macros, calls through
+ * function pointers). Every line is gopmi's; libpmix is OpenPMIx 4.2. */
+#ifndef GOPMI_PMIX_FACE_H
+#define GOPMI_PMIX_FACE_H
+
+#include <stdint.h>
+#include <pmix.h>
+#include <pmix_server.h>
+
+int gopmi_server_init(const char *tmpdir, const char *server_nspace, int tools);
+int gopmi_server_finalize(void);
+int gopmi_register_nspace(const char *nspace, const char *nodes, const char *ppn,
+                          uint32_t size, uint32_t univ_size, uint32_t num_nodes, uint32_t num_apps,
+                          const char *local_peers, uint32_t nlocal, uint32_t local_leader,
+                          uint32_t nprocs, const uint32_t *local_rank, const uint32_t *node_rank,
+                          const uint32_t *node_id, const uint32_t *appnum);
+int gopmi_register_client(const char *nspace, uint32_t rank, uint32_t uid, uint32_t gid);
+char **gopmi_setup_fork(const char *nspace, uint32_t rank, int *rc);
+void gopmi_free_env(char **env);
+void gopmi_op_done(pmix_op_cbfunc_t f, int status, void *cbdata);
+void gopmi_modex_done(pmix_modex_cbfunc_t f, int status, char *data, size_t n, void *cbdata);
+const char *gopmi_error_string(int status);
+
+#endif

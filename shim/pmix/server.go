@@ -1,0 +1,399 @@
+//go:build pmix
+
+package pmix
+
+/*
+#cgo pkg-config: pmix
+#include <stdlib.h>
+#include "face.h"
+*/
+import "C"
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+	"unsafe"
+
+	"github.com/rs/zerolog"
+
+	"github.com/gopmi/gopmi/plugin"
+)
+
+// Options configure a Server.
+type Options struct {
+	// Backend serves what crosses the node.
+	Backend plugin.Full
+	// TmpDir is the server's own directory (rendezvous files, the shared
+	// data store); it is made if missing and should be private to the job.
+	TmpDir string
+	// ID names the server to libpmix and its tools, unique on the node:
+	// "gopmi.<job>.<node>".
+	ID string
+	// Tools lets PMIx tools (pps, plookup) attach to the server.
+	Tools bool
+	// FenceTimeout bounds a fence whose clients gave no PMIX_TIMEOUT;
+	// default plugin.DefaultFenceTimeout.
+	FenceTimeout time.Duration
+	Logger       zerolog.Logger
+}
+
+// Server is a process's PMIx server.
+type Server struct {
+	opts Options
+	be   plugin.Full
+	log  zerolog.Logger
+	ctx  context.Context
+	stop context.CancelFunc
+
+	mu     sync.Mutex
+	fences map[string]int // the sequence number of the next fence of each set of processes; guarded by mu
+	calls  sync.WaitGroup // backend calls in flight; Close waits for them
+	closed bool           // guarded by mu
+}
+
+// current is the process's server: libpmix's callbacks find it here.
+// libpmix becomes a server once in a process's life: after its finalize,
+// another init fails (it aborts the process), so started stays set.
+var (
+	currentMu sync.Mutex
+	current   *Server
+	started   bool
+)
+
+func status(rc C.int) error {
+	if rc == C.PMIX_SUCCESS {
+		return nil
+	}
+	return fmt.Errorf("%s (%d)", C.GoString(C.gopmi_error_string(rc)), int(rc))
+}
+
+// Start makes this process a PMIx server: PMIx_server_init with the
+// server's own directory, ID and, with Tools, tool support.
+func Start(opts Options) (*Server, error) {
+	if opts.Backend == nil {
+		return nil, errors.New("pmix: no backend")
+	}
+	if opts.FenceTimeout <= 0 {
+		opts.FenceTimeout = plugin.DefaultFenceTimeout
+	}
+	currentMu.Lock()
+	defer currentMu.Unlock()
+	if started {
+		return nil, errors.New("pmix: this process already served PMIx: libpmix is a server once per process")
+	}
+	// libpmix's shared data store makes its files with a plain mkdir: the
+	// directory must be there.
+	if err := os.MkdirAll(opts.TmpDir, 0o700); err != nil {
+		return nil, fmt.Errorf("pmix: server directory: %w", err)
+	}
+	ctx, stop := context.WithCancel(context.Background())
+	s := &Server{opts: opts, be: opts.Backend, log: opts.Logger, ctx: ctx, stop: stop, fences: map[string]int{}}
+	current, started = s, true
+	tmp, id := C.CString(opts.TmpDir), C.CString(opts.ID)
+	defer C.free(unsafe.Pointer(tmp))
+	defer C.free(unsafe.Pointer(id))
+	tools := C.int(0)
+	if opts.Tools {
+		tools = 1
+	}
+	if err := status(C.gopmi_server_init(tmp, id, tools)); err != nil {
+		current = nil
+		stop()
+		return nil, fmt.Errorf("pmix: server init: %w", err)
+	}
+	return s, nil
+}
+
+// Close fails nothing new, waits for the backend calls in flight (each
+// bounded by its time-out) and finalizes libpmix, which removes its files.
+func (s *Server) Close() error {
+	s.mu.Lock()
+	s.closed = true
+	s.mu.Unlock()
+	s.stop()
+	s.calls.Wait()
+	err := status(C.gopmi_server_finalize())
+	currentMu.Lock()
+	current = nil
+	currentMu.Unlock()
+	if err != nil {
+		return fmt.Errorf("pmix: server finalize: %w", err)
+	}
+	return nil
+}
+
+// RegisterJob registers job with libpmix as node's server sees it, and
+// its ranks on node as clients of this user; it returns what each local
+// rank's environment needs (PMIx_server_setup_fork: the namespace, rank,
+// the server's address), by rank. A client of a job not registered is
+// refused, so the tasks start after this.
+func (s *Server) RegisterJob(job plugin.Job, node int32) (map[int32][]string, error) {
+	if err := job.Validate(); err != nil {
+		return nil, err
+	}
+	ni := slices.IndexFunc(job.Nodes, func(n plugin.Node) bool { return n.ID == node })
+	if ni < 0 {
+		return nil, plugin.Errorf(plugin.ErrInvalidArgument, "pmix: job %s has no node %d", job.Nspace, node)
+	}
+	size := int(job.Size)
+	localRank := make([]C.uint32_t, size)
+	nodeID := make([]C.uint32_t, size)
+	appnum := make([]C.uint32_t, size)
+	var names, ppn []string
+	for _, n := range job.Nodes {
+		names = append(names, n.Name)
+		ranks := slices.Clone(n.Ranks)
+		slices.Sort(ranks)
+		var rs []string
+		for i, r := range ranks {
+			localRank[r] = C.uint32_t(i)
+			nodeID[r] = C.uint32_t(n.ID)
+			rs = append(rs, strconv.Itoa(int(r)))
+		}
+		ppn = append(ppn, strings.Join(rs, ","))
+	}
+	for r, a := range job.AppRanks() {
+		appnum[r] = C.uint32_t(a)
+	}
+	local := slices.Clone(job.Nodes[ni].Ranks)
+	slices.Sort(local)
+	leader := C.uint32_t(0)
+	if len(local) > 0 {
+		leader = C.uint32_t(local[0])
+	}
+	ns := C.CString(job.Nspace)
+	defer C.free(unsafe.Pointer(ns))
+	cnodes, cppn, cpeers := C.CString(strings.Join(names, ",")), C.CString(strings.Join(ppn, ";")), C.CString(plugin.PeerList(local))
+	defer C.free(unsafe.Pointer(cnodes))
+	defer C.free(unsafe.Pointer(cppn))
+	defer C.free(unsafe.Pointer(cpeers))
+	univ := job.UniverseSize
+	if univ < job.Size {
+		univ = job.Size
+	}
+	apps := len(job.Apps)
+	if apps == 0 {
+		apps = 1
+	}
+	var zero C.uint32_t
+	ptr := func(xs []C.uint32_t) *C.uint32_t {
+		if len(xs) == 0 {
+			return &zero
+		}
+		return &xs[0]
+	}
+	// Node rank and local rank are the same here: one job per server.
+	rc := C.gopmi_register_nspace(ns, cnodes, cppn, C.uint32_t(job.Size), C.uint32_t(univ), C.uint32_t(len(job.Nodes)), C.uint32_t(apps),
+		cpeers, C.uint32_t(len(local)), leader, C.uint32_t(size), ptr(localRank), ptr(localRank), ptr(nodeID), ptr(appnum))
+	if err := status(rc); err != nil {
+		return nil, fmt.Errorf("pmix: register job %s: %w", job.Nspace, err)
+	}
+	uid, gid := C.uint32_t(os.Getuid()), C.uint32_t(os.Getgid())
+	envs := make(map[int32][]string, len(local))
+	for _, r := range local {
+		if err := status(C.gopmi_register_client(ns, C.uint32_t(r), uid, gid)); err != nil {
+			return nil, fmt.Errorf("pmix: register rank %d of job %s: %w", r, job.Nspace, err)
+		}
+		var rc C.int
+		env := C.gopmi_setup_fork(ns, C.uint32_t(r), &rc)
+		if err := status(rc); err != nil {
+			C.gopmi_free_env(env)
+			return nil, fmt.Errorf("pmix: environment of rank %d of job %s: %w", r, job.Nspace, err)
+		}
+		envs[r] = goStrings(env)
+		C.gopmi_free_env(env)
+	}
+	return envs, nil
+}
+
+// goStrings copies a NULL-terminated C array of strings.
+func goStrings(env **C.char) []string {
+	var out []string
+	if env == nil {
+		return nil
+	}
+	for p := env; *p != nil; p = (**C.char)(unsafe.Add(unsafe.Pointer(p), unsafe.Sizeof(*p))) {
+		out = append(out, C.GoString(*p))
+	}
+	return out
+}
+
+// server is the process's Server, or nil once it closed.
+func server() *Server {
+	currentMu.Lock()
+	defer currentMu.Unlock()
+	return current
+}
+
+// spawn runs f on a goroutine Close waits for; false once closing.
+func (s *Server) spawn(f func()) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return false
+	}
+	s.calls.Add(1)
+	go func() {
+		defer s.calls.Done()
+		f()
+	}()
+	return true
+}
+
+// procOf reads a libpmix process name.
+func procOf(ns *C.char, rank C.uint32_t) plugin.Proc {
+	r := int32(rank)
+	if uint32(rank) == uint32(C.PMIX_RANK_WILDCARD) {
+		r = plugin.RankWildcard
+	}
+	return plugin.Proc{Nspace: C.GoString(ns), Rank: r}
+}
+
+// procsOf reads libpmix's array of process names.
+func procsOf(procs *C.pmix_proc_t, n C.size_t) []plugin.Proc {
+	out := make([]plugin.Proc, 0, int(n))
+	for _, p := range unsafe.Slice(procs, int(n)) {
+		out = append(out, procOf(&p.nspace[0], C.uint32_t(p.rank)))
+	}
+	return out
+}
+
+// rcOf is the PMIx status for a backend's error.
+func rcOf(err error) C.int {
+	switch {
+	case err == nil:
+		return C.PMIX_SUCCESS
+	case errors.Is(err, plugin.ErrTimeout):
+		return C.PMIX_ERR_TIMEOUT
+	case errors.Is(err, plugin.ErrNotFound):
+		return C.PMIX_ERR_NOT_FOUND
+	case errors.Is(err, plugin.ErrNotSupported):
+		return C.PMIX_ERR_NOT_SUPPORTED
+	case errors.Is(err, plugin.ErrPermission):
+		return C.PMIX_ERR_NO_PERMISSIONS
+	case errors.Is(err, plugin.ErrInvalidArgument):
+		return C.PMIX_ERR_BAD_PARAM
+	case errors.Is(err, plugin.ErrAborted):
+		return C.PMIX_ERR_PROC_ABORTED
+	}
+	return C.PMIX_ERROR
+}
+
+//export goClientConnected
+func goClientConnected(ns *C.char, rank C.uint32_t) {
+	s := server()
+	if s == nil {
+		return
+	}
+	p := procOf(ns, rank)
+	s.spawn(func() {
+		ctx, cancel := context.WithTimeout(s.ctx, plugin.DefaultStartTimeout)
+		defer cancel()
+		if err := s.be.ClientConnected(ctx, &plugin.ClientRequest{Procs: []plugin.Proc{p}}); err != nil {
+			s.log.Warn().Err(err).Str("proc", p.String()).Msg("pmix: client connected")
+		}
+	})
+}
+
+//export goClientFinalized
+func goClientFinalized(ns *C.char, rank C.uint32_t) {
+	s := server()
+	if s == nil {
+		return
+	}
+	p := procOf(ns, rank)
+	s.spawn(func() {
+		ctx, cancel := context.WithTimeout(s.ctx, plugin.DefaultStartTimeout)
+		defer cancel()
+		if err := s.be.ClientFinalized(ctx, &plugin.ClientRequest{Procs: []plugin.Proc{p}}); err != nil {
+			s.log.Warn().Err(err).Str("proc", p.String()).Msg("pmix: client finalized")
+		}
+	})
+}
+
+//export goAbort
+func goAbort(ns *C.char, rank C.uint32_t, st C.int, msg *C.char, procs *C.pmix_proc_t, nprocs C.size_t, cbfunc C.pmix_op_cbfunc_t, cbdata unsafe.Pointer) C.int {
+	s := server()
+	if s == nil {
+		return C.PMIX_ERR_NOT_AVAILABLE
+	}
+	req := &plugin.AbortRequest{Proc: procOf(ns, rank), Status: int32(st), Message: C.GoString(msg)}
+	if nprocs > 0 {
+		req.Targets = procsOf(procs, nprocs)
+	}
+	ok := s.spawn(func() {
+		ctx, cancel := context.WithTimeout(s.ctx, plugin.DefaultStartTimeout)
+		defer cancel()
+		err := s.be.Abort(ctx, req)
+		if err != nil {
+			s.log.Warn().Err(err).Str("proc", req.Proc.String()).Msg("pmix: abort")
+		}
+		C.gopmi_op_done(cbfunc, rcOf(err), cbdata)
+	})
+	if !ok {
+		return C.PMIX_ERR_NOT_AVAILABLE
+	}
+	return C.PMIX_SUCCESS
+}
+
+// fenceID names a fence of procs, as every node's server names it: the
+// set of processes, hashed, and how many fences of that set came before.
+func (s *Server) fenceID(procs []plugin.Proc) string {
+	var b strings.Builder
+	for _, p := range procs {
+		b.WriteString(p.String())
+		b.WriteByte(';')
+	}
+	sum := sha256.Sum256([]byte(b.String()))
+	set := hex.EncodeToString(sum[:6])
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := s.fences[set]
+	s.fences[set] = n + 1
+	return "pmix:" + set + "/" + strconv.Itoa(n)
+}
+
+//export goFence
+func goFence(procs *C.pmix_proc_t, nprocs C.size_t, collect C.int, timeout C.int, data *C.char, ndata C.size_t, cbfunc C.pmix_modex_cbfunc_t, cbdata unsafe.Pointer) C.int {
+	s := server()
+	if s == nil {
+		return C.PMIX_ERR_NOT_AVAILABLE
+	}
+	req := &plugin.FenceRequest{Procs: procsOf(procs, nprocs), Collect: collect != 0, Timeout: s.opts.FenceTimeout}
+	if timeout > 0 {
+		req.Timeout = time.Duration(timeout) * time.Second
+	}
+	if ndata > 0 {
+		// libpmix keeps its buffer: the fence takes a copy.
+		req.Data = C.GoBytes(unsafe.Pointer(data), C.int(ndata))
+	}
+	req.ID = s.fenceID(req.Procs)
+	ok := s.spawn(func() {
+		ctx, cancel := context.WithTimeout(s.ctx, req.Timeout+5*time.Second)
+		defer cancel()
+		resp, err := s.be.Fence(ctx, req)
+		if err != nil {
+			s.log.Warn().Err(err).Str("fence", req.ID).Msg("pmix: fence")
+			C.gopmi_modex_done(cbfunc, rcOf(err), nil, 0, cbdata)
+			return
+		}
+		var out *C.char
+		if len(resp.Data) > 0 {
+			out = (*C.char)(C.CBytes(resp.Data))
+		}
+		C.gopmi_modex_done(cbfunc, C.PMIX_SUCCESS, out, C.size_t(len(resp.Data)), cbdata)
+	})
+	if !ok {
+		return C.PMIX_ERR_NOT_AVAILABLE
+	}
+	return C.PMIX_SUCCESS
+}

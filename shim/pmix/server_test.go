@@ -1,0 +1,233 @@
+//go:build pmix
+
+package pmix
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/gopmi/gopmi/plugin"
+	"github.com/gopmi/gopmi/plugin/plugintest"
+)
+
+// The process's one server (libpmix is a server once per process), for
+// every test and every -count; its backend records into the current
+// test's calls.
+var (
+	srv     *Server
+	srvErr  error
+	callsMu sync.Mutex
+	now     *calls
+	jobSeq  int
+)
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "gopmi-pmix-test-")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	be := &plugintest.Fake{
+		ClientConnectedF: func(ctx context.Context, req *plugin.ClientRequest) error { return cur().ClientConnected(ctx, req) },
+		ClientFinalizedF: func(ctx context.Context, req *plugin.ClientRequest) error { return cur().ClientFinalized(ctx, req) },
+		AbortF:           func(ctx context.Context, req *plugin.AbortRequest) error { return cur().Abort(ctx, req) },
+	}
+	srv, srvErr = Start(Options{Backend: plugin.Complete(be), TmpDir: filepath.Join(dir, "pmix"), ID: "gopmi-test.0", Logger: zerolog.Nop()})
+	code := m.Run()
+	if srv != nil {
+		if err := srv.Close(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			code = 1
+		}
+	}
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// cur is the current test's backend.
+func cur() plugin.Full {
+	callsMu.Lock()
+	defer callsMu.Unlock()
+	return plugin.Complete(now.backend())
+}
+
+// server returns the process's server for t, whose calls it records.
+func serverFor(t *testing.T) (*Server, *calls, string) {
+	t.Helper()
+	if srvErr != nil {
+		t.Fatal(srvErr)
+	}
+	callsMu.Lock()
+	defer callsMu.Unlock()
+	now = &calls{}
+	jobSeq++
+	return srv, now, fmt.Sprintf("gopmi-test.%d", jobSeq)
+}
+
+// calls records what the server asked of its backend.
+type calls struct {
+	mu        sync.Mutex
+	connected []plugin.Proc
+	finalized []plugin.Proc
+	aborts    []*plugin.AbortRequest
+}
+
+func (c *calls) backend() *plugintest.Fake {
+	return &plugintest.Fake{
+		ClientConnectedF: func(_ context.Context, req *plugin.ClientRequest) error {
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			c.connected = append(c.connected, req.Procs...)
+			return nil
+		},
+		ClientFinalizedF: func(_ context.Context, req *plugin.ClientRequest) error {
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			c.finalized = append(c.finalized, req.Procs...)
+			return nil
+		},
+		AbortF: func(_ context.Context, req *plugin.AbortRequest) error {
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			c.aborts = append(c.aborts, req)
+			return nil
+		},
+	}
+}
+
+// buildOpenMPI compiles one of the integration tests' MPI programs with
+// Open MPI's compiler.
+func buildOpenMPI(t *testing.T, name string) string {
+	t.Helper()
+	cc, err := exec.LookPath("mpicc.openmpi")
+	if err != nil {
+		t.Fatal("mpicc.openmpi not found: apt-get install openmpi-bin libopenmpi-dev (make deps does)")
+	}
+	src := filepath.Join("..", "..", "integration", "testdata", "src")
+	out := filepath.Join(t.TempDir(), name)
+	if b, err := exec.Command(cc, "-O2", "-I", src, "-o", out, filepath.Join(src, name+".c")).CombinedOutput(); err != nil {
+		t.Fatalf("mpicc.openmpi %s: %v\n%s", name, err, b)
+	}
+	return out
+}
+
+// oneNode is a job of n ranks on one node.
+func oneNode(ns string, n int32, cmd string) plugin.Job {
+	var ranks []int32
+	for r := range n {
+		ranks = append(ranks, r)
+	}
+	host, _ := os.Hostname()
+	return plugin.Job{Nspace: ns, Size: n, UniverseSize: n, Nodes: []plugin.Node{{ID: 0, Name: host, Ranks: ranks}},
+		Apps: []plugin.App{{FirstRank: 0, Size: n, Cmd: cmd}}}
+}
+
+// task is a started rank.
+type task struct {
+	cmd *exec.Cmd
+	out bytes.Buffer
+}
+
+// startTasks starts a job's ranks as a launcher does: the environment
+// PMIx's setup_fork gave each, and Open MPI's direct-launch variable.
+func startTasks(t *testing.T, prog string, envs map[int32][]string, args ...string) []*task {
+	t.Helper()
+	var base []string
+	for _, e := range os.Environ() {
+		if !strings.HasPrefix(e, "PMIX_") && !strings.HasPrefix(e, "OMPI_") {
+			base = append(base, e)
+		}
+	}
+	tasks := make([]*task, len(envs))
+	for r := range int32(len(envs)) {
+		tk := &task{cmd: exec.Command(prog, args...)}
+		tk.cmd.Env = append(append(append([]string(nil), base...), envs[r]...), "JSM_JSRUN_PORT=1", "OMPI_MCA_btl=self,vader")
+		tk.cmd.Stdout, tk.cmd.Stderr = &tk.out, &tk.out
+		if err := tk.cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		tasks[r] = tk
+		t.Cleanup(func() { _ = tk.cmd.Process.Kill(); _ = tk.cmd.Wait() })
+	}
+	return tasks
+}
+
+// wait waits for a task, at most d.
+func (tk *task) wait(d time.Duration) error {
+	done := make(chan error, 1)
+	go func() { done <- tk.cmd.Wait() }()
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(d):
+		_ = tk.cmd.Process.Kill()
+		return fmt.Errorf("still running after %s: %s", d, tk.out.String())
+	}
+}
+
+// Open MPI 4.1 programs, served by this process through libpmix, with a
+// backend that sees what crosses the node: a hello's ranks find each
+// other (one job of 4, an allreduce), each connects and finalizes through
+// the backend, and MPI_Abort's status reaches the backend's Abort.
+func TestOpenMPIServed(t *testing.T) {
+	hello, abort := buildOpenMPI(t, "mpi_hello"), buildOpenMPI(t, "mpi_abort")
+	s, c, ns := serverFor(t)
+	if _, err := Start(Options{Backend: plugin.Complete(&plugintest.Fake{}), TmpDir: t.TempDir(), ID: "again"}); err == nil {
+		t.Error("a second Start in one process succeeded")
+	}
+
+	t.Run("hello", func(t *testing.T) {
+		job := oneNode(ns+".hello", 4, hello)
+		envs, err := s.RegisterJob(job, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, want := range []string{"PMIX_NAMESPACE=" + job.Nspace, "PMIX_RANK=3"} {
+			if !strings.Contains(strings.Join(envs[3], "\n"), want) {
+				t.Fatalf("rank 3's environment lacks %s: %q", want, envs[3])
+			}
+		}
+		tasks := startTasks(t, hello, envs)
+		for r, tk := range tasks {
+			if err := tk.wait(60 * time.Second); err != nil {
+				t.Fatalf("rank %d: %v\n%s", r, err, tk.out.String())
+			}
+			if want := fmt.Sprintf("ok hello rank=%d size=4 sum=10", r); !strings.Contains(tk.out.String(), want) {
+				t.Errorf("rank %d printed %q; want %q", r, tk.out.String(), want)
+			}
+		}
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		if len(c.connected) != 4 || len(c.finalized) != 4 {
+			t.Errorf("the backend heard %d connects and %d finalizes; want 4 of each", len(c.connected), len(c.finalized))
+		}
+	})
+
+	t.Run("abort", func(t *testing.T) {
+		job := oneNode(ns+".abort", 2, abort)
+		envs, err := s.RegisterJob(job, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tasks := startTasks(t, abort, envs, "code=7", "rank=1")
+		_ = tasks[1].wait(60 * time.Second)
+		c.mu.Lock()
+		aborts := append([]*plugin.AbortRequest(nil), c.aborts...)
+		c.mu.Unlock()
+		if len(aborts) != 1 || aborts[0].Status != 7 || aborts[0].Proc != (plugin.Proc{Nspace: job.Nspace, Rank: 1}) {
+			t.Fatalf("the backend's aborts: %+v; want one, of rank 1, status 7\n%s", aborts, tasks[1].out.String())
+		}
+		// The launcher ends the others, as gopmi run does on an abort.
+		_ = tasks[0].cmd.Process.Kill()
+	})
+}
