@@ -501,3 +501,42 @@ func TestResumption(t *testing.T) {
 		sc.Close()
 	}
 }
+
+// benchmarkDial makes links to a Listener on loopback, one after the
+// other: what a link costs both ends, TCP connect included.
+func benchmarkDial(b *testing.B, resume bool) {
+	inner, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	l, err := Listen(inner, *acceptor(testKey), zerolog.Nop())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer l.Close()
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	ctx := context.Background()
+	d, _ := NewDialer(*dialler(testKey), nil)
+	for b.Loop() {
+		if !resume {
+			d, _ = NewDialer(*dialler(testKey), nil)
+		}
+		c, err := d.Dial(ctx, inner.Addr().String())
+		if err != nil {
+			b.Fatal(err)
+		}
+		_, _ = c.Read(make([]byte, 1)) // takes the session ticket in, until the acceptor closes
+		c.Close()
+	}
+}
+
+func BenchmarkDial(b *testing.B)        { benchmarkDial(b, false) }
+func BenchmarkDialResumed(b *testing.B) { benchmarkDial(b, true) }
