@@ -71,13 +71,16 @@ deps:
 			openmpi-bin libopenmpi-dev libpmix-dev libpmix-bin; \
 	fi
 
-# The tests also run a real Slurm cluster (slurm-wlm, munge) and build
-# Slurm's MPI plugin from Debian's source package (dpkg-dev, a compiler).
+# The tests also run a real Slurm cluster (slurm-wlm, munge), build
+# Slurm's MPI plugin from Debian's source package (dpkg-dev, a compiler)
+# and capture loopback traffic to check that gopmi's links are private
+# (tcpdump).
 deps-test: deps
 	@if ! command -v slurmd >/dev/null || ! command -v munged >/dev/null || \
 	    ! command -v dpkg-source >/dev/null || ! command -v gcc >/dev/null || \
-	    ! command -v systemd-socket-activate >/dev/null || ! command -v useradd >/dev/null; then \
-		apt-get update -q && $(APT) slurm-wlm munge build-essential dpkg-dev systemd passwd; \
+	    ! command -v systemd-socket-activate >/dev/null || ! command -v useradd >/dev/null || \
+	    ! command -v tcpdump >/dev/null; then \
+		apt-get update -q && $(APT) slurm-wlm munge build-essential dpkg-dev systemd passwd tcpdump; \
 	fi
 
 # Unit, transcript, fuzz-seed and integration tests, all under -race; the

@@ -1,22 +1,11 @@
 package daemon
 
 import (
-	"bufio"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/hmac"
-	"crypto/rand"
-	"crypto/sha256"
-	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"math/big"
 	"net"
 	"os"
 	"strconv"
@@ -26,6 +15,7 @@ import (
 
 	"github.com/gopmi/gopmi/hostrm/link"
 	"github.com/gopmi/gopmi/plugin"
+	"github.com/gopmi/gopmi/plugin/seclink"
 )
 
 // A site whose runs and Slurm steps on different nodes must share one
@@ -39,15 +29,16 @@ import (
 // that node).
 //
 // Both ends hold the same key, a file only root can read. Every
-// connection is TLS 1.3, whose certificates nothing verifies: instead,
-// inside it, each end proves it holds the key with an HMAC-SHA256 over
-// both ends' fresh nonces, the caller's identity and the TLS session's
-// exported keying material (channel binding, RFC 9266's idea). So neither
-// a process without the key, nor a replay, nor a relay in the middle
-// (whose two TLS sessions export different material) can pass for a node
-// or for the hub, and what follows is private and cannot be altered.
+// connection is gopmi's authenticated link (plugin/seclink): TLS 1.3,
+// inside which each end proves it holds the key, in its role ("hub" or
+// "node"), over both ends' fresh nonces, the caller's identity (the
+// link's hello) and the TLS session's exported keying material. So
+// neither a process without the key, nor a replay, nor a relay in the
+// middle can pass for a node or for the hub, and what follows is private
+// and cannot be altered. What the hub adds is policy: how many
+// handshakes a host may hold, which hello it takes, which node names.
 
-// Roles of a connection to the hub.
+// Roles of a connection to the hub, as its hello says.
 const (
 	// roleCall is a local caller's connection, relayed: the hub serves
 	// it as the daemon serves a local one, with the vouched identity.
@@ -56,55 +47,16 @@ const (
 	roleNode = "node"
 )
 
-// hubProto starts the hub's side of every handshake.
-const hubProto = "gopmi-hub/1"
-
-// handshakeTimeout bounds a handshake, from either end: well within the
-// 10 s a caller of the node's daemon waits, so that it hears why.
-const handshakeTimeout = 5 * time.Second
-
-// tlsTimeout bounds the TLS handshake, the part of it that an
-// unauthenticated peer controls.
-const tlsTimeout = 2 * time.Second
-
-// bindingLabel names the TLS exporter the proofs are bound to.
-const bindingLabel = "EXPORTER-gopmi-hub-link/1"
-
-// hubTLS is a hub's TLS configuration: a certificate made when the hub
-// starts, which nothing verifies (the key proves who the hub is, bound to
-// the session).
-func hubTLS() (*tls.Config, error) {
-	priv, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		return nil, err
-	}
-	tmpl := &x509.Certificate{SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "gopmi hub"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().AddDate(100, 0, 0)}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &priv.PublicKey, priv)
-	if err != nil {
-		return nil, err
-	}
-	return &tls.Config{Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: priv}}, MinVersion: tls.VersionTLS13}, nil
-}
-
-// nodeTLS is a node's: it takes any certificate, since the hub proves
-// itself with the key, bound to the session, after the TLS handshake.
-var nodeTLS = &tls.Config{InsecureSkipVerify: true, MinVersion: tls.VersionTLS13} //nolint:gosec // authenticated by the key, see acceptHello
-
-// bindingOf is c's exported keying material: the same at both ends of
-// one TLS session, different for two sessions spliced by a relay in the
-// middle.
-func bindingOf(c *tls.Conn) (string, error) {
-	st := c.ConnectionState()
-	b, err := st.ExportKeyingMaterial(bindingLabel, nil, 32)
-	if err != nil {
-		return "", err
-	}
-	return hex.EncodeToString(b), nil
-}
+// The roles of the two ends of every hub connection in the link layer
+// (plugin/seclink): a proof made by one cannot pass for the other.
+const (
+	linkHub  = "hub"
+	linkNode = "node"
+)
 
 // hello is what a node says of a connection: its role, its node and, for
-// a relayed call, who the kernel said the caller is.
+// a relayed call, who the kernel said the caller is. It is the link's
+// hello, sealed by the node's proof.
 type hello struct {
 	Role  string `json:"role"`
 	Node  string `json:"node"`
@@ -112,9 +64,6 @@ type hello struct {
 	PID   int32  `json:"pid"`
 	Start string `json:"start,omitempty"`
 }
-
-// minKey is the shortest link key taken, in bytes.
-const minKey = 16
 
 // LoadKey reads the link key from path: a file that only its owner, root
 // or the daemon's own user, may read or write, holding at least 16 bytes
@@ -143,150 +92,22 @@ func LoadKey(path string) ([]byte, error) {
 		return nil, fmt.Errorf("link key: %w", err)
 	}
 	b = []byte(strings.TrimSpace(string(b)))
-	if len(b) < minKey {
-		return nil, fmt.Errorf("link key %s holds %d bytes; want %d at least (head -c 32 /dev/urandom | base64 > %s)", path, len(b), minKey, path)
+	if len(b) < seclink.MinKey {
+		return nil, fmt.Errorf("link key %s holds %d bytes; want %d at least (head -c 32 /dev/urandom | base64 > %s)", path, len(b), seclink.MinKey, path)
 	}
 	return b, nil
 }
 
-// proof is the HMAC of parts under key, hex-encoded; parts are separated
-// so that no two lists prove alike.
-func proof(key []byte, parts ...string) string {
-	h := hmac.New(sha256.New, key)
-	for _, p := range parts {
-		h.Write([]byte(p))
-		h.Write([]byte{0})
-	}
-	return hex.EncodeToString(h.Sum(nil))
-}
-
-func nonce() string {
-	b := make([]byte, 16)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
-}
-
-// bufConn is a connection whose first bytes were read through r: the
-// rest is read through it too, so that nothing it buffered is lost.
-type bufConn struct {
-	net.Conn
-	r *bufio.Reader
-}
-
-func (c *bufConn) Read(b []byte) (int, error) { return c.r.Read(b) }
-
-// readLine reads one handshake line.
-func readLine(r *bufio.Reader) (string, error) {
-	line, err := r.ReadSlice('\n')
-	if err != nil {
-		if errors.Is(err, bufio.ErrBufferFull) {
-			return "", errors.New("handshake line too long")
+// hubLink is the hub's end of a connection from host: the node must
+// prove key and say a well-formed hello, which admitNode may still
+// refuse; the hello is left in h.
+func (s *Server) hubLink(key []byte, host string, h *hello) *seclink.Config {
+	return &seclink.Config{Key: key, Role: linkHub, PeerRole: linkNode, Admit: func(_ net.Addr, body []byte) error {
+		if err := json.Unmarshal(body, h); err != nil || h.Node == "" || (h.Role != roleCall && h.Role != roleNode) {
+			return fmt.Errorf("bad hello %q", body)
 		}
-		return "", err
-	}
-	return strings.TrimSuffix(string(line), "\n"), nil
-}
-
-// errRefused is a handshake the other end did not pass.
-var errRefused = errors.New("refused")
-
-// acceptHello is the hub's side of a handshake on c: TLS, then it
-// challenges the node, checks its proof and its hello, and proves it
-// holds the key too. The connection that comes back is the TLS session,
-// reading what followed the handshake.
-//
-// admit, when not nil, may refuse a node that proved it holds the key,
-// saying why.
-func acceptHello(c net.Conn, key []byte, cfg *tls.Config, admit func(hello) error) (net.Conn, hello, error) {
-	var h hello
-	// TLS's first messages come at once from a real node: a connection
-	// that sends nothing holds a handshake's place for a short while.
-	_ = c.SetDeadline(time.Now().Add(tlsTimeout))
-	defer func() { _ = c.SetDeadline(time.Time{}) }()
-	tc := tls.Server(c, cfg)
-	if err := tc.Handshake(); err != nil {
-		return nil, h, fmt.Errorf("TLS: %w", err)
-	}
-	_ = c.SetDeadline(time.Now().Add(handshakeTimeout))
-	binding, err := bindingOf(tc)
-	if err != nil {
-		return nil, h, err
-	}
-	hubNonce := nonce()
-	if _, err := io.WriteString(tc, hubProto+" "+hubNonce+"\n"); err != nil {
-		return nil, h, err
-	}
-	r := bufio.NewReaderSize(tc, 4096)
-	line, err := readLine(r)
-	if err != nil {
-		return nil, h, fmt.Errorf("read the node's hello: %w", err)
-	}
-	refuse := func(why string) (net.Conn, hello, error) {
-		_, _ = io.WriteString(tc, "refused "+why+"\n")
-		return nil, h, fmt.Errorf("%w: %s", errRefused, why)
-	}
-	parts := strings.SplitN(line, " ", 3)
-	if len(parts) != 3 {
-		return refuse("malformed hello")
-	}
-	nodeNonce, got, body := parts[0], parts[1], parts[2]
-	if !hmac.Equal([]byte(got), []byte(proof(key, "node", hubNonce, nodeNonce, binding, body))) {
-		return refuse("wrong proof: the node does not hold the hub's link key")
-	}
-	if err := json.Unmarshal([]byte(body), &h); err != nil || h.Node == "" || (h.Role != roleCall && h.Role != roleNode) {
-		return refuse(fmt.Sprintf("bad hello %q", body))
-	}
-	if admit != nil {
-		if err := admit(h); err != nil {
-			return refuse(err.Error())
-		}
-	}
-	if _, err := io.WriteString(tc, "ok "+proof(key, "hub", nodeNonce, hubNonce, binding, body)+"\n"); err != nil {
-		return nil, h, err
-	}
-	return &bufConn{Conn: tc, r: r}, h, nil
-}
-
-// offerHello is a node's side of a handshake on c: TLS, then it answers
-// the hub's challenge with h and checks that the hub proves it holds the
-// key.
-func offerHello(c net.Conn, key []byte, h hello) (net.Conn, error) {
-	_ = c.SetDeadline(time.Now().Add(handshakeTimeout))
-	defer func() { _ = c.SetDeadline(time.Time{}) }()
-	tc := tls.Client(c, nodeTLS)
-	if err := tc.Handshake(); err != nil {
-		return nil, fmt.Errorf("TLS: %w", err)
-	}
-	binding, err := bindingOf(tc)
-	if err != nil {
-		return nil, err
-	}
-	r := bufio.NewReaderSize(tc, 4096)
-	line, err := readLine(r)
-	if err != nil {
-		return nil, fmt.Errorf("read the hub's challenge: %w", err)
-	}
-	hubNonce, ok := strings.CutPrefix(line, hubProto+" ")
-	if !ok {
-		return nil, fmt.Errorf("not a gopmi hub (it said %q)", line[:min(len(line), 40)])
-	}
-	body, _ := json.Marshal(h)
-	nodeNonce := nonce()
-	if _, err := io.WriteString(tc, nodeNonce+" "+proof(key, "node", hubNonce, nodeNonce, binding, string(body))+" "+string(body)+"\n"); err != nil {
-		return nil, err
-	}
-	line, err = readLine(r)
-	if err != nil {
-		return nil, fmt.Errorf("read the hub's answer: %w", err)
-	}
-	if why, ok := strings.CutPrefix(line, "refused "); ok {
-		return nil, fmt.Errorf("%w by the hub: %s", errRefused, why)
-	}
-	got, ok := strings.CutPrefix(line, "ok ")
-	if !ok || !hmac.Equal([]byte(got), []byte(proof(key, "hub", nodeNonce, hubNonce, binding, string(body)))) {
-		return nil, fmt.Errorf("%w: the hub does not prove it holds the link key", errRefused)
-	}
-	return &bufConn{Conn: tc, r: r}, nil
+		return s.admitNode(*h, host)
+	}}
 }
 
 // Queries a node answers its hub on the node's own link.
@@ -306,7 +127,8 @@ const (
 	// maxHandshakes is how many connections may be in their handshake at
 	// once, and maxHandshakesPerHost from one host; more are closed at
 	// once. A host that floods the hub with connections that never speak
-	// holds its own few places, each for tlsTimeout, not the cluster's.
+	// holds its own few places, each for the link's TLS time-out
+	// (seclink.DefaultTLSTimeout), not the cluster's.
 	maxHandshakes        = 256
 	maxHandshakesPerHost = 8
 	// maxCallsPerUser is how many relayed connections one user of one
@@ -318,10 +140,9 @@ const (
 // other nodes, which must hold key, until ctx ends. Each refused
 // handshake is logged.
 func (s *Server) ServeHub(ctx context.Context, l net.Listener, key []byte) error {
-	cfg, err := hubTLS()
-	if err != nil {
+	if len(key) < seclink.MinKey {
 		_ = l.Close()
-		return fmt.Errorf("hub: TLS certificate: %w", err)
+		return fmt.Errorf("hub: a link key of %d bytes; want %d at least", len(key), seclink.MinKey)
 	}
 	return link.Accept(ctx, l, func(ctx context.Context, c net.Conn) {
 		host, _, _ := net.SplitHostPort(c.RemoteAddr().String())
@@ -330,22 +151,21 @@ func (s *Server) ServeHub(ctx context.Context, l net.Listener, key []byte) error
 			_ = c.Close()
 			return
 		}
-		s.hubConn(ctx, c, key, cfg, func() { s.shaking.release(host) })
+		s.hubConn(ctx, c, key, func() { s.shaking.release(host) })
 	})
 }
 
 // hubConn serves one connection from a node: a relayed call, or the node's
 // own link. shaken is called once the handshake is over.
-func (s *Server) hubConn(ctx context.Context, c net.Conn, key []byte, cfg *tls.Config, shaken func()) {
+func (s *Server) hubConn(ctx context.Context, c net.Conn, key []byte, shaken func()) {
 	from := c.RemoteAddr().String()
-	stop := context.AfterFunc(ctx, func() { _ = c.Close() })
 	host, _, _ := net.SplitHostPort(from)
-	bc, h, err := acceptHello(c, key, cfg, func(h hello) error { return s.admitNode(h, host) })
-	stop()
+	var h hello
+	bc, err := seclink.Server(ctx, c, s.hubLink(key, host, &h))
 	shaken()
 	if err != nil {
 		ev := s.log.Debug()
-		if errors.Is(err, errRefused) {
+		if errors.Is(err, seclink.ErrRefused) {
 			// The same refusal of the same host once a minute: a node
 			// with the wrong key tries every second.
 			if ok, _ := s.refused.news("hub " + host + " " + err.Error()); ok {

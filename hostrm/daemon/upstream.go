@@ -16,16 +16,18 @@ import (
 	"github.com/gopmi/gopmi/hostrm/link"
 	"github.com/gopmi/gopmi/plugin"
 	"github.com/gopmi/gopmi/plugin/peercred"
+	"github.com/gopmi/gopmi/plugin/seclink"
 )
 
 // Relay is a node's daemon that serves no state of its own: it relays
 // every local connection to the hub (see ServeHub), and answers the hub's
 // questions about this node on a link of its own.
 type Relay struct {
-	hub  string // host:port
-	key  []byte
-	node string
-	log  zerolog.Logger
+	hub     string // host:port
+	node    string
+	dialer  *seclink.Dialer // nil when the key cannot make a link: dialErrr says why
+	dialErr error
+	log     zerolog.Logger
 
 	linked   atomic.Bool // the node's own link is up
 	relaying atomic.Int64
@@ -45,7 +47,8 @@ const (
 
 // NewRelay relays to the hub at addr (host:port) as node, with key.
 func NewRelay(addr, node string, key []byte, log zerolog.Logger) *Relay {
-	return &Relay{hub: addr, key: key, node: node, log: log}
+	d, err := seclink.NewDialer(seclink.Config{Key: key, Role: linkNode, PeerRole: linkHub}, nil)
+	return &Relay{hub: addr, node: node, dialer: d, dialErr: err, log: log}
 }
 
 // Status says in a few words what the relay does, for sd_notify.
@@ -59,19 +62,18 @@ func (r *Relay) Status() string {
 
 // dial connects to the hub and passes the handshake with h.
 func (r *Relay) dial(ctx context.Context, h hello) (net.Conn, error) {
-	d := net.Dialer{Timeout: handshakeTimeout, KeepAlive: 30 * time.Second}
-	c, err := d.DialContext(ctx, "tcp", r.hub)
+	if r.dialErr != nil {
+		return nil, r.dialErr
+	}
+	body, err := json.Marshal(h)
 	if err != nil {
 		return nil, err
 	}
-	stop := context.AfterFunc(ctx, func() { _ = c.Close() })
-	defer stop()
-	bc, err := offerHello(c, r.key, h)
+	c, err := r.dialer.DialHello(ctx, r.hub, body)
 	if err != nil {
-		_ = c.Close()
 		return nil, err
 	}
-	return bc, nil
+	return c, nil
 }
 
 // Serve relays the connections accepted on l, and keeps the node's own
@@ -112,7 +114,7 @@ func (r *Relay) relay(ctx context.Context, c net.Conn) {
 	// node's daemon; a hub that refuses is not.
 	var up net.Conn
 	for wait := time.Now().Add(hubWait); ; {
-		if up, err = r.dial(ctx, h); err == nil || errors.Is(err, errRefused) || time.Now().After(wait) || ctx.Err() != nil {
+		if up, err = r.dial(ctx, h); err == nil || errors.Is(err, seclink.ErrRefused) || time.Now().After(wait) || ctx.Err() != nil {
 			break
 		}
 		select {
@@ -125,7 +127,7 @@ func (r *Relay) relay(ctx context.Context, c net.Conn) {
 			ev.Err(err).Str("hub", r.hub).Uint32("uid", cred.Uid).Int32("pid", cred.Pid).Msg("relay: no hub; failing the caller's calls")
 		})
 		why := "which it cannot reach"
-		if errors.Is(err, errRefused) {
+		if errors.Is(err, seclink.ErrRefused) {
 			why = "which refuses it"
 		}
 		// The caller hears why, then the connection closes: a run

@@ -7,7 +7,7 @@
 //
 //	srun ── mpi/gopmi (srun side) ──starts── gopmi-slurm coordinate
 //	                                   (coord.Coordinator: the step's state)
-//	            ▲ TCP, step secret (AuthListener / AuthDialer)
+//	            ▲ TCP, plugin/seclink keyed with the step secret (AuthListener / AuthDialer)
 //	            │
 //	slurmstepd on each node ── mpi/gopmi ──starts── gopmi-slurm shim
 //	    (the shim's serving loop with Node, a plugin.Relay to the
@@ -31,13 +31,20 @@
 // # The link
 //
 // The coordinator listens on TCP (every interface; the stepds reach it at
-// srun's address, SLURM_SRUN_COMM_HOST). A connection must first answer
-// the coordinator's challenge with HMAC-SHA256(secret, nonce); one that
-// cannot is closed and logged, and a silent one is dropped after 5 s
-// without holding up others. Then it carries the gopmi.rm.v1 gRPC service
-// (package direct). The secret reaches the node processes in their
-// environment (GOPMI_SLURM_SECRET), never on a command line, and the tasks
-// never see it.
+// srun's address, SLURM_SRUN_COMM_HOST). Every link of the step, a
+// node's to the coordinator and a tree child's to its parent node, is
+// gopmi's authenticated link (package plugin/seclink) keyed with the step
+// secret: TLS 1.3, inside which both ends prove the secret, each in its
+// role (coordinator and node, tree-parent and tree-child), bound to the
+// TLS session. A node talks to no coordinator or parent that cannot
+// prove the secret, what crosses the network (fence data, names) is
+// encrypted, and a relay in the middle fails. A peer that cannot prove
+// the secret is closed and logged, and a silent one is dropped after 2 s
+// without holding up others. Then the link carries the gopmi.rm.v1 gRPC
+// service (package direct); each node keeps its one link to the
+// coordinator, and to its parent, for the step. The secret reaches the
+// node processes in their environment (GOPMI_SLURM_SECRET), never on a
+// command line, and the tasks never see it.
 //
 // See package coord for the coordinator's life, spawn and abort.
 package slurm

@@ -5,11 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"os"
 	"slices"
 	"strings"
 	"sync"
-	"syscall"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -103,17 +102,22 @@ func TestTreeJoinsFences(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
+	accepted := &countingListener{Listener: l}
+	al, err := AuthListener(accepted, testSecret, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
 	served := make(chan struct{})
 	go func() {
 		defer close(served)
-		_ = direct.Serve(ctx, AuthListener(l, "s", zerolog.Nop()), count)
+		_ = direct.Serve(ctx, al, count)
 	}()
 	defer func() { cancel(); <-served }()
 
 	job := plugin.Job{Nspace: "slurm.7.0", Size: 3, Nodes: []plugin.Node{
 		{ID: 0, Name: "n1", Ranks: []int32{0}}, {ID: 1, Name: "n2", Ranks: []int32{1}}, {ID: 2, Name: "n3", Ranks: []int32{2}},
 	}}
-	env := map[string]string{EnvSecret: "s"}
+	env := map[string]string{EnvSecret: testSecret}
 	var nodes []*Node
 	for i := range job.Nodes {
 		n := newNode([]string{"-coordinator", l.Addr().String(), "-tree-width", "1"}, func(k string) string { return env[k] })
@@ -166,52 +170,27 @@ func TestTreeJoinsFences(t *testing.T) {
 		t.Fatalf("the coordinator saw %d fence calls (%+v), want one carrying 3 ranks", len(count.fences), count.fences)
 	}
 	count.mu.Unlock()
+	// Each node keeps its one link to the coordinator for every call.
+	if n := accepted.n.Load(); n != 3 {
+		t.Errorf("the coordinator accepted %d connections from 3 nodes, want 3: one link per node for the step", n)
+	}
 }
 
-// flakyListener fails its first Accept with "too many open files".
-type flakyListener struct {
+// testSecret is a step secret as srun's plugin makes one.
+const testSecret = "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff"
+
+// countingListener counts the connections it accepts.
+type countingListener struct {
 	net.Listener
-	once sync.Once
+	n atomic.Int64
 }
 
-func (l *flakyListener) Accept() (net.Conn, error) {
-	var err error
-	l.once.Do(func() {
-		err = &net.OpError{Op: "accept", Net: "tcp", Err: os.NewSyscallError("accept4", syscall.EMFILE)}
-	})
-	if err != nil {
-		return nil, err
+func (l *countingListener) Accept() (net.Conn, error) {
+	c, err := l.Listener.Accept()
+	if err == nil {
+		l.n.Add(1)
 	}
-	return l.Listener.Accept()
-}
-
-// Running out of file descriptors once does not stop the coordinator
-// accepting nodes.
-func TestAcceptRetriesTemporaryErrors(t *testing.T) {
-	raw, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	l := AuthListener(&flakyListener{Listener: raw}, "s", zerolog.Nop())
-	defer l.Close()
-	accepted := make(chan error, 1)
-	go func() {
-		c, err := l.Accept()
-		if err == nil {
-			c.Close()
-		}
-		accepted <- err
-	}()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-	defer cancel()
-	c, err := AuthDialer("s")(ctx, raw.Addr().String())
-	if err != nil {
-		t.Fatalf("dial after a failed accept: %v", err)
-	}
-	c.Close()
-	if err := <-accepted; err != nil {
-		t.Fatalf("Accept: %v", err)
-	}
+	return c, err
 }
 
 // A caller waiting for the tree's parent to be found leaves when its own
@@ -224,7 +203,7 @@ func TestTreeParentHonoursCallerDeadline(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Node n2 at width 1 waits for n1's address, which n1 never publishes.
-	tr := &tree{width: 1, job: job, self: 1, toRoot: root, secret: "s", open: map[string]*gather{}}
+	tr := &tree{width: 1, job: job, self: 1, toRoot: root, secret: testSecret, open: map[string]*gather{}}
 	go func() { _, _ = tr.parent(ctx, 3*time.Second) }()
 	time.Sleep(50 * time.Millisecond) // the first lookup is in flight
 	short, cancel := context.WithTimeout(ctx, 200*time.Millisecond)

@@ -25,8 +25,8 @@ import (
 // parts concatenated and the local participants joined; the answer comes
 // back down the same calls. A fence costs one message up and one down per
 // tree edge, and the coordinator hears at most w calls per fence. Nodes
-// with children listen on TCP for them (authenticated with the step
-// secret, as the coordinator is) and publish their address in the job's
+// with children listen on TCP for them (the step's authenticated link,
+// as the coordinator's, in the roles tree-parent and tree-child) and publish their address in the job's
 // name range at the coordinator, where their children look it up.
 //
 // Only collecting fences are joined: a barrier's parts (modex mode) go up
@@ -349,7 +349,7 @@ func (t *tree) resolve(ctx context.Context, p int, wait time.Duration) (plugin.F
 		return nil, nil, plugin.Wrapf(err, plugin.ErrUnavailable, "fence tree: the parent node %s", t.job.Nodes[p].Name)
 	}
 	addr := resp.Data[0].Value
-	c, err := direct.Dial(ctx, addr, direct.WithDialer(AuthDialer(t.secret)))
+	c, err := direct.Dial(ctx, addr, direct.WithDialer(treeDialer(t.secret)))
 	if err != nil {
 		return nil, nil, plugin.Wrapf(err, plugin.ErrUnavailable, "fence tree: the parent node %s at %s", t.job.Nodes[p].Name, addr)
 	}
@@ -410,13 +410,17 @@ func (t *tree) serveChildren(ctx context.Context, host string) error {
 	if err != nil {
 		return fmt.Errorf("fence tree: listen for the children: %w", err)
 	}
+	sl, err := treeListener(l, t.secret, t.log)
+	if err != nil {
+		return fmt.Errorf("fence tree: %w", err)
+	}
 	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
 		var wg sync.WaitGroup
 		wg.Go(func() { t.watchAbort(sctx) })
-		if err := direct.Serve(sctx, AuthListener(l, t.secret, t.log), subtreeServer{t: t}, direct.WithGracePeriod(time.Second)); err != nil && sctx.Err() == nil {
+		if err := direct.Serve(sctx, sl, subtreeServer{t: t}, direct.WithGracePeriod(time.Second)); err != nil && sctx.Err() == nil {
 			// The children's fences will fail, naming this node.
 			t.log.Error().Err(err).Msg("fence tree: serving the children failed")
 		}

@@ -88,6 +88,11 @@ type config struct {
 	// --mpi=none, whose wall at each size is subtracted from a PMI job's
 	// to give its PMI part. "" when there is none.
 	floorLauncher string
+	// slurmBefore: the directory of earlier gopmi binaries that
+	// -slurm-before measures against -gopmi's; slurmLink is the
+	// directory mpi/gopmi is built for, a symlink each run points at the
+	// binaries it measures.
+	slurmBefore, slurmAfter, slurmLink string
 }
 
 // cpuRunsFor is how many runs under perf a size gets for (c).
@@ -141,6 +146,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	fs.SetOutput(stderr)
 	var (
 		ls        launcherList
+		before    = fs.String("slurm-before", "", "with -slurm: measure srun --mpi=gopmi with the gopmi binaries in this directory (an earlier build) against -gopmi's, taking turns run by run, instead of against srun --mpi=pmi2")
 		slurm     = fs.Bool("slurm", false, "measure `srun --mpi=gopmi -N 2` against `srun --mpi=pmi2 -N 2` on a two-node Slurm cluster the bench starts (root, slurm-wlm, munge) instead of gopmi run against hydra")
 		gopmi     = fs.String("gopmi", "./bin/gopmi", "gopmi binary used when no -launcher is given")
 		trueNs    = fs.String("true", "1", "task counts for the launch floor (/bin/true) in (a)")
@@ -256,6 +262,25 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 			{Name: "srun-pmi2", Template: []string{"srun", "--mpi=pmi2", "-N", "2", "-n", "{n}"}},
 			{Name: "srun-gopmi", Template: []string{"srun", "--mpi=gopmi", "-N", "2", "-n", "{n}"}},
 			{Name: "srun-none", Template: []string{"srun", "--mpi=none", "-N", "2", "-n", "{n}"}},
+		}
+		if *before != "" {
+			// One cluster, one mpi/gopmi, built for a directory that is
+			// a symlink: each run points it at the binaries it measures
+			// (srun's side and every stepd's start them from there).
+			if c.slurmBefore, err = filepath.Abs(*before); err != nil {
+				return nil, err
+			}
+			if c.slurmAfter, err = filepath.Abs(c.gopmiDir); err != nil {
+				return nil, err
+			}
+			c.slurmLink = filepath.Join(os.TempDir(), "gopmi-bench-bin-"+strconv.Itoa(os.Getpid()))
+			const swap = `ln -sfn "$0" "$1" && shift && exec srun "$@"`
+			ls = []clients.Launcher{
+				{Name: "srun-gopmi-before", Template: []string{"sh", "-c", swap, c.slurmBefore, c.slurmLink, "--mpi=gopmi", "-N", "2", "-n", "{n}"}},
+				{Name: "srun-gopmi", Template: []string{"sh", "-c", swap, c.slurmAfter, c.slurmLink, "--mpi=gopmi", "-N", "2", "-n", "{n}"}},
+				ls[2],
+			}
+			c.gopmiDir = c.slurmLink
 		}
 		c.floorLauncher = "srun-none"
 		c.daemon = false
@@ -385,6 +410,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		}
 		defer stop()
 		cfg.launchers = append(cfg.launchers, l)
+	}
+	if cfg.slurmLink != "" {
+		if err := os.Symlink(cfg.slurmAfter, cfg.slurmLink); err != nil {
+			fmt.Fprintln(stderr, "bench: -slurm-before:", err)
+			return 1
+		}
+		defer os.Remove(cfg.slurmLink)
 	}
 	if cfg.slurm {
 		stop, err := startSlurm(ctx, cfg.gopmiDir, stderr)

@@ -25,6 +25,7 @@ const (
 	PMI2Test    = "pmi2_test"
 	PMI2Bench   = "pmi2_bench"
 	PMI2Fault   = "pmi2_fault"
+	PMI2Secret  = "pmi2_secret"
 	PMI1Only    = "pmi1_only"
 )
 
@@ -65,6 +66,7 @@ var programs = []program{
 	{PMI2Test, kindPMI2},
 	{PMI2Bench, kindPMI2},
 	{PMI2Fault, kindPMI2},
+	{PMI2Secret, kindPMI2},
 	{PMI1Only, kindC},
 }
 

@@ -176,6 +176,10 @@ func (c *Coordinator) Run(ctx context.Context) error {
 			return fmt.Errorf("coordinator: %w", err)
 		}
 	}
+	al, err := slurm.AuthListener(l, c.opts.Secret, c.log)
+	if err != nil {
+		return fmt.Errorf("coordinator: %w", err)
+	}
 	defer c.u.Close()
 	if c.opts.OnJob != nil {
 		// The node daemon relays other runs' connects to the step's jobs
@@ -201,7 +205,7 @@ func (c *Coordinator) Run(ctx context.Context) error {
 	}
 	// srun waits for the coordinator when the step ends: calls still in
 	// flight then (a shim's last notice) get half a second.
-	err := direct.Serve(ctx, addrListener{slurm.AuthListener(l, c.opts.Secret, c.log), c}, c.be, direct.WithLogger(c.log), direct.WithGracePeriod(500*time.Millisecond))
+	err = direct.Serve(ctx, addrListener{al, c}, c.be, direct.WithLogger(c.log), direct.WithGracePeriod(500*time.Millisecond))
 	if err != nil && ctx.Err() != nil {
 		return nil
 	}

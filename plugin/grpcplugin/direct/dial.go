@@ -30,7 +30,8 @@ type dialConfig struct {
 // WithDialer makes the connection with dial instead of a plain TCP or
 // unix connect, for a transport that must first authenticate (a
 // resource manager's per-job secret) or that tunnels. addr is target
-// without its scheme.
+// without its scheme. Over TCP, plugin/seclink's Dialer.Dial is one: a
+// private link on which both ends prove a shared key.
 func WithDialer(dial func(ctx context.Context, addr string) (net.Conn, error)) DialOption {
 	return func(c *dialConfig) { c.dialer = dial }
 }
@@ -60,8 +61,9 @@ type Conn struct {
 // "unix:///path/to/socket", "/path/to/socket" or "host:port" (any gRPC
 // target). It returns once the connection works (a health check answers),
 // bounded by ctx; an unreachable target fails with plugin.ErrUnavailable.
-// The connection has no transport security: use unix sockets whose
-// directory permissions admit only the callers, or a trusted network.
+// The connection has no transport security of its own: use unix sockets
+// whose directory permissions admit only the callers, or TCP through
+// plugin/seclink (WithDialer, and Serve on its Listener).
 func Dial(ctx context.Context, target string, opts ...DialOption) (_ *Conn, retErr error) {
 	cfg := dialConfig{maxMsg: DefaultMaxMessageSize}
 	for _, o := range opts {

@@ -1,0 +1,163 @@
+package slurm
+
+import (
+	"bufio"
+	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"errors"
+	"io"
+	"math/big"
+	"net"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/rs/zerolog"
+
+	"github.com/gopmi/gopmi/hostrm/local"
+	"github.com/gopmi/gopmi/plugin"
+	"github.com/gopmi/gopmi/plugin/grpcplugin/direct"
+	"github.com/gopmi/gopmi/plugin/seclink"
+)
+
+// selfSigned is a TLS server configuration with a certificate made for
+// the test, as an impostor makes one.
+func selfSigned(t *testing.T) *tls.Config {
+	t.Helper()
+	priv, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmpl := &x509.Certificate{SerialNumber: big.NewInt(7), Subject: pkix.Name{CommonName: "impostor"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour)}
+	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &priv.PublicKey, priv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &tls.Config{Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: priv}}, MinVersion: tls.VersionTLS13}
+}
+
+// impostor listens on loopback as a peer of role that does not hold the
+// step secret: it speaks the link's handshake, takes any proof and
+// answers one it made up. heard gets everything each connection sent
+// after the TLS handshake, once it closed.
+func impostor(t *testing.T, role string) (addr string, heard <-chan string) {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := selfSigned(t)
+	out := make(chan string, 16)
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			wg.Go(func() {
+				defer c.Close()
+				_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+				tc := tls.Server(c, cfg)
+				if _, err := io.WriteString(tc, seclink.Proto+" "+role+" "+strings.Repeat("ab", 32)+"\n"); err != nil {
+					return
+				}
+				r := bufio.NewReader(tc)
+				line, _ := r.ReadString('\n')
+				_, _ = io.WriteString(tc, "ok "+strings.Repeat("0", 64)+"\n")
+				rest, _ := io.ReadAll(r)
+				select {
+				case out <- line + string(rest):
+				default:
+				}
+			})
+		}
+	})
+	t.Cleanup(func() {
+		l.Close()
+		wg.Wait()
+	})
+	return l.Addr().String(), out
+}
+
+// A coordinator that cannot prove the step secret is refused by the node
+// with a clear error, and hears nothing of the node's calls.
+func TestImpostorCoordinator(t *testing.T) {
+	addr, heard := impostor(t, RoleCoordinator)
+	env := map[string]string{EnvSecret: testSecret}
+	n := newNode([]string{"-coordinator", addr}, func(k string) string { return env[k] })
+	defer n.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	err := n.Publish(ctx, &plugin.PublishRequest{Proc: plugin.Proc{Nspace: "j", Rank: 0}, Data: []plugin.Info{{Key: "secret-name", Value: "secret-value"}}})
+	t.Logf("the node says: %v", err)
+	if !errors.Is(err, plugin.ErrUnavailable) || !strings.Contains(err.Error(), "the coordinator does not prove it holds the key") {
+		t.Fatalf("a node's call to an impostor coordinator: %v", err)
+	}
+	select {
+	case got := <-heard:
+		if strings.Contains(got, "secret-value") || strings.Contains(got, "PRI * HTTP/2.0") {
+			t.Errorf("the impostor heard a call: %q", got)
+		}
+	case <-time.After(5 * time.Second):
+		t.Error("the impostor heard no handshake")
+	}
+}
+
+// A tree child looks its parent's address up at the coordinator and
+// talks to no parent that cannot prove the step secret, nor to an end
+// that proves it in another role (the coordinator's).
+func TestImpostorTreeParent(t *testing.T) {
+	root := local.NewUniverse(local.UniverseOptions{Prefix: "slurm.9", LayoutByRM: true})
+	defer root.Close()
+	job := plugin.Job{Nspace: "slurm.9.0", Size: 2, Nodes: []plugin.Node{{ID: 0, Name: "n1", Ranks: []int32{0}}, {ID: 1, Name: "n2", Ranks: []int32{1}}}}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if _, err := root.Configure(ctx, &plugin.ConfigureRequest{Job: job, NodeID: 1}); err != nil {
+		t.Fatal(err)
+	}
+	// A server of the coordinator's role, with the right secret.
+	raw, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	coordLike, err := AuthListener(raw, testSecret, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	sctx, stop := context.WithCancel(ctx)
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		_ = direct.Serve(sctx, coordLike, root)
+	}()
+	defer func() { stop(); <-served }()
+	fake, _ := impostor(t, roleTreeParent)
+
+	for _, c := range []struct{ name, addr, want string }{
+		{"an impostor parent", fake, "the tree-parent does not prove it holds the key"},
+		{"the coordinator's role", raw.Addr().String(), "not a tree-parent: it says it is a coordinator"},
+	} {
+		if err := root.Publish(ctx, &plugin.PublishRequest{Proc: plugin.Proc{Nspace: job.Nspace, Rank: 0},
+			Data: []plugin.Info{{Key: treeKey(job.Nspace, 0), Value: c.addr}}, Range: plugin.RangeNamespace}); err != nil {
+			t.Fatal(err)
+		}
+		tr := &tree{width: 1, job: job, self: 1, toRoot: root, secret: testSecret, open: map[string]*gather{}}
+		_, err := tr.parent(ctx, 3*time.Second)
+		if !errors.Is(err, plugin.ErrUnavailable) || !strings.Contains(err.Error(), "fence tree: the parent node n1 at "+c.addr) || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%s: %v", c.name, err)
+		}
+		tr.close()
+		if err := root.Unpublish(ctx, &plugin.UnpublishRequest{Proc: plugin.Proc{Nspace: job.Nspace, Rank: 0},
+			Keys: []string{treeKey(job.Nspace, 0)}, Range: plugin.RangeNamespace}); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
