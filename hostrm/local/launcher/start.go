@@ -39,6 +39,9 @@ type runJob struct {
 	graced    bool       // the servers' grace period started
 	failure   string
 	ended     bool
+	// startFailed: launch failed, and said why; its servers' ends are not
+	// news of their own.
+	startFailed bool
 	// secret is the job's PMI_PORT secret (PMI_AUTH_SECRET); "" without
 	// PMI_PORT.
 	secret string
@@ -187,6 +190,7 @@ func (l *Launcher) launch(ctx context.Context, spec *local.JobSpec) (err error) 
 		rj.launching = false
 		if err != nil {
 			rj.failure = err.Error()
+			rj.startFailed = true
 			// When a signal ended the run during the start, the
 			// tear-down that follows stops tasks and servers as for any
 			// job; otherwise nothing of a job that failed to start may
@@ -468,7 +472,7 @@ func (l *Launcher) serverEnded(rj *runJob, n *runNode, code int, how, why string
 	n.code, n.how, n.why = code, how, why
 	close(n.exited)
 	rj.procs--
-	if !rj.launching {
+	if !rj.launching && !rj.startFailed {
 		l.serverEndedLocked(rj, n)
 	}
 	l.checkJobLocked(rj)
