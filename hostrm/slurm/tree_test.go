@@ -17,7 +17,9 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/rs/zerolog"
 
+	"github.com/gopmi/gopmi/hostrm/local"
 	"github.com/gopmi/gopmi/plugin"
+	"github.com/gopmi/gopmi/plugin/grpcplugin/direct"
 	"github.com/gopmi/gopmi/plugin/plugintest"
 )
 
@@ -454,5 +456,69 @@ func TestRankGroups(t *testing.T) {
 		if got := rankGroups(treeJob, slices.Clone(tc.ranks), tc.limit); got != tc.want {
 			t.Errorf("rankGroups(%v, %d) = %q, want %q", tc.ranks, tc.limit, got, tc.want)
 		}
+	}
+}
+
+// The node's logger reaches its fence tree's listener: a connection to
+// the subtree server that cannot prove the step secret is refused and
+// logged there. A node without WithLogger logs through Configure's
+// context, as go-plugin's Serve gives it.
+func TestNodeLoggerReachesTheTree(t *testing.T) {
+	root := local.NewUniverse(local.UniverseOptions{Prefix: "slurm.10", LayoutByRM: true})
+	defer root.Close()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		_ = direct.Serve(ctx, AuthListener(l, "s", zerolog.Nop()), root)
+	}()
+	defer func() { cancel(); <-served }()
+
+	job := plugin.Job{Nspace: "slurm.10.0", Size: 2, Nodes: []plugin.Node{{ID: 0, Name: "n1", Ranks: []int32{0}}, {ID: 1, Name: "n2", Ranks: []int32{1}}}}
+	env := map[string]string{EnvSecret: "s"}
+	args := []string{"-coordinator", l.Addr().String(), "-tree-width", "1"}
+	given, fromCtx := &logBuf{}, &logBuf{}
+	n1 := newNode(args, func(k string) string { return env[k] }, WithLogger(zerolog.New(given)))
+	defer n1.Close()
+	if _, err := n1.Configure(ctx, &plugin.ConfigureRequest{Job: job, NodeID: 0}); err != nil {
+		t.Fatal(err)
+	}
+	n2 := newNode(args, func(k string) string { return env[k] })
+	defer n2.Close()
+	if _, err := n2.Configure(zerolog.New(fromCtx).WithContext(ctx), &plugin.ConfigureRequest{Job: job, NodeID: 1}); err != nil {
+		t.Fatal(err)
+	}
+
+	// n1 listens for n2; a stranger without the secret knocks.
+	addr, err := treeControl{root: root, job: job, self: 1}.lookupAddr(ctx, 0, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dctx, dcancel := context.WithTimeout(ctx, 5*time.Second)
+	defer dcancel()
+	if c, err := AuthDialer("wrong")(dctx, addr); err == nil {
+		c.Close()
+		t.Fatal("a wrong secret was accepted")
+	}
+	want := "connection refused: it did not prove the step secret"
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(given.String(), want) {
+		if time.Now().After(deadline) {
+			t.Fatalf("node n1's log lacks %q:\n%s", want, given.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+
+	// n2's tree logs to the logger of its Configure's context.
+	n2.mu.Lock()
+	tr := n2.tree
+	n2.mu.Unlock()
+	tr.log.Warn().Msg("marker")
+	if !strings.Contains(fromCtx.String(), "marker") {
+		t.Fatalf("node n2's tree does not log to Configure's context logger: %q", fromCtx.String())
 	}
 }
