@@ -417,9 +417,18 @@ static void log_shim_line(const char *l)
 		info("gopmi-slurm shim: %s", l);
 }
 
+/* The relay of the shim's log. It runs plugin code, so it must be over
+ * before Slurm unloads the plugin (mpi_fini, at the stepd's end): fini
+ * stops and joins it. A thread left running there would execute unmapped
+ * code (slurmstepd crashed so, logging the shim's last line). */
+static pthread_t relay_thread;
+static int relay_running;
+static int relay_stop; /* set by fini, read by the relay: atomically */
+
 /* relay_shim_log copies the shim's stderr into slurmstepd's own log (the
  * node's slurmd log file), line by line, until the shim and everything
- * holding its stderr are gone. slurmstepd's stderr is /dev/null: without
+ * holding its stderr are gone, or fini asks it to stop: then it takes
+ * what is buffered and ends. slurmstepd's stderr is /dev/null: without
  * the relay the node's gopmi log (a failed subtree of the fence tree, a
  * refused connection, why the shim exited) would be lost. A line longer
  * than the buffer goes in pieces. */
@@ -428,12 +437,25 @@ static void *relay_shim_log(void *arg)
 	int fd = (int) (intptr_t) arg;
 	char buf[4096];
 	size_t n = 0;
+	int drain = 64; /* reads after fini's stop: a shim still writing does not hold it */
 
 	for (;;) {
-		ssize_t r = read(fd, buf + n, sizeof(buf) - 1 - n);
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+		int stopping = __atomic_load_n(&relay_stop, __ATOMIC_ACQUIRE);
+		int ready = poll(&p, 1, stopping ? 0 : 100);
+		ssize_t r;
 		char *start = buf, *nl;
 
-		if (r < 0 && errno == EINTR)
+		if (ready < 0 && errno == EINTR)
+			continue;
+		if (stopping && (ready == 0 || drain-- == 0))
+			break; /* what was buffered is taken */
+		if (ready == 0)
+			continue; /* look at relay_stop again */
+		if (ready < 0)
+			break;
+		r = read(fd, buf + n, sizeof(buf) - 1 - n);
+		if (r < 0 && (errno == EINTR || errno == EAGAIN))
 			continue;
 		if (r <= 0)
 			break;
@@ -457,6 +479,16 @@ static void *relay_shim_log(void *arg)
 	}
 	close(fd);
 	return NULL;
+}
+
+/* fini is called by Slurm before it unloads the plugin. */
+extern void fini(void)
+{
+	if (relay_running) {
+		__atomic_store_n(&relay_stop, 1, __ATOMIC_RELEASE);
+		pthread_join(relay_thread, NULL);
+		relay_running = 0;
+	}
 }
 
 /* step_setting is a user's per-step choice from the job's environment
@@ -813,19 +845,18 @@ extern int mpi_p_slurmstepd_prefork(const stepd_step_rec_t *job, char ***env)
 	 * its own, started before the fork: a shim whose relay could not
 	 * start keeps the stepd's /dev/null rather than a pipe nobody
 	 * reads, which would block its logging. */
-	if (pipe2(logp, O_CLOEXEC) == 0) {
-		pthread_t th;
-		pthread_attr_t attr;
-		pthread_attr_init(&attr);
-		pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-		if (pthread_create(&th, &attr, relay_shim_log, (void *) (intptr_t) logp[0])) {
+	if (relay_running) {
+		/* prefork runs once per stepd; a relay is there already. */
+	} else if (pipe2(logp, O_CLOEXEC) == 0) {
+		if (pthread_create(&relay_thread, NULL, relay_shim_log, (void *) (intptr_t) logp[0])) {
 			error("mpi/gopmi: thread for the shim's log: %m");
 			close(logp[0]);
 			close(logp[1]);
 			logp[1] = -1;
+		} else {
+			relay_running = 1;
 		}
 		logp[0] = -1; /* the relay's now */
-		pthread_attr_destroy(&attr);
 	} else {
 		error("mpi/gopmi: pipe for the shim's log: %m");
 	}
