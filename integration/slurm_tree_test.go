@@ -23,20 +23,23 @@ import (
 func TestSlurmTreeSubtreeFailureIsLogged(t *testing.T) {
 	c := slurm(t)
 	for _, tc := range []struct {
-		name string
-		args []string // srun's
+		name  string
+		args  []string // srun's
+		ranks int
 		// want is one of the lines n1 may write, each naming n2.
 		want []string
 	}{{
 		// Rank 1, the last, holds on n2; rank 0 waits in the barrier.
-		name: "before its part",
-		args: []string{"-N", "2", "-n", "2"},
-		want: []string{"rank 1 (node n2) did not arrive in 3s; sending the subtree's part up without them"},
+		name:  "before its part",
+		args:  []string{"-N", "2", "-n", "2"},
+		ranks: 2,
+		want:  []string{"rank 1 (node n2) did not arrive in 3s; sending the subtree's part up without them"},
 	}, {
 		// Cyclic: rank 1 is on n2 and enters the barrier, rank 2, the
 		// last, holds on n1, so n2's part waits at n1 when n2 dies.
-		name: "during the fence",
-		args: []string{"-N", "2", "-n", "3", "-m", "cyclic"},
+		name:  "during the fence",
+		args:  []string{"-N", "2", "-n", "3", "-m", "cyclic"},
+		ranks: 3,
 		want: []string{
 			"node n2's subtree went away in fence",
 			// n2 died before its part reached n1 after all.
@@ -54,23 +57,19 @@ func TestSlurmTreeSubtreeFailureIsLogged(t *testing.T) {
 			defer ln.Close()
 			ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 			defer cancel()
-			n := 2
-			if tc.name == "during the fence" {
-				n = 3
-			}
 			argv := append(append([]string{"srun", "--mpi=gopmi"}, tc.args...), taskArgs("hold")...)
 			done := make(chan clients.Result, 1)
 			go func() {
 				r, _ := clients.Run(ctx, argv, clients.RunOptions{Env: append(c.Env(), taskRun, sockEnv+"="+sock, "GOPMI_TIMEOUT=6", "GOPMI_TREE_WIDTH=1")})
 				done <- r
 			}()
-			readyErr := waitReady(ctx, ln, n)
+			readyErr := waitReady(ctx, ln, tc.ranks)
 			var victim int
 			if readyErr == nil {
 				victim, readyErr = shimOf(1)
 			}
 			if readyErr == nil {
-				if n == 3 {
+				if tc.ranks == 3 {
 					// Rank 1's barrier goes up to n1 right after its
 					// ready report; give it a moment to get there.
 					time.Sleep(time.Second)
