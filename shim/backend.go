@@ -46,8 +46,9 @@ type StartFunc func(ctx context.Context, l Launch) (Process, error)
 
 // inProcess adapts RunConfig.Backend to a startFunc.
 func inProcess(newBackend func(context.Context, serve.BackendSpec) (plugin.Full, error), spec serve.BackendSpec) StartFunc {
-	return func(ctx context.Context, _ Launch) (Process, error) {
-		b, err := newBackend(ctx, spec)
+	return func(ctx context.Context, l Launch) (Process, error) {
+		// The backend's log is the shim's: zerolog.Ctx(ctx) has it.
+		b, err := newBackend(l.Log.WithContext(ctx), spec)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %s (in-process): %w", serve.ErrBackend, spec.BinaryName(), err)
 		}

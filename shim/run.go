@@ -49,7 +49,9 @@ type RunConfig struct {
 	// handshake per node. Run calls it when the job first needs its
 	// backend, with the bootstrap's backend spec, and closes the result
 	// (when it is an io.Closer) after the job. The backend then shares the
-	// shim's fate: there is no backend process to die on its own.
+	// shim's fate: there is no backend process to die on its own. ctx
+	// carries the shim's logger for the backend (zerolog.Ctx), with the
+	// job's fields.
 	Backend func(ctx context.Context, spec serve.BackendSpec) (plugin.Full, error)
 
 	// StartPlugin starts gopmi-rm-<name> as a process when Backend is

@@ -8,7 +8,8 @@
  * with the Slurm backend in its own process) as the job's user with the
  * server ends and a bootstrap (the step's layout, protojson on stdin), and
  * waits for its READY=1. Each task gets PMI_FD, PMI_RANK, PMI_SIZE,
- * PMI_JOBID.
+ * PMI_JOBID. The shim's stderr, its log, goes into the stepd's log (the
+ * node's slurmd log) through a pipe the stepd reads.
  *
  * Built against the exact Slurm release it runs in: contrib/slurm/build.sh.
  */
@@ -21,6 +22,7 @@
 #include <poll.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -400,6 +402,95 @@ static void *close_task_ends(void *arg)
 	return NULL;
 }
 
+/* log_shim_line puts one line of the shim's log into slurmstepd's log,
+ * at the Slurm level its zerolog level maps to. */
+static void log_shim_line(const char *l)
+{
+	if (!l[0])
+		return;
+	if (strstr(l, "\"level\":\"error\"") || strstr(l, "\"level\":\"fatal\"") ||
+	    strstr(l, "\"level\":\"panic\""))
+		error("gopmi-slurm shim: %s", l);
+	else if (strstr(l, "\"level\":\"debug\"") || strstr(l, "\"level\":\"trace\""))
+		debug("gopmi-slurm shim: %s", l);
+	else
+		info("gopmi-slurm shim: %s", l);
+}
+
+/* The relay of the shim's log. It runs plugin code, so it must be over
+ * before Slurm unloads the plugin (mpi_fini, at the stepd's end): fini
+ * stops and joins it. A thread left running there would execute unmapped
+ * code (slurmstepd crashed so, logging the shim's last line). */
+static pthread_t relay_thread;
+static int relay_running;
+static int relay_stop; /* set by fini, read by the relay: atomically */
+
+/* relay_shim_log copies the shim's stderr into slurmstepd's own log (the
+ * node's slurmd log file), line by line, until the shim and everything
+ * holding its stderr are gone, or fini asks it to stop: then it takes
+ * what is buffered and ends. slurmstepd's stderr is /dev/null: without
+ * the relay the node's gopmi log (a failed subtree of the fence tree, a
+ * refused connection, why the shim exited) would be lost. A line longer
+ * than the buffer goes in pieces. */
+static void *relay_shim_log(void *arg)
+{
+	int fd = (int) (intptr_t) arg;
+	char buf[4096];
+	size_t n = 0;
+	int drain = 64; /* reads after fini's stop: a shim still writing does not hold it */
+
+	for (;;) {
+		struct pollfd p = { .fd = fd, .events = POLLIN };
+		int stopping = __atomic_load_n(&relay_stop, __ATOMIC_ACQUIRE);
+		int ready = poll(&p, 1, stopping ? 0 : 100);
+		ssize_t r;
+		char *start = buf, *nl;
+
+		if (ready < 0 && errno == EINTR)
+			continue;
+		if (stopping && (ready == 0 || drain-- == 0))
+			break; /* what was buffered is taken */
+		if (ready == 0)
+			continue; /* look at relay_stop again */
+		if (ready < 0)
+			break;
+		r = read(fd, buf + n, sizeof(buf) - 1 - n);
+		if (r < 0 && (errno == EINTR || errno == EAGAIN))
+			continue;
+		if (r <= 0)
+			break;
+		n += r;
+		while ((nl = memchr(start, '\n', buf + n - start))) {
+			*nl = '\0';
+			log_shim_line(start);
+			start = nl + 1;
+		}
+		n -= start - buf;
+		memmove(buf, start, n);
+		if (n == sizeof(buf) - 1) {
+			buf[n] = '\0';
+			log_shim_line(buf);
+			n = 0;
+		}
+	}
+	if (n) {
+		buf[n] = '\0';
+		log_shim_line(buf);
+	}
+	close(fd);
+	return NULL;
+}
+
+/* fini is called by Slurm before it unloads the plugin. */
+extern void fini(void)
+{
+	if (relay_running) {
+		__atomic_store_n(&relay_stop, 1, __ATOMIC_RELEASE);
+		pthread_join(relay_thread, NULL);
+		relay_running = 0;
+	}
+}
+
 /* step_setting is a user's per-step choice from the job's environment
  * (srun --export), else mpi.conf's. */
 static const char *step_setting(char **env, const char *name, const char *conf)
@@ -679,7 +770,7 @@ extern int mpi_p_slurmstepd_prefork(const stepd_step_rec_t *job, char ***env)
 	const char *given = getenvp(*env, ENV_COORD);
 	const char *nodes = getenvp(*env, ENV_NODES);
 	char *coord = NULL, *boot = NULL, *shim = NULL, *names = NULL;
-	int (*pairs)[2] = NULL, in[2] = { -1, -1 }, ns = -1, rc = SLURM_ERROR;
+	int (*pairs)[2] = NULL, in[2] = { -1, -1 }, logp[2] = { -1, -1 }, ns = -1, rc = SLURM_ERROR;
 	char **envp = NULL;
 	pid_t stepd;
 	struct sockaddr_un addr = { .sun_family = AF_UNIX };
@@ -750,6 +841,25 @@ extern int mpi_p_slurmstepd_prefork(const stepd_step_rec_t *job, char ***env)
 		env_array_overwrite(&envp, ENV_SECRET, secret);
 		env_array_overwrite(&envp, ENV_COORD, coord);
 	}
+	/* The shim's stderr goes to this stepd's log through a thread of
+	 * its own, started before the fork: a shim whose relay could not
+	 * start keeps the stepd's /dev/null rather than a pipe nobody
+	 * reads, which would block its logging. */
+	if (relay_running) {
+		/* prefork runs once per stepd; a relay is there already. */
+	} else if (pipe2(logp, O_CLOEXEC) == 0) {
+		if (pthread_create(&relay_thread, NULL, relay_shim_log, (void *) (intptr_t) logp[0])) {
+			error("mpi/gopmi: thread for the shim's log: %m");
+			close(logp[0]);
+			close(logp[1]);
+			logp[1] = -1;
+		} else {
+			relay_running = 1;
+		}
+		logp[0] = -1; /* the relay's now */
+	} else {
+		error("mpi/gopmi: pipe for the shim's log: %m");
+	}
 	stepd = getpid();
 	pid = fork();
 	if (pid < 0) {
@@ -761,6 +871,8 @@ extern int mpi_p_slurmstepd_prefork(const stepd_step_rec_t *job, char ***env)
 		static const char exec_failed[] = "mpi/gopmi: cannot exec gopmi-slurm\n";
 		char *argv[] = { shim, "shim", NULL };
 		dup2(in[0], 0);
+		if (logp[1] >= 0)
+			dup2(logp[1], 2);
 		/* The server ends go to fds 3.. in order. Move them above the
 		 * target range first so no dup2 overwrites one not yet moved. */
 		for (uint32_t i = 0; i < ntask_fds; i++) {
@@ -791,6 +903,8 @@ extern int mpi_p_slurmstepd_prefork(const stepd_step_rec_t *job, char ***env)
 	}
 	close(in[0]);
 	in[0] = -1;
+	close(logp[1]); /* the shim holds the relay's only writer now */
+	logp[1] = -1;
 	for (uint32_t i = 0; i < ntask_fds; i++) {
 		close(pairs[i][0]);
 		pairs[i][0] = -1;
@@ -823,6 +937,8 @@ out:
 		close(in[0]);
 	if (in[1] >= 0)
 		close(in[1]);
+	if (logp[1] >= 0)
+		close(logp[1]); /* the fork failed: the relay sees its end */
 	if (pairs) {
 		for (uint32_t i = 0; i < ntask_fds; i++) {
 			if (pairs[i][0] > 0)

@@ -28,6 +28,23 @@
 // top, every node's data for direct modex, the name service, spawn,
 // connects and aborts.
 //
+// # The node's log
+//
+// A node logs what no caller hears of: a child that has not sent its
+// part by half a fence's time-out (named with its ranks), a child lost in
+// the middle of a fence, a failed subtree server (naming every rank below
+// it), a part that cannot reach its parent, a connection that did not
+// prove the step secret. Node takes its logger from WithLogger, else
+// from Configure's context: gopmi-rm-slurm logs hclog-shaped JSON on its
+// stderr, which the shim relays with levels; gopmi-slurm shim hands the
+// node its own logger. Under Slurm the shim's stderr is a pipe to its
+// slurmstepd, which copies each line into the node's slurmd log
+// (SlurmdLogFile), prefixed "gopmi-slurm shim:".
+//
+// The fence tree decides on a clock it is given and runs every goroutine
+// and timer on a crew that Close ends and waits for; its two control
+// names at the coordinator are one protocol, in control.go.
+//
 // # The link
 //
 // The coordinator listens on TCP (every interface; the stepds reach it at

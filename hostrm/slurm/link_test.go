@@ -146,17 +146,17 @@ func TestImpostorTreeParent(t *testing.T) {
 		{"the coordinator's role", raw.Addr().String(), "not a tree-parent: it says it is a coordinator"},
 	} {
 		if err := root.Publish(ctx, &plugin.PublishRequest{Proc: plugin.Proc{Nspace: job.Nspace, Rank: 0},
-			Data: []plugin.Info{{Key: treeKey(job.Nspace, 0), Value: c.addr}}, Range: plugin.RangeNamespace}); err != nil {
+			Data: []plugin.Info{{Key: addrName(job.Nspace, 0), Value: c.addr}}, Range: plugin.RangeNamespace}); err != nil {
 			t.Fatal(err)
 		}
-		tr := &tree{width: 1, job: job, self: 1, toRoot: root, secret: testSecret, open: map[string]*gather{}}
+		tr := newTree(treeConfig{width: 1, job: job, self: 1, toRoot: root, secret: testSecret, log: zerolog.Nop()})
 		_, err := tr.parent(ctx, 3*time.Second)
 		if !errors.Is(err, plugin.ErrUnavailable) || !strings.Contains(err.Error(), "fence tree: the parent node n1 at "+c.addr) || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %v", c.name, err)
 		}
 		tr.close()
 		if err := root.Unpublish(ctx, &plugin.UnpublishRequest{Proc: plugin.Proc{Nspace: job.Nspace, Rank: 0},
-			Keys: []string{treeKey(job.Nspace, 0)}, Range: plugin.RangeNamespace}); err != nil {
+			Keys: []string{addrName(job.Nspace, 0)}, Range: plugin.RangeNamespace}); err != nil {
 			t.Fatal(err)
 		}
 	}

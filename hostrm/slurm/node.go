@@ -8,6 +8,8 @@ import (
 	"os"
 	"sync"
 
+	"github.com/rs/zerolog"
+
 	"github.com/gopmi/gopmi/plugin"
 	"github.com/gopmi/gopmi/plugin/grpcplugin/direct"
 )
@@ -32,6 +34,8 @@ type Node struct {
 
 	width  int
 	secret string
+	log    *zerolog.Logger // nil: the logger of Configure's context
+	clock  clock           // the fence tree's; nil: the wall clock
 
 	cfgMu sync.Mutex // one Configure at a time: one tree
 	mu    sync.Mutex
@@ -39,21 +43,35 @@ type Node struct {
 	tree  *tree  // set by Configure for a job on several nodes
 }
 
+// NodeOption configures a Node.
+type NodeOption func(*Node)
+
+// WithLogger sets the node's logger: the fence tree writes to it what no
+// caller hears of (a child that sent nothing by half a fence's time-out,
+// a child lost in the middle of one, a failed subtree server, a
+// connection that did not prove the step secret). Without it the node
+// logs through the logger of Configure's context, which go-plugin's
+// Serve (grpcplugin) sets to the plugin's stderr, relayed by the shim;
+// a node served inside its shim (gopmi-slurm shim) passes the shim's.
+func WithLogger(l zerolog.Logger) NodeOption {
+	return func(n *Node) { n.log = &l }
+}
+
 // NewNode returns the backend of a node process, which reads the
 // coordinator's address from its -coordinator argument or
 // GOPMI_SLURM_COORD, and the secret from GOPMI_SLURM_SECRET.
-func NewNode() *Node {
-	return newNode(os.Args[1:], os.Getenv)
+func NewNode(opts ...NodeOption) *Node {
+	return newNode(os.Args[1:], os.Getenv, opts...)
 }
 
 // NodeFromArgs is NewNode with the arguments given, as the bootstrap's
 // backend spec has them: the node's backend served inside the shim's own
 // process (gopmi-slurm shim).
-func NodeFromArgs(args []string) *Node {
-	return newNode(args, os.Getenv)
+func NodeFromArgs(args []string, opts ...NodeOption) *Node {
+	return newNode(args, os.Getenv, opts...)
 }
 
-func newNode(args []string, getenv func(string) string) *Node {
+func newNode(args []string, getenv func(string) string, opts ...NodeOption) *Node {
 	fs := flag.NewFlagSet("gopmi-rm-slurm", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
 	addr := fs.String("coordinator", "", "")
@@ -66,6 +84,9 @@ func newNode(args []string, getenv func(string) string) *Node {
 	}
 	secret := getenv(EnvSecret)
 	n := &Node{width: *width, secret: secret}
+	for _, o := range opts {
+		o(n)
+	}
 	n.Relay = plugin.NewRelay(func(ctx context.Context) (plugin.Full, io.Closer, error) {
 		switch {
 		case *addr == "":
@@ -108,8 +129,12 @@ func (n *Node) Configure(ctx context.Context, req *plugin.ConfigureRequest) (*pl
 		n.mu.Unlock()
 		return resp, nil // Configure is idempotent
 	}
-	t := &tree{width: n.width, job: req.Job, self: req.Job.NodeIndex(req.NodeID), toRoot: n.Relay, secret: n.secret,
-		open: map[string]*gather{}}
+	log := zerolog.Ctx(ctx)
+	if n.log != nil {
+		log = n.log
+	}
+	t := newTree(treeConfig{width: n.width, job: req.Job, self: req.Job.NodeIndex(req.NodeID), toRoot: n.Relay,
+		secret: n.secret, log: *log, clock: n.clock})
 	host := n.host
 	n.mu.Unlock()
 	if err := t.serveChildren(ctx, host); err != nil {

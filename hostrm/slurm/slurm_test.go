@@ -203,7 +203,8 @@ func TestTreeParentHonoursCallerDeadline(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Node n2 at width 1 waits for n1's address, which n1 never publishes.
-	tr := &tree{width: 1, job: job, self: 1, toRoot: root, secret: testSecret, open: map[string]*gather{}}
+	tr := newTree(treeConfig{width: 1, job: job, self: 1, toRoot: root, secret: testSecret, log: zerolog.Nop()})
+	defer tr.close()
 	go func() { _, _ = tr.parent(ctx, 3*time.Second) }()
 	time.Sleep(50 * time.Millisecond) // the first lookup is in flight
 	short, cancel := context.WithTimeout(ctx, 200*time.Millisecond)

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/gopmi/gopmi/plugin"
 	"github.com/gopmi/gopmi/plugin/grpcplugin/direct"
+	"github.com/gopmi/gopmi/plugin/wake"
 )
 
 // The fence tree. A step's nodes form a tree of width w under the
@@ -25,31 +25,45 @@ import (
 // parts concatenated and the local participants joined; the answer comes
 // back down the same calls. A fence costs one message up and one down per
 // tree edge, and the coordinator hears at most w calls per fence. Nodes
-// with children listen on TCP for them (the step's authenticated link,
-// as the coordinator's, in the roles tree-parent and tree-child) and publish their address in the job's
-// name range at the coordinator, where their children look it up.
+// with children listen on TCP for them (the step's authenticated, private
+// link, as the coordinator's, in the roles tree-parent and tree-child)
+// and publish their address through the coordinator (control.go says
+// how), where their children find it.
 //
 // Only collecting fences are joined: a barrier's parts (modex mode) go up
 // one by one, because the coordinator keeps each node's data for direct
 // modex. After a collecting fence, a direct modex of a rank may answer its
 // subtree's data, a superset of its node's (the host finds its keys by
-// rank in it). A node with children also waits at the coordinator for its
-// job's abort, which fails the fences it holds.
+// rank in it). A node with children also watches for its job's abort,
+// which fails the fences it holds.
 //
 // A subtree still missing a part when half the fence's Timeout has passed
-// sends what it has up, with the rest of the Timeout, and later parts go
-// up one by one: the coordinator, which times the fence from its first
-// arrival, then names exactly the ranks and nodes that never arrived.
+// sends what it has up, with the rest of the Timeout, and logs whom it
+// misses; later parts go up one by one: the coordinator, which times the
+// fence from its first arrival, then names exactly the ranks and nodes
+// that never arrived. A fence the coordinator does not answer within its
+// Timeout (and expireGrace) fails here, naming the ranks this subtree
+// never got, or the parent that never answered.
+//
+// The tree decides on its clock and runs its goroutines and timers on its
+// crew, so that tests drive its time and close leaves nothing behind.
 
 // DefaultTreeWidth is Slurm's own TreeWidth default.
 const DefaultTreeWidth = 16
 
-// treeKey is the name under which node index i of job ns publishes its
-// address for its children. PMI clients cannot send a NUL, so no task
-// can publish or look up such a name.
-func treeKey(ns string, i int) string {
-	return "\x00gopmi-slurm-tree/" + ns + "/" + strconv.Itoa(i)
-}
+const (
+	// expireGrace is how long past a fence's Timeout the tree keeps it:
+	// the coordinator's own time-out, which names every missing rank,
+	// comes first; the tree's names only its subtree's. It is below the
+	// bridge's grace (5 s) so that the tree's message reaches the client
+	// before the bridge's context cuts the call.
+	expireGrace = 2 * time.Second
+	// sendGrace bounds a call up beyond the Timeout it carries, for the
+	// answer to come back down.
+	sendGrace = 5 * time.Second
+	// maxGroups is how many nodes a message names before "and N more".
+	maxGroups = 16
+)
 
 // treeParent is node index i's parent index, -1 for the coordinator.
 func treeParent(i, width int) int {
@@ -74,34 +88,84 @@ func subtree(i, width, n int) []int {
 	return out
 }
 
+// treeConfig is what a node's place in the tree is made from.
+type treeConfig struct {
+	width  int
+	job    plugin.Job
+	self   int         // this node's index in job.Nodes
+	toRoot plugin.Full // the coordinator
+	secret string
+	log    zerolog.Logger
+	clock  clock // nil: the wall clock
+	// listen makes the children's listener; nil: net.Listen (tests
+	// pass a failing one).
+	listen func(network, addr string) (net.Listener, error)
+}
+
 // tree is one node's place in its job's fence tree.
 type tree struct {
 	width  int
 	job    plugin.Job
-	self   int // this node's index in job.Nodes
+	self   int
 	log    zerolog.Logger
-	toRoot plugin.Full // the coordinator
+	clock  clock
+	crew   *crew
+	toRoot plugin.Full
+	ctl    treeControl
 	secret string
+	listen func(network, addr string) (net.Listener, error)
+
+	resolved wake.Cond // broadcast when a lookup of the parent ends
 
 	mu        sync.Mutex
 	up        plugin.Full // the parent: a node's subtree server, or the coordinator
 	upClose   func() error
-	resolving chan struct{} // closed when the parent's lookup in flight ends
+	resolving bool // a lookup of the parent is in flight
 	open      map[string]*gather
-	stop      func()
 	abortErr  error // the job was aborted: every fence fails with it
+	closed    bool
 }
 
-// gather is one fence as a subtree sees it.
+func newTree(c treeConfig) *tree {
+	if c.clock == nil {
+		c.clock = realClock{}
+	}
+	if c.listen == nil {
+		c.listen = net.Listen
+	}
+	return &tree{
+		width: c.width, job: c.job, self: c.self, toRoot: c.toRoot, secret: c.secret,
+		// No job or node fields: the shim's logger has them.
+		log:    c.log,
+		clock:  c.clock,
+		crew:   newCrew(c.clock),
+		ctl:    treeControl{root: c.toRoot, job: c.job, self: c.self},
+		listen: c.listen,
+		open:   map[string]*gather{},
+	}
+}
+
+// gather is one collecting fence as a subtree sees it. Guarded by the
+// tree's mu.
 type gather struct {
-	req     *plugin.FenceRequest // the first part: ID, Procs, Collect
-	start   time.Time
-	expect  int            // participant ranks in this subtree
-	have    map[int32]bool // those that arrived
-	parts   []*plugin.FenceRequest
-	waiters []chan fenceResult // answered with the merged call's result
-	sent    bool               // the gathered parts went up
-	flush   *time.Timer
+	key                   string
+	req                   *plugin.FenceRequest // the first part: ID, Procs, Collect
+	start                 time.Time
+	timeout               time.Duration
+	ranks                 []int32        // the subtree's participants, sorted
+	have                  map[int32]bool // those that arrived
+	parts                 []*plugin.FenceRequest
+	waiters               []chan fenceResult // parts not sent up yet
+	batches               []*batch           // parts sent up, waiting for the answer
+	sent                  bool               // the gathered parts went up
+	stopFlush, stopExpire func() bool
+}
+
+// batch is the waiters of one call up: the call's answer, the fence's
+// expiry, an abort or the tree's close answers them, whichever is first.
+type batch struct {
+	waiters []chan fenceResult
+	done    bool
 }
 
 type fenceResult struct {
@@ -109,9 +173,9 @@ type fenceResult struct {
 	err  error
 }
 
-// subtreeRanks counts the participants of procs that this node's subtree
-// hosts, and says whether they are all on this node.
-func (t *tree) subtreeRanks(procs []plugin.Proc) (n int, onlyHere bool) {
+// subtreeRanks lists the participants of procs that this node's subtree
+// hosts, sorted, and says whether they are all on this node.
+func (t *tree) subtreeRanks(procs []plugin.Proc) (ranks []int32, onlyHere bool) {
 	rankNode := t.job.RankNodes()
 	in := make([]bool, len(t.job.Nodes))
 	for _, i := range subtree(t.self, t.width, len(t.job.Nodes)) {
@@ -124,7 +188,7 @@ func (t *tree) subtreeRanks(procs []plugin.Proc) (n int, onlyHere bool) {
 			return
 		}
 		seen[r] = true
-		n++
+		ranks = append(ranks, r)
 		if int(rankNode[r]) != t.self {
 			onlyHere = false
 		}
@@ -141,63 +205,92 @@ func (t *tree) subtreeRanks(procs []plugin.Proc) (n int, onlyHere bool) {
 		}
 		add(p.Rank)
 	}
-	return n, onlyHere
+	slices.Sort(ranks)
+	return ranks, onlyHere
+}
+
+// arrival is what the tree decided for one part.
+type arrival struct {
+	up   *plugin.FenceRequest // goes up by itself, as it is or with what is left of its time-out
+	g    *gather              // else it joined g and waits on wait
+	wait chan fenceResult
+	err  error
 }
 
 // fence takes one part (this node's shim's, or a child's subtree's) and
 // returns the fence's answer.
 func (t *tree) fence(ctx context.Context, req *plugin.FenceRequest) (*plugin.FenceResponse, error) {
-	if !t.involves(req) {
-		// Another job's fence (a connect's), or no participant here: the
-		// tree is this job's.
-		return t.send(ctx, req)
+	a := t.arrive(req)
+	switch {
+	case a.err != nil:
+		return nil, a.err
+	case a.up != nil:
+		return t.send(ctx, a.up)
 	}
-	if !req.Collect {
-		// A barrier whose parts the coordinator keeps per node for direct
-		// modex: the parts go up as they are, not joined, so that a
-		// node's data stays its own.
-		return t.send(ctx, req)
+	select {
+	case r := <-a.wait:
+		return r.resp, r.err
+	case <-ctx.Done():
+		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
+			t.mu.Lock()
+			err := t.timeoutErr(a.g)
+			t.mu.Unlock()
+			return nil, err
+		}
+		return nil, plugin.Errorf(plugin.ErrAborted, "fence %s: caller went away: %v", req.ID, ctx.Err())
+	}
+}
+
+// arrive decides what becomes of one part, without waiting: it goes up
+// alone, or joins its subtree's gather, which goes up when complete or at
+// half its time-out.
+func (t *tree) arrive(req *plugin.FenceRequest) arrival {
+	if !t.involves(req) || !req.Collect {
+		// Another job's fence (a connect's), no participant here, or a
+		// barrier whose parts the coordinator keeps per node for direct
+		// modex: the part goes up as it is, so that a node's data stays
+		// its own.
+		return arrival{up: req}
 	}
 	key := fenceKey(req)
+	now := t.clock.Now()
 	t.mu.Lock()
-	if err := t.abortErr; err != nil {
-		t.mu.Unlock()
-		return nil, err
+	defer t.mu.Unlock()
+	if t.abortErr != nil {
+		return arrival{err: t.abortErr}
+	}
+	if t.closed {
+		return arrival{err: plugin.Errorf(plugin.ErrAborted, "fence %s: the node's fence tree has closed", req.ID)}
 	}
 	g := t.open[key]
 	if g == nil {
-		n, onlyHere := t.subtreeRanks(req.Procs)
+		ranks, onlyHere := t.subtreeRanks(req.Procs)
 		if onlyHere {
 			// Nobody below takes part: this node's part goes up as it is.
-			t.mu.Unlock()
-			return t.send(ctx, req)
+			return arrival{up: req}
 		}
-		g = &gather{req: req, start: time.Now(), expect: n, have: map[int32]bool{}}
+		g = &gather{key: key, req: req, start: now, timeout: req.TimeoutOrDefault(), ranks: ranks, have: map[int32]bool{}}
 		t.open[key] = g
-		timeout := req.TimeoutOrDefault()
-		g.flush = time.AfterFunc(timeout/2, func() { t.flush(key, g) })
+		g.stopFlush = t.crew.after(g.timeout/2, func() { t.flush(g) })
+		g.stopExpire = t.crew.after(g.timeout+expireGrace, func() { t.expire(g) })
+	}
+	for _, p := range req.LocalProcs {
+		if _, ok := slices.BinarySearch(g.ranks, p.Rank); ok {
+			g.have[p.Rank] = true
+		}
 	}
 	if g.sent {
 		// Late: the subtree's parts went up without this one.
-		t.mu.Unlock()
-		return t.send(ctx, t.rest(g, req))
+		t.log.Info().Str("fence", req.ID).Str("from", req.Node).Msg("fence tree: a late part goes up alone")
+		return arrival{up: t.rest(g, req, now)}
 	}
 	ch := make(chan fenceResult, 1)
 	g.parts = append(g.parts, req)
 	g.waiters = append(g.waiters, ch)
-	for _, p := range req.LocalProcs {
-		g.have[p.Rank] = true
+	if len(g.have) >= len(g.ranks) {
+		t.goUp(g, now)
 	}
-	if len(g.have) >= g.expect {
-		t.goUp(key, g)
-	}
-	t.mu.Unlock()
-	select {
-	case r := <-ch:
-		return r.resp, r.err
-	case <-ctx.Done():
-		return nil, plugin.Errorf(plugin.ErrAborted, "fence %s: caller went away: %v", req.ID, ctx.Err())
-	}
+	return arrival{g: g, wait: ch}
 }
 
 // involves reports whether req is a fence of this tree's job alone.
@@ -225,35 +318,50 @@ func procsKey(ps []plugin.Proc) string {
 
 // rest is a part that goes up alone, with what is left of its fence's
 // time-out.
-func (t *tree) rest(g *gather, req *plugin.FenceRequest) *plugin.FenceRequest {
+func (t *tree) rest(g *gather, req *plugin.FenceRequest, now time.Time) *plugin.FenceRequest {
 	r := *req
-	r.Timeout = remaining(g)
+	r.Timeout = left(g, now)
 	return &r
 }
 
-func remaining(g *gather) time.Duration {
-	left := g.req.TimeoutOrDefault() - time.Since(g.start)
-	if left < time.Millisecond {
-		left = time.Millisecond
+// left is what remains of g's time-out at now, at least a millisecond: a
+// zero Timeout would mean the default.
+func left(g *gather, now time.Time) time.Duration {
+	return max(g.timeout-now.Sub(g.start), time.Millisecond)
+}
+
+// missing names the subtree's participants that have not arrived,
+// grouped by node. Called with mu held.
+func (t *tree) missing(g *gather) string {
+	var out []int32
+	for _, r := range g.ranks {
+		if !g.have[r] {
+			out = append(out, r)
+		}
 	}
-	return left
+	return rankGroups(t.job, out, maxGroups)
 }
 
 // flush sends up what the subtree gathered when half the time-out passed.
-func (t *tree) flush(key string, g *gather) {
+func (t *tree) flush(g *gather) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if !g.sent && len(g.parts) > 0 {
-		t.log.Debug().Str("fence", g.req.ID).Int("ranks", len(g.have)).Int("expected", g.expect).Msg("fence tree: sending a partial subtree up")
-		t.goUp(key, g)
+	if g.sent || len(g.parts) == 0 {
+		return
 	}
+	// A child that has not sent its part by now is stuck or gone: the
+	// operator reads here which of this node's subtree it was.
+	t.log.Warn().Str("fence", g.req.ID).Int("arrived", len(g.have)).Int("expected", len(g.ranks)).
+		Msgf("fence tree: fence %s: %s did not arrive in %s; sending the subtree's part up without them",
+			g.req.ID, t.missing(g), roundDuration(t.clock.Now().Sub(g.start)))
+	t.goUp(g, t.clock.Now())
 }
 
 // goUp sends the gathered parts as one call and answers their waiters.
 // Called with mu held.
-func (t *tree) goUp(key string, g *gather) {
+func (t *tree) goUp(g *gather, now time.Time) {
 	g.sent = true
-	g.flush.Stop()
+	g.stopFlush()
 	merged := *g.req
 	merged.Node = t.job.Nodes[t.self].Name
 	merged.LocalProcs = nil
@@ -262,39 +370,143 @@ func (t *tree) goUp(key string, g *gather) {
 		merged.LocalProcs = append(merged.LocalProcs, p.LocalProcs...)
 		merged.Data = append(merged.Data, p.Data...)
 	}
-	merged.Timeout = remaining(g)
-	waiters := g.waiters
-	g.waiters = nil
-	if len(g.have) >= g.expect {
-		delete(t.open, key)
-	} else {
-		// Sent early: the late parts go up one by one, until the
-		// fence's time-out passed for good.
-		time.AfterFunc(merged.Timeout+5*time.Second, func() {
-			t.mu.Lock()
-			if t.open[key] == g {
-				delete(t.open, key)
-			}
-			t.mu.Unlock()
-		})
+	merged.Timeout = left(g, now)
+	b := &batch{waiters: g.waiters}
+	g.waiters, g.parts = nil, nil
+	g.batches = append(g.batches, b)
+	if len(g.have) >= len(g.ranks) {
+		// Complete: no late part can come. The expiry stays armed, for
+		// a parent that never answers.
+		delete(t.open, g.key)
 	}
-	go func() {
-		ctx, cancel := context.WithTimeout(context.Background(), merged.Timeout+5*time.Second)
+	started := t.crew.spawn(func(ctx context.Context) {
+		ctx, cancel := context.WithTimeout(ctx, merged.Timeout+sendGrace)
 		defer cancel()
 		resp, err := t.send(ctx, &merged)
-		for _, w := range waiters {
-			w <- fenceResult{resp, err}
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		t.answer(b, fenceResult{resp, err})
+		if t.open[g.key] != g && !slices.ContainsFunc(g.batches, func(b *batch) bool { return !b.done }) {
+			// Over: no late part can come and nobody waits. A busy
+			// job's fences would otherwise keep a timer each for
+			// their whole time-out.
+			g.stopExpire()
 		}
-	}()
+	})
+	if !started {
+		t.answer(b, fenceResult{nil, plugin.Errorf(plugin.ErrAborted, "fence %s: the node's fence tree has closed", g.req.ID)})
+	}
 }
 
-// send passes a call to the parent, finding it first.
+// answer gives b's waiters r unless they have their answer. Called with
+// mu held.
+func (t *tree) answer(b *batch, r fenceResult) {
+	if b.done {
+		return
+	}
+	b.done = true
+	for _, w := range b.waiters {
+		w <- r
+	}
+	b.waiters = nil
+}
+
+// answerAll answers every waiter of g with err. Called with mu held.
+func (t *tree) answerAll(g *gather, err error) {
+	g.stopFlush()
+	g.stopExpire()
+	if len(g.waiters) > 0 {
+		g.batches = append(g.batches, &batch{waiters: g.waiters})
+		g.waiters = nil
+	}
+	for _, b := range g.batches {
+		t.answer(b, fenceResult{nil, err})
+	}
+	if t.open[g.key] == g {
+		delete(t.open, g.key)
+	}
+}
+
+// expire ends g once its time-out (and expireGrace) passed: late parts no
+// longer find it, and parts still waiting for the parent fail, naming
+// whom this subtree misses.
+func (t *tree) expire(g *gather) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	pending := len(g.waiters) > 0
+	for _, b := range g.batches {
+		pending = pending || !b.done
+	}
+	if pending {
+		err := t.timeoutErr(g)
+		t.log.Warn().Str("fence", g.req.ID).Err(err).Msg("fence tree: failing the subtree's waiting parts")
+		t.answerAll(g, err)
+		return
+	}
+	if t.open[g.key] == g {
+		delete(t.open, g.key)
+	}
+}
+
+// timeoutErr says why g failed when its time passed: the ranks the
+// subtree never got, or, when all came, the parent that did not answer.
+// Called with mu held.
+func (t *tree) timeoutErr(g *gather) error {
+	d := roundDuration(g.timeout)
+	if m := t.missing(g); m != "" {
+		return plugin.Errorf(plugin.ErrTimeout, "fence %s: %s did not arrive in %s", g.req.ID, m, d)
+	}
+	return plugin.Errorf(plugin.ErrTimeout, "fence %s: %s did not answer in %s", g.req.ID, t.parentName(), d)
+}
+
+// parentName names where this node's fences go.
+func (t *tree) parentName() string {
+	if p := treeParent(t.self, t.width); p >= 0 {
+		return "the parent node " + t.job.Nodes[p].Name
+	}
+	return "the coordinator"
+}
+
+// send passes a call to the parent, finding it first. A parent that
+// cannot be reached cuts off every rank the call carries: the error names
+// them and the parent.
 func (t *tree) send(ctx context.Context, req *plugin.FenceRequest) (*plugin.FenceResponse, error) {
 	up, err := t.parent(ctx, req.TimeoutOrDefault())
-	if err != nil {
+	if err == nil {
+		var resp *plugin.FenceResponse
+		if resp, err = up.Fence(ctx, req); err == nil {
+			return resp, nil
+		}
+	}
+	if ctx.Err() != nil || !lostLink(err) {
 		return nil, err
 	}
-	return up.Fence(ctx, req)
+	err = plugin.Wrapf(err, plugin.ErrUnavailable, "fence %s: %s %s %s", req.ID, t.procGroups(req.LocalProcs), cutOff, t.parentName())
+	t.log.Warn().Str("fence", req.ID).Err(err).Msg("fence tree: a part could not go up")
+	return nil, err
+}
+
+// cutOff is the words of a part that could not go up: a node whose
+// parent's error says them already does not say them again.
+const cutOff = "cannot reach"
+
+// lostLink reports whether err says a link on the way up is gone, not
+// an answer of the coordinator's (a time-out naming ranks, an abort),
+// and not one said further up already.
+func lostLink(err error) bool {
+	return (errors.Is(err, plugin.ErrUnavailable) || errors.Is(err, plugin.ErrBackendGone)) &&
+		!strings.Contains(err.Error(), cutOff)
+}
+
+// procGroups names procs of the job by node.
+func (t *tree) procGroups(procs []plugin.Proc) string {
+	var ranks []int32
+	for _, p := range procs {
+		if p.Nspace == t.job.Nspace && p.Rank >= 0 {
+			ranks = append(ranks, p.Rank)
+		}
+	}
+	return rankGroups(t.job, ranks, maxGroups)
 }
 
 // parent is the backend fences go up to: the coordinator for the nodes
@@ -302,53 +514,52 @@ func (t *tree) send(ctx context.Context, req *plugin.FenceRequest) (*plugin.Fenc
 // coordinator's name service holds. One lookup runs at a time, without
 // the tree's lock; callers waiting for it leave when their ctx ends.
 func (t *tree) parent(ctx context.Context, wait time.Duration) (plugin.Full, error) {
+	p := treeParent(t.self, t.width)
+	if p < 0 {
+		return t.toRoot, nil
+	}
 	for {
+		changed := t.resolved.C()
 		t.mu.Lock()
-		if t.up != nil {
+		switch {
+		case t.up != nil:
 			up := t.up
 			t.mu.Unlock()
 			return up, nil
-		}
-		p := treeParent(t.self, t.width)
-		if p < 0 {
-			t.up = t.toRoot
+		case t.closed:
 			t.mu.Unlock()
-			return t.toRoot, nil
-		}
-		if ch := t.resolving; ch != nil {
+			return nil, plugin.Errorf(plugin.ErrAborted, "fence tree: the node's fence tree has closed")
+		case !t.resolving:
+			t.resolving = true
 			t.mu.Unlock()
-			select {
-			case <-ch:
-				continue
-			case <-ctx.Done():
-				return nil, plugin.Errorf(plugin.ErrTimeout, "fence tree: the parent node %s: %v", t.job.Nodes[p].Name, ctx.Err())
+			up, closer, err := t.resolve(ctx, p, wait)
+			t.mu.Lock()
+			t.resolving = false
+			if err == nil && t.closed {
+				_ = closer()
+				up, err = nil, plugin.Errorf(plugin.ErrAborted, "fence tree: the node's fence tree has closed")
+			} else if err == nil {
+				t.up, t.upClose = up, closer
 			}
+			t.mu.Unlock()
+			t.resolved.Broadcast()
+			return up, err
 		}
-		ch := make(chan struct{})
-		t.resolving = ch
 		t.mu.Unlock()
-		up, closer, err := t.resolve(ctx, p, wait)
-		t.mu.Lock()
-		if err == nil {
-			t.up, t.upClose = up, closer
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return nil, plugin.Errorf(plugin.ErrTimeout, "fence tree: the parent node %s: %v", t.job.Nodes[p].Name, ctx.Err())
 		}
-		t.resolving = nil
-		close(ch)
-		t.mu.Unlock()
-		return up, err
 	}
 }
 
 // resolve looks the parent's address up and dials it.
 func (t *tree) resolve(ctx context.Context, p int, wait time.Duration) (plugin.Full, func() error, error) {
-	resp, err := t.toRoot.Lookup(ctx, &plugin.LookupRequest{
-		Proc: plugin.Proc{Nspace: t.job.Nspace, Rank: t.job.Nodes[t.self].Ranks[0]}, Keys: []string{treeKey(t.job.Nspace, p)},
-		Range: plugin.RangeNamespace, Wait: true, Timeout: wait,
-	})
+	addr, err := t.ctl.lookupAddr(ctx, p, wait)
 	if err != nil {
 		return nil, nil, plugin.Wrapf(err, plugin.ErrUnavailable, "fence tree: the parent node %s", t.job.Nodes[p].Name)
 	}
-	addr := resp.Data[0].Value
 	c, err := direct.Dial(ctx, addr, direct.WithDialer(treeDialer(t.secret)))
 	if err != nil {
 		return nil, nil, plugin.Wrapf(err, plugin.ErrUnavailable, "fence tree: the parent node %s at %s", t.job.Nodes[p].Name, addr)
@@ -361,12 +572,8 @@ func (t *tree) resolve(ctx context.Context, p int, wait time.Duration) (plugin.F
 // fails, and every later one. A node with children holds the only calls
 // of its subtree that the coordinator does not see.
 func (t *tree) watchAbort(ctx context.Context) {
-	key := "\x00gopmi-slurm-watch/" + t.job.Nspace
 	for ctx.Err() == nil {
-		_, err := t.toRoot.Lookup(ctx, &plugin.LookupRequest{
-			Proc: plugin.Proc{Nspace: t.job.Nspace, Rank: t.job.Nodes[t.self].Ranks[0]}, Keys: []string{key},
-			Range: plugin.RangeNamespace, Wait: true, Timeout: time.Hour,
-		})
+		err := t.ctl.watchAbort(ctx, time.Hour)
 		switch {
 		case ctx.Err() != nil:
 			return
@@ -376,10 +583,13 @@ func (t *tree) watchAbort(ctx context.Context) {
 		case err == nil, errors.Is(err, plugin.ErrTimeout):
 		default:
 			// The coordinator is unreachable: the fences will say so.
+			// A second between tries; close cuts it short.
+			pause := time.NewTimer(time.Second)
 			select {
 			case <-ctx.Done():
-			case <-time.After(time.Second):
+			case <-pause.C:
 			}
+			pause.Stop()
 		}
 	}
 }
@@ -389,13 +599,8 @@ func (t *tree) aborted(err error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.abortErr = err
-	for key, g := range t.open {
-		g.flush.Stop()
-		for _, w := range g.waiters {
-			w <- fenceResult{nil, err}
-		}
-		g.waiters = nil
-		delete(t.open, key)
+	for _, g := range t.open {
+		t.answerAll(g, err)
 	}
 }
 
@@ -406,48 +611,68 @@ func (t *tree) serveChildren(ctx context.Context, host string) error {
 	if len(treeChildren(t.self, t.width, len(t.job.Nodes))) == 0 {
 		return nil
 	}
-	l, err := net.Listen("tcp", net.JoinHostPort(host, "0"))
+	l, err := t.listen("tcp", net.JoinHostPort(host, "0"))
 	if err != nil {
 		return fmt.Errorf("fence tree: listen for the children: %w", err)
 	}
 	sl, err := treeListener(l, t.secret, t.log)
 	if err != nil {
+		_ = l.Close()
 		return fmt.Errorf("fence tree: %w", err)
 	}
-	sctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
+	served := t.crew.spawn(func(ctx context.Context) {
 		var wg sync.WaitGroup
-		wg.Go(func() { t.watchAbort(sctx) })
-		if err := direct.Serve(sctx, sl, subtreeServer{t: t}, direct.WithGracePeriod(time.Second)); err != nil && sctx.Err() == nil {
-			// The children's fences will fail, naming this node.
-			t.log.Error().Err(err).Msg("fence tree: serving the children failed")
+		wg.Go(func() { t.watchAbort(ctx) })
+		defer wg.Wait()
+		err := direct.Serve(ctx, sl, subtreeServer{t: t}, direct.WithLogger(t.log), direct.WithGracePeriod(time.Second))
+		if err != nil && ctx.Err() == nil {
+			// The children's fences fail, naming this node; the
+			// operator reads here which ranks they cut off.
+			t.log.Error().Err(err).Msgf("fence tree: serving node %s's subtree failed: the fences of %s cannot reach it",
+				t.job.Nodes[t.self].Name, t.belowGroups())
 		}
-		wg.Wait()
-	}()
-	t.mu.Lock()
-	t.stop = func() { cancel(); <-done }
-	t.mu.Unlock()
-	err = t.toRoot.Publish(ctx, &plugin.PublishRequest{
-		Proc:  plugin.Proc{Nspace: t.job.Nspace, Rank: t.job.Nodes[t.self].Ranks[0]},
-		Data:  []plugin.Info{{Key: treeKey(t.job.Nspace, t.self), Value: l.Addr().String()}},
-		Range: plugin.RangeNamespace,
 	})
-	if err != nil {
+	if !served {
+		_ = sl.Close()
+		return plugin.Errorf(plugin.ErrAborted, "fence tree: the node's fence tree has closed")
+	}
+	if err := t.ctl.publishAddr(ctx, l.Addr().String()); err != nil {
 		return plugin.Wrapf(err, plugin.ErrUnavailable, "fence tree: publish this node's address")
 	}
 	return nil
 }
 
+// belowGroups names the ranks of every node below this one.
+func (t *tree) belowGroups() string {
+	rankNode := t.job.RankNodes()
+	below := map[int32]bool{}
+	for _, i := range subtree(t.self, t.width, len(t.job.Nodes))[1:] {
+		below[int32(i)] = true
+	}
+	var ranks []int32
+	for r, n := range rankNode {
+		if below[n] {
+			ranks = append(ranks, int32(r))
+		}
+	}
+	return rankGroups(t.job, ranks, maxGroups)
+}
+
+// close leaves the tree: the fences it holds fail, its goroutines and
+// timers end, and the link to the parent closes.
 func (t *tree) close() {
 	t.mu.Lock()
-	stop, upClose := t.stop, t.upClose
-	t.stop, t.upClose = nil, nil
-	t.mu.Unlock()
-	if stop != nil {
-		stop()
+	t.closed = true
+	for _, g := range t.open {
+		t.answerAll(g, plugin.Errorf(plugin.ErrAborted, "fence %s: the node's fence tree has closed", g.req.ID))
 	}
+	t.mu.Unlock()
+	t.resolved.Close()
+	t.crew.close()
+	t.mu.Lock()
+	upClose := t.upClose
+	t.up, t.upClose = nil, nil
+	t.mu.Unlock()
 	if upClose != nil {
 		_ = upClose()
 	}
@@ -463,6 +688,61 @@ func (subtreeServer) GetInfo(context.Context) (*plugin.BackendInfo, error) {
 	return &plugin.BackendInfo{Name: "slurm-subtree", APIVersions: []string{plugin.APIVersion1}}, nil
 }
 
+// Fence serves a child's part. A child whose call ends before the
+// answer (its process died, its link broke) is a subtree lost in the
+// middle of a fence: the log names it and the ranks it carried.
 func (s subtreeServer) Fence(ctx context.Context, req *plugin.FenceRequest) (*plugin.FenceResponse, error) {
-	return s.t.fence(ctx, req)
+	resp, err := s.t.fence(ctx, req)
+	s.t.mu.Lock()
+	closed := s.t.closed
+	s.t.mu.Unlock()
+	if err != nil && !closed && errors.Is(ctx.Err(), context.Canceled) {
+		s.t.log.Warn().Str("fence", req.ID).Str("child", req.Node).Err(err).
+			Msgf("fence tree: node %s's subtree went away in fence %s (it carried %s)", req.Node, req.ID, s.t.procGroups(req.LocalProcs))
+	}
+	return resp, err
+}
+
+// rankGroups names ranks grouped by the node that hosts them, in the
+// job's node order, as the universe names a fence's missing ranks:
+// "ranks 4-7 (node n1), rank 9 (node n2)", and "and N more nodes" past
+// limit nodes. It is "" for no rank.
+func rankGroups(job plugin.Job, ranks []int32, limit int) string {
+	byNode := make([][]int32, len(job.Nodes))
+	rankNode := job.RankNodes()
+	for _, r := range ranks {
+		if r >= 0 && int(r) < len(rankNode) && rankNode[r] >= 0 {
+			byNode[rankNode[r]] = append(byNode[rankNode[r]], r)
+		}
+	}
+	var groups []string
+	more := 0
+	for i, rs := range byNode {
+		if len(rs) == 0 {
+			continue
+		}
+		if len(groups) == limit {
+			more++
+			continue
+		}
+		groups = append(groups, plugin.RankList(rs)+" (node "+job.Nodes[i].Name+")")
+	}
+	s := strings.Join(groups, ", ")
+	if more > 0 {
+		s += fmt.Sprintf(" and %d more nodes", more)
+	}
+	return s
+}
+
+// roundDuration rounds d for a message: whole seconds from 10 s, tenths
+// from 1 s, milliseconds below.
+func roundDuration(d time.Duration) time.Duration {
+	switch {
+	case d >= 10*time.Second:
+		return d.Round(time.Second)
+	case d >= time.Second:
+		return d.Round(100 * time.Millisecond)
+	default:
+		return d.Round(time.Millisecond)
+	}
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/gopmi/gopmi/hostrm/slurm"
 	"github.com/gopmi/gopmi/plugin"
 	"github.com/gopmi/gopmi/plugin/grpcplugin/direct"
+	"github.com/gopmi/gopmi/plugin/wake"
 )
 
 // Options configure a step's coordinator.
@@ -73,11 +74,11 @@ type Coordinator struct {
 	log  zerolog.Logger
 
 	mu      sync.Mutex
-	status  int           // what srun should exit with; 0 while nothing failed
-	why     string        // the first abort or failure
-	addr    string        // host:port the nodes reach us at, from their connections
-	served  string        // where the universe is served to the node daemon; set before nodes connect
-	changed chan struct{} // closed and replaced when a node configures
+	status  int       // what srun should exit with; 0 while nothing failed
+	why     string    // the first abort or failure
+	addr    string    // host:port the nodes reach us at, from their connections
+	served  string    // where the universe is served to the node daemon; set before nodes connect
+	changed wake.Cond // broadcast when a node configures: a spawn waits for its job's nodes
 	spawned sync.WaitGroup
 	sruns   map[*exec.Cmd]bool // spawned steps' sruns still running
 	known   map[string]bool    // jobs told to OnJob
@@ -100,7 +101,7 @@ func New(opts Options) *Coordinator {
 	if opts.Stderr == nil {
 		opts.Stderr = os.Stderr
 	}
-	c := &Coordinator{opts: opts, log: opts.Logger, changed: make(chan struct{})}
+	c := &Coordinator{opts: opts, log: opts.Logger}
 	c.u = local.NewUniverse(local.UniverseOptions{
 		Prefix:       "slurm." + opts.Step,
 		Version:      opts.Version,
@@ -135,9 +136,8 @@ func (b *stepBackend) Fence(ctx context.Context, req *plugin.FenceRequest) (*plu
 
 func (b *stepBackend) Configure(ctx context.Context, req *plugin.ConfigureRequest) (*plugin.ConfigureResponse, error) {
 	resp, err := b.Universe.Configure(ctx, req)
+	b.c.changed.Broadcast()
 	b.c.mu.Lock()
-	close(b.c.changed)
-	b.c.changed = make(chan struct{})
 	first := err == nil && !b.c.known[req.Job.Nspace]
 	if first {
 		if b.c.known == nil {

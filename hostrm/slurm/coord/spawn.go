@@ -86,9 +86,6 @@ func (c *Coordinator) launch(ctx context.Context, spec *local.JobSpec) error {
 	cmd.Stdout = c.opts.Stdout
 	cmd.Stderr = io.MultiWriter(c.opts.Stderr, tail)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	c.mu.Lock()
-	changed := c.changed
-	c.mu.Unlock()
 	if err := cmd.Start(); err != nil {
 		return plugin.Errorf(plugin.ErrUnavailable, "spawn: %v", err)
 	}
@@ -97,14 +94,14 @@ func (c *Coordinator) launch(ctx context.Context, spec *local.JobSpec) error {
 	ns := spec.Job.Nspace
 	c.log.Debug().Str("job", ns).Strs("srun", args).Msg("spawning")
 	for {
+		// The channel is taken before the check, so that a node
+		// configuring in between is not missed.
+		changed := c.changed.C()
 		if all, _ := c.u.Configured(ns); all {
 			break
 		}
 		select {
 		case <-changed:
-			c.mu.Lock()
-			changed = c.changed
-			c.mu.Unlock()
 		case err := <-exited:
 			c.u.EndJob(ns, "srun ended before the job started")
 			return fmt.Errorf("srun %s ended before the job started (%v): %s", strings.Join(args, " "), err, tail.last())

@@ -51,12 +51,18 @@ func main() {
 
 // serveNode is gopmi-shim with the node's backend in its own process.
 func serveNode() int {
+	// stderr is a pipe to the stepd, which copies the log into the
+	// node's slurmd log: a line written after the stepd went must not
+	// kill the shim.
+	signal.Ignore(syscall.SIGPIPE)
 	err := shim.Run(context.Background(), shim.RunConfig{
-		Backend: func(_ context.Context, spec serve.BackendSpec) (plugin.Full, error) {
+		Backend: func(ctx context.Context, spec serve.BackendSpec) (plugin.Full, error) {
 			if spec.Name != "slurm" {
 				return nil, fmt.Errorf("the bootstrap asks for backend %q; gopmi-slurm shim serves only slurm", spec.Name)
 			}
-			return slurm.NodeFromArgs(spec.Args), nil
+			// The node's log (its fence tree's failures, refused
+			// connections) is the shim's.
+			return slurm.NodeFromArgs(spec.Args, slurm.WithLogger(*zerolog.Ctx(ctx))), nil
 		},
 	})
 	if err == nil {

@@ -1,0 +1,528 @@
+package slurm
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"net"
+	"os"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/rs/zerolog"
+
+	"github.com/gopmi/gopmi/hostrm/local"
+	"github.com/gopmi/gopmi/plugin"
+	"github.com/gopmi/gopmi/plugin/grpcplugin/direct"
+	"github.com/gopmi/gopmi/plugin/plugintest"
+)
+
+// fakeClock is a clock that moves only when Advance moves it, firing the
+// timers that came due, in order, on the caller's goroutine.
+type fakeClock struct {
+	mu     sync.Mutex
+	now    time.Time
+	timers []*fakeTimer
+}
+
+type fakeTimer struct {
+	at   time.Time
+	f    func()
+	done bool // fired or stopped
+}
+
+func newFakeClock() *fakeClock { return &fakeClock{now: time.Unix(1_000_000, 0)} }
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *fakeClock) AfterFunc(d time.Duration, f func()) func() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	t := &fakeTimer{at: c.now.Add(d), f: f}
+	c.timers = append(c.timers, t)
+	return func() bool {
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		was := !t.done
+		t.done = true
+		return was
+	}
+}
+
+// Advance moves the clock by d, firing each timer that comes due at its
+// time, without the clock's lock (a timer's f may arm or stop others).
+func (c *fakeClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	end := c.now.Add(d)
+	c.mu.Unlock()
+	for {
+		c.mu.Lock()
+		var next *fakeTimer
+		for _, t := range c.timers {
+			if !t.done && !t.at.After(end) && (next == nil || t.at.Before(next.at)) {
+				next = t
+			}
+		}
+		if next == nil {
+			c.now = end
+			c.mu.Unlock()
+			return
+		}
+		next.done = true
+		if next.at.After(c.now) {
+			c.now = next.at
+		}
+		c.mu.Unlock()
+		next.f()
+	}
+}
+
+// logBuf is a logger's output that tests read.
+type logBuf struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *logBuf) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *logBuf) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// The job of the tree tests: at width 1, node n1 (ranks 0-1) is under the
+// coordinator, n2 (ranks 2-3) under n1, n3 (rank 4) under n2.
+var treeJob = plugin.Job{Nspace: "slurm.9.0", Size: 5, Nodes: []plugin.Node{
+	{ID: 0, Name: "n1", Ranks: []int32{0, 1}}, {ID: 1, Name: "n2", Ranks: []int32{2, 3}}, {ID: 2, Name: "n3", Ranks: []int32{4}},
+}}
+
+const treeTimeout = 10 * time.Second
+
+// part is a fence part carrying ranks, as node from sends it.
+func part(from string, ranks ...int32) *plugin.FenceRequest {
+	req := &plugin.FenceRequest{
+		ID: "world/1", Procs: []plugin.Proc{{Nspace: treeJob.Nspace, Rank: plugin.RankWildcard}},
+		Node: from, Data: []byte(from + ";"), Collect: true, Timeout: treeTimeout,
+	}
+	for _, r := range ranks {
+		req.LocalProcs = append(req.LocalProcs, plugin.Proc{Nspace: treeJob.Nspace, Rank: r})
+	}
+	return req
+}
+
+// treeRig is node n1's tree, on a fake clock, under a fake coordinator
+// that records the calls it gets.
+type treeRig struct {
+	t     *testing.T
+	clock *fakeClock
+	log   *logBuf
+	tree  *tree
+	root  *plugintest.Fake
+	mu    sync.Mutex
+	calls []*plugin.FenceRequest // what reached the coordinator
+}
+
+func newTreeRig(t *testing.T, self int, fence func(ctx context.Context, req *plugin.FenceRequest) (*plugin.FenceResponse, error)) *treeRig {
+	r := &treeRig{t: t, clock: newFakeClock(), log: &logBuf{}}
+	r.root = &plugintest.Fake{FenceF: func(ctx context.Context, req *plugin.FenceRequest) (*plugin.FenceResponse, error) {
+		r.mu.Lock()
+		r.calls = append(r.calls, req)
+		r.mu.Unlock()
+		if fence != nil {
+			return fence(ctx, req)
+		}
+		return &plugin.FenceResponse{Data: []byte("answer")}, nil
+	}}
+	r.tree = newTree(treeConfig{width: 1, job: treeJob, self: self, toRoot: r.root, secret: testSecret,
+		log: zerolog.New(r.log), clock: r.clock})
+	t.Cleanup(r.tree.close)
+	return r
+}
+
+// upCall is a call up, as the tests compare them.
+type upCall struct {
+	Ranks   string
+	Timeout time.Duration
+	Alone   bool // a part that went up by itself, not a gathered call
+}
+
+func ranksOf(req *plugin.FenceRequest) string {
+	var rs []int32
+	for _, p := range req.LocalProcs {
+		rs = append(rs, p.Rank)
+	}
+	return plugin.RankList(rs)
+}
+
+// The subtree's call goes up when its last part arrives, or at half the
+// time-out with what it has; a part that comes later goes up alone with
+// what is left of the time-out. Every decision is the fake clock's: no
+// test waits for a timer.
+func TestTreeFlushAndLateParts(t *testing.T) {
+	type event struct {
+		at   time.Duration // since the first part
+		part *plugin.FenceRequest
+	}
+	for _, tc := range []struct {
+		name   string
+		events []event
+		until  time.Duration // the clock's end
+		want   []upCall
+		log    string // a line the log must have ("" none at warn)
+	}{{
+		name:   "every part before half the time-out",
+		events: []event{{0, part("n1", 0, 1)}, {time.Second, part("n2", 2, 3, 4)}},
+		until:  treeTimeout,
+		want:   []upCall{{"ranks 0-4", 9 * time.Second, false}},
+	}, {
+		name:   "the last part just before half the time-out",
+		events: []event{{0, part("n1", 0, 1)}, {treeTimeout/2 - time.Millisecond, part("n2", 2, 3, 4)}},
+		until:  treeTimeout,
+		want:   []upCall{{"ranks 0-4", treeTimeout/2 + time.Millisecond, false}},
+	}, {
+		name:   "no child by half the time-out",
+		events: []event{{0, part("n1", 0, 1)}},
+		until:  treeTimeout / 2,
+		want:   []upCall{{"ranks 0-1", treeTimeout / 2, false}},
+		log:    "fence tree: fence world/1: ranks 2-3 (node n2), rank 4 (node n3) did not arrive in 5s; sending the subtree's part up without them",
+	}, {
+		name:   "a late part goes up alone with the rest of the time-out",
+		events: []event{{0, part("n1", 0, 1)}, {7 * time.Second, part("n2", 2, 3, 4)}},
+		until:  treeTimeout,
+		want:   []upCall{{"ranks 0-1", treeTimeout / 2, false}, {"ranks 2-4", 3 * time.Second, true}},
+		log:    "ranks 2-3 (node n2), rank 4 (node n3) did not arrive in 5s",
+	}, {
+		name: "a subtree half there at half the time-out",
+		events: []event{{0, part("n1", 0, 1)}, {time.Second, part("n2", 2, 3)},
+			{6 * time.Second, part("n3", 4)}},
+		until: treeTimeout,
+		want:  []upCall{{"ranks 0-3", treeTimeout / 2, false}, {"rank 4", 4 * time.Second, true}},
+		log:   "rank 4 (node n3) did not arrive in 5s",
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newTreeRig(t, 0, nil)
+			var got []upCall
+			var waits []chan fenceResult
+			now := time.Duration(0)
+			for _, ev := range tc.events {
+				r.clock.Advance(ev.at - now)
+				now = ev.at
+				a := r.tree.arrive(ev.part)
+				switch {
+				case a.err != nil:
+					t.Fatalf("part of %s: %v", ev.part.Node, a.err)
+				case a.up != nil:
+					got = append(got, upCall{ranksOf(a.up), a.up.Timeout, true})
+				default:
+					waits = append(waits, a.wait)
+				}
+			}
+			r.clock.Advance(tc.until - now)
+			// The gathered calls' waiters hear the coordinator's answer.
+			for i, w := range waits {
+				select {
+				case res := <-w:
+					if res.err != nil || string(res.resp.Data) != "answer" {
+						t.Errorf("waiter %d: %v, %v; want the coordinator's answer", i, res.resp, res.err)
+					}
+				case <-time.After(10 * time.Second):
+					t.Fatalf("waiter %d has no answer", i)
+				}
+			}
+			r.mu.Lock()
+			for _, c := range r.calls {
+				got = append(got, upCall{ranksOf(c), c.Timeout, false})
+			}
+			r.mu.Unlock()
+			sort.SliceStable(got, func(i, j int) bool { return !got[i].Alone && got[j].Alone })
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("calls up (-want +got):\n%s", diff)
+			}
+			logged := r.log.String()
+			if tc.log != "" && !strings.Contains(logged, tc.log) {
+				t.Errorf("the log lacks %q:\n%s", tc.log, logged)
+			}
+			if tc.log == "" && strings.Contains(logged, `"level":"warn"`) {
+				t.Errorf("a warning without a missing part:\n%s", logged)
+			}
+		})
+	}
+}
+
+// A fence the tree gives up on names the ranks its subtree never got,
+// grouped by node, as the universe names a fence's missing ranks; when
+// every part came, it names the parent that did not answer.
+func TestTreeTimeoutNamesMissing(t *testing.T) {
+	// The coordinator never answers: it holds each call until it ends.
+	hold := func(ctx context.Context, _ *plugin.FenceRequest) (*plugin.FenceResponse, error) {
+		<-ctx.Done()
+		return nil, plugin.Errorf(plugin.ErrAborted, "held: %v", ctx.Err())
+	}
+	for _, tc := range []struct {
+		name  string
+		self  int
+		parts []*plugin.FenceRequest
+		want  string
+	}{{
+		name:  "a child never came",
+		self:  0,
+		parts: []*plugin.FenceRequest{part("n1", 0, 1)},
+		want:  "fence world/1: ranks 2-3 (node n2), rank 4 (node n3) did not arrive in 10s",
+	}, {
+		name:  "part of a subtree never came",
+		self:  0,
+		parts: []*plugin.FenceRequest{part("n1", 0, 1), part("n2", 2, 3)},
+		want:  "fence world/1: rank 4 (node n3) did not arrive in 10s",
+	}, {
+		name:  "the coordinator never answered",
+		self:  0,
+		parts: []*plugin.FenceRequest{part("n1", 0, 1), part("n2", 2, 3, 4)},
+		want:  "fence world/1: the coordinator did not answer in 10s",
+	}} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := newTreeRig(t, tc.self, hold)
+			var waits []chan fenceResult
+			for _, p := range tc.parts {
+				a := r.tree.arrive(p)
+				if a.wait == nil {
+					t.Fatalf("part of %s did not join the subtree's call: %+v", p.Node, a)
+				}
+				waits = append(waits, a.wait)
+			}
+			r.clock.Advance(treeTimeout + expireGrace)
+			for i, w := range waits {
+				select {
+				case res := <-w:
+					if !errors.Is(res.err, plugin.ErrTimeout) || res.err.Error() != tc.want {
+						t.Errorf("waiter %d: %v; want %q", i, res.err, tc.want)
+					}
+				case <-time.After(10 * time.Second):
+					t.Fatalf("waiter %d has no answer", i)
+				}
+			}
+			if !strings.Contains(r.log.String(), tc.want) {
+				t.Errorf("the log lacks %q:\n%s", tc.want, r.log.String())
+			}
+		})
+	}
+}
+
+// A caller whose deadline passes while the subtree waits for a child is
+// told which ranks are missing, not that it went away.
+func TestTreeCallerDeadlineNamesMissing(t *testing.T) {
+	r := newTreeRig(t, 0, nil)
+	dead, cancel := context.WithDeadline(context.Background(), time.Now())
+	defer cancel()
+	_, err := r.tree.fence(dead, part("n1", 0, 1))
+	want := "fence world/1: ranks 2-3 (node n2), rank 4 (node n3) did not arrive in 10s"
+	if !errors.Is(err, plugin.ErrTimeout) || err.Error() != want {
+		t.Fatalf("fence past the caller's deadline: %v; want %q", err, want)
+	}
+}
+
+// A child lost in the middle of a fence (its call cancelled: its process
+// died, its link broke) leaves a line in the node's log naming the node
+// and the ranks its subtree carried.
+func TestSubtreeLossIsLogged(t *testing.T) {
+	r := newTreeRig(t, 0, nil)
+	gone, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err := subtreeServer{t: r.tree}.Fence(gone, part("n2", 2, 3, 4))
+	if !errors.Is(err, plugin.ErrAborted) {
+		t.Fatalf("a cancelled child's fence: %v", err)
+	}
+	want := "fence tree: node n2's subtree went away in fence world/1 (it carried ranks 2-3 (node n2), rank 4 (node n3))"
+	if got := r.log.String(); !strings.Contains(got, want) || !strings.Contains(got, `"level":"warn"`) {
+		t.Fatalf("the log lacks a warning %q:\n%s", want, got)
+	}
+}
+
+// brokenListener fails every Accept for good.
+type brokenListener struct{ net.Listener }
+
+func (brokenListener) Accept() (net.Conn, error) {
+	return nil, &net.OpError{Op: "accept", Net: "tcp", Err: os.NewSyscallError("accept4", syscall.EINVAL)}
+}
+
+// When a node's subtree server fails, its log says so, naming every rank
+// below it: their fences cannot come through it.
+func TestSubtreeServerFailureIsLogged(t *testing.T) {
+	clock := newFakeClock()
+	log := &logBuf{}
+	root := &plugintest.Fake{
+		PublishF: func(context.Context, *plugin.PublishRequest) error { return nil },
+		LookupF: func(ctx context.Context, _ *plugin.LookupRequest) (*plugin.LookupResponse, error) {
+			<-ctx.Done() // the abort watch: no abort
+			return nil, ctx.Err()
+		},
+	}
+	tr := newTree(treeConfig{width: 1, job: treeJob, self: 0, toRoot: root, secret: testSecret, log: zerolog.New(log), clock: clock,
+		listen: func(network, addr string) (net.Listener, error) {
+			l, err := net.Listen(network, addr)
+			return brokenListener{l}, err
+		}})
+	defer tr.close()
+	if err := tr.serveChildren(context.Background(), "127.0.0.1"); err != nil {
+		t.Fatal(err)
+	}
+	want := "fence tree: serving node n1's subtree failed: the fences of ranks 2-3 (node n2), rank 4 (node n3) cannot reach it"
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(log.String(), want) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the log lacks %q:\n%s", want, log.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// A part whose way up is gone fails naming the ranks it carried and the
+// parent it could not reach, and the node logs it.
+func TestTreeLostParentNamesSubtree(t *testing.T) {
+	r := newTreeRig(t, 0, func(context.Context, *plugin.FenceRequest) (*plugin.FenceResponse, error) {
+		return nil, plugin.Errorf(plugin.ErrUnavailable, "connection refused")
+	})
+	// A barrier part goes up as it is.
+	req := part("n1", 0, 1)
+	req.Collect = false
+	_, err := r.tree.fence(context.Background(), req)
+	want := "fence world/1: ranks 0-1 (node n1) cannot reach the coordinator: connection refused"
+	if !errors.Is(err, plugin.ErrUnavailable) || err.Error() != want {
+		t.Fatalf("fence: %v; want %q", err, want)
+	}
+	if !strings.Contains(r.log.String(), want) {
+		t.Fatalf("the log lacks %q:\n%s", want, r.log.String())
+	}
+	// Said once: a node further down does not add its own words.
+	if lostLink(err) {
+		t.Fatalf("lostLink(%q) is true: a child would name the parent's failure again", err)
+	}
+}
+
+// Closing the tree ends every goroutine and timer it started, answers
+// the fences it holds, and refuses later ones (goleak checks the rest).
+func TestTreeCloseEndsItsWork(t *testing.T) {
+	r := newTreeRig(t, 0, func(ctx context.Context, _ *plugin.FenceRequest) (*plugin.FenceResponse, error) {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	})
+	a := r.tree.arrive(part("n1", 0, 1))
+	r.clock.Advance(treeTimeout / 2) // the partial call goes up and hangs
+	r.tree.close()
+	select {
+	case res := <-a.wait:
+		if !errors.Is(res.err, plugin.ErrAborted) {
+			t.Errorf("a held part at close: %v", res.err)
+		}
+	default:
+		t.Error("close left a part without an answer")
+	}
+	if b := r.tree.arrive(part("n2", 2, 3, 4)); !errors.Is(b.err, plugin.ErrAborted) {
+		t.Errorf("a part after close: %+v", b)
+	}
+	r.tree.crew.mu.Lock()
+	armed := len(r.tree.crew.timers)
+	r.tree.crew.mu.Unlock()
+	if armed != 0 {
+		t.Errorf("%d timers armed after close", armed)
+	}
+}
+
+func TestRankGroups(t *testing.T) {
+	for _, tc := range []struct {
+		ranks []int32
+		limit int
+		want  string
+	}{
+		{nil, 16, ""},
+		{[]int32{4}, 16, "rank 4 (node n3)"},
+		{[]int32{3, 2, 0}, 16, "rank 0 (node n1), ranks 2-3 (node n2)"},
+		{[]int32{0, 1, 2, 3, 4}, 2, "ranks 0-1 (node n1), ranks 2-3 (node n2) and 1 more nodes"},
+	} {
+		if got := rankGroups(treeJob, slices.Clone(tc.ranks), tc.limit); got != tc.want {
+			t.Errorf("rankGroups(%v, %d) = %q, want %q", tc.ranks, tc.limit, got, tc.want)
+		}
+	}
+}
+
+// The node's logger reaches its fence tree's listener: a connection to
+// the subtree server that cannot prove the step secret is refused and
+// logged there. A node without WithLogger logs through Configure's
+// context, as go-plugin's Serve gives it.
+func TestNodeLoggerReachesTheTree(t *testing.T) {
+	root := local.NewUniverse(local.UniverseOptions{Prefix: "slurm.10", LayoutByRM: true})
+	defer root.Close()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	al, err := AuthListener(l, testSecret, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		_ = direct.Serve(ctx, al, root)
+	}()
+	defer func() { cancel(); <-served }()
+
+	job := plugin.Job{Nspace: "slurm.10.0", Size: 2, Nodes: []plugin.Node{{ID: 0, Name: "n1", Ranks: []int32{0}}, {ID: 1, Name: "n2", Ranks: []int32{1}}}}
+	env := map[string]string{EnvSecret: testSecret}
+	args := []string{"-coordinator", l.Addr().String(), "-tree-width", "1"}
+	given, fromCtx := &logBuf{}, &logBuf{}
+	n1 := newNode(args, func(k string) string { return env[k] }, WithLogger(zerolog.New(given)))
+	defer n1.Close()
+	if _, err := n1.Configure(ctx, &plugin.ConfigureRequest{Job: job, NodeID: 0}); err != nil {
+		t.Fatal(err)
+	}
+	n2 := newNode(args, func(k string) string { return env[k] })
+	defer n2.Close()
+	if _, err := n2.Configure(zerolog.New(fromCtx).WithContext(ctx), &plugin.ConfigureRequest{Job: job, NodeID: 1}); err != nil {
+		t.Fatal(err)
+	}
+
+	// n1 listens for n2; a stranger without the secret knocks.
+	addr, err := treeControl{root: root, job: job, self: 1}.lookupAddr(ctx, 0, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dctx, dcancel := context.WithTimeout(ctx, 5*time.Second)
+	defer dcancel()
+	if c, err := treeDialer(strings.Repeat("w", len(testSecret)))(dctx, addr); err == nil {
+		c.Close()
+		t.Fatal("a wrong secret was accepted")
+	}
+	want := "seclink: handshake refused"
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(given.String(), want) {
+		if time.Now().After(deadline) {
+			t.Fatalf("node n1's log lacks %q:\n%s", want, given.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+
+	// n2's tree logs to the logger of its Configure's context.
+	n2.mu.Lock()
+	tr := n2.tree
+	n2.mu.Unlock()
+	tr.log.Warn().Msg("marker")
+	if !strings.Contains(fromCtx.String(), "marker") {
+		t.Fatalf("node n2's tree does not log to Configure's context logger: %q", fromCtx.String())
+	}
+}
