@@ -64,7 +64,7 @@ func TestImportRules(t *testing.T) {
 		mod + "hostrm/local/forwarder":          true,
 		mod + "hostrm/local/cmd/gopmi-rm-local": true,
 	}
-	sdk := []string{mod + "plugin", mod + "plugin/wake", mod + "plugin/execpath", mod + "plugin/peercred", mod + "plugin/seclink", mod + "plugin/grpcplugin", mod + "plugin/grpcplugin/direct"}
+	sdk := []string{mod + "plugin", mod + "plugin/wake", mod + "plugin/names", mod + "plugin/execpath", mod + "plugin/peercred", mod + "plugin/seclink", mod + "plugin/grpcplugin", mod + "plugin/grpcplugin/direct"}
 	slurmShim := mod + "hostrm/slurm/cmd/gopmi-slurm"
 	shimPkgs := map[string]bool{mod + "shim": true, mod + "shim/serve": true}
 	for path, p := range pkgs {
