@@ -353,6 +353,13 @@ func (c *Client) Unpublish(ctx context.Context, req *plugin.UnpublishRequest) er
 	return err
 }
 
+// Query asks the daemon, in the contract's query vocabulary.
+func (c *Client) Query(ctx context.Context, req *plugin.QueryRequest) (*plugin.QueryResponse, error) {
+	ctx, cancel := context.WithTimeout(ctx, plugin.DefaultLookupTimeout)
+	defer cancel()
+	return retry(ctx, c, func(be plugin.Full) (*plugin.QueryResponse, error) { return be.Query(ctx, req) })
+}
+
 // Log sends lines about a job of the run (how it ended) to the daemon's
 // log of it, within a second: the run is ending.
 func (c *Client) Log(job string, data []plugin.Info) {

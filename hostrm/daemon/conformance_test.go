@@ -24,7 +24,8 @@ type runView struct {
 }
 
 func (v *runView) GetInfo(context.Context) (*plugin.BackendInfo, error) {
-	return &plugin.BackendInfo{Name: "gopmi-daemon through a run's client", APIVersions: []string{plugin.APIVersion1}, Capabilities: []string{plugin.CapPublish}}, nil
+	return &plugin.BackendInfo{Name: "gopmi-daemon through a run's client", APIVersions: []string{plugin.APIVersion1, plugin.APIVersion11},
+		Capabilities: []string{plugin.CapPublish, plugin.CapQuery}}, nil
 }
 
 // Configure registers the job once, as a run does for each of its jobs;
@@ -42,13 +43,18 @@ func (v *runView) Lookup(ctx context.Context, req *plugin.LookupRequest) (*plugi
 	return v.c.Lookup(ctx, req)
 }
 
+func (v *runView) Query(ctx context.Context, req *plugin.QueryRequest) (*plugin.QueryResponse, error) {
+	return v.c.Query(ctx, req)
+}
+
 func (v *runView) Unpublish(ctx context.Context, req *plugin.UnpublishRequest) error {
 	return v.c.Unpublish(ctx, req)
 }
 
-// The daemon's name service passes the SDK's name-service cases as a
-// run's client reaches it: the same rules as the universe's (package
-// names), through the socket, the registration and the per-user checks.
+// The daemon's name service passes the SDK's name-service cases, and its
+// answers the query vocabulary's, as a run's client reaches it: the same
+// rules as the universe's (package names, plugin.Query*), through the
+// socket, the registration and the per-user checks.
 func TestNameServiceConformance(t *testing.T) {
 	s, err := NewServer(Options{Logger: zerolog.Nop()}) // checkRun: the real one
 	if err != nil {
@@ -60,7 +66,7 @@ func TestNameServiceConformance(t *testing.T) {
 	t.Cleanup(func() { _ = c.Close() })
 	var mu sync.Mutex
 	jobs := map[string]*sync.Once{}
-	plugintest.RunNameService(t, plugintest.Harness{
+	h := plugintest.Harness{
 		Timeout: time.Second,
 		NewNode: func(t *testing.T, job plugin.Job, node int32) plugin.Backend {
 			mu.Lock()
@@ -70,5 +76,7 @@ func TestNameServiceConformance(t *testing.T) {
 			}
 			return &runView{c: c, job: job, node: node, once: jobs[job.Nspace]}
 		},
-	})
+	}
+	plugintest.RunNameService(t, h)
+	plugintest.RunQueries(t, h)
 }

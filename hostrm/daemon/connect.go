@@ -122,33 +122,47 @@ func (s *Server) universeModex(ctx context.Context, r *run, c *link.Conn, addr s
 // (and kept in r while it lasts), whose server the kernel says is the
 // run's process.
 func (s *Server) universeConn(ctx context.Context, r *run, c *link.Conn, addr string, uid uint32, pid int) (*link.Conn, error) {
-	if c == nil {
-		// Dialled without the lock: no other call waits on this run.
-		dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
-		var err error
-		c, err = dialUniverse(dctx, addr, uid, pid)
-		cancel()
-		if err != nil {
-			return nil, err
-		}
-		s.mu.Lock()
-		if r.link != nil || r.ended || r.universe != addr {
-			// Another call dialled first, or the run changed meanwhile.
-			s.mu.Unlock()
-			defer c.Close()
-		} else {
-			r.link = c
-			s.mu.Unlock()
-			s.tasks.goFunc(func() {
-				<-c.Done() // Close closes the runs' links first
-				s.mu.Lock()
-				if r.link == c {
-					r.link = nil
-				}
-				s.mu.Unlock()
-			})
-		}
+	if c != nil {
+		return c, nil
 	}
+	stopping := plugin.Errorf(plugin.ErrUnavailable, "the node daemon is stopping")
+	s.mu.Lock()
+	closed := s.closed
+	s.mu.Unlock()
+	if closed {
+		return nil, stopping
+	}
+	// Dialled without the lock: no other call waits on this run.
+	dctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+	c, err := dialUniverse(dctx, addr, uid, pid)
+	cancel()
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case s.closed:
+		// Close closed the runs' links already: this one would outlive it.
+		c.Close()
+		return nil, stopping
+	case r.link != nil:
+		// Another call dialled first.
+		c.Close()
+		return r.link, nil
+	case r.ended || r.universe != addr:
+		c.Close()
+		return nil, plugin.Errorf(plugin.ErrUnavailable, "run %s ended or moved its universe meanwhile", r.id)
+	}
+	r.link = c
+	s.tasks.goFunc(func() {
+		<-c.Done() // Close closes the runs' links first
+		s.mu.Lock()
+		if r.link == c {
+			r.link = nil
+		}
+		s.mu.Unlock()
+	})
 	return c, nil
 }
 

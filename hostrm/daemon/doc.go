@@ -18,7 +18,7 @@
 //     space. Each node keeps a link of its own to the hub, on which the
 //     hub asks what only that node can answer: whether a run's process
 //     lives, and the keys of a run's job read from its universe.
-//   - Relay (-upstream): a node's daemon that keeps no state: it relays
+//   - Relay (-upstream, type Upstream): a node's daemon that keeps no state: it relays
 //     each local connection to the hub, vouching for the caller as its
 //     kernel named it, and answers the hub's questions on the node's link.
 //

@@ -124,7 +124,7 @@ func TestHandshake(t *testing.T) {
 type hubAndRelay struct {
 	hub      *Server
 	hubLog   *plugintest.Buffer
-	relay    *Relay
+	relay    *Upstream
 	sock     string
 	hubAddr  string
 	stopHub  func()
@@ -159,7 +159,7 @@ func startHubAndRelay(t *testing.T, nodeKey string) *hubAndRelay {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h.relay = NewRelay(h.hubAddr, "n2", []byte(nodeKey), zerolog.New(log).With().Str("side", "relay").Logger())
+	h.relay = NewUpstream(h.hubAddr, "n2", []byte(nodeKey), zerolog.New(log).With().Str("side", "relay").Logger())
 	nctx, ncancel := context.WithCancel(context.Background())
 	ndone := make(chan error, 1)
 	go func() { ndone <- h.relay.Serve(nctx, ul) }()
@@ -468,5 +468,32 @@ func TestHubBounds(t *testing.T) {
 	lc.Close()
 	if err := s.admitNode(hello{Role: roleNode, Node: "n2"}, "10.0.0.2"); err != nil {
 		t.Errorf("n2 again after its old link closed: %v", err)
+	}
+}
+
+// A daemon that closed dials no run's universe: a job's query is answered
+// from its registry, and no link outlives Close (one that did would keep
+// a goroutine Close waits for).
+func TestClosedDaemonDialsNoUniverse(t *testing.T) {
+	addr := privateUniverse(t)
+	s, _ := newTestServer(t, Options{})
+	ctx, cancel := as(uint32(os.Getuid()))
+	defer cancel()
+	p, _ := peerOf(ctx)
+	p.pid = int32(os.Getpid())
+	ctx = withPeer(ctx, p)
+	b, _ := json.Marshal(RunConfig{Run: "run-u", Universe: addr})
+	if _, err := s.Configure(ctx, &plugin.ConfigureRequest{Job: jobOf("job.u", 2), Config: b}); err != nil {
+		t.Fatal(err)
+	}
+	s.Close()
+	resp, err := s.Query(ctx, &plugin.QueryRequest{Queries: []plugin.Query{{Keys: []string{plugin.QueryJobStatus}, Qualifiers: []plugin.Info{{Key: plugin.QualNspace, Value: "job.u"}}}}})
+	if err != nil || len(resp.Results) != 1 {
+		t.Fatalf("query after Close: %+v, %v", resp, err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if r := s.runs["run-u"]; r == nil || r.link != nil {
+		t.Errorf("after Close the daemon holds a link to the run's universe: %+v", r)
 	}
 }

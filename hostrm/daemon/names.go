@@ -61,11 +61,11 @@ func (s *Server) actingLocked(ctx context.Context, step string, p peer, proc plu
 }
 
 // refusePublish is the daemon's policy on a publish the rules allow.
-func (s *Server) refusePublish(held int, req *plugin.PublishRequest) error {
+func (s *Server) refusePublish(held, adding int, req *plugin.PublishRequest) error {
 	switch {
 	case req.Persistence == plugin.PersistProc || req.Persistence == plugin.PersistApp:
 		return plugin.Errorf(plugin.ErrNotSupported, "publish: names that end with their process or job are not supported across runs; publish for the run (the default) or until unpublished")
-	case held+len(req.Data) > maxNamesPerUser:
+	case held+adding > maxNamesPerUser:
 		return plugin.Errorf(plugin.ErrUnavailable, "publish %q: %d names are published for this user on this node, the most one user may", req.Data[0].Key, maxNamesPerUser)
 	}
 	return nil

@@ -119,8 +119,8 @@ func (s *Server) answerNode(p peer, key string, quals []plugin.Info) string {
 // answerJob answers one of jobKeys about the job quals name (default
 // who's): from the run's universe while it answers, else from the
 // registry.
-func (s *Server) answerJob(ctx context.Context, p peer, key string, quals []plugin.Info, who plugin.Proc) (string, bool) {
-	ns, ok := plugin.Qualifier(quals, plugin.QualNspace)
+func (s *Server) answerJob(ctx context.Context, p peer, key string, given []plugin.Info, who plugin.Proc) (string, bool) {
+	ns, ok := plugin.Qualifier(given, plugin.QualNspace)
 	if !ok {
 		ns = who.Nspace
 	}
@@ -128,12 +128,17 @@ func (s *Server) answerJob(ctx context.Context, p peer, key string, quals []plug
 	if here == "" {
 		here, _ = os.Hostname()
 	}
+	// What the run is asked is rebuilt from what was checked: the job the
+	// caller may see, and for the local keys one node.
+	quals := []plugin.Info{{Key: plugin.QualNspace, Value: ns}}
 	if key == plugin.QueryLocalPeers || key == plugin.QueryLocalProcTable {
-		if _, byID := plugin.Qualifier(quals, plugin.QualNodeID); !byID {
-			if _, byName := plugin.Qualifier(quals, plugin.QualHostname); !byName {
-				quals = append(slices.Clip(quals), plugin.Info{Key: plugin.QualHostname, Value: here})
-			}
+		node := plugin.Info{Key: plugin.QualHostname, Value: here}
+		if v, ok := plugin.Qualifier(given, plugin.QualNodeID); ok {
+			node = plugin.Info{Key: plugin.QualNodeID, Value: v}
+		} else if v, ok := plugin.Qualifier(given, plugin.QualHostname); ok {
+			node.Value = v
 		}
+		quals = append(quals, node)
 	}
 	s.mu.Lock()
 	var j *job

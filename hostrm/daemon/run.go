@@ -167,7 +167,7 @@ func runRelay(ctx context.Context, o RunOptions, l net.Listener, how string, key
 	if node == "" {
 		node, _ = os.Hostname()
 	}
-	r := NewRelay(o.Upstream, node, key, o.Logger)
+	r := NewUpstream(o.Upstream, node, key, o.Logger)
 	o.Logger.Info().Str("socket", l.Addr().String()).Str("from", how).Str("hub", o.Upstream).Str("node", node).Msg("gopmi daemon relaying to its hub")
 	if _, err := sddaemon.SdNotify(false, sddaemon.SdNotifyReady); err != nil {
 		o.Logger.Warn().Err(err).Msg("sd_notify READY")

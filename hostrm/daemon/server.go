@@ -93,7 +93,7 @@ func NewServer(opts Options) (*Server, error) {
 		}
 		s.save = newSaver(opts.StateFile, opts.Logger)
 	}
-	s.names = names.New(names.Options{Host: "the node daemon", RealmNoun: "user", RealmUnpublishes: true, Refuse: s.refusePublish, Changes: &s.changed, OnChange: s.namesChanged})
+	s.names = names.New(names.Options{Host: "the node daemon", RealmNoun: "user", Retries: true, RealmUnpublishes: true, Refuse: s.refusePublish, Changes: &s.changed, OnChange: s.namesChanged})
 	s.names.Load(kept)
 	now := time.Now()
 	for _, n := range kept {

@@ -19,10 +19,10 @@ import (
 	"github.com/gopmi/gopmi/plugin/seclink"
 )
 
-// Relay is a node's daemon that serves no state of its own: it relays
+// Upstream is a node's daemon that serves no state of its own: it relays
 // every local connection to the hub (see ServeHub), and answers the hub's
 // questions about this node on a link of its own.
-type Relay struct {
+type Upstream struct {
 	hub     string // host:port
 	node    string
 	dialer  *seclink.Dialer // nil when the key cannot make a link: dialErrr says why
@@ -45,14 +45,14 @@ const (
 	hubWait = 5 * time.Second
 )
 
-// NewRelay relays to the hub at addr (host:port) as node, with key.
-func NewRelay(addr, node string, key []byte, log zerolog.Logger) *Relay {
+// NewUpstream relays to the hub at addr (host:port) as node, with key.
+func NewUpstream(addr, node string, key []byte, log zerolog.Logger) *Upstream {
 	d, err := seclink.NewDialer(seclink.Config{Key: key, Role: linkNode, PeerRole: linkHub}, nil)
-	return &Relay{hub: addr, node: node, dialer: d, dialErr: err, log: log}
+	return &Upstream{hub: addr, node: node, dialer: d, dialErr: err, log: log}
 }
 
 // Status says in a few words what the relay does, for sd_notify.
-func (r *Relay) Status() string {
+func (r *Upstream) Status() string {
 	state := "up"
 	if !r.linked.Load() {
 		state = "down"
@@ -61,7 +61,7 @@ func (r *Relay) Status() string {
 }
 
 // dial connects to the hub and passes the handshake with h.
-func (r *Relay) dial(ctx context.Context, h hello) (net.Conn, error) {
+func (r *Upstream) dial(ctx context.Context, h hello) (net.Conn, error) {
 	if r.dialErr != nil {
 		return nil, r.dialErr
 	}
@@ -78,7 +78,7 @@ func (r *Relay) dial(ctx context.Context, h hello) (net.Conn, error) {
 
 // Serve relays the connections accepted on l, and keeps the node's own
 // link up, until ctx ends.
-func (r *Relay) Serve(ctx context.Context, l net.Listener) error {
+func (r *Upstream) Serve(ctx context.Context, l net.Listener) error {
 	ctx, cancel := context.WithCancel(ctx)
 	linked := make(chan struct{})
 	go func() {
@@ -93,7 +93,7 @@ func (r *Relay) Serve(ctx context.Context, l net.Listener) error {
 
 // relay carries one local connection to the hub, with the identity the
 // kernel gave for its peer, until either end closes it.
-func (r *Relay) relay(ctx context.Context, c net.Conn) {
+func (r *Upstream) relay(ctx context.Context, c net.Conn) {
 	defer c.Close()
 	cred, err := peercred.Of(c)
 	if err != nil {
@@ -160,7 +160,7 @@ func (r *Relay) relay(ctx context.Context, c net.Conn) {
 }
 
 // warnOnce logs a failure at most once a minute per key.
-func (r *Relay) warnOnce(key string, log func(*zerolog.Event)) {
+func (r *Upstream) warnOnce(key string, log func(*zerolog.Event)) {
 	if ok, _ := r.warned.news(key); ok {
 		log(r.log.Warn())
 	}
@@ -171,7 +171,7 @@ const linkRetry = time.Second
 
 // keepLinked keeps the node's own link to the hub, on which the hub asks
 // what only this node can answer, until ctx ends.
-func (r *Relay) keepLinked(ctx context.Context) {
+func (r *Upstream) keepLinked(ctx context.Context) {
 	for ctx.Err() == nil {
 		c, err := r.dial(ctx, hello{Role: roleNode, Node: r.node})
 		if err != nil {

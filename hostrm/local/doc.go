@@ -63,7 +63,8 @@
 //   - Abort records the status, fails the job's waits, and the launcher
 //     ends the run with that status. NotifyEvent(proc-aborted) fails the
 //     run too.
-//   - Query answers "namespaces", "job-status", "proc-table" and
-//     "local-peers" (formats at QueryNamespaces); Log writes
+//   - Query answers the contract's query vocabulary (plugin/query.go:
+//     namespaces, job status, the proc table as JSON rows, the local proc
+//     table, local peers, node list, jobs and names); Log writes
 //     "gopmi: [<proc>] <text>" lines to stderr.
 package local

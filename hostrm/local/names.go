@@ -67,10 +67,13 @@ func (u *Universe) Publish(ctx context.Context, req *plugin.PublishRequest) erro
 		return err
 	}
 	a := u.asker(req.Proc)
-	u.mu.Unlock()
 	if u.opts.Beyond != nil && beyondRun(req.Range) {
+		u.mu.Unlock()
 		return u.opts.Beyond.Publish(ctx, req)
 	}
+	// Under the universe's lock (then the name service's): a job that
+	// ends meanwhile drops its names after this one is in.
+	defer u.mu.Unlock()
 	return u.names.Publish(a, req)
 }
 

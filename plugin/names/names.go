@@ -79,14 +79,19 @@ type Options struct {
 	// RealmNoun names a realm in refusals ("user"); default "realm".
 	RealmNoun string
 	// Refuse is the host's policy on a publish the rules allow: a
-	// persistence it cannot honour, a bound on what one realm holds. It
-	// is called with the Service's lock held; it must not call the
-	// Service.
-	Refuse func(held int, req *plugin.PublishRequest) error
+	// persistence it cannot honour, a bound on what one realm holds
+	// (held names now, adding more). It is called with the Service's lock
+	// held; it must not call the Service.
+	Refuse func(held, adding int, req *plugin.PublishRequest) error
 	// Changes is woken on every change of the names; the host may wake
 	// it too (a job ended), and waiting lookups then call their check
 	// again. Nil: the Service makes its own.
 	Changes *wake.Cond
+	// Retries makes a publish of what the same process already published,
+	// with the same value and range, succeed instead of conflicting: a
+	// daemon's client retries a call across the daemon's restart. PMIx
+	// itself calls it a duplicate.
+	Retries bool
 	// RealmUnpublishes lets any process of a realm unpublish a name it
 	// sees, not only a process of the publisher's job: a daemon's user
 	// owns their names across runs, and a name kept until unpublished
@@ -198,9 +203,10 @@ func (s *Service) Check(req *plugin.PublishRequest) error {
 
 // Publish publishes req's names for a, all or none. A key conflicts with a
 // name of a's realm that a would see, or whose publisher would see the new
-// name: ErrAlreadyExists naming that publisher. The same name published
-// again by the same process with the same value and range is a retry
-// (across a restart of a daemon, say) and succeeds.
+// name: ErrAlreadyExists naming that publisher. With Options.Retries, the
+// same name published again by the same process with the same value and
+// range is a retry and succeeds. Options.Refuse judges what would be
+// added; a publish that adds nothing (retries only) is not judged again.
 func (s *Service) Publish(a Asker, req *plugin.PublishRequest) error {
 	if err := s.Check(req); err != nil {
 		return err
@@ -211,17 +217,6 @@ func (s *Service) Publish(a Asker, req *plugin.PublishRequest) error {
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.opts.Refuse != nil {
-		held := 0
-		for _, n := range s.names {
-			if n.Realm == a.Realm {
-				held++
-			}
-		}
-		if err := s.opts.Refuse(held, req); err != nil {
-			return err
-		}
-	}
 	var add []*Name
 	for _, d := range req.Data {
 		n := &Name{Key: d.Key, Value: d.Value, Publisher: a.Proc, Range: rng, Persist: req.Persistence, Node: a.Node, Realm: a.Realm, Tag: a.Tag}
@@ -234,7 +229,7 @@ func (s *Service) Publish(a Asker, req *plugin.PublishRequest) error {
 			if !a.sees(o) && !owner.sees(n) {
 				continue
 			}
-			if o.Publisher == n.Publisher && o.Value == n.Value && o.Range == n.Range {
+			if s.opts.Retries && o.Publisher == n.Publisher && o.Value == n.Value && o.Range == n.Range {
 				retry = true
 				break
 			}
@@ -244,10 +239,22 @@ func (s *Service) Publish(a Asker, req *plugin.PublishRequest) error {
 			add = append(add, n)
 		}
 	}
-	if len(add) > 0 {
-		s.names = append(s.names, add...)
-		s.changed()
+	if len(add) == 0 {
+		return nil
 	}
+	if s.opts.Refuse != nil {
+		held := 0
+		for _, n := range s.names {
+			if n.Realm == a.Realm {
+				held++
+			}
+		}
+		if err := s.opts.Refuse(held, len(add), req); err != nil {
+			return err
+		}
+	}
+	s.names = append(s.names, add...)
+	s.changed()
 	return nil
 }
 
@@ -363,6 +370,10 @@ func (s *Service) Lookup(ctx context.Context, a Asker, req *plugin.LookupRequest
 		}
 		select {
 		case <-ch:
+			if s.opts.Changes.Closed() {
+				// Woken for good: the host is stopping.
+				return nil, plugin.Errorf(plugin.ErrUnavailable, "%s: the name service is closing", step)
+			}
 		case <-expired:
 			return nil, plugin.Errorf(plugin.ErrTimeout, "lookup of %s: not published within %s", strings.Join(missing, ","), roundDuration(timeout))
 		case <-ctx.Done():

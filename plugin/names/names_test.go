@@ -11,6 +11,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/gopmi/gopmi/plugin"
+	"github.com/gopmi/gopmi/plugin/wake"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -51,7 +52,7 @@ func TestPublishConflicts(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			s := New(Options{Host: "test"})
+			s := New(Options{Host: "test", Retries: true})
 			if err := s.Publish(c.first, c.firstRq); err != nil {
 				t.Fatalf("first publish: %v", err)
 			}
@@ -242,6 +243,29 @@ func TestWaitingLookupEnds(t *testing.T) {
 	})
 }
 
+// Without Options.Retries a second publish of the same name by the same
+// process is a duplicate, as PMIx has it.
+func TestRetryIsDuplicateByDefault(t *testing.T) {
+	s := New(Options{Host: "test"})
+	a := asker("a", 0, "", "")
+	must(t, s.Publish(a, pub("k", "v", 0, 0)))
+	if err := s.Publish(a, pub("k", "v", 0, 0)); !errors.Is(err, plugin.ErrAlreadyExists) {
+		t.Errorf("the same publish again: %v; want ErrAlreadyExists", err)
+	}
+}
+
+// A waiting lookup ends when its host closes the name service's cond,
+// also with no check of its own.
+func TestWaitingLookupEndsWhenClosed(t *testing.T) {
+	var c wake.Cond
+	s := New(Options{Host: "test", Changes: &c})
+	time.AfterFunc(20*time.Millisecond, c.Close)
+	_, err := s.Lookup(context.Background(), asker("b", 0, "", ""), &plugin.LookupRequest{Keys: []string{"never"}, Wait: true, Timeout: time.Minute}, nil)
+	if !errors.Is(err, plugin.ErrUnavailable) {
+		t.Errorf("lookup: %v; want ErrUnavailable", err)
+	}
+}
+
 func TestUnpublish(t *testing.T) {
 	s := New(Options{Host: "test"})
 	must(t, s.Publish(asker("a", 0, "", ""), &plugin.PublishRequest{Data: []plugin.Info{{Key: "a1", Value: "1"}, {Key: "a2", Value: "2"}}}))
@@ -285,11 +309,12 @@ func TestHostPolicyAndChanges(t *testing.T) {
 	var saved [][]Name
 	s := New(Options{
 		Host: "test",
-		Refuse: func(held int, req *plugin.PublishRequest) error {
+		Retries: true,
+		Refuse: func(held, adding int, req *plugin.PublishRequest) error {
 			if req.Persistence == plugin.PersistProc {
 				return plugin.Errorf(plugin.ErrNotSupported, "no proc names here")
 			}
-			if held+len(req.Data) > 2 {
+			if held+adding > 2 {
 				return plugin.Errorf(plugin.ErrUnavailable, "too many")
 			}
 			return nil
@@ -304,6 +329,9 @@ func TestHostPolicyAndChanges(t *testing.T) {
 	must(t, s.Publish(a, pub("y", "1", 0, 0)))
 	if err := s.Publish(a, pub("z", "1", 0, 0)); !errors.Is(err, plugin.ErrUnavailable) {
 		t.Errorf("third name: %v; want the bound", err)
+	}
+	if err := s.Publish(a, pub("y", "1", 0, 0)); err != nil {
+		t.Errorf("a retry at the bound adds nothing and passes: %v", err)
 	}
 	if n := s.Drop(func(n *Name) bool { return n.Key == "x" }); n != 1 {
 		t.Errorf("Drop removed %d", n)

@@ -125,6 +125,20 @@ func RunNameService(t *testing.T, h Harness) {
 	runCases(t, h, nameServiceCases)
 }
 
+// RunQueries runs the query vocabulary's case alone (contract 1.1),
+// against a backend reached for queries: the node daemon, say, through
+// a run's client. Each node NewNode returns needs GetInfo (advertising
+// CapQuery and listing APIVersion11), Configure and Query.
+func RunQueries(t *testing.T, h Harness) {
+	if h.NewNode == nil {
+		t.Fatal("conformance: Harness.NewNode is nil")
+	}
+	if h.Timeout <= 0 {
+		h.Timeout = DefaultTimeout
+	}
+	runCases(t, h, []conformanceCase{{"QueryVocabulary", testQueryVocabulary}})
+}
+
 // runCases runs cases in each mode h allows.
 func runCases(t *testing.T, h Harness, cases []conformanceCase) {
 	modes := []string{"direct", "grpc"}

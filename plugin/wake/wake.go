@@ -49,6 +49,13 @@ func (c *Cond) Broadcast() {
 	}
 }
 
+// Closed reports whether Close was called: a loop woken for good ends.
+func (c *Cond) Closed() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.closed
+}
+
 // Close wakes every waiter for good: C returns a closed channel from now
 // on, so loops see their end condition (a closed server, say) at once.
 func (c *Cond) Close() {

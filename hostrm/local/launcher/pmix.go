@@ -4,7 +4,6 @@ import (
 	"debug/elf"
 	"fmt"
 	"slices"
-	"strings"
 	"sync"
 )
 
@@ -63,5 +62,7 @@ func linksOpenMPI(path string) bool {
 	if err != nil {
 		return false
 	}
-	return slices.ContainsFunc(libs, func(l string) bool { return strings.HasPrefix(l, "libmpi.so.") && !strings.HasPrefix(l, "libmpich") })
+	// Only Open MPI's soname: Intel MPI's and some MPICH builds' library
+	// is libmpi.so.12.
+	return slices.Contains(libs, openMPILib)
 }
