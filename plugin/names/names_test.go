@@ -308,7 +308,7 @@ func TestUnpublish(t *testing.T) {
 func TestHostPolicyAndChanges(t *testing.T) {
 	var saved [][]Name
 	s := New(Options{
-		Host: "test",
+		Host:    "test",
 		Retries: true,
 		Refuse: func(held, adding int, req *plugin.PublishRequest) error {
 			if req.Persistence == plugin.PersistProc {
