@@ -42,20 +42,21 @@ static pmix_status_t cb_fence_nb(const pmix_proc_t procs[], size_t nprocs,
                                  char *data, size_t ndata,
                                  pmix_modex_cbfunc_t cbfunc, void *cbdata)
 {
-    int collect = 0, timeout = 0;
+    int collect = 0, timeout = 0, local = PMIX_SUCCESS;
     for (size_t i = 0; i < ninfo; i++) {
         if (PMIX_CHECK_KEY(&info[i], PMIX_COLLECT_DATA)) {
             collect = PMIX_INFO_TRUE(&info[i]);
         } else if (PMIX_CHECK_KEY(&info[i], PMIX_TIMEOUT) && info[i].value.type == PMIX_INT) {
             timeout = info[i].value.data.integer;
         } else if (PMIX_CHECK_KEY(&info[i], PMIX_LOCAL_COLLECTIVE_STATUS) &&
-                   info[i].value.type == PMIX_STATUS && info[i].value.data.status != PMIX_SUCCESS) {
-            /* The node's own part failed: the fence fails here, and
-             * cbfunc is not ours to call. */
-            return info[i].value.data.status;
+                   info[i].value.type == PMIX_STATUS) {
+            local = info[i].value.data.status;
         }
     }
-    return goFence((pmix_proc_t *)procs, nprocs, collect, timeout, data, ndata, cbfunc, cbdata);
+    /* With a failed local part (local != SUCCESS) Go counts the fence,
+     * so that every node names the next one alike, and returns the
+     * status: the fence fails here, and cbfunc is not ours to call. */
+    return goFence((pmix_proc_t *)procs, nprocs, collect, timeout, local, data, ndata, cbfunc, cbdata);
 }
 
 static pmix_server_module_t gopmi_module = {

@@ -55,7 +55,8 @@ type Server struct {
 	stop context.CancelFunc
 
 	mu     sync.Mutex
-	fences map[string]int // the sequence number of the next fence of each set of processes; guarded by mu
+	fences map[string]int         // the sequence number of the next fence of each set of processes; guarded by mu
+	jobs   map[string]*jobOnNode // the jobs registered, by namespace; guarded by mu
 	calls  sync.WaitGroup // backend calls in flight; Close waits for them
 	closed bool           // guarded by mu
 }
@@ -96,7 +97,7 @@ func Start(opts Options) (*Server, error) {
 		return nil, fmt.Errorf("pmix: server directory: %w", err)
 	}
 	ctx, stop := context.WithCancel(context.Background())
-	s := &Server{opts: opts, be: opts.Backend, log: opts.Logger, ctx: ctx, stop: stop, fences: map[string]int{}}
+	s := &Server{opts: opts, be: opts.Backend, log: opts.Logger, ctx: ctx, stop: stop, fences: map[string]int{}, jobs: map[string]*jobOnNode{}}
 	current, started = s, true
 	tmp, id := C.CString(opts.TmpDir), C.CString(opts.ID)
 	defer C.free(unsafe.Pointer(tmp))
@@ -129,6 +130,13 @@ func (s *Server) Close() error {
 		return fmt.Errorf("pmix: server finalize: %w", err)
 	}
 	return nil
+}
+
+// jobOnNode is what a fence of a registered job needs: the node's name
+// and its ranks.
+type jobOnNode struct {
+	node  string
+	ranks []int32
 }
 
 // RegisterJob registers job with libpmix as node's server sees it, and
@@ -197,6 +205,9 @@ func (s *Server) RegisterJob(job plugin.Job, node int32) (map[int32][]string, er
 	if err := status(rc); err != nil {
 		return nil, fmt.Errorf("pmix: register job %s: %w", job.Nspace, err)
 	}
+	s.mu.Lock()
+	s.jobs[job.Nspace] = &jobOnNode{node: job.Nodes[ni].Name, ranks: local}
+	s.mu.Unlock()
 	uid, gid := C.uint32_t(os.Getuid()), C.uint32_t(os.Getgid())
 	envs := make(map[int32][]string, len(local))
 	for _, r := range local {
@@ -345,9 +356,17 @@ func goAbort(ns *C.char, rank C.uint32_t, st C.int, msg *C.char, procs *C.pmix_p
 	return C.PMIX_SUCCESS
 }
 
-// fenceID names a fence of procs, as every node's server names it: the
-// set of processes, hashed, and how many fences of that set came before.
-func (s *Server) fenceID(procs []plugin.Proc) string {
+// fence makes the backend's request of a fence of procs: its ID, as every
+// node's server names it (the set of processes, sorted and hashed, and how
+// many fences of that set came before), and this node's part of it.
+func (s *Server) fence(procs []plugin.Proc) *plugin.FenceRequest {
+	procs = slices.Clone(procs)
+	slices.SortFunc(procs, func(a, b plugin.Proc) int {
+		if c := strings.Compare(a.Nspace, b.Nspace); c != 0 {
+			return c
+		}
+		return int(a.Rank) - int(b.Rank)
+	})
 	var b strings.Builder
 	for _, p := range procs {
 		b.WriteString(p.String())
@@ -359,16 +378,33 @@ func (s *Server) fenceID(procs []plugin.Proc) string {
 	defer s.mu.Unlock()
 	n := s.fences[set]
 	s.fences[set] = n + 1
-	return "pmix:" + set + "/" + strconv.Itoa(n)
+	req := &plugin.FenceRequest{ID: "pmix:" + set + "/" + strconv.Itoa(n), Procs: procs}
+	for _, p := range procs {
+		j := s.jobs[p.Nspace]
+		if j == nil {
+			continue
+		}
+		req.Node = j.node
+		for _, r := range j.ranks {
+			if p.Rank == plugin.RankWildcard || p.Rank == r {
+				req.LocalProcs = append(req.LocalProcs, plugin.Proc{Nspace: p.Nspace, Rank: r})
+			}
+		}
+	}
+	return req
 }
 
 //export goFence
-func goFence(procs *C.pmix_proc_t, nprocs C.size_t, collect C.int, timeout C.int, data *C.char, ndata C.size_t, cbfunc C.pmix_modex_cbfunc_t, cbdata unsafe.Pointer) C.int {
+func goFence(procs *C.pmix_proc_t, nprocs C.size_t, collect C.int, timeout C.int, local C.int, data *C.char, ndata C.size_t, cbfunc C.pmix_modex_cbfunc_t, cbdata unsafe.Pointer) C.int {
 	s := server()
 	if s == nil {
 		return C.PMIX_ERR_NOT_AVAILABLE
 	}
-	req := &plugin.FenceRequest{Procs: procsOf(procs, nprocs), Collect: collect != 0, Timeout: s.opts.FenceTimeout}
+	req := s.fence(procsOf(procs, nprocs))
+	if local != C.PMIX_SUCCESS {
+		return local
+	}
+	req.Collect, req.Timeout = collect != 0, s.opts.FenceTimeout
 	if timeout > 0 {
 		req.Timeout = time.Duration(timeout) * time.Second
 	}
@@ -376,7 +412,6 @@ func goFence(procs *C.pmix_proc_t, nprocs C.size_t, collect C.int, timeout C.int
 		// libpmix keeps its buffer: the fence takes a copy.
 		req.Data = C.GoBytes(unsafe.Pointer(data), C.int(ndata))
 	}
-	req.ID = s.fenceID(req.Procs)
 	ok := s.spawn(func() {
 		ctx, cancel := context.WithTimeout(s.ctx, req.Timeout+5*time.Second)
 		defer cancel()

@@ -9,6 +9,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -41,6 +43,9 @@ func TestMain(m *testing.M) {
 		ClientConnectedF: func(ctx context.Context, req *plugin.ClientRequest) error { return cur().ClientConnected(ctx, req) },
 		ClientFinalizedF: func(ctx context.Context, req *plugin.ClientRequest) error { return cur().ClientFinalized(ctx, req) },
 		AbortF:           func(ctx context.Context, req *plugin.AbortRequest) error { return cur().Abort(ctx, req) },
+		FenceF: func(ctx context.Context, req *plugin.FenceRequest) (*plugin.FenceResponse, error) {
+			return cur().Fence(ctx, req)
+		},
 	}
 	srv, srvErr = Start(Options{Backend: plugin.Complete(be), TmpDir: filepath.Join(dir, "pmix"), ID: "gopmi-test.0", Logger: zerolog.Nop()})
 	code := m.Run()
@@ -80,6 +85,7 @@ type calls struct {
 	connected []plugin.Proc
 	finalized []plugin.Proc
 	aborts    []*plugin.AbortRequest
+	fences    []*plugin.FenceRequest
 }
 
 func (c *calls) backend() *plugintest.Fake {
@@ -102,6 +108,13 @@ func (c *calls) backend() *plugintest.Fake {
 			c.aborts = append(c.aborts, req)
 			return nil
 		},
+		// The other node brings nothing: the answer is this node's blob.
+		FenceF: func(_ context.Context, req *plugin.FenceRequest) (*plugin.FenceResponse, error) {
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			c.fences = append(c.fences, req)
+			return &plugin.FenceResponse{Data: req.Data}, nil
+		},
 	}
 }
 
@@ -119,6 +132,31 @@ func buildOpenMPI(t *testing.T, name string) string {
 		t.Fatalf("mpicc.openmpi %s: %v\n%s", name, err, b)
 	}
 	return out
+}
+
+// buildPMIx compiles a PMIx client of the tests with libpmix.
+func buildPMIx(t *testing.T, name string) string {
+	t.Helper()
+	flags, err := exec.Command("pkg-config", "--cflags", "--libs", "pmix").Output()
+	if err != nil {
+		t.Fatalf("pkg-config pmix: %v: apt-get install libpmix-dev (make deps does)", err)
+	}
+	out := filepath.Join(t.TempDir(), name)
+	args := append([]string{"-O2", "-o", out, filepath.Join("testdata", name+".c")}, strings.Fields(string(flags))...)
+	if b, err := exec.Command("gcc", args...).CombinedOutput(); err != nil {
+		t.Fatalf("gcc %s: %v\n%s", name, err, b)
+	}
+	return out
+}
+
+// waitFor polls cond until it holds, at most 10 s.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(10 * time.Second); !cond(); time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("%s: not within 10s", what)
+		}
+	}
 }
 
 // oneNode is a job of n ranks on one node.
@@ -206,10 +244,50 @@ func TestOpenMPIServed(t *testing.T) {
 				t.Errorf("rank %d printed %q; want %q", r, tk.out.String(), want)
 			}
 		}
+		// The backend hears of connects and finalizes from goroutines of
+		// the server's, after libpmix answered the clients.
+		waitFor(t, "4 connects and 4 finalizes at the backend", func() bool {
+			c.mu.Lock()
+			defer c.mu.Unlock()
+			return len(c.connected) == 4 && len(c.finalized) == 4
+		})
+	})
+
+	t.Run("fence across nodes", func(t *testing.T) {
+		prog := buildPMIx(t, "pmix_fence")
+		host, _ := os.Hostname()
+		job := plugin.Job{Nspace: ns + ".fence", Size: 4, UniverseSize: 4,
+			Nodes: []plugin.Node{{ID: 0, Name: host, Ranks: []int32{0, 1}}, {ID: 1, Name: "elsewhere", Ranks: []int32{2, 3}}},
+			Apps:  []plugin.App{{FirstRank: 0, Size: 4, Cmd: prog}}}
+		envs, err := s.RegisterJob(job, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var tasks []*task
+		for r, peer := range []string{"1", "0"} {
+			tasks = append(tasks, startTasks(t, prog, map[int32][]string{0: envs[int32(r)]}, peer)...)
+		}
+		for r, tk := range tasks {
+			if err := tk.wait(60 * time.Second); err != nil {
+				t.Fatalf("rank %d: %v\n%s", r, err, tk.out.String())
+			}
+			if want := fmt.Sprintf("ok fence rank=%d got=value-of-%d", r, 1-r); !strings.Contains(tk.out.String(), want) {
+				t.Errorf("rank %d printed %q; want %q", r, tk.out.String(), want)
+			}
+		}
 		c.mu.Lock()
 		defer c.mu.Unlock()
-		if len(c.connected) != 4 || len(c.finalized) != 4 {
-			t.Errorf("the backend heard %d connects and %d finalizes; want 4 of each", len(c.connected), len(c.finalized))
+		if len(c.fences) != 2 {
+			t.Fatalf("the backend saw %d fences; want 2 (one collecting, one not)", len(c.fences))
+		}
+		world := []plugin.Proc{{Nspace: job.Nspace, Rank: plugin.RankWildcard}}
+		local := []plugin.Proc{{Nspace: job.Nspace, Rank: 0}, {Nspace: job.Nspace, Rank: 1}}
+		for i, f := range c.fences {
+			collect := i == 0
+			if !slices.Equal(f.Procs, world) || !slices.Equal(f.LocalProcs, local) || f.Node != host || f.Collect != collect ||
+				(len(f.Data) > 0) != collect || !strings.HasPrefix(f.ID, "pmix:") || !strings.HasSuffix(f.ID, "/"+strconv.Itoa(i)) {
+				t.Errorf("fence %d: %+v; want the world, ranks 0-1 on %s, collect %v with data, the set's fence %d", i, f, host, collect, i)
+			}
 		}
 	})
 
