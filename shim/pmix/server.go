@@ -55,10 +55,10 @@ type Server struct {
 	stop context.CancelFunc
 
 	mu     sync.Mutex
-	fences map[string]int         // the sequence number of the next fence of each set of processes; guarded by mu
+	fences map[string]int        // the sequence number of the next fence of each set of processes; guarded by mu
 	jobs   map[string]*jobOnNode // the jobs registered, by namespace; guarded by mu
-	calls  sync.WaitGroup // backend calls in flight; Close waits for them
-	closed bool           // guarded by mu
+	calls  sync.WaitGroup        // backend calls in flight; Close waits for them
+	closed bool                  // guarded by mu
 }
 
 // current is the process's server: libpmix's callbacks find it here.
