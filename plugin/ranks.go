@@ -4,6 +4,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // RankList names ranks for a message, as the contract asks a time-out to
@@ -36,4 +37,18 @@ func RankList(ranks []int32) string {
 		i = k + 1
 	}
 	return b.String()
+}
+
+// RoundDuration keeps a time-out in a message short, as the contract's
+// messages name it: whole seconds from 10 s, tenths from 1 s,
+// milliseconds below ("30s", "1.5s", "120ms").
+func RoundDuration(d time.Duration) time.Duration {
+	switch {
+	case d >= 10*time.Second:
+		return d.Round(time.Second)
+	case d >= time.Second:
+		return d.Round(100 * time.Millisecond)
+	default:
+		return d.Round(time.Millisecond)
+	}
 }

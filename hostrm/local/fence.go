@@ -239,7 +239,7 @@ func (u *Universe) timeoutFence(f *fence, d time.Duration) {
 	if f.finished {
 		return
 	}
-	f.fail(plugin.Errorf(plugin.ErrTimeout, "%s: %s did not arrive in %s", f.step(), u.missing(f, 16), roundDuration(d)))
+	f.fail(plugin.Errorf(plugin.ErrTimeout, "%s: %s did not arrive in %s", f.step(), u.missing(f, 16), plugin.RoundDuration(d)))
 }
 
 // Fence runs one node's part of a collective. Calls are matched by the
@@ -448,7 +448,7 @@ func (u *Universe) DirectModex(ctx context.Context, req *plugin.ModexRequest) (*
 			if len(missing) > 1 {
 				what = "nodes " + strings.Join(missing, ",")
 			}
-			return nil, plugin.Errorf(plugin.ErrTimeout, "%s: %s contributed no data in %s", step, what, roundDuration(timeout))
+			return nil, plugin.Errorf(plugin.ErrTimeout, "%s: %s contributed no data in %s", step, what, plugin.RoundDuration(timeout))
 		}
 	}
 }

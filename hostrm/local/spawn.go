@@ -71,7 +71,7 @@ func (u *Universe) Spawn(ctx context.Context, req *plugin.SpawnRequest) (*plugin
 	if err := u.opts.Launch(ctx, spec); err != nil {
 		u.EndJob(spec.Job.Nspace, "launch failed: "+err.Error())
 		if errors.Is(err, context.DeadlineExceeded) {
-			return nil, plugin.Errorf(plugin.ErrTimeout, "spawn of %s: not started within %s: %v", spec.Job.Nspace, roundDuration(timeout), err)
+			return nil, plugin.Errorf(plugin.ErrTimeout, "spawn of %s: not started within %s: %v", spec.Job.Nspace, plugin.RoundDuration(timeout), err)
 		}
 		return nil, plugin.Wrapf(err, plugin.ErrUnavailable, "spawn of %s", spec.Job.Nspace)
 	}

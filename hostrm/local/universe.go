@@ -553,7 +553,7 @@ func waitChange(ctx context.Context, ch <-chan struct{}, timer <-chan time.Time)
 func (u *Universe) Dump(w io.Writer) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	fmt.Fprintf(w, "gopmi: universe state at %s (up %s)\n", time.Now().Format(time.RFC3339), roundDuration(time.Since(u.started)))
+	fmt.Fprintf(w, "gopmi: universe state at %s (up %s)\n", time.Now().Format(time.RFC3339), plugin.RoundDuration(time.Since(u.started)))
 	for _, ns := range u.order {
 		j := u.jobs[ns]
 		counts := map[string]int{}
@@ -578,7 +578,7 @@ func (u *Universe) Dump(w io.Writer) {
 			continue
 		}
 		fmt.Fprintf(w, "  fence %s of %s: pending %s, %d/%d arrived, missing %s\n",
-			f.id, strings.Join(f.nspaces, ","), roundDuration(time.Since(f.start)), f.narrived, f.nexpected, u.missing(f, 10))
+			f.id, strings.Join(f.nspaces, ","), plugin.RoundDuration(time.Since(f.start)), f.narrived, f.nexpected, u.missing(f, 10))
 	}
 	u.dumpConnections(w)
 	fmt.Fprintf(w, "  %d published names\n", len(u.names.Names(nil)))

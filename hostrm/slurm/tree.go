@@ -352,7 +352,7 @@ func (t *tree) flush(g *gather) {
 	// operator reads here which of this node's subtree it was.
 	t.log.Warn().Str("fence", g.req.ID).Int("arrived", len(g.have)).Int("expected", len(g.ranks)).
 		Msgf("fence tree: fence %s: %s did not arrive in %s; sending the subtree's part up without them",
-			g.req.ID, t.missing(g), roundDuration(t.clock.Now().Sub(g.start)))
+			g.req.ID, t.missing(g), plugin.RoundDuration(t.clock.Now().Sub(g.start)))
 	t.goUp(g, t.clock.Now())
 }
 
@@ -451,7 +451,7 @@ func (t *tree) expire(g *gather) {
 // subtree never got, or, when all came, the parent that did not answer.
 // Called with mu held.
 func (t *tree) timeoutErr(g *gather) error {
-	d := roundDuration(g.timeout)
+	d := plugin.RoundDuration(g.timeout)
 	if m := t.missing(g); m != "" {
 		return plugin.Errorf(plugin.ErrTimeout, "fence %s: %s did not arrive in %s", g.req.ID, m, d)
 	}
@@ -507,17 +507,4 @@ func rankGroups(job plugin.Job, ranks []int32, limit int) string {
 		s += fmt.Sprintf(" and %d more nodes", more)
 	}
 	return s
-}
-
-// roundDuration rounds d for a message: whole seconds from 10 s, tenths
-// from 1 s, milliseconds below.
-func roundDuration(d time.Duration) time.Duration {
-	switch {
-	case d >= 10*time.Second:
-		return d.Round(time.Second)
-	case d >= time.Second:
-		return d.Round(100 * time.Millisecond)
-	default:
-		return d.Round(time.Millisecond)
-	}
 }

@@ -375,7 +375,7 @@ func (s *Service) Lookup(ctx context.Context, a Asker, req *plugin.LookupRequest
 				return nil, plugin.Errorf(plugin.ErrUnavailable, "%s: the name service is closing", step)
 			}
 		case <-expired:
-			return nil, plugin.Errorf(plugin.ErrTimeout, "lookup of %s: not published within %s", strings.Join(missing, ","), roundDuration(timeout))
+			return nil, plugin.Errorf(plugin.ErrTimeout, "lookup of %s: not published within %s", strings.Join(missing, ","), plugin.RoundDuration(timeout))
 		case <-ctx.Done():
 			if ctx.Err() == context.DeadlineExceeded {
 				return nil, plugin.Errorf(plugin.ErrTimeout, "lookup of %s: not published before the caller's deadline", strings.Join(missing, ","))
@@ -434,14 +434,6 @@ func (s *Service) Unpublish(a Asker, req *plugin.UnpublishRequest) (notFound []s
 // NotFound is the error of an Unpublish whose keys were not published.
 func NotFound(keys []string) error {
 	return plugin.Errorf(plugin.ErrNotFound, "unpublish %q: not published", strings.Join(keys, ","))
-}
-
-// roundDuration prints d as people set it: "2s", "1m0s", "150ms".
-func roundDuration(d time.Duration) string {
-	if d >= time.Second {
-		return d.Round(time.Second).String()
-	}
-	return d.Round(time.Millisecond).String()
 }
 
 // String shows a name in a message: key=value by publisher.

@@ -301,32 +301,26 @@ func rcOf(err error) C.int {
 
 //export goClientConnected
 func goClientConnected(ns *C.char, rank C.uint32_t) {
-	s := server()
-	if s == nil {
-		return
-	}
-	p := procOf(ns, rank)
-	s.spawn(func() {
-		ctx, cancel := context.WithTimeout(s.ctx, plugin.DefaultStartTimeout)
-		defer cancel()
-		if err := s.be.ClientConnected(ctx, &plugin.ClientRequest{Procs: []plugin.Proc{p}}); err != nil {
-			s.log.Warn().Err(err).Str("proc", p.String()).Msg("pmix: client connected")
-		}
-	})
+	tell(procOf(ns, rank), "client connected", plugin.Full.ClientConnected)
 }
 
 //export goClientFinalized
 func goClientFinalized(ns *C.char, rank C.uint32_t) {
+	tell(procOf(ns, rank), "client finalized", plugin.Full.ClientFinalized)
+}
+
+// tell reports a client's connect or finalize to the backend, from a
+// goroutine of the server's: libpmix answered the client already.
+func tell(p plugin.Proc, what string, call func(plugin.Full, context.Context, *plugin.ClientRequest) error) {
 	s := server()
 	if s == nil {
 		return
 	}
-	p := procOf(ns, rank)
 	s.spawn(func() {
 		ctx, cancel := context.WithTimeout(s.ctx, plugin.DefaultStartTimeout)
 		defer cancel()
-		if err := s.be.ClientFinalized(ctx, &plugin.ClientRequest{Procs: []plugin.Proc{p}}); err != nil {
-			s.log.Warn().Err(err).Str("proc", p.String()).Msg("pmix: client finalized")
+		if err := call(s.be, ctx, &plugin.ClientRequest{Procs: []plugin.Proc{p}}); err != nil {
+			s.log.Warn().Err(err).Str("proc", p.String()).Msg("pmix: " + what)
 		}
 	})
 }
