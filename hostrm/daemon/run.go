@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/coreos/go-systemd/v22/activation"
@@ -142,10 +143,14 @@ func Run(ctx context.Context, o RunOptions) error {
 		log.Warn().Err(err).Msg("sd_notify READY")
 	}
 	status()
+	wctx, stopWatchdog := context.WithCancel(ctx)
+	var watching sync.WaitGroup
 	if every, err := sddaemon.SdWatchdogEnabled(false); err == nil && every > 0 {
-		go watchdog(ctx, srv, every/2)
+		watching.Go(func() { watchdog(wctx, srv, every/2) })
 	}
 	err = link.ServeConns(ctx, l, srv, ConnContext)
+	stopWatchdog()
+	watching.Wait()
 	stopHub()
 	if herr := <-hubDone; err == nil {
 		err = herr
@@ -177,8 +182,10 @@ func runRelay(ctx context.Context, o RunOptions, l net.Listener, how string, key
 		tick = min(tick, every/2)
 	}
 	sctx, stop := context.WithCancel(ctx)
+	var status sync.WaitGroup
+	defer status.Wait()
 	defer stop()
-	go func() {
+	status.Go(func() {
 		t := time.NewTicker(tick)
 		defer t.Stop()
 		last := ""
@@ -194,7 +201,7 @@ func runRelay(ctx context.Context, o RunOptions, l net.Listener, how string, key
 			case <-t.C:
 			}
 		}
-	}()
+	})
 	err := r.Serve(ctx, l)
 	_, _ = sddaemon.SdNotify(false, sddaemon.SdNotifyStopping)
 	o.Logger.Info().Msg("gopmi daemon stopping")
