@@ -86,8 +86,8 @@ func TestImportRules(t *testing.T) {
 				t.Errorf("%s imports %s: Slurm's coordinator may use only the SDK, the universe (hostrm/local and its link) and the backend", path, imp)
 			case imp == mod+"shim/serve" && path != mod+"hostrm/local/launcher" && path != mod+"shim" && path != slurmShim:
 				t.Errorf("%s imports the shim's serving loop: only gopmi run's launcher, the shim and gopmi-slurm may", path)
-			case imp == mod+"shim" && path != mod+"shim/cmd/gopmi-shim" && path != mod+"shim/goplugin" && path != slurmShim:
-				t.Errorf("%s imports package shim: only gopmi-shim's main, shim/goplugin and gopmi-slurm may", path)
+			case imp == mod+"shim" && path != mod+"shim/cmd/gopmi-shim" && path != mod+"shim/cmd/gopmi-pmix" && path != mod+"shim/goplugin" && path != slurmShim:
+				t.Errorf("%s imports package shim: only gopmi-shim's and gopmi-pmix's mains, shim/goplugin and gopmi-slurm may", path)
 			case strings.HasPrefix(imp, mod+"hostrm") && !strings.HasPrefix(path, mod+"hostrm"):
 				t.Errorf("%s imports %s: nothing outside hostrm imports it", path, imp)
 			case strings.HasPrefix(path, mod+"bridge") && strings.HasPrefix(imp, "google.golang.org/grpc"):

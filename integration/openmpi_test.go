@@ -2,9 +2,12 @@ package integration
 
 import (
 	"context"
+	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -31,9 +34,9 @@ func buildOpenMPI(t *testing.T, name string) string {
 }
 
 // An Open MPI program never runs under gopmi run as N silent singletons
-// (each "rank 0 of 1", exit 0): gopmi serves no PMIx yet, so its MPI_Init
-// fails, the run fails, and one line says why and what to do instead. A
-// program that is not MPI, and an MPICH one, are not touched.
+// (each "rank 0 of 1", exit 0): without -pmix its MPI_Init fails, the run
+// fails, and one line says why and how to serve it. A program that is not
+// MPI, and an MPICH one, are not touched.
 func TestOpenMPIFailsLoudly(t *testing.T) {
 	begin(t)
 	prog := buildOpenMPI(t, "mpi_hello")
@@ -41,7 +44,7 @@ func TestOpenMPIFailsLoudly(t *testing.T) {
 	if r.ExitCode == 0 || strings.Contains(r.Stdout, "size=1") {
 		t.Fatalf("an Open MPI hello ran as singletons:\n%s", output(r))
 	}
-	hint := "is built with Open MPI (it links libmpi.so.40), which speaks PMIx only"
+	hint := "is built with Open MPI (it links libmpi.so.40), which speaks PMIx: run it with gopmi run -pmix"
 	if n := strings.Count(r.Stderr, hint); n != 1 {
 		t.Errorf("the explanation appears %d times; want once:\n%s", n, output(r))
 	}
@@ -50,5 +53,69 @@ func TestOpenMPIFailsLoudly(t *testing.T) {
 	}
 	if r := runArgv(t, runOpts{}, gopmiArgv("-n", "2", "false")); r.ExitCode != 1 || strings.Contains(r.Stderr, "Open MPI") {
 		t.Errorf("a failing program that is not Open MPI gets no explanation:\n%s", output(r))
+	}
+}
+
+// pmixShim builds gopmi-pmix (cgo, libpmix) next to the tests' gopmi,
+// once, or fails the test saying what is missing.
+var pmixShim = sync.OnceValue(func() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	root, err := moduleRoot(ctx)
+	if err != nil {
+		return err
+	}
+	cmd := exec.CommandContext(ctx, "go", "build", "-tags", "pmix", "-o", binDir+string(filepath.Separator), "./shim/cmd/gopmi-pmix")
+	cmd.Dir, cmd.Env = root, append(os.Environ(), "CGO_ENABLED=1")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("build gopmi-pmix: %w\n%s\n(it needs libpmix: apt-get install libpmix-dev; make deps does)", err, out)
+	}
+	return nil
+})
+
+// Open MPI 4.1 programs run under gopmi run -pmix, served by gopmi-pmix
+// (libpmix) on each node through the same universe as PMI-1/PMI-2 jobs:
+// a hello's allreduce on one node and across two simulated nodes (whose
+// fences cross the universe), and MPI_Abort's code as the run's exit.
+func TestOpenMPIUnderGopmiRun(t *testing.T) {
+	begin(t)
+	if err := pmixShim(); err != nil {
+		t.Fatal(err)
+	}
+	hello, abort := buildOpenMPI(t, "mpi_hello"), buildOpenMPI(t, "mpi_abort")
+	for _, c := range []struct {
+		name string
+		args []string
+	}{
+		{"one node", []string{"-pmix", "-n", "4"}},
+		{"two nodes", []string{"-pmix", "-ppn", "2", "-n", "4"}},
+		{"by the environment", []string{"-n", "2"}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			env := []string(nil)
+			if c.name == "by the environment" {
+				env = []string{"GOPMI_PMIX=1"}
+			}
+			r := runArgv(t, runOpts{env: env}, append([]string{gopmiBin, "run"}, append(c.args, hello)...))
+			n := 4
+			if c.name == "by the environment" {
+				n = 2
+			}
+			if r.ExitCode != 0 {
+				t.Fatalf("hello: %s", output(r))
+			}
+			for rank := range n {
+				if want := fmt.Sprintf("ok hello rank=%d size=%d sum=%d", rank, n, n*(n+1)/2); !strings.Contains(r.Stdout, want) {
+					t.Errorf("hello lacks %q:\n%s", want, output(r))
+				}
+			}
+			if c.name == "by the environment" {
+				return
+			}
+			r = runArgv(t, runOpts{}, append([]string{gopmiBin, "run"}, append(c.args, abort, "code=7", "rank=3")...))
+			if r.ExitCode != 7 || !strings.Contains(r.Stderr, "rank 3 aborted") {
+				t.Errorf("MPI_Abort(7) on rank 3: %s", output(r))
+			}
+		})
 	}
 }

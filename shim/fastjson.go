@@ -298,6 +298,7 @@ func bootstrapFields(b *shimv1.Bootstrap) []fastField {
 		{"pmiPortFd", "pmi_port_fd", func(d *fastDec) { b.PmiPortFd = d.str() }},
 		{"logLevel", "log_level", func(d *fastDec) { b.LogLevel = d.str() }},
 		{"pmiDebug", "pmi_debug", func(d *fastDec) { b.PmiDebug = d.boolean() }},
+		{"pmix", "pmix", func(d *fastDec) { b.Pmix = d.boolean() }},
 		{"pmiPortSecret", "pmi_port_secret", func(d *fastDec) { b.PmiPortSecret = d.str() }},
 	}
 }

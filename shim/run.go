@@ -60,6 +60,10 @@ type RunConfig struct {
 	// process (Backend) does not pay for it at every start.
 	StartPlugin StartFunc
 
+	// PMIx serves a PMIx job's tasks (bootstrap pmix): gopmi-pmix passes
+	// shim/pmix's face. nil in gopmi-shim, which links no libpmix and
+	// refuses such a job.
+	PMIx PMIxFace
 	// backendEnv is added to the backend process's environment (tests).
 	backendEnv []string
 }
@@ -68,6 +72,12 @@ type RunConfig struct {
 // os.Exit(shim.Main(goplugin.Start)) is gopmi-shim's whole main.
 func Main(start StartFunc) int {
 	return serve.ExitCode(Run(context.Background(), RunConfig{StartPlugin: start}))
+}
+
+// MainWith is Main with the rest of RunConfig: gopmi-pmix's main passes
+// its PMIx face.
+func MainWith(rc RunConfig) int {
+	return serve.ExitCode(Run(context.Background(), rc))
 }
 
 // Run serves one job on this node until every local task has finalized
@@ -218,6 +228,9 @@ func (s *server) run(ctx context.Context) error {
 	s.log = logger.With().Str("job", c.Job.Nspace).Int32("node", c.NodeID).Logger()
 	s.logp.set(s.log)
 	s.log.Debug().Int("tasks", len(c.Tasks)).Str("backend", c.Backend.BinaryName()).Msg("bootstrap read")
+	if c.PMIx {
+		return s.runPMIx(ctx)
+	}
 
 	// The fds come first: they must be close-on-exec before any child
 	// starts, and a launcher mistake is cheaper to report before the

@@ -57,6 +57,7 @@ type Server struct {
 	mu     sync.Mutex
 	fences map[string]int        // the sequence number of the next fence of each set of processes; guarded by mu
 	jobs   map[string]*jobOnNode // the jobs registered, by namespace; guarded by mu
+	fin    finalizes             // guarded by mu
 	calls  sync.WaitGroup        // backend calls in flight; Close waits for them
 	closed bool                  // guarded by mu
 }
@@ -207,6 +208,7 @@ func (s *Server) RegisterJob(job plugin.Job, node int32) (map[int32][]string, er
 	}
 	s.mu.Lock()
 	s.jobs[job.Nspace] = &jobOnNode{node: job.Nodes[ni].Name, ranks: local}
+	s.expectClients(job.Nspace, local)
 	s.mu.Unlock()
 	uid, gid := C.uint32_t(os.Getuid()), C.uint32_t(os.Getgid())
 	envs := make(map[int32][]string, len(local))
@@ -306,7 +308,11 @@ func goClientConnected(ns *C.char, rank C.uint32_t) {
 
 //export goClientFinalized
 func goClientFinalized(ns *C.char, rank C.uint32_t) {
-	tell(procOf(ns, rank), "client finalized", plugin.Full.ClientFinalized)
+	p := procOf(ns, rank)
+	tell(p, "client finalized", plugin.Full.ClientFinalized)
+	if s := server(); s != nil {
+		s.finalized(p)
+	}
 }
 
 // tell reports a client's connect or finalize to the backend, from a
@@ -317,7 +323,9 @@ func tell(p plugin.Proc, what string, call func(plugin.Full, context.Context, *p
 		return
 	}
 	s.spawn(func() {
-		ctx, cancel := context.WithTimeout(s.ctx, plugin.DefaultStartTimeout)
+		// Reported even while the server closes: a finalize is news the
+		// backend must hear, within a bound of its own.
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(s.ctx), 5*time.Second)
 		defer cancel()
 		if err := call(s.be, ctx, &plugin.ClientRequest{Procs: []plugin.Proc{p}}); err != nil {
 			s.log.Warn().Err(err).Str("proc", p.String()).Msg("pmix: " + what)

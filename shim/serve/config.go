@@ -44,6 +44,11 @@ const (
 	maxTimeout = 7 * 24 * time.Hour
 )
 
+// PMIxEnv is the variable a PMIx face's READY carries (sd_notify): the
+// environment its node's tasks need, a JSON array of KEY=VALUE, the same
+// for every rank but PMIX_RANK, which the step daemon adds.
+const PMIxEnv = "GOPMI_PMIX_ENV"
+
 // Config is a validated bootstrap with the defaults applied: one job on
 // one node, as the serving loop and its host need it.
 type Config struct {
@@ -71,6 +76,9 @@ type Config struct {
 	FenceMode bridge.FenceMode
 	LogLevel  zerolog.Level
 	PMIDebug  bool
+	// PMIx: the tasks are PMIx clients, served by the PMIx face (they
+	// have no fds; see the bootstrap's pmix).
+	PMIx bool
 }
 
 // Task is one local task and the fd it reaches the server on ("" for
@@ -294,6 +302,7 @@ func (c *Config) setNodeAndTasks(b *shimv1.Bootstrap) error {
 	}
 	c.NodeID = b.GetNodeId()
 	c.PortFD = b.GetPmiPortFd()
+	c.PMIx = b.GetPmix()
 	c.PortSecret = b.GetPmiPortSecret()
 
 	mine := map[int32]bool{}
@@ -317,7 +326,9 @@ func (c *Config) setNodeAndTasks(b *shimv1.Bootstrap) error {
 		byRank[r] = i
 		name := t.GetFdName()
 		switch {
-		case name == "" && c.PortFD == "":
+		case name != "" && c.PMIx:
+			return fieldErr(f+".fd_name", "%q for a PMIx task: PMIx clients connect to the PMIx server, not on an fd", name)
+		case name == "" && c.PortFD == "" && !c.PMIx:
 			return fieldErr(f+".fd_name", "empty and pmi_port_fd is not set: rank %d has no way to connect", r)
 		case name != "" && name == c.PortFD:
 			return fieldErr(f+".fd_name", "%q is the pmi_port_fd listener", name)

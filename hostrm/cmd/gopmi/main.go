@@ -38,6 +38,9 @@ import (
 // version is set at build time: -ldflags "-X main.version=v1.2.3".
 var version = "dev"
 
+// envPMIx=1 serves gopmi run's tasks as PMIx clients, as -pmix does.
+const envPMIx = "GOPMI_PMIX"
+
 const usage = `usage: gopmi <command> [arguments]
 
 commands:
@@ -132,6 +135,7 @@ type runFlags struct {
 	n, ppn, usize, maxVal int
 	env, genv             multiFlag
 	pmiPort               bool
+	pmix                  bool
 	fenceMode, logLevel   string
 	wdir                  string
 	timeout, startTimeout time.Duration
@@ -150,6 +154,7 @@ func newRunFlagSet(f *runFlags, stderr io.Writer) *flag.FlagSet {
 	fs.BoolVar(&f.pmiPort, "pmi-port", false, "give tasks PMI_PORT=127.0.0.1:<port> and PMI_ID=<rank> instead of PMI_FD. "+
 		"The port listens on loopback only; a process of the job's user may claim each PMI_ID once, "+
 		"any other process must authenticate (PMI-2 fullinit authtype=challenge-sha256 with the tasks' PMI_AUTH_SECRET)")
+	fs.BoolVar(&f.pmix, "pmix", os.Getenv(envPMIx) == "1", "serve the tasks as PMIx clients (Open MPI) through gopmi-pmix and libpmix (default $"+envPMIx+"=1)")
 	fs.IntVar(&f.usize, "usize", 0, "universe size (default: -n)")
 	fs.StringVar(&f.fenceMode, "fence-mode", launcher.DefaultFenceMode, launcher.FenceModes())
 	fs.DurationVar(&f.timeout, "timeout", launcher.DefaultFenceTimeout, "fence time-out")
@@ -184,7 +189,7 @@ func hydraEnv(args []string) []string {
 		}
 		name := strings.TrimLeft(a, "-")
 		switch {
-		case strings.Contains(name, "="), name == "pmi-port", name == "h", name == "help":
+		case strings.Contains(name, "="), name == "pmi-port", name == "pmix", name == "h", name == "help":
 			out = append(out, a)
 		case (name == "env" || name == "genv") && i+2 < len(args) && !strings.Contains(args[i+1], "="):
 			out = append(out, "-"+name+"="+args[i+1]+"="+args[i+2])
@@ -262,8 +267,12 @@ func parseRun(args []string, stderr io.Writer) (launcher.Config, runFlags, error
 	case global.maxVal < 0:
 		return cfg, global, fmt.Errorf("-max-val %d: cannot be negative", global.maxVal)
 	}
+	if global.pmix && global.pmiPort {
+		return cfg, global, errors.New("-pmix and -pmi-port: PMIx clients connect to their PMIx server, not to PMI_PORT; choose one")
+	}
 	cfg.PPN = global.ppn
 	cfg.PMIPort = global.pmiPort
+	cfg.PMIx = global.pmix
 	cfg.UniverseSize = int32(global.usize)
 	cfg.FenceMode = global.fenceMode
 	cfg.FenceTimeout = global.timeout

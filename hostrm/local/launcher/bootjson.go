@@ -113,9 +113,10 @@ func bootstrapJSON(b *shimv1.Bootstrap) ([]byte, error) {
 		LogLevel  string    `json:"logLevel,omitempty"`
 		PmiDebug  bool      `json:"pmiDebug,omitempty"`
 		Secret    string    `json:"pmiPortSecret,omitempty"`
+		PMIx      bool      `json:"pmix,omitempty"`
 	}
 	out := bootstrap{Version: b.GetVersion(), NodeID: b.GetNodeId(), PmiPortFd: str(b.GetPmiPortFd()),
-		LogLevel: str(b.GetLogLevel()), PmiDebug: b.GetPmiDebug(), Secret: str(b.GetPmiPortSecret())}
+		LogLevel: str(b.GetLogLevel()), PmiDebug: b.GetPmiDebug(), Secret: str(b.GetPmiPortSecret()), PMIx: b.GetPmix()}
 	if m := b.GetFenceMode(); m != shimv1.FenceMode_FENCE_MODE_UNSPECIFIED {
 		out.FenceMode = m.String()
 	}

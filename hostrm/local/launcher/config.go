@@ -35,6 +35,14 @@ type Config struct {
 	Env []string
 	// PMIPort gives tasks PMI_PORT and PMI_ID instead of PMI_FD.
 	PMIPort bool
+	// PMIx serves the tasks as PMIx clients (Open MPI) through gopmi-pmix,
+	// the shim with the PMIx face, on every node (also one): each node's
+	// server registers the job with libpmix and says what the tasks'
+	// environment needs before they start.
+	PMIx bool
+	// PMIxPath is gopmi-pmix; default $GOPMI_PMIX_SHIM, next to gopmi,
+	// then PATH.
+	PMIxPath string
 	// Singleton, when set, is the run's first job: one rank already
 	// running, which asked for a process manager (see Singleton). Apps
 	// then holds its one program, which is not started.

@@ -31,12 +31,17 @@ const (
 	EnvShim = "GOPMI_SHIM"
 	// EnvRMLocal overrides where gopmi-rm-local is found.
 	EnvRMLocal = "GOPMI_RM_LOCAL"
+	// EnvPMIxShim overrides where gopmi-pmix is found.
+	EnvPMIxShim = "GOPMI_PMIX_SHIM"
 )
 
 // Binary names.
 const (
 	ShimBinary    = "gopmi-shim"
 	RMLocalBinary = "gopmi-rm-local"
+	// PMIxBinary is the shim with the PMIx face (cgo, libpmix): built
+	// only where libpmix is (make build).
+	PMIxBinary = "gopmi-pmix"
 )
 
 // Defaults of Config.
@@ -139,7 +144,7 @@ func New(cfg Config) (*Launcher, error) {
 		cfg:    cfg,
 		log:    cfg.Logger,
 		out:    cfg.Stderr,
-		shims:  cfg.PPN > 0,
+		shims:  cfg.PPN > 0 || cfg.PMIx,
 		done:   make(chan struct{}),
 		ending: make(chan struct{}),
 		pol:    newPolicy(),
@@ -153,7 +158,11 @@ func New(cfg Config) (*Launcher, error) {
 	if l.shims {
 		self, _ := os.Executable()
 		var err error
-		if l.shimPath, err = findBinary(ShimBinary, cfg.ShimPath, EnvShim, self, ""); err != nil {
+		if cfg.PMIx {
+			if l.shimPath, err = findBinary(PMIxBinary, cfg.PMIxPath, EnvPMIxShim, self, ""); err != nil {
+				return nil, fmt.Errorf("%w: gopmi-pmix serves PMIx and is built where libpmix is (apt-get install libpmix-dev, then make install)", err)
+			}
+		} else if l.shimPath, err = findBinary(ShimBinary, cfg.ShimPath, EnvShim, self, ""); err != nil {
 			return nil, err
 		}
 		if l.rmPath, err = findBinary(RMLocalBinary, cfg.RMPath, EnvRMLocal, self, l.shimPath); err != nil {

@@ -1,6 +1,7 @@
 package launcher
 
 import (
+	"encoding/json"
 	"net"
 	"strings"
 	"sync"
@@ -10,6 +11,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/gopmi/gopmi/hostrm/link"
+	"github.com/gopmi/gopmi/shim/serve"
 )
 
 // notifier receives one shim's sd_notify datagrams for its whole life:
@@ -23,8 +25,9 @@ type notifier struct {
 	log    zerolog.Logger
 
 	mu     sync.Mutex
-	status string // last STATUS=; guarded by mu
-	errno  string // guarded by mu
+	status string   // last STATUS=; guarded by mu
+	errno  string   // guarded by mu
+	env    []string // GOPMI_PMIX_ENV= with READY=1: what a PMIx job's tasks need; guarded by mu
 }
 
 // newNotifier listens on path (an abstract name: see link.AbstractName) and
@@ -50,7 +53,7 @@ func newNotifier(path string, log zerolog.Logger) (*notifier, error) {
 	n := &notifier{conn: conn, ready: make(chan struct{}), failed: make(chan struct{}), read: make(chan struct{}), log: log}
 	go func() {
 		defer close(n.read)
-		buf := make([]byte, 4096)
+		buf := make([]byte, 64<<10) // a PMIx face's READY carries its tasks' environment
 		oob := make([]byte, syscall.CmsgSpace(syscall.SizeofUcred))
 		warned := false
 		for {
@@ -99,6 +102,10 @@ func (n *notifier) handle(b []byte) {
 		case "STATUS":
 			n.status = v
 			n.log.Debug().Str("status", v).Msg("shim status")
+		case serve.PMIxEnv:
+			if err := json.Unmarshal([]byte(v), &n.env); err != nil {
+				n.log.Warn().Err(err).Msg("a PMIx face's environment that does not parse")
+			}
 		case "ERRNO":
 			n.errno = v
 			if !isClosed(n.failed) {
@@ -118,6 +125,13 @@ func isClosed(ch chan struct{}) bool {
 	}
 }
 
+// pmixEnv is the environment a PMIx face said its tasks need.
+func (n *notifier) pmixEnv() []string {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	return n.env
+}
+
 func (n *notifier) lastStatus() (status, errno string) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
@@ -132,7 +146,7 @@ func (n *notifier) close() {
 	<-n.read
 	_ = n.conn.SetReadDeadline(time.Time{})
 	if rc, err := n.conn.SyscallConn(); err == nil {
-		buf := make([]byte, 4096)
+		buf := make([]byte, 64<<10) // a PMIx face's READY carries its tasks' environment
 		oob := make([]byte, syscall.CmsgSpace(syscall.SizeofUcred))
 		_ = rc.Read(func(fd uintptr) bool {
 			for {

@@ -3,19 +3,25 @@ package launcher
 import (
 	"debug/elf"
 	"fmt"
+	"os/exec"
 	"slices"
+	"strconv"
 	"sync"
+	"time"
+
+	"github.com/gopmi/gopmi/plugin"
 )
 
-// Open MPI speaks PMIx only, and gopmi serves PMI-1 and PMI-2. Left to
-// itself, an Open MPI program started by gopmi run finds no launcher it
-// knows, declares itself a singleton, and each task runs as a job of one
-// that exits 0: a silent wrong answer. Open MPI 4.1 takes a direct launch
-// from its launcher-detection variables; JSM_JSRUN_PORT (IBM's jsrun) is
-// read by nothing else, so every task gets it: an MPICH or non-MPI
-// program does not notice, and an Open MPI program's MPI_Init then looks
-// for its PMIx server, finds none, and fails ("OPAL ERROR: Unreachable"),
-// which gopmi explains in one line of its own.
+// Open MPI speaks PMIx only, which gopmi run serves with -pmix (through
+// gopmi-pmix, package shim/pmix). Left to itself, an Open MPI program
+// started by a launcher it does not know declares itself a singleton, and
+// each task runs as a job of one that exits 0: a silent wrong answer.
+// Open MPI 4.1 takes a direct launch from its launcher-detection
+// variables; JSM_JSRUN_PORT (IBM's jsrun) is read by nothing else, so
+// every task gets it: an MPICH or non-MPI program does not notice, a PMIx
+// job's tasks take the direct launch, and an Open MPI program run without
+// -pmix fails in MPI_Init ("OPAL ERROR: Unreachable"), which gopmi
+// explains in one line of its own.
 const openMPIDirectLaunch = "JSM_JSRUN_PORT=1"
 
 // openMPILib is Open MPI's library soname (4.x); MPICH's is libmpich.so.12.
@@ -43,7 +49,7 @@ func (h *hints) pmixProgram(path string) string {
 	}
 	hint := ""
 	if linksOpenMPI(path) {
-		hint = fmt.Sprintf("gopmi: %s is built with Open MPI (it links %s), which speaks PMIx only: gopmi serves PMI-1 and PMI-2 (MPICH, Intel MPI, MVAPICH, Slurm's libpmi2). Run it with mpirun.openmpi, or build it with mpicc.mpich",
+		hint = fmt.Sprintf("gopmi: %s is built with Open MPI (it links %s), which speaks PMIx: run it with gopmi run -pmix (or GOPMI_PMIX=1), which serves PMIx through gopmi-pmix",
 			path, openMPILib)
 	}
 	h.seen[path] = hint
@@ -65,4 +71,49 @@ func linksOpenMPI(path string) bool {
 	// Only Open MPI's soname: Intel MPI's and some MPICH builds' library
 	// is libmpi.so.12.
 	return slices.Contains(libs, openMPILib)
+}
+
+// startPMIxTasks starts a node's tasks of a PMIx job: base, the
+// environment its PMIx server gave with READY (the namespace, the
+// server's address), the rank, and the app's own. No PMI variable: a task
+// that sees both PMI_* and PMIX_* may pick the wrong one.
+func (l *Launcher) startPMIxTasks(rj *runJob, s *nodeStart, base []string) error {
+	j := rj.spec.Job
+	var face []string
+	if s.rn.shim != nil {
+		face = s.rn.shim.notify.pmixEnv()
+	}
+	if len(face) == 0 {
+		return fmt.Errorf("job %s node %d: %s said nothing of its tasks' environment", j.Nspace, s.rn.node.ID, PMIxBinary)
+	}
+	var defaults []string
+	if l.cfg.PPN > 0 {
+		// Simulated nodes share one host: Open MPI's shared-memory
+		// transport between ranks it was told are on other nodes
+		// crashes (vader). The environment may say otherwise.
+		defaults = append(defaults, "OMPI_MCA_btl=self,tcp")
+	}
+	for _, r := range s.rn.node.Ranks {
+		app := l.appOf(rj, r)
+		env := append(append(append(append([]string(nil), defaults...), base...), face...), "PMIX_RANK="+strconv.Itoa(int(r)))
+		env = append(env, app.Env...)
+		cmd := &exec.Cmd{
+			Path:      app.Path,
+			Args:      append([]string{app.Path}, app.Args...),
+			Env:       env,
+			Dir:       app.Dir,
+			Stdout:    l.cfg.Stdout,
+			Stderr:    l.cfg.Stderr,
+			WaitDelay: time.Second,
+		}
+		if r == 0 && !rj.spec.Spawned && l.cfg.Stdin != nil {
+			cmd.Stdin = l.cfg.Stdin
+		}
+		if err := startChild(cmd); err != nil {
+			return fmt.Errorf("start rank %d of job %s (%s): %w", r, j.Nspace, app.Path, err)
+		}
+		t := l.taskStarted(rj, plugin.Proc{Nspace: j.Nspace, Rank: r}, cmd.Process.Pid)
+		go l.reapTask(rj, t, cmd)
+	}
+	return nil
 }

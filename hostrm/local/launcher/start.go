@@ -225,6 +225,11 @@ func (l *Launcher) launch(ctx context.Context, spec *local.JobSpec) (err error) 
 	// loading and backend start-up overlap instead of adding up. A shim
 	// that fails before READY still fails the launch, killing its tasks.
 	// A node served here serves as soon as its server started.
+	//
+	// PMIx tasks wait for their servers instead: a PMIx client whose job
+	// its node's server has not registered yet is refused at once, and
+	// the tasks' environment comes with the server's READY.
+	pmix := l.cfg.PMIx
 	l.start.do(func() {
 		for _, s := range starts {
 			if l.shims {
@@ -237,6 +242,9 @@ func (l *Launcher) launch(ctx context.Context, spec *local.JobSpec) (err error) 
 			}
 		}
 		for _, s := range starts {
+			if pmix {
+				break
+			}
 			if err = l.startTasks(rj, s); err != nil {
 				return
 			}
@@ -253,6 +261,18 @@ func (l *Launcher) launch(ctx context.Context, spec *local.JobSpec) (err error) 
 			return err
 		}
 	}
+	if pmix {
+		l.start.do(func() {
+			for _, s := range starts {
+				if err = l.startTasks(rj, s); err != nil {
+					return
+				}
+			}
+		})
+		if err != nil {
+			return err
+		}
+	}
 	l.log.Debug().Str("job", ns).Int32("size", spec.Job.Size).Int("nodes", len(spec.Job.Nodes)).Msg("job started")
 	return nil
 }
@@ -264,6 +284,9 @@ func (l *Launcher) prepareNode(rj *runJob, node plugin.Node, index int) (*nodeSt
 	l.mu.Lock()
 	rj.nodes = append(rj.nodes, s.rn)
 	l.mu.Unlock()
+	if l.cfg.PMIx {
+		return s, nil // PMIx clients connect to their node's PMIx server
+	}
 	if l.cfg.PMIPort {
 		ln, err := net.ListenTCP("tcp", &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1)})
 		if err != nil {
@@ -308,7 +331,7 @@ func (l *Launcher) bootstrap(spec *local.JobSpec, index int, secret string) *shi
 	var tasks []*shimv1.Task
 	for _, r := range node.Ranks {
 		t := &shimv1.Task{Rank: r}
-		if !l.cfg.PMIPort {
+		if !l.cfg.PMIPort && !l.cfg.PMIx {
 			t.FdName = taskFDName(r)
 		}
 		tasks = append(tasks, t)
@@ -341,15 +364,25 @@ func (l *Launcher) bootstrap(spec *local.JobSpec, index int, secret string) *shi
 		b.PmiPortFd = pmiPortFD
 		b.PmiPortSecret = secret
 	}
+	if l.cfg.PMIx {
+		// A PMIx face brings its backend up at once: its clients' calls
+		// come through libpmix, not through requests the shim reads.
+		b.Pmix, be.StartAtOnce = true, true
+	}
 	return b
 }
 
 // startTasks starts one node's tasks (on the starter's thread).
 func (l *Launcher) startTasks(rj *runJob, s *nodeStart) error {
 	j := rj.spec.Job
-	base := childEnv(os.Environ())
+	// Open MPI's direct-launch variable comes before what the user set,
+	// which may override it.
+	base := append(childEnv(os.Environ()), openMPIDirectLaunch)
 	base = append(base, l.cfg.Env...)
 	nlocal := strconv.Itoa(len(s.rn.node.Ranks))
+	if l.cfg.PMIx {
+		return l.startPMIxTasks(rj, s, base)
+	}
 	for i, r := range s.rn.node.Ranks {
 		if rj.adopt != nil && r == 0 {
 			l.adoptTask(rj, plugin.Proc{Nspace: j.Nspace, Rank: r})
@@ -363,7 +396,6 @@ func (l *Launcher) startTasks(rj *runJob, s *nodeStart) error {
 			"PMI_JOBID="+j.Nspace,
 			"MPI_LOCALNRANKS="+nlocal,
 			"MPI_LOCALRANKID="+strconv.Itoa(i),
-			openMPIDirectLaunch,
 		)
 		if rj.spec.Spawned {
 			env = append(env, "PMI_SPAWNED=1")

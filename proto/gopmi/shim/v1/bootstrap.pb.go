@@ -120,6 +120,11 @@ type Bootstrap struct {
 	// authtype=challenge-sha256 proves it knows it. Without it, a PMI_PORT
 	// connection must come from a process of the job's user on this host.
 	PmiPortSecret string `protobuf:"bytes,12,opt,name=pmi_port_secret,json=pmiPortSecret,proto3" json:"pmi_port_secret,omitempty"`
+	// pmix: the node's tasks are PMIx clients (Open MPI), served by the
+	// PMIx face of gopmi-pmix through libpmix instead of PMI-1/PMI-2 on
+	// fds: its tasks have no fd_name, and the shim's READY carries the
+	// environment they need (GOPMI_PMIX_ENV), so they start after it.
+	Pmix          bool `protobuf:"varint,13,opt,name=pmix,proto3" json:"pmix,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -236,6 +241,13 @@ func (x *Bootstrap) GetPmiPortSecret() string {
 		return x.PmiPortSecret
 	}
 	return ""
+}
+
+func (x *Bootstrap) GetPmix() bool {
+	if x != nil {
+		return x.Pmix
+	}
+	return false
 }
 
 // Job is the layout of the whole job, the same on every node.
@@ -854,7 +866,7 @@ var File_gopmi_shim_v1_bootstrap_proto protoreflect.FileDescriptor
 
 const file_gopmi_shim_v1_bootstrap_proto_rawDesc = "" +
 	"\n" +
-	"\x1dgopmi/shim/v1/bootstrap.proto\x12\rgopmi.shim.v1\x1a\x1egoogle/protobuf/duration.proto\"\xe6\x03\n" +
+	"\x1dgopmi/shim/v1/bootstrap.proto\x12\rgopmi.shim.v1\x1a\x1egoogle/protobuf/duration.proto\"\xfa\x03\n" +
 	"\tBootstrap\x12\x18\n" +
 	"\aversion\x18\x01 \x01(\rR\aversion\x12$\n" +
 	"\x03job\x18\x02 \x01(\v2\x12.gopmi.shim.v1.JobR\x03job\x12\x17\n" +
@@ -869,7 +881,8 @@ const file_gopmi_shim_v1_bootstrap_proto_rawDesc = "" +
 	"\tlog_level\x18\n" +
 	" \x01(\tR\blogLevel\x12\x1b\n" +
 	"\tpmi_debug\x18\v \x01(\bR\bpmiDebug\x12&\n" +
-	"\x0fpmi_port_secret\x18\f \x01(\tR\rpmiPortSecret\"\xa1\x02\n" +
+	"\x0fpmi_port_secret\x18\f \x01(\tR\rpmiPortSecret\x12\x12\n" +
+	"\x04pmix\x18\r \x01(\bR\x04pmix\"\xa1\x02\n" +
 	"\x03Job\x12\x16\n" +
 	"\x06nspace\x18\x01 \x01(\tR\x06nspace\x12\x12\n" +
 	"\x04size\x18\x02 \x01(\x05R\x04size\x12#\n" +

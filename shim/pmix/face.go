@@ -1,0 +1,132 @@
+//go:build pmix
+
+package pmix
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+
+	"github.com/rs/zerolog"
+
+	"github.com/gopmi/gopmi/plugin"
+)
+
+// Face serves one PMIx job's tasks on this node for a shim (the
+// signature of shim.PMIxFace): it makes the process a PMIx server in a
+// private directory, registers the job, and returns the tasks'
+// environment without PMIX_RANK (the same for every rank otherwise), and
+// wait, which returns once every local task finalized or ctx ended, after
+// the server stopped.
+func Face(ctx context.Context, job plugin.Job, node int32, be plugin.Full, log zerolog.Logger) ([]string, func(context.Context) error, error) {
+	dir, err := os.MkdirTemp("", "gopmi-pmix-")
+	if err != nil {
+		return nil, nil, fmt.Errorf("pmix: server directory: %w", err)
+	}
+	s, err := Start(Options{Backend: be, TmpDir: dir, ID: fmt.Sprintf("%s.%d", job.Nspace, node), Logger: log})
+	if err != nil {
+		os.RemoveAll(dir)
+		return nil, nil, err
+	}
+	stop := func() {
+		if err := s.Close(); err != nil {
+			log.Warn().Err(err).Msg("pmix: close the server")
+		}
+		os.RemoveAll(dir)
+	}
+	done := s.watchFinalized(job.Nspace)
+	envs, err := s.RegisterJob(job, node)
+	if err != nil {
+		stop()
+		return nil, nil, err
+	}
+	env, err := common(envs)
+	if err != nil {
+		stop()
+		return nil, nil, err
+	}
+	wait := func(ctx context.Context) error {
+		defer stop()
+		select {
+		case <-done:
+			return nil
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		}
+	}
+	return env, wait, nil
+}
+
+// common is the environment setup_fork gave every rank, less PMIX_RANK,
+// or an error if ranks differ otherwise.
+func common(envs map[int32][]string) ([]string, error) {
+	var out []string
+	first := true
+	for r, env := range envs {
+		env = slices.DeleteFunc(slices.Clone(env), func(e string) bool { return strings.HasPrefix(e, "PMIX_RANK=") })
+		slices.Sort(env)
+		if first {
+			out, first = env, false
+			continue
+		}
+		if !slices.Equal(out, env) {
+			return nil, fmt.Errorf("pmix: rank %d's environment differs from another rank's beyond PMIX_RANK", r)
+		}
+	}
+	return out, nil
+}
+
+// finalizes counts a job's local clients that finalized; guarded by
+// Server.mu.
+type finalizes struct {
+	left  map[string]int           // by namespace: clients not finalized yet
+	done  map[string]chan struct{} // closed when left reaches 0
+	ranks map[string]map[int32]bool
+}
+
+// watchFinalized returns a channel closed once every local rank of the
+// job nspace (registered next) finalized.
+func (s *Server) watchFinalized(nspace string) <-chan struct{} {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.fin.done == nil {
+		s.fin.done, s.fin.left, s.fin.ranks = map[string]chan struct{}{}, map[string]int{}, map[string]map[int32]bool{}
+	}
+	ch := make(chan struct{})
+	s.fin.done[nspace] = ch
+	s.fin.left[nspace] = -1 // set by RegisterJob
+	return ch
+}
+
+// expectClients sets how many local clients of nspace must finalize.
+// Called with mu held.
+func (s *Server) expectClients(nspace string, ranks []int32) {
+	if s.fin.done == nil || s.fin.done[nspace] == nil {
+		return
+	}
+	s.fin.left[nspace] = len(ranks)
+	s.fin.ranks[nspace] = map[int32]bool{}
+	for _, r := range ranks {
+		s.fin.ranks[nspace][r] = true
+	}
+	if len(ranks) == 0 {
+		close(s.fin.done[nspace])
+	}
+}
+
+// finalized counts p's finalize.
+func (s *Server) finalized(p plugin.Proc) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ranks := s.fin.ranks[p.Nspace]
+	if !ranks[p.Rank] {
+		return
+	}
+	delete(ranks, p.Rank)
+	s.fin.left[p.Nspace]--
+	if s.fin.left[p.Nspace] == 0 {
+		close(s.fin.done[p.Nspace])
+	}
+}

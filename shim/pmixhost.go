@@ -1,0 +1,100 @@
+package shim
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/rs/zerolog"
+
+	"github.com/gopmi/gopmi/plugin"
+	"github.com/gopmi/gopmi/shim/serve"
+)
+
+// PMIxFace serves a PMIx job's tasks on this node through libpmix: it
+// registers the job with be as its backend and returns the environment
+// the tasks need (the same for every rank but PMIX_RANK, which the step
+// daemon adds), and wait, which returns once every local task finalized,
+// ctx ended, or the face failed, after it stopped serving.
+// node is the job's node this shim serves.
+type PMIxFace func(ctx context.Context, job plugin.Job, node int32, be plugin.Full, log zerolog.Logger) (env []string, wait func(context.Context) error, err error)
+
+// runPMIx is the shim of a PMIx job (bootstrap pmix): no task fds and no
+// PMI engine; the backend is brought up at once, the face registers the
+// job, and READY carries the tasks' environment (serve.PMIxEnv), since
+// a PMIx client of a job its server has not registered is refused: its
+// step daemon starts the tasks after READY.
+func (s *server) runPMIx(ctx context.Context) error {
+	c := s.cfg
+	if s.rc.PMIx == nil {
+		return fmt.Errorf("%w: job %s is a PMIx job, and this shim serves PMI-1 and PMI-2 only: gopmi-pmix serves PMIx", serve.ErrUsage, c.Job.Nspace)
+	}
+	path := ""
+	if s.rc.Backend == nil {
+		if s.rc.StartPlugin == nil {
+			return fmt.Errorf("%w: this shim can neither start a backend process nor serve %s in process", serve.ErrBackend, c.Backend.BinaryName())
+		}
+		var err error
+		if path, err = s.backendPath(); err != nil {
+			return err
+		}
+	}
+	defer s.removeSocketDir()
+	sctx, cancel := context.WithTimeout(ctx, c.BackendStart)
+	st, err := s.startBackend(sctx, path)
+	if err == nil {
+		_, _, err = serve.Configure(sctx, st.Backend, st.Info, c)
+		if err != nil && st.Close != nil {
+			_ = st.Close()
+		}
+	}
+	cancel()
+	if err != nil {
+		if ctx.Err() != nil {
+			return serve.Stopped(ctx, "shim", "start the backend")
+		}
+		return fmt.Errorf("%w: %w", serve.ErrBackend, err)
+	}
+	if st.Close != nil {
+		defer func() {
+			if err := st.Close(); err != nil {
+				s.log.Warn().Err(err).Msg("close backend")
+			}
+		}()
+	}
+	// A backend that dies ends the face's wait.
+	fctx, stopFace := context.WithCancelCause(ctx)
+	defer stopFace(nil)
+	if st.Exited != nil {
+		go func() {
+			select {
+			case <-st.Exited:
+				stopFace(fmt.Errorf("%w: the backend %s exited", serve.ErrBackend, c.Backend.BinaryName()))
+			case <-fctx.Done():
+			}
+		}()
+	}
+	env, wait, err := s.rc.PMIx(fctx, c.Job, c.NodeID, st.Backend, s.log)
+	if err != nil {
+		return fmt.Errorf("%w: %w", serve.ErrJobFailed, err)
+	}
+	b, _ := json.Marshal(env)
+	if err := s.notify.send(fmt.Sprintf("READY=1\nSTATUS=serving %d PMIx tasks\n%s=%s", len(c.Tasks), serve.PMIxEnv, b)); err != nil {
+		_ = wait(context.Background())
+		return fmt.Errorf("report readiness: %w", err)
+	}
+	s.ready = true
+	s.log.Info().Int("tasks", len(c.Tasks)).Msg("serving PMIx")
+	err = wait(fctx)
+	if cause := context.Cause(fctx); err != nil && cause != nil && ctx.Err() == nil {
+		err = cause
+	}
+	reason := "every PMIx task finalized"
+	if err != nil {
+		reason = err.Error()
+	}
+	if nerr := s.notify.stopping(reason); nerr != nil {
+		s.log.Debug().Err(nerr).Msg("report stopping")
+	}
+	return err
+}
