@@ -58,11 +58,16 @@ install-slurm-plugin: slurm-plugin
 	install -m 0755 $(BIN)/mpi_gopmi.so $(DESTDIR)$(SLURM_PLUGINDIR)/mpi_gopmi.so
 
 # The README's first command: install what the demo needs, build and
-# install gopmi, then run an MPI program on $(DEMO_N) ranks with it.
+# install gopmi, then run an MPI program on $(DEMO_N) ranks with it, built
+# with MPICH, then with Open MPI.
 demo: deps install
 	mkdir -p $(BIN)/demo
 	mpicc.mpich -O2 -o $(BIN)/demo/mpi_hello integration/testdata/src/mpi_hello.c
 	$(PREFIX)/bin/gopmi run -n $(DEMO_N) $(BIN)/demo/mpi_hello
+	@# The same program built with Open MPI, which speaks PMIx: gopmi run
+	@# sees it links Open MPI and serves it through gopmi-pmix.
+	mpicc.openmpi -O2 -o $(BIN)/demo/mpi_hello_openmpi integration/testdata/src/mpi_hello.c
+	$(PREFIX)/bin/gopmi run -n $(DEMO_N) $(BIN)/demo/mpi_hello_openmpi
 
 # What the tests and the demo need from Debian (MPICH 4.0.2, Slurm's
 # libpmi2, protoc; Open MPI 4.1.4 and OpenPMIx 4.2.2 with its tools).

@@ -34,13 +34,16 @@ func buildOpenMPI(t *testing.T, name string) string {
 }
 
 // An Open MPI program never runs under gopmi run as N silent singletons
-// (each "rank 0 of 1", exit 0): without -pmix its MPI_Init fails, the run
+// (each "rank 0 of 1", exit 0): with PMIx off its MPI_Init fails, the run
 // fails, and one line says why and how to serve it. A program that is not
 // MPI, and an MPICH one, are not touched.
 func TestOpenMPIFailsLoudly(t *testing.T) {
 	begin(t)
 	prog := buildOpenMPI(t, "mpi_hello")
-	r := runArgv(t, runOpts{}, gopmiArgv("-n", "2", prog))
+	// PMIx turned off: GOPMI_PMIX=0 (and a program whose MPI gopmi cannot
+	// see, loaded at run time, is in the same case).
+	off := runOpts{env: []string{"GOPMI_PMIX=0"}}
+	r := runArgv(t, off, gopmiArgv("-n", "2", prog))
 	if r.ExitCode == 0 || strings.Contains(r.Stdout, "size=1") {
 		t.Fatalf("an Open MPI hello ran as singletons:\n%s", output(r))
 	}
@@ -73,8 +76,9 @@ var pmixShim = sync.OnceValue(func() error {
 	return nil
 })
 
-// Open MPI 4.1 programs run under gopmi run -pmix, served by gopmi-pmix
-// (libpmix) on each node through the same universe as PMI-1/PMI-2 jobs:
+// Open MPI 4.1 programs run under gopmi run -pmix (or unasked, since they
+// link Open MPI), served by gopmi-pmix (libpmix) on each node through the
+// same universe as PMI-1/PMI-2 jobs:
 // a hello's allreduce on one node and across two simulated nodes (whose
 // fences cross the universe), and MPI_Abort's code as the run's exit.
 func TestOpenMPIUnderGopmiRun(t *testing.T) {
@@ -90,6 +94,8 @@ func TestOpenMPIUnderGopmiRun(t *testing.T) {
 		{"one node", []string{"-pmix", "-n", "4"}},
 		{"two nodes", []string{"-pmix", "-ppn", "2", "-n", "4"}},
 		{"by the environment", []string{"-n", "2"}},
+		// A program that links Open MPI is served as one, unasked.
+		{"unasked", []string{"-n", "4"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			env := []string(nil)

@@ -38,7 +38,8 @@ import (
 // version is set at build time: -ldflags "-X main.version=v1.2.3".
 var version = "dev"
 
-// envPMIx=1 serves gopmi run's tasks as PMIx clients, as -pmix does.
+// envPMIx=1 serves gopmi run's tasks as PMIx clients, as -pmix does; 0
+// keeps a program that links Open MPI from being served so.
 const envPMIx = "GOPMI_PMIX"
 
 const usage = `usage: gopmi <command> [arguments]
@@ -154,7 +155,8 @@ func newRunFlagSet(f *runFlags, stderr io.Writer) *flag.FlagSet {
 	fs.BoolVar(&f.pmiPort, "pmi-port", false, "give tasks PMI_PORT=127.0.0.1:<port> and PMI_ID=<rank> instead of PMI_FD. "+
 		"The port listens on loopback only; a process of the job's user may claim each PMI_ID once, "+
 		"any other process must authenticate (PMI-2 fullinit authtype=challenge-sha256 with the tasks' PMI_AUTH_SECRET)")
-	fs.BoolVar(&f.pmix, "pmix", os.Getenv(envPMIx) == "1", "serve the tasks as PMIx clients (Open MPI) through gopmi-pmix and libpmix (default $"+envPMIx+"=1)")
+	fs.BoolVar(&f.pmix, "pmix", os.Getenv(envPMIx) == "1", "serve the tasks as PMIx clients (Open MPI) through gopmi-pmix and libpmix (default $"+envPMIx+"=1; "+
+		"a program that links Open MPI is served so anyway, unless $"+envPMIx+"=0)")
 	fs.IntVar(&f.usize, "usize", 0, "universe size (default: -n)")
 	fs.StringVar(&f.fenceMode, "fence-mode", launcher.DefaultFenceMode, launcher.FenceModes())
 	fs.DurationVar(&f.timeout, "timeout", launcher.DefaultFenceTimeout, "fence time-out")
@@ -273,6 +275,7 @@ func parseRun(args []string, stderr io.Writer) (launcher.Config, runFlags, error
 	cfg.PPN = global.ppn
 	cfg.PMIPort = global.pmiPort
 	cfg.PMIx = global.pmix
+	cfg.PMIxAuto = os.Getenv(envPMIx) != "0"
 	cfg.UniverseSize = int32(global.usize)
 	cfg.FenceMode = global.fenceMode
 	cfg.FenceTimeout = global.timeout

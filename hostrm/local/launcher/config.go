@@ -40,6 +40,12 @@ type Config struct {
 	// server registers the job with libpmix and says what the tasks'
 	// environment needs before they start.
 	PMIx bool
+	// PMIxAuto turns PMIx on when a program of the run is built with Open
+	// MPI (it links libmpi.so.40) and gopmi-pmix is there: the user need
+	// not know that Open MPI speaks PMIx. A program whose MPI is loaded at
+	// run time (mpi4py, a script) is not seen; it fails with a line that
+	// says to use -pmix.
+	PMIxAuto bool
 	// PMIxPath is gopmi-pmix; default $GOPMI_PMIX_SHIM, next to gopmi,
 	// then PATH.
 	PMIxPath string

@@ -140,6 +140,15 @@ func New(cfg Config) (*Launcher, error) {
 			return nil, fmt.Errorf("environment entry %d %q is not KEY=VALUE", i, e)
 		}
 	}
+	if cfg.PMIxAuto && !cfg.PMIx && !cfg.PMIPort && cfg.Singleton == nil && openMPIApps(cfg.Apps, cfg.Wdir) {
+		self, _ := os.Executable()
+		if _, err := findBinary(PMIxBinary, cfg.PMIxPath, EnvPMIxShim, self, ""); err == nil {
+			cfg.PMIx = true
+			cfg.Logger.Debug().Msg("an Open MPI program: serving PMIx")
+		} else {
+			cfg.Logger.Debug().Err(err).Msg("an Open MPI program, and no gopmi-pmix to serve it")
+		}
+	}
 	l := &Launcher{
 		cfg:    cfg,
 		log:    cfg.Logger,
