@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"io"
 	"regexp"
 	"strings"
 	"testing"
@@ -26,7 +27,7 @@ func TestParseRun(t *testing.T) {
 		{
 			name: "defaults",
 			args: []string{"./a.out", "-x", "y"},
-			want: launcher.Config{
+			want: launcher.Config{PMIxAuto: true,
 				Apps:      []local.AppSpec{{Path: "./a.out", Args: []string{"-x", "y"}, Procs: 1}},
 				FenceMode: "collect", FenceTimeout: launcher.DefaultFenceTimeout, StartTimeout: launcher.DefaultStartTimeout,
 				MaxVal: 1024, LogLevel: "warn",
@@ -36,7 +37,7 @@ func TestParseRun(t *testing.T) {
 			name: "flags",
 			args: []string{"-n", "8", "-ppn", "2", "-pmi-port", "-usize", "16", "-fence-mode", "modex", "-timeout", "30s",
 				"-max-val", "4096", "-log-level", "debug", "-wdir", "/tmp", "-env", "A=1", "-genv", "B", "2", "prog"},
-			want: launcher.Config{
+			want: launcher.Config{PMIxAuto: true,
 				Apps: []local.AppSpec{{Path: "prog", Args: []string{}, Procs: 8, Env: []string{"A=1"}}},
 				PPN:  2, PMIPort: true, UniverseSize: 16, FenceMode: "modex", FenceTimeout: 30 * time.Second,
 				StartTimeout: launcher.DefaultStartTimeout, MaxVal: 4096, LogLevel: "debug", Wdir: "/tmp", Env: []string{"B=2"},
@@ -45,7 +46,7 @@ func TestParseRun(t *testing.T) {
 		{
 			name: "mpmd",
 			args: []string{"-np", "2", "-env", "A=1", "-genv", "G=1", "a", "x", ":", "-n", "3", "-env", "C", "3", "-wdir", "/w", "b", "-n", "9"},
-			want: launcher.Config{
+			want: launcher.Config{PMIxAuto: true,
 				Env: []string{"G=1"},
 				Apps: []local.AppSpec{
 					{Path: "a", Args: []string{"x"}, Procs: 2, Env: []string{"A=1"}},
@@ -132,6 +133,35 @@ func TestLogTimesHaveMilliseconds(t *testing.T) {
 	for _, m := range lines {
 		if m[1] != "123" {
 			t.Fatalf("a line logged at 23:05:40.123 shows .%s:\n%s", m[1], stderr.String())
+		}
+	}
+}
+
+// GOPMI_PMIX=1 turns PMIx on; 0 keeps a program that links Open MPI from
+// being served as PMIx; -pmix and -pmi-port do not go together.
+func TestParsePMIx(t *testing.T) {
+	for _, c := range []struct {
+		env        string
+		args       []string
+		pmix, auto bool
+		err        string
+	}{
+		{"", []string{"-n", "2", "a.out"}, false, true, ""},
+		{"1", []string{"-n", "2", "a.out"}, true, true, ""},
+		{"0", []string{"-n", "2", "a.out"}, false, false, ""},
+		{"", []string{"-pmix", "-n", "2", "a.out"}, true, true, ""},
+		{"", []string{"-pmix", "-pmi-port", "a.out"}, false, false, "-pmix and -pmi-port"},
+	} {
+		t.Setenv("GOPMI_PMIX", c.env)
+		cfg, _, err := parseRun(c.args, io.Discard)
+		if c.err != "" {
+			if err == nil || !strings.Contains(err.Error(), c.err) {
+				t.Errorf("%v: %v; want an error saying %q", c.args, err, c.err)
+			}
+			continue
+		}
+		if err != nil || cfg.PMIx != c.pmix || cfg.PMIxAuto != c.auto {
+			t.Errorf("GOPMI_PMIX=%q %v: PMIx %v, auto %v, %v; want %v, %v", c.env, c.args, cfg.PMIx, cfg.PMIxAuto, err, c.pmix, c.auto)
 		}
 	}
 }
