@@ -78,7 +78,8 @@ var pmixShim = sync.OnceValue(func() error {
 
 // Open MPI 4.1 programs run under gopmi run -pmix (or unasked, since they
 // link Open MPI), served by gopmi-pmix (libpmix) on each node through the
-// same universe as PMI-1/PMI-2 jobs:
+// same universe as PMI-1/PMI-2 jobs, whose failure policy holds (a rank
+// that leaves before PMIx_Finalize fails the job):
 // a hello's allreduce on one node and across two simulated nodes (whose
 // fences cross the universe), and MPI_Abort's code as the run's exit.
 func TestOpenMPIUnderGopmiRun(t *testing.T) {
@@ -86,7 +87,7 @@ func TestOpenMPIUnderGopmiRun(t *testing.T) {
 	if err := pmixShim(); err != nil {
 		t.Fatal(err)
 	}
-	hello, abort := buildOpenMPI(t, "mpi_hello"), buildOpenMPI(t, "mpi_abort")
+	hello, abort, early := buildOpenMPI(t, "mpi_hello"), buildOpenMPI(t, "mpi_abort"), buildOpenMPI(t, "mpi_early")
 	for _, c := range []struct {
 		name string
 		args []string
@@ -121,6 +122,12 @@ func TestOpenMPIUnderGopmiRun(t *testing.T) {
 			r = runArgv(t, runOpts{}, append([]string{gopmiBin, "run"}, append(c.args, abort, "code=7", "rank=3")...))
 			if r.ExitCode != 7 || !strings.Contains(r.Stderr, "rank 3 aborted") {
 				t.Errorf("MPI_Abort(7) on rank 3: %s", output(r))
+			}
+			// A rank that leaves without finalize, with status 0, while
+			// the others wait for it: the job fails at once, naming it.
+			r = runArgv(t, runOpts{}, append([]string{gopmiBin, "run"}, append(c.args, early, "rank=1")...))
+			if r.ExitCode != 1 || !strings.Contains(r.Stderr, "rank 1 (job ") || !strings.Contains(r.Stderr, "failed: ended before PMIx_Finalize") {
+				t.Errorf("a rank that left before finalize: %s", output(r))
 			}
 		})
 	}

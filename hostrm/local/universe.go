@@ -432,6 +432,16 @@ func (u *Universe) Initialized(p plugin.Proc) bool {
 	return st != "pending" && st != "started"
 }
 
+// Unfinalized reports whether p initialized PMI and has not finalized:
+// a task that ends so failed (the launcher asks it of a PMIx job's tasks,
+// whose connection it does not see).
+func (u *Universe) Unfinalized(p plugin.Proc) bool {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	j, err := u.lookupProc("unfinalized", p)
+	return err == nil && j.procs[p.Rank].state == "connected"
+}
+
 // TaskExited records how a task ended (e.g. "exited(0)", "signaled(TERM)")
 // and drops the names it published with PersistProc; the launcher calls it.
 func (u *Universe) TaskExited(p plugin.Proc, how string) {

@@ -20,12 +20,14 @@ static pmix_status_t cb_client_connected(const pmix_proc_t *proc, void *obj,
     return PMIX_OPERATION_SUCCEEDED;
 }
 
+/* The client waits in PMIx_Finalize until the backend heard of it (Go
+ * calls cbfunc then): a task that ended after PMIx_Finalize returned is
+ * never taken for one that left without it. */
 static pmix_status_t cb_client_finalized(const pmix_proc_t *proc, void *obj,
                                          pmix_op_cbfunc_t cbfunc, void *cbdata)
 {
-    (void)obj; (void)cbfunc; (void)cbdata;
-    goClientFinalized((char *)proc->nspace, proc->rank);
-    return PMIX_OPERATION_SUCCEEDED;
+    (void)obj;
+    return goClientFinalized((char *)proc->nspace, proc->rank, cbfunc, cbdata);
 }
 
 static pmix_status_t cb_abort(const pmix_proc_t *proc, void *obj, int status, const char msg[],

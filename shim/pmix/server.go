@@ -307,12 +307,28 @@ func goClientConnected(ns *C.char, rank C.uint32_t) {
 }
 
 //export goClientFinalized
-func goClientFinalized(ns *C.char, rank C.uint32_t) {
+func goClientFinalized(ns *C.char, rank C.uint32_t, cbfunc C.pmix_op_cbfunc_t, cbdata unsafe.Pointer) C.int {
 	p := procOf(ns, rank)
-	tell(p, "client finalized", plugin.Full.ClientFinalized)
-	if s := server(); s != nil {
-		s.finalized(p)
+	s := server()
+	if s == nil {
+		return C.PMIX_OPERATION_SUCCEEDED
 	}
+	s.finalized(p)
+	ok := s.spawn(func() {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(s.ctx), 5*time.Second)
+		defer cancel()
+		err := s.be.ClientFinalized(ctx, &plugin.ClientRequest{Procs: []plugin.Proc{p}})
+		if err != nil {
+			s.log.Warn().Err(err).Str("proc", p.String()).Msg("pmix: client finalized")
+		}
+		// The client's finalize succeeds whatever the backend said: it
+		// is done with PMIx either way.
+		C.gopmi_op_done(cbfunc, C.PMIX_SUCCESS, cbdata)
+	})
+	if !ok || cbfunc == nil {
+		return C.PMIX_OPERATION_SUCCEEDED
+	}
+	return C.PMIX_SUCCESS
 }
 
 // tell reports a client's connect or finalize to the backend, from a

@@ -477,6 +477,12 @@ func (l *Launcher) reapTask(rj *runJob, t *runTask, cmd *exec.Cmd) {
 	if !ex.ok && !l.u.Initialized(t.proc) {
 		ex.hint = l.hints.pmixProgram(cmd.Path)
 	}
+	if l.cfg.PMIx && l.u.Unfinalized(t.proc) {
+		// A PMI task's server sees its connection close before finalize;
+		// a PMIx task's end is seen here: the job fails as for PMI.
+		_ = l.u.NotifyEvent(context.Background(), &plugin.EventRequest{Code: plugin.EventProcAborted, Source: t.proc,
+			Info: []plugin.Info{{Key: "reason", Value: "ended before PMIx_Finalize (" + how + ")"}}})
+	}
 	l.taskEnded(rj, t, ex, state)
 }
 
