@@ -132,3 +132,32 @@ func TestOpenMPIUnderGopmiRun(t *testing.T) {
 		})
 	}
 }
+
+// Open MPI's MPI_Publish_name, MPI_Lookup_name and MPI_Unpublish_name
+// under gopmi run: within a job (the run's name service) and between two
+// separately started runs through the node daemon, as for MPICH
+// (TestDaemonNamesAcrossRuns).
+func TestOpenMPINames(t *testing.T) {
+	begin(t)
+	if err := pmixShim(); err != nil {
+		t.Fatal(err)
+	}
+	prog := buildOpenMPI(t, "mpi_pubname")
+	r := runArgv(t, runOpts{}, []string{gopmiBin, "run", "-n", "2", prog})
+	for _, want := range []string{"ok pubname rank=1 step=lookup port=fake-port-string#1", "ok pubname rank=1 step=lookup-missing err=MPI_ERR_NAME", "ok pubname rank=0 step=unpublish"} {
+		if r.ExitCode != 0 || !strings.Contains(r.Stdout, want) {
+			t.Fatalf("within a job: lacks %q: %s", want, output(r))
+		}
+	}
+
+	d, _ := testDaemon(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	server := startRun(ctx, daemonArgv(d.sock, "-n", "1", prog, "serve"), nil, nil, "")
+	client := startRun(ctx, daemonArgv(d.sock, "-n", "1", prog, "client"), nil, nil, "")
+	cr := client.wait(t, "the client run")
+	sr := server.wait(t, "the serving run")
+	if cr.ExitCode != 0 || sr.ExitCode != 0 || !strings.Contains(sr.Stdout, "step=xack value=ack-") || !strings.Contains(cr.Stdout, "step=xlookup port=xport-") {
+		t.Fatal(twoRuns(cr, sr, d))
+	}
+}

@@ -61,12 +61,135 @@ static pmix_status_t cb_fence_nb(const pmix_proc_t procs[], size_t nprocs,
     return goFence((pmix_proc_t *)procs, nprocs, collect, timeout, local, data, ndata, cbfunc, cbdata);
 }
 
+/* as_int reads a range, a persistence, a wait count or a time-out,
+ * which clients send typed (PMIX_DATA_RANGE, PMIX_PERSIST) or as plain
+ * integers (Open MPI's MPI_Publish_name sends PMIX_INT); -2 for a type
+ * that is none of these. */
+static int as_int(const pmix_value_t *v)
+{
+    switch (v->type) {
+    case PMIX_DATA_RANGE: return v->data.range;
+    case PMIX_PERSIST:    return v->data.persist;
+    case PMIX_INT:        return v->data.integer;
+    case PMIX_UINT32:     return (int)v->data.uint32;
+    case PMIX_UINT8:      return v->data.uint8;
+    case PMIX_INT8:       return v->data.int8;
+    case PMIX_BOOL:       return v->data.flag ? 1 : 0;
+    default:              return -2;
+    }
+}
+
+/* directives reads the directives of a name-service call: the range,
+ * the persistence, whether and how long to wait; -1 where absent. The
+ * caller's identity (PMIX_USERID, PMIX_GRPID, added by libpmix) is the
+ * server's own business: the backend knows whose job it serves. */
+static void directives(const pmix_info_t info[], size_t ninfo, int *range, int *persist,
+                       int *wait, int *timeout)
+{
+    *range = *persist = *wait = *timeout = -1;
+    for (size_t i = 0; i < ninfo; i++) {
+        if (PMIX_CHECK_KEY(&info[i], PMIX_RANGE)) {
+            *range = as_int(&info[i].value);
+        } else if (PMIX_CHECK_KEY(&info[i], PMIX_PERSISTENCE)) {
+            *persist = as_int(&info[i].value);
+        } else if (PMIX_CHECK_KEY(&info[i], PMIX_WAIT)) {
+            /* A bool, or how many values to wait for (0: all). */
+            if (info[i].value.type == PMIX_BOOL) {
+                *wait = info[i].value.data.flag ? 0 : -1;
+            } else {
+                *wait = as_int(&info[i].value);
+            }
+        } else if (PMIX_CHECK_KEY(&info[i], PMIX_TIMEOUT)) {
+            *timeout = as_int(&info[i].value);
+        }
+    }
+}
+
+static int is_directive(const pmix_info_t *in)
+{
+    return PMIX_CHECK_KEY(in, PMIX_RANGE) || PMIX_CHECK_KEY(in, PMIX_PERSISTENCE) ||
+           PMIX_CHECK_KEY(in, PMIX_WAIT) || PMIX_CHECK_KEY(in, PMIX_TIMEOUT) ||
+           PMIX_CHECK_KEY(in, PMIX_USERID) || PMIX_CHECK_KEY(in, PMIX_GRPID);
+}
+
+/* Publish: every info that is no directive is a name; the contract's
+ * values are text, so a value of another type is refused. */
+static pmix_status_t cb_publish(const pmix_proc_t *proc, const pmix_info_t info[], size_t ninfo,
+                                pmix_op_cbfunc_t cbfunc, void *cbdata)
+{
+    int range, persist, wait, timeout;
+    directives(info, ninfo, &range, &persist, &wait, &timeout);
+    char **keys = calloc(ninfo + 1, sizeof(char *));
+    char **vals = calloc(ninfo + 1, sizeof(char *));
+    if (keys == NULL || vals == NULL) {
+        free(keys);
+        free(vals);
+        return PMIX_ERR_NOMEM;
+    }
+    size_t n = 0;
+    for (size_t i = 0; i < ninfo; i++) {
+        if (is_directive(&info[i])) {
+            continue;
+        }
+        if (info[i].value.type != PMIX_STRING) {
+            free(keys);
+            free(vals);
+            return goRefuse((char *)proc->nspace, proc->rank, (char *)info[i].key, info[i].value.type);
+        }
+        keys[n] = (char *)info[i].key;
+        vals[n] = info[i].value.data.string;
+        n++;
+    }
+    pmix_status_t rc = goPublish((char *)proc->nspace, proc->rank, keys, vals, n, range, persist, cbfunc, cbdata);
+    free(keys);
+    free(vals);
+    return rc;
+}
+
+static pmix_status_t cb_lookup(const pmix_proc_t *proc, char **keys, const pmix_info_t info[], size_t ninfo,
+                               pmix_lookup_cbfunc_t cbfunc, void *cbdata)
+{
+    int range, persist, wait, timeout;
+    directives(info, ninfo, &range, &persist, &wait, &timeout);
+    return goLookup((char *)proc->nspace, proc->rank, keys, range, wait, timeout, cbfunc, cbdata);
+}
+
+static pmix_status_t cb_unpublish(const pmix_proc_t *proc, char **keys, const pmix_info_t info[], size_t ninfo,
+                                  pmix_op_cbfunc_t cbfunc, void *cbdata)
+{
+    int range, persist, wait, timeout;
+    directives(info, ninfo, &range, &persist, &wait, &timeout);
+    return goUnpublish((char *)proc->nspace, proc->rank, keys, range, cbfunc, cbdata);
+}
+
 static pmix_server_module_t gopmi_module = {
     .client_connected = cb_client_connected,
     .client_finalized = cb_client_finalized,
     .abort = cb_abort,
     .fence_nb = cb_fence_nb,
+    .publish = cb_publish,
+    .lookup = cb_lookup,
+    .unpublish = cb_unpublish,
 };
+
+void gopmi_lookup_done(pmix_lookup_cbfunc_t f, int status, size_t n, char **nspaces, uint32_t *ranks,
+                       char **keys, char **vals, void *cbdata)
+{
+    pmix_pdata_t *pd = NULL;
+    if (n > 0) {
+        PMIX_PDATA_CREATE(pd, n);
+        for (size_t i = 0; i < n; i++) {
+            PMIX_LOAD_PROCID(&pd[i].proc, nspaces[i], ranks[i]);
+            PMIX_LOAD_KEY(pd[i].key, keys[i]);
+            PMIx_Value_load(&pd[i].value, vals[i], PMIX_STRING);
+        }
+    }
+    /* libpmix copies what it keeps during the call. */
+    f(status, pd, n, cbdata);
+    if (pd != NULL) {
+        PMIX_PDATA_FREE(pd, n);
+    }
+}
 
 static void release(void *p) { free(p); }
 
