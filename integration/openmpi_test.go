@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -160,4 +161,70 @@ func TestOpenMPINames(t *testing.T) {
 	if cr.ExitCode != 0 || sr.ExitCode != 0 || !strings.Contains(sr.Stdout, "step=xack value=ack-") || !strings.Contains(cr.Stdout, "step=xlookup port=xport-") {
 		t.Fatal(twoRuns(cr, sr, d))
 	}
+}
+
+// A PMIx client's PMIx_Query_info (namespaces, its job's proc table) and
+// PMIx_Log reach the run's universe, which answers in the contract's
+// vocabulary; Debian's pps, narrowed to the job's PMIx server
+// (PMIX_SYSTEM_TMPDIR), lists the job.
+func TestPMIxQueryLogAndTools(t *testing.T) {
+	begin(t)
+	if err := pmixShim(); err != nil {
+		t.Fatal(err)
+	}
+	prog := buildPMIxClient(t, "pmix_query")
+	r := runArgv(t, runOpts{}, []string{gopmiBin, "run", "-pmix", "-n", "2", prog})
+	for _, want := range []string{"ok query pmix.qry.ns=gopmi.", `ok query pmix.qry.ptable=[{"rank":0,`, `"state":"connected"`, "ok log"} {
+		if r.ExitCode != 0 || !strings.Contains(r.Stdout, want) {
+			t.Fatalf("lacks %q: %s", want, output(r))
+		}
+	}
+	if !strings.Contains(r.Stderr, ":1] a line from a PMIx client") {
+		t.Errorf("PMIx_Log's line is not on gopmi run's stderr: %s", output(r))
+	}
+
+	pps, err := exec.LookPath("pps")
+	if err != nil {
+		t.Fatal("pps not found: apt-get install libpmix-bin (make deps does)")
+	}
+	before, _ := filepath.Glob(filepath.Join(os.TempDir(), "gopmi-pmix-*"))
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	run := startRun(ctx, []string{gopmiBin, "run", "-pmix", "-n", "1", "sleep", "5"}, nil, nil, "")
+	var dir string
+	waitFor(t, "the job's PMIx server", func() bool {
+		now, _ := filepath.Glob(filepath.Join(os.TempDir(), "gopmi-pmix-*"))
+		for _, d := range now {
+			// The server's tool rendezvous file: pmix.<host>.tool.<server id>.
+			if tools, _ := filepath.Glob(filepath.Join(d, "pmix.*.tool.gopmi.*")); !slices.Contains(before, d) && len(tools) > 0 {
+				dir = d
+				return true
+			}
+		}
+		return false
+	})
+	cmd := exec.CommandContext(ctx, pps)
+	cmd.Env = append(os.Environ(), "PMIX_SYSTEM_TMPDIR="+dir)
+	out, err := cmd.CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "Active nspaces: gopmi.") {
+		t.Errorf("pps: %v\n%s", err, out)
+	}
+	if res := run.wait(t, "the sleeping run"); res.ExitCode != 0 {
+		t.Errorf("the sleeping run: exit %d\n%s", res.ExitCode, res.Stderr)
+	}
+}
+
+// buildPMIxClient compiles one of shim/pmix's test clients with libpmix.
+func buildPMIxClient(t *testing.T, name string) string {
+	t.Helper()
+	flags, err := exec.Command("pkg-config", "--cflags", "--libs", "pmix").Output()
+	if err != nil {
+		t.Fatalf("pkg-config pmix: %v: apt-get install libpmix-dev (make deps does)", err)
+	}
+	out := filepath.Join(t.TempDir(), name)
+	args := append([]string{"-O2", "-o", out, filepath.Join("..", "shim", "pmix", "testdata", name+".c")}, strings.Fields(string(flags))...)
+	if b, err := exec.Command("gcc", args...).CombinedOutput(); err != nil {
+		t.Fatalf("gcc %s: %v\n%s", name, err, b)
+	}
+	return out
 }

@@ -3,6 +3,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <stdbool.h>
+#include <stdio.h>
 
 #include "face.h"
 #include "_cgo_export.h"
@@ -162,6 +163,120 @@ static pmix_status_t cb_unpublish(const pmix_proc_t *proc, char **keys, const pm
     return goUnpublish((char *)proc->nspace, proc->rank, keys, range, cbfunc, cbdata);
 }
 
+/* text formats a value the contract can carry as text into buf: a
+ * string, or a number; NULL for other types. */
+static const char *text(const pmix_value_t *v, char *buf, size_t n)
+{
+    switch (v->type) {
+    case PMIX_STRING:    return v->data.string;
+    case PMIX_UINT32:    snprintf(buf, n, "%u", v->data.uint32); return buf;
+    case PMIX_PROC_RANK: snprintf(buf, n, "%u", v->data.rank); return buf;
+    case PMIX_INT:       snprintf(buf, n, "%d", v->data.integer); return buf;
+    case PMIX_UINT16:    snprintf(buf, n, "%u", v->data.uint16); return buf;
+    case PMIX_BOOL:      return v->data.flag ? "true" : "false";
+    default:             return NULL;
+    }
+}
+
+/* Query: the keys of every query and their qualifiers, flattened for Go
+ * (which query each belongs to), values as text. The vocabulary's keys
+ * are PMIx's own names, so they go to the backend as they are. */
+static pmix_status_t cb_query(pmix_proc_t *proct, pmix_query_t *queries, size_t nqueries,
+                              pmix_info_cbfunc_t cbfunc, void *cbdata)
+{
+    (void)proct; /* libpmix passes the server's own ID, not the tool's */
+    size_t nk = 0, nq = 0;
+    for (size_t i = 0; i < nqueries; i++) {
+        for (char **k = queries[i].keys; k != NULL && *k != NULL; k++) nk++;
+        nq += queries[i].nqual;
+    }
+    int *kq = calloc(nk + 1, sizeof(int)), *qq = calloc(nq + 1, sizeof(int));
+    char **keys = calloc(nk + 1, sizeof(char *)), **qk = calloc(nq + 1, sizeof(char *)), **qv = calloc(nq + 1, sizeof(char *));
+    char (*nums)[32] = calloc(nq + 1, 32);
+    pmix_status_t rc = PMIX_ERR_NOMEM;
+    if (kq && qq && keys && qk && qv && nums) {
+        size_t a = 0, b = 0;
+        for (size_t i = 0; i < nqueries; i++) {
+            for (char **k = queries[i].keys; k != NULL && *k != NULL; k++) {
+                kq[a] = (int)i;
+                keys[a++] = *k;
+            }
+            for (size_t j = 0; j < queries[i].nqual; j++) {
+                const char *t = text(&queries[i].qualifiers[j].value, nums[b], sizeof nums[b]);
+                if (t == NULL) {
+                    continue; /* a qualifier the vocabulary has no text for */
+                }
+                qq[b] = (int)i;
+                qk[b] = queries[i].qualifiers[j].key;
+                qv[b++] = (char *)t;
+            }
+        }
+        rc = goQuery(keys, kq, a, qk, qv, qq, b, cbfunc, cbdata);
+    }
+    free(kq); free(qq); free(keys); free(qk); free(qv); free(nums);
+    return rc;
+}
+
+static void release_info(void *p)
+{
+    pmix_data_array_t *d = p;
+    PMIx_Data_array_destruct(d);
+    free(d);
+}
+
+void gopmi_query_done(pmix_info_cbfunc_t f, int status, size_t n, char **keys, char **vals, void *cbdata)
+{
+    if (status != PMIX_SUCCESS || n == 0) {
+        f(status, NULL, 0, cbdata, NULL, NULL);
+        return;
+    }
+    void *list = PMIx_Info_list_start();
+    for (size_t i = 0; i < n; i++) {
+        PMIx_Info_list_add(list, keys[i], vals[i], PMIX_STRING);
+    }
+    pmix_data_array_t *d = malloc(sizeof *d);
+    PMIx_Info_list_convert(list, d);
+    PMIx_Info_list_release(list);
+    /* libpmix reads the answer after the thread shift: it stays ours
+     * until it calls release_info. */
+    f(PMIX_SUCCESS, (pmix_info_t *)d->array, d->size, cbdata, release_info, d);
+}
+
+/* A tool (pps, plookup) gets an ID of its own from the server. */
+static void cb_tool_connected(pmix_info_t *info, size_t ninfo, pmix_tool_connection_cbfunc_t cbfunc, void *cbdata)
+{
+    (void)info; (void)ninfo;
+    pmix_proc_t proc;
+    PMIX_LOAD_PROCID(&proc, "gopmi-tool", goToolRank());
+    if (cbfunc != NULL) {
+        cbfunc(PMIX_SUCCESS, &proc, cbdata);
+    }
+}
+
+/* Log: the data that is text goes to the backend's Log. */
+static void cb_log(const pmix_proc_t *client, const pmix_info_t data[], size_t ndata,
+                   const pmix_info_t directives[], size_t ndirs, pmix_op_cbfunc_t cbfunc, void *cbdata)
+{
+    (void)directives; (void)ndirs;
+    char **keys = calloc(ndata + 1, sizeof(char *)), **vals = calloc(ndata + 1, sizeof(char *));
+    char (*nums)[32] = calloc(ndata + 1, 32);
+    if (keys == NULL || vals == NULL || nums == NULL) {
+        free(keys); free(vals); free(nums);
+        if (cbfunc != NULL) cbfunc(PMIX_ERR_NOMEM, cbdata);
+        return;
+    }
+    size_t n = 0;
+    for (size_t i = 0; i < ndata; i++) {
+        const char *t = text(&data[i].value, nums[n], sizeof nums[n]);
+        if (t != NULL) {
+            keys[n] = (char *)data[i].key;
+            vals[n++] = (char *)t;
+        }
+    }
+    goLog((char *)client->nspace, client->rank, keys, vals, n, cbfunc, cbdata);
+    free(keys); free(vals); free(nums);
+}
+
 static pmix_server_module_t gopmi_module = {
     .client_connected = cb_client_connected,
     .client_finalized = cb_client_finalized,
@@ -170,6 +285,9 @@ static pmix_server_module_t gopmi_module = {
     .publish = cb_publish,
     .lookup = cb_lookup,
     .unpublish = cb_unpublish,
+    .query = cb_query,
+    .tool_connected = cb_tool_connected,
+    .log = cb_log,
 };
 
 void gopmi_lookup_done(pmix_lookup_cbfunc_t f, int status, size_t n, char **nspaces, uint32_t *ranks,

@@ -21,11 +21,13 @@ import (
 // wait, which returns once every local task finalized or ctx ended, after
 // the server stopped.
 func Face(ctx context.Context, job plugin.Job, node int32, be plugin.Full, log zerolog.Logger) ([]string, func(context.Context) error, error) {
-	dir, err := os.MkdirTemp("", "gopmi-pmix-")
+	// Under the tools' system tmpdir, named for the job, so that a tool
+	// narrowed to it (PMIX_SYSTEM_TMPDIR=<dir> pps) finds this server.
+	dir, err := os.MkdirTemp("", "gopmi-pmix-"+job.Nspace+"-")
 	if err != nil {
 		return nil, nil, fmt.Errorf("pmix: server directory: %w", err)
 	}
-	s, err := Start(Options{Backend: be, TmpDir: dir, ID: fmt.Sprintf("%s.%d", job.Nspace, node), Logger: log})
+	s, err := Start(Options{Backend: be, TmpDir: dir, ID: fmt.Sprintf("%s.%d", job.Nspace, node), Tools: true, Logger: log})
 	if err != nil {
 		os.RemoveAll(dir)
 		return nil, nil, err
