@@ -118,6 +118,9 @@ integration:
 # two-node cluster the bench starts.
 bench: build
 	$(GO) run ./integration/bench -gopmi $(BIN)/gopmi $(BENCHFLAGS)
+	@if test -x $(BIN)/gopmi-pmix && command -v mpirun.openmpi >/dev/null && command -v mpicc.openmpi >/dev/null; then \
+		$(GO) run ./integration/bench -gopmi $(BIN)/gopmi -openmpi $(BENCHFLAGS); \
+	else echo "bench: Open MPI not measured: needs openmpi-bin, libopenmpi-dev and libpmix-dev (make deps)"; fi
 	@if [ "$$(id -u)" = 0 ] && command -v slurmd >/dev/null && command -v munged >/dev/null; then \
 		$(GO) run ./integration/bench -gopmi $(BIN)/gopmi -slurm $(BENCHFLAGS); \
 	else echo "bench: srun not measured: needs root, slurm-wlm and munge (make deps-test)"; fi

@@ -42,10 +42,13 @@ func (l *launcherList) Set(v string) error {
 }
 
 type config struct {
-	launchers  []clients.Launcher
-	notes      []string
-	trueNs     []int
-	helloNs    []int
+	launchers []clients.Launcher
+	notes     []string
+	trueNs    []int
+	helloNs   []int
+	// openmpi: Open MPI's hello under gopmi run against mpirun.openmpi
+	// instead of the MPICH sections.
+	openmpi    bool
 	pmi2Ns     []int
 	floorNs    []int // pmi2Ns below 512: the same job with no keys
 	burst      int   // concurrent jobs in (d); 0: none
@@ -135,6 +138,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	var (
 		ls        launcherList
 		before    = fs.String("slurm-before", "", "with -slurm: measure srun --mpi=gopmi with the gopmi binaries in this directory (an earlier build) against -gopmi's, taking turns run by run, instead of against srun --mpi=pmi2")
+		openmpi   = fs.Bool("openmpi", false, "measure an Open MPI hello (mpicc.openmpi) under gopmi run, which serves it through gopmi-pmix, against mpirun.openmpi, with the launch floor of each")
 		slurm     = fs.Bool("slurm", false, "measure `srun --mpi=gopmi -N 2` against `srun --mpi=pmi2 -N 2` on a two-node Slurm cluster the bench starts (root, slurm-wlm, munge) instead of gopmi run against hydra")
 		gopmi     = fs.String("gopmi", "./bin/gopmi", "gopmi binary used when no -launcher is given")
 		trueNs    = fs.String("true", "1", "task counts for the launch floor (/bin/true) in (a)")
@@ -238,6 +242,27 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 			c.daemon = *withDmn
 		} else {
 			c.notes = append(c.notes, fmt.Sprintf("gopmi not measured: %s not found (build it, or pass -launcher 'gopmi=<path> run -n {n}')", *gopmi))
+		}
+	}
+	if *openmpi {
+		if *slurm {
+			return nil, errors.New("-openmpi and -slurm: one at a time")
+		}
+		if c.gopmiDir == "" {
+			return nil, fmt.Errorf("-openmpi: gopmi's binaries not found (-gopmi %s)", *gopmi)
+		}
+		c.openmpi = true
+		// Open MPI's own first: the ratios are against it. As root it
+		// wants to be told; on 2 cores, 64 ranks oversubscribe.
+		mpirun := []string{"mpirun.openmpi", "--oversubscribe", "-n", "{n}"}
+		if os.Geteuid() == 0 {
+			mpirun = []string{"mpirun.openmpi", "--allow-run-as-root", "--oversubscribe", "-n", "{n}"}
+		}
+		ls = []clients.Launcher{{Name: "mpirun-openmpi", Template: mpirun}, {Name: "gopmi", Template: []string{*gopmi, "run", "-n", "{n}"}}}
+		c.floorLauncher = ""
+		c.burst, c.startRuns, c.daemon = 0, 0, false
+		if !set["hello"] {
+			c.helloNs = []int{1, 4, 16, 64}
 		}
 	}
 	if *slurm {

@@ -185,6 +185,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	pmi2Args := func(k int) []string {
 		return []string{"k=" + strconv.Itoa(k), "g=" + strconv.Itoa(cfg.g), "v=" + strconv.Itoa(cfg.v), "rounds=" + strconv.Itoa(cfg.r)}
 	}
+	if cfg.openmpi {
+		bctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+		path, err := buildOpenMPIHello(bctx, dir)
+		cancel()
+		if err != nil {
+			fmt.Fprintln(stderr, "bench: -openmpi:", err)
+			return 1
+		}
+		bins[openMPIHello] = path
+	}
 	sections := []section{
 		{name: "true", title: "launch floor", program: trueProgram, ns: cfg.trueNs, parse: parseTrue},
 		{
@@ -194,6 +204,12 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		{name: "pmi2", title: "PMI-2 job", program: clients.PMI2Bench, ns: cfg.pmi2Ns, args: pmi2Args(cfg.k), parse: parsePMI2},
 		{name: "pmi2floor", title: "PMI-2 job with no keys", program: clients.PMI2Bench, ns: cfg.floorNs, args: pmi2Args(0),
 			parse: parsePMI2, noPerf: true},
+	}
+	if cfg.openmpi {
+		sections = []section{
+			sections[0],
+			{name: "hello", title: "Open MPI hello", program: openMPIHello, args: []string{"cpu"}, ns: cfg.helloNs, parse: parseHello},
+		}
 	}
 	for _, s := range sections {
 		if err := measure(ctx, cfg, s, bins[s.program], rep, stderr); err != nil {
@@ -498,4 +514,24 @@ func hostInfo(ctx context.Context) map[string]string {
 		}
 	}
 	return h
+}
+
+// openMPIHello names the MPICH hello's source built with Open MPI.
+const openMPIHello = "mpi_hello_openmpi"
+
+// buildOpenMPIHello compiles the tests' hello with mpicc.openmpi into dir.
+func buildOpenMPIHello(ctx context.Context, dir string) (string, error) {
+	cc, err := exec.LookPath("mpicc.openmpi")
+	if err != nil {
+		return "", fmt.Errorf("mpicc.openmpi not found: apt-get install openmpi-bin libopenmpi-dev (make deps does)")
+	}
+	src, err := clients.SourceDir()
+	if err != nil {
+		return "", err
+	}
+	out := filepath.Join(dir, openMPIHello)
+	if b, err := exec.CommandContext(ctx, cc, "-O2", "-I", src, "-o", out, filepath.Join(src, clients.MPIHello+".c")).CombinedOutput(); err != nil {
+		return "", fmt.Errorf("mpicc.openmpi: %w\n%s", err, b)
+	}
+	return out, nil
 }

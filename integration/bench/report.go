@@ -90,7 +90,11 @@ func printReport(w io.Writer, cfg *config, r *report) {
 	}
 
 	// (a) launch floor and hello wall time.
-	fmt.Fprintf(w, "\n(a) launch: /bin/true (no PMI), MPICH hello (MPI_Init + Allreduce + Finalize): wall ms, median (min)\n")
+	mpi := "MPICH"
+	if cfg.openmpi {
+		mpi = "Open MPI (gopmi: through gopmi-pmix)"
+	}
+	fmt.Fprintf(w, "\n(a) launch: /bin/true (no PMI), %s hello (MPI_Init + Allreduce + Finalize): wall ms, median (min)\n", mpi)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	head := []string{"workload", "N", "runs"}
 	head = append(head, names...)
