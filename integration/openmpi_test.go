@@ -104,7 +104,12 @@ func TestOpenMPIUnderGopmiRun(t *testing.T) {
 			if c.name == "by the environment" {
 				env = []string{"GOPMI_PMIX=1"}
 			}
-			r := runArgv(t, runOpts{env: env}, append([]string{gopmiBin, "run"}, append(c.args, hello)...))
+			prog := []string{hello}
+			if c.name == "by the environment" {
+				// Through a shell: gopmi cannot see the program's MPI.
+				prog = []string{"sh", "-c", hello}
+			}
+			r := runArgv(t, runOpts{env: env}, append([]string{gopmiBin, "run"}, append(c.args, prog...)...))
 			n := 4
 			if c.name == "by the environment" {
 				n = 2

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"github.com/gopmi/gopmi/shim/serve"
 	"net"
 	"os"
 	"os/exec"
@@ -12,6 +11,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/gopmi/gopmi/shim/serve"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/rs/zerolog"

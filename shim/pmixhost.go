@@ -80,7 +80,10 @@ func (s *server) runPMIx(ctx context.Context) error {
 	}
 	b, _ := json.Marshal(env)
 	if err := s.notify.send(fmt.Sprintf("READY=1\nSTATUS=serving %d PMIx tasks\n%s=%s", len(c.Tasks), serve.PMIxEnv, b)); err != nil {
-		_ = wait(context.Background())
+		// No task will start: the face stops at once.
+		done, cancel := context.WithCancel(ctx)
+		cancel()
+		_ = wait(done)
 		return fmt.Errorf("report readiness: %w", err)
 	}
 	s.ready = true

@@ -385,7 +385,24 @@ func (u *Universe) setProcState(step string, p plugin.Proc, state string) error 
 
 // ClientConnected records that tasks initialized PMI.
 func (u *Universe) ClientConnected(_ context.Context, req *plugin.ClientRequest) error {
-	return u.setProcStates("client connected", req.Procs, "connected")
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	var first error
+	for _, p := range req.Procs {
+		j, err := u.lookupProc("client connected", p)
+		if err != nil {
+			if first == nil {
+				first = err
+			}
+			continue
+		}
+		// A connect heard late (the PMIx face reports it apart from the
+		// finalize) never takes a process back from finalized or ended.
+		if st := j.procs[p.Rank].state; st == "pending" || st == "started" {
+			j.procs[p.Rank].state = "connected"
+		}
+	}
+	return first
 }
 
 // ClientFinalized records that tasks finalized PMI.

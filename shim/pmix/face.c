@@ -13,6 +13,8 @@
  * (gopmi_op_done, gopmi_modex_done), which libpmix moves onto its own
  * thread. Nothing here blocks libpmix's progress thread. */
 
+static int as_int(const pmix_value_t *v);
+
 static pmix_status_t cb_client_connected(const pmix_proc_t *proc, void *obj,
                                          pmix_op_cbfunc_t cbfunc, void *cbdata)
 {
@@ -49,8 +51,8 @@ static pmix_status_t cb_fence_nb(const pmix_proc_t procs[], size_t nprocs,
     for (size_t i = 0; i < ninfo; i++) {
         if (PMIX_CHECK_KEY(&info[i], PMIX_COLLECT_DATA)) {
             collect = PMIX_INFO_TRUE(&info[i]);
-        } else if (PMIX_CHECK_KEY(&info[i], PMIX_TIMEOUT) && info[i].value.type == PMIX_INT) {
-            timeout = info[i].value.data.integer;
+        } else if (PMIX_CHECK_KEY(&info[i], PMIX_TIMEOUT)) {
+            timeout = as_int(&info[i].value);
         } else if (PMIX_CHECK_KEY(&info[i], PMIX_LOCAL_COLLECTIVE_STATUS) &&
                    info[i].value.type == PMIX_STATUS) {
             local = info[i].value.data.status;

@@ -59,6 +59,9 @@ type Server struct {
 	fences map[string]int        // the sequence number of the next fence of each set of processes; guarded by mu
 	jobs   map[string]*jobOnNode // the jobs registered, by namespace; guarded by mu
 	fin    finalizes             // guarded by mu
+	// connects holds, per client, what is closed once the backend heard
+	// of its connect: its finalize is reported after. Guarded by mu.
+	connects map[plugin.Proc]chan struct{}
 	calls  sync.WaitGroup        // backend calls in flight; Close waits for them
 	closed bool                  // guarded by mu
 }
@@ -67,9 +70,9 @@ type Server struct {
 // libpmix becomes a server once in a process's life: after its finalize,
 // another init fails (it aborts the process), so started stays set.
 var (
-	currentMu sync.Mutex
-	current   *Server
-	started   bool
+	startMu sync.Mutex // one Start at a time
+	started bool       // guarded by startMu
+	current atomic.Pointer[Server]
 )
 
 func status(rc C.int) error {
@@ -88,8 +91,8 @@ func Start(opts Options) (*Server, error) {
 	if opts.FenceTimeout <= 0 {
 		opts.FenceTimeout = plugin.DefaultFenceTimeout
 	}
-	currentMu.Lock()
-	defer currentMu.Unlock()
+	startMu.Lock()
+	defer startMu.Unlock()
 	if started {
 		return nil, errors.New("pmix: this process already served PMIx: libpmix is a server once per process")
 	}
@@ -99,8 +102,11 @@ func Start(opts Options) (*Server, error) {
 		return nil, fmt.Errorf("pmix: server directory: %w", err)
 	}
 	ctx, stop := context.WithCancel(context.Background())
-	s := &Server{opts: opts, be: opts.Backend, log: opts.Logger, ctx: ctx, stop: stop, fences: map[string]int{}, jobs: map[string]*jobOnNode{}}
-	current, started = s, true
+	s := &Server{opts: opts, be: opts.Backend, log: opts.Logger, ctx: ctx, stop: stop, fences: map[string]int{}, jobs: map[string]*jobOnNode{}, connects: map[plugin.Proc]chan struct{}{}}
+	// Set before the init, without a lock held across it: a callback
+	// that comes during the init finds the server.
+	current.Store(s)
+	started = true
 	tmp, id := C.CString(opts.TmpDir), C.CString(opts.ID)
 	defer C.free(unsafe.Pointer(tmp))
 	defer C.free(unsafe.Pointer(id))
@@ -109,7 +115,7 @@ func Start(opts Options) (*Server, error) {
 		tools = 1
 	}
 	if err := status(C.gopmi_server_init(tmp, id, tools)); err != nil {
-		current = nil
+		current.Store(nil)
 		stop()
 		return nil, fmt.Errorf("pmix: server init: %w", err)
 	}
@@ -125,9 +131,7 @@ func (s *Server) Close() error {
 	s.stop()
 	s.calls.Wait()
 	err := status(C.gopmi_server_finalize())
-	currentMu.Lock()
-	current = nil
-	currentMu.Unlock()
+	current.Store(nil)
 	if err != nil {
 		return fmt.Errorf("pmix: server finalize: %w", err)
 	}
@@ -243,9 +247,7 @@ func goStrings(env **C.char) []string {
 
 // server is the process's Server, or nil once it closed.
 func server() *Server {
-	currentMu.Lock()
-	defer currentMu.Unlock()
-	return current
+	return current.Load()
 }
 
 // spawn runs f on a goroutine Close waits for; false once closing.
@@ -304,7 +306,18 @@ func rcOf(err error) C.int {
 
 //export goClientConnected
 func goClientConnected(ns *C.char, rank C.uint32_t) {
-	tell(procOf(ns, rank), "client connected", plugin.Full.ClientConnected)
+	p := procOf(ns, rank)
+	s := server()
+	if s == nil {
+		return
+	}
+	reported := make(chan struct{})
+	s.mu.Lock()
+	s.connects[p] = reported
+	s.mu.Unlock()
+	if !tell(p, "client connected", plugin.Full.ClientConnected, func() { close(reported) }) {
+		close(reported)
+	}
 }
 
 //export goClientFinalized
@@ -314,40 +327,62 @@ func goClientFinalized(ns *C.char, rank C.uint32_t, cbfunc C.pmix_op_cbfunc_t, c
 	if s == nil {
 		return C.PMIX_OPERATION_SUCCEEDED
 	}
-	s.finalized(p)
-	ok := s.spawn(func() {
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(s.ctx), 5*time.Second)
-		defer cancel()
-		err := s.be.ClientFinalized(ctx, &plugin.ClientRequest{Procs: []plugin.Proc{p}})
-		if err != nil {
-			s.log.Warn().Err(err).Str("proc", p.String()).Msg("pmix: client finalized")
+	s.mu.Lock()
+	connected := s.connects[p]
+	delete(s.connects, p)
+	s.mu.Unlock()
+	// The client waits in PMIx_Finalize until the backend heard of its
+	// finalize, after its connect: a task that ended after PMIx_Finalize
+	// returned is never taken for one that left without it. Only then is
+	// the finalize counted (the last one ends the server's wait).
+	finalize := func() {
+		if connected != nil {
+			select {
+			case <-connected:
+			case <-time.After(5 * time.Second):
+			}
 		}
-		// The client's finalize succeeds whatever the backend said: it
-		// is done with PMIx either way.
+		report(s, p, "client finalized", plugin.Full.ClientFinalized)
+		s.finalized(p)
+	}
+	ok := s.spawn(func() {
+		finalize()
+		// The client's finalize succeeds whatever the backend said: it is
+		// done with PMIx either way.
 		C.gopmi_op_done(cbfunc, C.PMIX_SUCCESS, cbdata)
 	})
-	if !ok || cbfunc == nil {
+	if !ok {
+		finalize() // the server is closing: still heard, bounded
+		return C.PMIX_OPERATION_SUCCEEDED
+	}
+	if cbfunc == nil {
 		return C.PMIX_OPERATION_SUCCEEDED
 	}
 	return C.PMIX_SUCCESS
 }
 
 // tell reports a client's connect or finalize to the backend, from a
-// goroutine of the server's: libpmix answered the client already.
-func tell(p plugin.Proc, what string, call func(plugin.Full, context.Context, *plugin.ClientRequest) error) {
+// goroutine of the server's (libpmix answered the client already), and
+// then calls done; false when the server is closing.
+func tell(p plugin.Proc, what string, call func(plugin.Full, context.Context, *plugin.ClientRequest) error, done func()) bool {
 	s := server()
 	if s == nil {
-		return
+		return false
 	}
-	s.spawn(func() {
-		// Reported even while the server closes: a finalize is news the
-		// backend must hear, within a bound of its own.
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(s.ctx), 5*time.Second)
-		defer cancel()
-		if err := call(s.be, ctx, &plugin.ClientRequest{Procs: []plugin.Proc{p}}); err != nil {
-			s.log.Warn().Err(err).Str("proc", p.String()).Msg("pmix: " + what)
-		}
+	return s.spawn(func() {
+		defer done()
+		report(s, p, what, call)
 	})
+}
+
+// report makes one connect or finalize report, within a bound of its own
+// (also while the server closes: it is news the backend must hear).
+func report(s *Server, p plugin.Proc, what string, call func(plugin.Full, context.Context, *plugin.ClientRequest) error) {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(s.ctx), 5*time.Second)
+	defer cancel()
+	if err := call(s.be, ctx, &plugin.ClientRequest{Procs: []plugin.Proc{p}}); err != nil {
+		s.log.Warn().Err(err).Str("proc", p.String()).Msg("pmix: " + what)
+	}
 }
 
 //export goAbort

@@ -86,20 +86,29 @@ type calls struct {
 	finalized []plugin.Proc
 	aborts    []*plugin.AbortRequest
 	fences    []*plugin.FenceRequest
+	order     []string      // "connect r" and "finalize r", as the backend heard them
+	slow      time.Duration // how long a connect report takes
 }
 
 func (c *calls) backend() *plugintest.Fake {
 	return &plugintest.Fake{
 		ClientConnectedF: func(_ context.Context, req *plugin.ClientRequest) error {
+			time.Sleep(c.slow)
 			c.mu.Lock()
 			defer c.mu.Unlock()
 			c.connected = append(c.connected, req.Procs...)
+			for _, p := range req.Procs {
+				c.order = append(c.order, fmt.Sprintf("connect %d", p.Rank))
+			}
 			return nil
 		},
 		ClientFinalizedF: func(_ context.Context, req *plugin.ClientRequest) error {
 			c.mu.Lock()
 			defer c.mu.Unlock()
 			c.finalized = append(c.finalized, req.Procs...)
+			for _, p := range req.Procs {
+				c.order = append(c.order, fmt.Sprintf("finalize %d", p.Rank))
+			}
 			return nil
 		},
 		AbortF: func(_ context.Context, req *plugin.AbortRequest) error {
@@ -251,6 +260,39 @@ func TestOpenMPIServed(t *testing.T) {
 			defer c.mu.Unlock()
 			return len(c.connected) == 4 && len(c.finalized) == 4
 		})
+	})
+
+	t.Run("a connect heard late", func(t *testing.T) {
+		// The backend takes its time over each connect; a finalize must
+		// still reach it after that rank's connect, and before the
+		// client's PMIx_Finalize returns.
+		c.mu.Lock()
+		c.slow, c.order = 300*time.Millisecond, nil
+		c.mu.Unlock()
+		defer func() { c.mu.Lock(); c.slow = 0; c.mu.Unlock() }()
+		prog := buildPMIx(t, "pmix_fence")
+		job := oneNode(ns+".late", 2, prog)
+		envs, err := s.RegisterJob(job, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var tasks []*task
+		for r := range int32(2) {
+			tasks = append(tasks, startTasks(t, prog, map[int32][]string{0: envs[r]}, strconv.Itoa(int(1-r)))...)
+		}
+		for r, tk := range tasks {
+			if err := tk.wait(60 * time.Second); err != nil {
+				t.Fatalf("rank %d: %v\n%s", r, err, tk.out.String())
+			}
+		}
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		for r := range 2 {
+			ci, fi := slices.Index(c.order, fmt.Sprintf("connect %d", r)), slices.Index(c.order, fmt.Sprintf("finalize %d", r))
+			if ci < 0 || fi < 0 || fi < ci {
+				t.Errorf("rank %d: the backend heard %q; want its connect, then its finalize, before the task ended", r, c.order)
+			}
+		}
 	})
 
 	t.Run("fence across nodes", func(t *testing.T) {

@@ -140,7 +140,11 @@ func New(cfg Config) (*Launcher, error) {
 			return nil, fmt.Errorf("environment entry %d %q is not KEY=VALUE", i, e)
 		}
 	}
-	if cfg.PMIxAuto && !cfg.PMIx && !cfg.PMIPort && cfg.Singleton == nil && openMPIApps(cfg.Apps, cfg.Wdir) {
+	if cfg.Singleton != nil {
+		// A singleton asked for PMI (MPICH's mpiexec -pmi_args).
+		cfg.PMIx, cfg.PMIxAuto = false, false
+	}
+	if cfg.PMIxAuto && !cfg.PMIx && !cfg.PMIPort && openMPIApps(cfg.Apps, cfg.Wdir) {
 		self, _ := os.Executable()
 		if _, err := findBinary(PMIxBinary, cfg.PMIxPath, EnvPMIxShim, self, ""); err == nil {
 			cfg.PMIx = true

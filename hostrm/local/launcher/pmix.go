@@ -98,7 +98,11 @@ func (l *Launcher) startPMIxTasks(rj *runJob, s *nodeStart, base []string) error
 		return fmt.Errorf("job %s node %d: %s said nothing of its tasks' environment", j.Nspace, s.rn.node.ID, PMIxBinary)
 	}
 	var defaults []string
-	if len(s.rn.node.Ranks) > runtime.NumCPU() {
+	onHost := len(s.rn.node.Ranks)
+	if l.cfg.PPN > 0 {
+		onHost = int(j.Size) // simulated nodes share this host's cores
+	}
+	if onHost > runtime.NumCPU() {
 		// More ranks than cores: Open MPI's ranks must yield when they
 		// wait, as its own mpirun tells them when it oversubscribes a
 		// node; spinning, 64 ranks on 2 cores took 1.2x mpirun's time.
@@ -135,13 +139,15 @@ func (l *Launcher) startPMIxTasks(rj *runJob, s *nodeStart, base []string) error
 	return nil
 }
 
-// openMPIApps reports whether a program of apps, resolved as Run resolves
-// it, is built with Open MPI.
+// openMPIApps reports whether every program of apps, resolved as Run
+// resolves it, is built with Open MPI: a run that mixes MPIs is left to
+// PMI, where its Open MPI part fails saying why, rather than turning its
+// MPICH part into silent singletons.
 func openMPIApps(apps []local.AppSpec, wdir string) bool {
 	for _, a := range apps {
-		if path, err := execpath.Command(a.Path, wdir, "", os.Getenv("PATH")); err == nil && linksOpenMPI(path) {
-			return true
+		if path, err := execpath.Command(a.Path, wdir, "", os.Getenv("PATH")); err != nil || !linksOpenMPI(path) {
+			return false
 		}
 	}
-	return false
+	return len(apps) > 0
 }

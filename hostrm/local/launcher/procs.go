@@ -247,7 +247,9 @@ func childEnv(env []string) []string {
 	out := make([]string, 0, len(env))
 	for _, e := range env {
 		k, _, _ := strings.Cut(e, "=")
-		if drop[k] || strings.HasPrefix(k, "PMIX_") || strings.HasPrefix(k, "PRTE_") {
+		// Another launcher's PMIx and PRRTE settings point at its server;
+		// libpmix's own tuning (PMIX_MCA_*) is the user's.
+		if drop[k] || (strings.HasPrefix(k, "PMIX_") && !strings.HasPrefix(k, "PMIX_MCA_")) || strings.HasPrefix(k, "PRTE_") {
 			continue
 		}
 		out = append(out, e)

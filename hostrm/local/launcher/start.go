@@ -474,7 +474,7 @@ func (l *Launcher) reapTask(rj *runJob, t *runTask, cmd *exec.Cmd) {
 		proc: t.proc, status: status, how: how, ok: ps.Success(),
 		signaled: status > 128 && ps.ExitCode() < 0,
 	}
-	if !ex.ok && !l.u.Initialized(t.proc) {
+	if !ex.ok && !l.cfg.PMIx && !l.u.Initialized(t.proc) {
 		ex.hint = l.hints.pmixProgram(cmd.Path)
 	}
 	if l.cfg.PMIx && l.u.Unfinalized(t.proc) {
