@@ -62,8 +62,8 @@ type Server struct {
 	// connects holds, per client, what is closed once the backend heard
 	// of its connect: its finalize is reported after. Guarded by mu.
 	connects map[plugin.Proc]chan struct{}
-	calls  sync.WaitGroup        // backend calls in flight; Close waits for them
-	closed bool                  // guarded by mu
+	calls    sync.WaitGroup // backend calls in flight; Close waits for them
+	closed   bool           // guarded by mu
 }
 
 // current is the process's server: libpmix's callbacks find it here.
