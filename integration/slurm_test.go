@@ -375,6 +375,15 @@ func TestSlurmSpawn(t *testing.T) {
 				t.Errorf("spawn-multi: want %q:\n%s", want, slurmFailure(c, r))
 			}
 		}
+		// Two commands with a working directory and an environment of
+		// their own (MPICH's spawnminfo1): each rank runs in its
+		// command's, with its command's appnum.
+		r = salloc(t, c, time.Minute, []string{"-N", "2", "-n", "8"}, []string{"-n", "1"}, progs[clients.PMI2Test], "spawn-multi-wdir")
+		for rank, want := range []string{"appnum=0 cwd=/tmp env=one", "appnum=1 cwd=/ env=two", "appnum=1 cwd=/ env=two"} {
+			if want := fmt.Sprintf("ok pmi2-wchild rank=%d %s\n", rank, want); r.ExitCode != 0 || !strings.Contains(r.Stdout, want) {
+				t.Errorf("spawn-multi-wdir: want %q:\n%s", want, slurmFailure(c, r))
+			}
+		}
 		return
 	}
 	t.Fatal("no pmi2/spawn/n=2 case")

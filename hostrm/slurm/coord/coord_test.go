@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -163,32 +164,45 @@ func TestAbortCancelsTheStep(t *testing.T) {
 
 // A spawn of several commands becomes one srun --multi-prog line per
 // command, in rank order, its arguments quoted as slurmstepd reads them;
-// what one step cannot hold is refused by name.
+// commands whose working directories or environments differ each get
+// theirs on their line, through env; what a line cannot hold is refused
+// by name.
 func TestSrunArgs(t *testing.T) {
-	args, conf, err := srunArgs([]local.AppSpec{{Path: "/bin/a", Args: []string{"x y"}, Procs: 2, Dir: "/tmp"}})
-	if err != nil || conf != "" || strings.Join(args, " ") != "--mpi=gopmi --overlap -n 2 --chdir=/tmp /bin/a x y" {
-		t.Fatalf("one command: %q %q %v", args, conf, err)
+	args, env, conf, err := srunArgs([]local.AppSpec{{Path: "/bin/a", Args: []string{"x y"}, Procs: 2, Dir: "/tmp", Env: []string{"A=1"}}})
+	if err != nil || conf != "" || strings.Join(args, " ") != "--mpi=gopmi --overlap -n 2 --chdir=/tmp /bin/a x y" || !slices.Equal(env, []string{"A=1"}) {
+		t.Fatalf("one command: %q %q %q %v", args, env, conf, err)
 	}
-	args, conf, err = srunArgs([]local.AppSpec{
-		{Path: "/bin/a", Args: []string{"it's", "%t", `a\b`}, Procs: 2},
-		{Path: "/bin/b", Procs: 1},
+	args, env, conf, err = srunArgs([]local.AppSpec{
+		{Path: "/bin/a", Args: []string{"it's", "%t", `a\b`}, Procs: 2, Dir: "/w", Env: []string{"A=1"}},
+		{Path: "/bin/b", Procs: 1, Dir: "/w", Env: []string{"A=1"}},
 	})
-	if err != nil || strings.Join(args, " ") != "--mpi=gopmi --overlap -n 3" {
-		t.Fatalf("two commands: %q %v", args, err)
+	if err != nil || strings.Join(args, " ") != "--mpi=gopmi --overlap -n 3 --chdir=/w" || !slices.Equal(env, []string{"A=1"}) {
+		t.Fatalf("two commands alike: %q %q %v", args, env, err)
 	}
 	if want := "0-1 /bin/a 'it'\\''s' '%t' 'a\\b'\n2-2 /bin/b\n"; conf != want {
+		t.Fatalf("configuration %q, want %q", conf, want)
+	}
+	// MPICH's spawnminfo1 asks each command for its own wdir, and
+	// spawninfo1-like jobs for their own environment.
+	args, env, conf, err = srunArgs([]local.AppSpec{
+		{Path: "/bin/a", Procs: 1, Dir: "/x", Env: []string{"A=1"}},
+		{Path: "/bin/b", Args: []string{"z"}, Procs: 2, Dir: "/y y", Env: []string{"B=it's"}},
+	})
+	if err != nil || strings.Join(args, " ") != "--mpi=gopmi --overlap -n 3" || env != nil {
+		t.Fatalf("two commands apart: %q %q %v", args, env, err)
+	}
+	if want := "0-0 /usr/bin/env -C '/x' 'A=1' /bin/a\n1-2 /usr/bin/env -C '/y y' 'B=it'\\''s' /bin/b 'z'\n"; conf != want {
 		t.Fatalf("configuration %q, want %q", conf, want)
 	}
 	for _, c := range []struct {
 		apps []local.AppSpec
 		want string
 	}{
-		{[]local.AppSpec{{Path: "/a", Procs: 1, Dir: "/x"}, {Path: "/b", Procs: 1, Dir: "/y"}}, "different working directories"},
-		{[]local.AppSpec{{Path: "/a", Procs: 1}, {Path: "/b", Procs: 1, Env: []string{"A=1"}}}, "different environments"},
 		{[]local.AppSpec{{Path: "/a", Procs: 1}, {Path: "/my b", Procs: 1}}, `command 1, "/my b"`},
 		{[]local.AppSpec{{Path: "/a", Procs: 1, Args: []string{"x\ny"}}, {Path: "/b", Procs: 1}}, "newline"},
+		{[]local.AppSpec{{Path: "/a", Procs: 1, Dir: "/x\ny"}, {Path: "/b", Procs: 1}}, "newline"},
 	} {
-		if _, _, err := srunArgs(c.apps); err == nil || !strings.Contains(err.Error(), c.want) || !errors.Is(err, plugin.ErrNotSupported) {
+		if _, _, _, err := srunArgs(c.apps); err == nil || !strings.Contains(err.Error(), c.want) || !errors.Is(err, plugin.ErrNotSupported) {
 			t.Errorf("%+v: %v, want an ErrNotSupported naming %q", c.apps, err, c.want)
 		}
 	}

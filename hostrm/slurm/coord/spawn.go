@@ -46,7 +46,7 @@ func (c *Coordinator) launch(ctx context.Context, spec *local.JobSpec) error {
 	if addr == "" {
 		return plugin.Errorf(plugin.ErrUnavailable, "spawn: the coordinator does not know its address yet")
 	}
-	args, conf, err := srunArgs(spec.Apps)
+	args, appEnv, conf, err := srunArgs(spec.Apps)
 	if err != nil {
 		return err
 	}
@@ -64,7 +64,6 @@ func (c *Coordinator) launch(ctx context.Context, spec *local.JobSpec) error {
 		}
 		args = append(args, "--multi-prog", f.Name())
 	}
-	app := spec.Apps[0]
 	type kv struct {
 		Key   string `json:"key"`
 		Value string `json:"value"`
@@ -81,7 +80,7 @@ func (c *Coordinator) launch(ctx context.Context, spec *local.JobSpec) error {
 	cmd.Env = append(os.Environ(),
 		slurm.EnvCoordinator+"="+addr, slurm.EnvSecret+"="+c.opts.Secret,
 		EnvNspace+"="+spec.Job.Nspace, EnvParent+"="+spec.Job.Parent, EnvPreput+"="+string(pj))
-	cmd.Env = append(cmd.Env, app.Env...)
+	cmd.Env = append(cmd.Env, appEnv...)
 	tail := &tailBuffer{max: 4096}
 	cmd.Stdout = c.opts.Stdout
 	cmd.Stderr = io.MultiWriter(c.opts.Stderr, tail)
@@ -152,63 +151,85 @@ const (
 	multiProgMaxLine = 16 << 10
 )
 
-// srunArgs is the nested srun's arguments for a spawn's apps and, for
-// several apps, the --multi-prog configuration that runs them (the caller
-// writes it to a file and adds --multi-prog): one line per app, its ranks,
-// its program and its arguments single-quoted, as slurmstepd parses them.
-// What srun cannot express for several commands at once, a working
-// directory or environment that differs between them, is refused by name.
-func srunArgs(apps []local.AppSpec) (args []string, conf string, err error) {
+// envPath runs a --multi-prog command in its own working directory and
+// with its own environment: one step has one of each, but each line may
+// start "env -C DIR K=V ... PROGRAM" (coreutils 8.28 or later), which
+// execs the program in place (its pid, its rank, its MPI_APPNUM stay).
+const envPath = "/usr/bin/env"
+
+// srunArgs is the nested srun's arguments for a spawn's apps, the
+// environment srun itself is given (every rank's), and, for several apps,
+// the --multi-prog configuration that runs them (the caller writes it to
+// a file and adds --multi-prog): one line per app, its ranks, its program
+// and its arguments single-quoted, as slurmstepd parses them. Apps whose
+// working directories or environments differ each get theirs on their
+// line, through env; what a --multi-prog line cannot hold is refused by
+// name.
+func srunArgs(apps []local.AppSpec) (args, env []string, conf string, err error) {
 	if len(apps) == 0 {
-		return nil, "", plugin.Errorf(plugin.ErrInvalidArgument, "spawn: no command")
+		return nil, nil, "", plugin.Errorf(plugin.ErrInvalidArgument, "spawn: no command")
 	}
 	total := int32(0)
+	sameDir, sameEnv := true, true
+	first := apps[0]
 	for _, a := range apps {
 		total += a.Procs
+		sameDir = sameDir && a.Dir == first.Dir
+		sameEnv = sameEnv && slices.Equal(a.Env, first.Env)
 	}
-	first := apps[0]
 	args = []string{"--mpi=gopmi", "--overlap", "-n", strconv.Itoa(int(total))}
-	if first.Dir != "" {
+	if first.Dir != "" && sameDir {
 		args = append(args, "--chdir="+first.Dir)
 	}
-	if len(apps) == 1 {
-		return append(append(args, first.Path), first.Args...), "", nil
+	if sameEnv {
+		env = first.Env
 	}
+	if len(apps) == 1 {
+		return append(append(args, first.Path), first.Args...), env, "", nil
+	}
+	quote := func(s string) string { return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'" }
 	var b strings.Builder
 	rank := int32(0)
 	for i, a := range apps {
 		switch {
-		case a.Dir != first.Dir:
-			return nil, "", plugin.Errorf(plugin.ErrNotSupported,
-				"spawn: commands 0 and %d ask for different working directories (wdir %q, %q): srun --multi-prog runs every command of a step in one", i, first.Dir, a.Dir)
-		case !slices.Equal(a.Env, first.Env):
-			return nil, "", plugin.Errorf(plugin.ErrNotSupported,
-				"spawn: commands 0 and %d ask for different environments: srun --multi-prog gives every command of a step one", i)
 		case a.Path == "" || strings.ContainsAny(a.Path, " \t\n\r\v\f'\"\\%"):
-			return nil, "", plugin.Errorf(plugin.ErrNotSupported,
+			return nil, nil, "", plugin.Errorf(plugin.ErrNotSupported,
 				"spawn: command %d, %q: srun --multi-prog cannot run a program whose path is empty or holds blanks, quotes, '\\' or '%%'", i, a.Path)
 		case a.Procs < 1:
-			return nil, "", plugin.Errorf(plugin.ErrInvalidArgument, "spawn: command %d asks for %d processes", i, a.Procs)
-		case len(a.Args) > multiProgMaxArgs:
-			return nil, "", plugin.Errorf(plugin.ErrNotSupported,
-				"spawn: command %d has %d arguments: slurmstepd runs at most %d per --multi-prog line", i, len(a.Args), multiProgMaxArgs)
+			return nil, nil, "", plugin.Errorf(plugin.ErrInvalidArgument, "spawn: command %d asks for %d processes", i, a.Procs)
 		}
-		start := b.Len()
-		fmt.Fprintf(&b, "%d-%d %s", rank, rank+a.Procs-1, a.Path)
-		for _, arg := range a.Args {
-			if strings.Contains(arg, "\n") {
-				return nil, "", plugin.Errorf(plugin.ErrNotSupported, "spawn: command %d: srun --multi-prog cannot pass an argument holding a newline", i)
+		var words []string
+		if !sameDir || !sameEnv {
+			words = append(words, envPath)
+			if !sameDir && a.Dir != "" {
+				words = append(words, "-C", quote(a.Dir))
 			}
-			b.WriteString(" '" + strings.ReplaceAll(arg, "'", `'\''`) + "'")
+			if !sameEnv {
+				for _, e := range a.Env {
+					words = append(words, quote(e))
+				}
+			}
 		}
-		b.WriteByte('\n')
-		if b.Len()-start >= multiProgMaxLine {
-			return nil, "", plugin.Errorf(plugin.ErrNotSupported,
-				"spawn: command %d's --multi-prog line is %d bytes: srun reads lines shorter than %d", i, b.Len()-start, multiProgMaxLine)
+		words = append(words, a.Path)
+		for _, arg := range a.Args {
+			words = append(words, quote(arg))
 		}
+		if len(words)-1 > multiProgMaxArgs {
+			return nil, nil, "", plugin.Errorf(plugin.ErrNotSupported,
+				"spawn: command %d has %d arguments with its directory and environment: slurmstepd runs at most %d per --multi-prog line", i, len(words)-1, multiProgMaxArgs)
+		}
+		line := fmt.Sprintf("%d-%d %s\n", rank, rank+a.Procs-1, strings.Join(words, " "))
+		if strings.Count(line, "\n") > 1 {
+			return nil, nil, "", plugin.Errorf(plugin.ErrNotSupported, "spawn: command %d: srun --multi-prog cannot pass an argument, directory or variable holding a newline", i)
+		}
+		if len(line) >= multiProgMaxLine {
+			return nil, nil, "", plugin.Errorf(plugin.ErrNotSupported,
+				"spawn: command %d's --multi-prog line is %d bytes: srun reads lines shorter than %d", i, len(line), multiProgMaxLine)
+		}
+		b.WriteString(line)
 		rank += a.Procs
 	}
-	return args, b.String(), nil
+	return args, env, b.String(), nil
 }
 
 // stopSpawned ends the spawned steps after an abort or a failure: SIGTERM

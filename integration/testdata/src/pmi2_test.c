@@ -14,6 +14,9 @@
  *   child    (used by spawn) checks the spawned flag and the preput key
  *   spawn-multi  rank 0 spawns two commands at once: 1 copy, then 2 copies,
  *            of this program with argument "mchild"
+ *   spawn-multi-wdir  spawn-multi whose commands ask for their own wdir
+ *            and env (/tmp and GOPMI_MCHILD=one, / and GOPMI_MCHILD=two)
+ *   wchild   (used by spawn-multi-wdir) prints its cwd and GOPMI_MCHILD
  *   mchild   (used by spawn-multi) checks the spawned flag and the size (3),
  *            fences, and prints its appnum (0 for rank 0, 1 for ranks 1-2)
  *   connect  rank 0 spawns 2 copies of this program with argument
@@ -400,6 +403,46 @@ static void mode_spawn_multi(void)
     printf("ok " P " rank=%d step=spawn-multi jobid=%s\n", rank, newjob);
 }
 
+/* mode_spawn_multi_wdir is spawn-multi whose two commands each ask for
+ * their own working directory and environment (MPICH's spawnminfo1 does
+ * the wdir): /tmp with GOPMI_MCHILD=one, then / with GOPMI_MCHILD=two. */
+static void mode_spawn_multi_wdir(void)
+{
+    char exe[4096], newjob[256];
+    const char *cmds[2], *argv0[1] = {"wchild"}, **argvs[2] = {argv0, argv0};
+    int argcs[2] = {1, 1}, maxprocs[2] = {1, 2}, infosizes[2] = {2, 2}, errors[3] = {-1, -1, -1};
+    struct MPID_Info i0[2], i1[2];
+    const struct MPID_Info *infos[2] = {i0, i1};
+    ssize_t n;
+    int rc;
+
+    if (rank != 0) return;
+    memset(i0, 0, sizeof i0);
+    memset(i1, 0, sizeof i1);
+    i0[0].key = "wdir"; i0[0].value = "/tmp"; i0[1].key = "env"; i0[1].value = "GOPMI_MCHILD=one";
+    i1[0].key = "wdir"; i1[0].value = "/";    i1[1].key = "env"; i1[1].value = "GOPMI_MCHILD=two";
+    n = readlink("/proc/self/exe", exe, sizeof exe - 1);
+    if (n <= 0) gt_fail(P, rank, "readlink-self");
+    exe[n] = 0;
+    cmds[0] = cmds[1] = exe;
+    memset(newjob, 0, sizeof newjob);
+    rc = PMI2_Job_Spawn(2, cmds, argcs, argvs, maxprocs, infosizes, infos, 0, NULL, newjob,
+                        sizeof newjob, errors);
+    if (rc != PMI2_SUCCESS) gt_fail(P, rank, "spawn-multi-wdir-rc-%d", rc);
+    printf("ok " P " rank=%d step=spawn-multi-wdir jobid=%s\n", rank, newjob);
+}
+
+/* mode_wchild prints where it runs and what GOPMI_MCHILD says. */
+static void mode_wchild(void)
+{
+    char cwd[4096];
+    const char *v = getenv("GOPMI_MCHILD");
+    if (!spawned) gt_fail(P, rank, "wchild-not-spawned");
+    if (getcwd(cwd, sizeof cwd) == NULL) gt_fail(P, rank, "getcwd");
+    fence("wchild");
+    printf("ok " P "-wchild rank=%d appnum=%d cwd=%s env=%s\n", rank, appnum, cwd, v ? v : "unset");
+}
+
 static void mode_mchild(void)
 {
     if (!spawned) gt_fail(P, rank, "mchild-not-spawned");
@@ -656,6 +699,10 @@ int main(int argc, char **argv)
         mode_xconnect_hold();
     else if (strcmp(mode, "spawn-multi") == 0)
         mode_spawn_multi();
+    else if (strcmp(mode, "spawn-multi-wdir") == 0)
+        mode_spawn_multi_wdir();
+    else if (strcmp(mode, "wchild") == 0)
+        mode_wchild();
     else if (strcmp(mode, "mchild") == 0)
         mode_mchild();
     else if (strcmp(mode, "connect") == 0)
