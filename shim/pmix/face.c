@@ -206,7 +206,11 @@ static pmix_status_t cb_query(pmix_proc_t *proct, pmix_query_t *queries, size_t 
             for (size_t j = 0; j < queries[i].nqual; j++) {
                 const char *t = text(&queries[i].qualifiers[j].value, nums[b], sizeof nums[b]);
                 if (t == NULL) {
-                    continue; /* a qualifier the vocabulary has no text for */
+                    /* A qualifier the vocabulary has no text for: left
+                     * out, the query would be answered more widely than
+                     * asked. */
+                    free(kq); free(qq); free(keys); free(qk); free(qv); free(nums);
+                    return PMIX_ERR_NOT_SUPPORTED;
                 }
                 qq[b] = (int)i;
                 qk[b] = queries[i].qualifiers[j].key;
@@ -233,12 +237,22 @@ void gopmi_query_done(pmix_info_cbfunc_t f, int status, size_t n, char **keys, c
         return;
     }
     void *list = PMIx_Info_list_start();
-    for (size_t i = 0; i < n; i++) {
-        PMIx_Info_list_add(list, keys[i], vals[i], PMIX_STRING);
-    }
     pmix_data_array_t *d = malloc(sizeof *d);
-    PMIx_Info_list_convert(list, d);
-    PMIx_Info_list_release(list);
+    pmix_status_t rc = (list == NULL || d == NULL) ? PMIX_ERR_NOMEM : PMIX_SUCCESS;
+    for (size_t i = 0; i < n && rc == PMIX_SUCCESS; i++) {
+        rc = PMIx_Info_list_add(list, keys[i], vals[i], PMIX_STRING);
+    }
+    if (rc == PMIX_SUCCESS) {
+        rc = PMIx_Info_list_convert(list, d);
+    }
+    if (list != NULL) {
+        PMIx_Info_list_release(list);
+    }
+    if (rc != PMIX_SUCCESS) {
+        free(d);
+        f(rc, NULL, 0, cbdata, NULL, NULL);
+        return;
+    }
     /* libpmix reads the answer after the thread shift: it stays ours
      * until it calls release_info. */
     f(PMIX_SUCCESS, (pmix_info_t *)d->array, d->size, cbdata, release_info, d);

@@ -14,6 +14,11 @@ import (
 	"github.com/gopmi/gopmi/plugin"
 )
 
+// DirPrefix begins the name of a PMIx server's directory in TMPDIR:
+// gopmi-pmix-<nspace>.<node>-<random>. Its shim removes it when it ends;
+// a step daemon removes a killed shim's.
+const DirPrefix = "gopmi-pmix-"
+
 // Face serves one PMIx job's tasks on this node for a shim (the
 // signature of shim.PMIxFace): it makes the process a PMIx server in a
 // private directory, registers the job, and returns the tasks'
@@ -23,7 +28,7 @@ import (
 func Face(ctx context.Context, job plugin.Job, node int32, be plugin.Full, log zerolog.Logger) ([]string, func(context.Context) error, error) {
 	// Under the tools' system tmpdir, named for the job, so that a tool
 	// narrowed to it (PMIX_SYSTEM_TMPDIR=<dir> pps) finds this server.
-	dir, err := os.MkdirTemp("", "gopmi-pmix-"+job.Nspace+"-")
+	dir, err := os.MkdirTemp("", fmt.Sprintf("%s%s.%d-", DirPrefix, job.Nspace, node))
 	if err != nil {
 		return nil, nil, fmt.Errorf("pmix: server directory: %w", err)
 	}

@@ -57,9 +57,12 @@ func newNotifier(path string, log zerolog.Logger) (*notifier, error) {
 		oob := make([]byte, syscall.CmsgSpace(syscall.SizeofUcred))
 		warned := false
 		for {
-			size, oobn, _, _, err := conn.ReadMsgUnix(buf, oob)
+			size, oobn, flags, _, err := conn.ReadMsgUnix(buf, oob)
 			if err != nil {
 				return
+			}
+			if flags&syscall.MSG_TRUNC != 0 {
+				n.log.Error().Int("bytes", size).Msg("a shim's notification was cut: it is larger than the launcher reads")
 			}
 			if !fromTrusted(oob[:oobn]) {
 				if !warned {

@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"runtime"
 	"strconv"
 	"sync"
@@ -150,4 +151,18 @@ func openMPIApps(apps []local.AppSpec, wdir string) bool {
 		}
 	}
 	return len(apps) > 0
+}
+
+// pmixDirPrefix begins a PMIx server's directory in TMPDIR (shim/pmix's
+// DirPrefix, which this package cannot import: it links libpmix).
+const pmixDirPrefix = "gopmi-pmix-"
+
+// removePMIxDirs removes what a gopmi-pmix of node of job left in TMPDIR:
+// one killed could not remove its server's directory, whose rendezvous
+// files PMIx tools would go on finding. The shim has been reaped.
+func removePMIxDirs(nspace string, node int32) {
+	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), fmt.Sprintf("%s%s.%d-*", pmixDirPrefix, nspace, node)))
+	for _, d := range dirs {
+		os.RemoveAll(d)
+	}
 }

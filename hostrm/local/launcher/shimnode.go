@@ -75,7 +75,7 @@ func (l *Launcher) startShim(rj *runJob, s *nodeStart) error {
 	}
 	cmd := &exec.Cmd{
 		Path: l.shimPath,
-		Args: []string{ShimBinary},
+		Args: []string{l.shimName()},
 		Env:  env,
 		Dir:  "/",
 		// The bootstrap is built on exec's stdin goroutine, while the
@@ -117,7 +117,7 @@ func (l *Launcher) startShim(rj *runJob, s *nodeStart) error {
 // waitReady waits for the shim's READY=1, its failure (ERRNO=, or an
 // exit), or ctx.
 func (l *Launcher) waitReady(ctx context.Context, rj *runJob, s *nodeStart) error {
-	what := fmt.Sprintf("%s for job %s node %d", ShimBinary, rj.spec.Job.Nspace, s.rn.node.ID)
+	what := fmt.Sprintf("%s for job %s node %d", l.shimName(), rj.spec.Job.Nspace, s.rn.node.ID)
 	sp := s.rn.shim
 	n := sp.notify
 	why := func() string {
@@ -172,6 +172,9 @@ func (l *Launcher) reapShim(rj *runJob, n *runNode, cmd *exec.Cmd) {
 	// A shim killed while its backend was starting could not remove
 	// its backend's socket directory.
 	sockdir.Remove(cmd.Process.Pid)
+	if l.cfg.PMIx {
+		removePMIxDirs(rj.spec.Job.Nspace, n.node.ID)
+	}
 	sp := n.shim
 	sp.notify.close()
 	_, _, how := exitInfo(cmd.ProcessState)
@@ -185,7 +188,7 @@ func (l *Launcher) reapShim(rj *runJob, n *runNode, cmd *exec.Cmd) {
 	if last := firstNonEmpty(status, sp.tail.lastLine()); last != "" {
 		msg = last + " (" + how + ")"
 	}
-	line := fmt.Sprintf("gopmi: %s for job %s node %d failed: %s", ShimBinary, rj.spec.Job.Nspace, n.node.ID, msg)
+	line := fmt.Sprintf("gopmi: %s for job %s node %d failed: %s", l.shimName(), rj.spec.Job.Nspace, n.node.ID, msg)
 	l.serverEnded(rj, n, code, how, line)
 }
 
@@ -205,4 +208,13 @@ func (z *lazyReader) Read(p []byte) (int, error) {
 		return 0, z.err
 	}
 	return z.r.Read(p)
+}
+
+// shimName is the name a node's server process goes by: gopmi-shim, or
+// gopmi-pmix for a PMIx job.
+func (l *Launcher) shimName() string {
+	if l.cfg.PMIx {
+		return PMIxBinary
+	}
+	return ShimBinary
 }
