@@ -5,12 +5,10 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strconv"
 	"sync"
-	"time"
 
 	"github.com/gopmi/gopmi/hostrm/local"
 	"github.com/gopmi/gopmi/plugin"
@@ -119,18 +117,7 @@ func (l *Launcher) startPMIxTasks(rj *runJob, s *nodeStart, base []string) error
 		app := l.appOf(rj, r)
 		env := append(append(append(append([]string(nil), defaults...), base...), face...), "PMIX_RANK="+strconv.Itoa(int(r)))
 		env = append(env, app.Env...)
-		cmd := &exec.Cmd{
-			Path:      app.Path,
-			Args:      append([]string{app.Path}, app.Args...),
-			Env:       env,
-			Dir:       app.Dir,
-			Stdout:    l.cfg.Stdout,
-			Stderr:    l.cfg.Stderr,
-			WaitDelay: time.Second,
-		}
-		if r == 0 && !rj.spec.Spawned && l.cfg.Stdin != nil {
-			cmd.Stdin = l.cfg.Stdin
-		}
+		cmd := l.taskCmd(rj, r, app, env)
 		if err := startChild(cmd); err != nil {
 			return fmt.Errorf("start rank %d of job %s (%s): %w", r, j.Nspace, app.Path, err)
 		}

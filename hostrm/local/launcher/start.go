@@ -400,25 +400,12 @@ func (l *Launcher) startTasks(rj *runJob, s *nodeStart) error {
 		if rj.spec.Spawned {
 			env = append(env, "PMI_SPAWNED=1")
 		}
-		cmd := &exec.Cmd{
-			Path:   app.Path,
-			Args:   append([]string{app.Path}, app.Args...),
-			Env:    env,
-			Dir:    app.Dir,
-			Stdout: l.cfg.Stdout,
-			Stderr: l.cfg.Stderr,
-			// Output that is not a file is copied through a pipe: a
-			// process the task left behind must not hold its reaping up.
-			WaitDelay: time.Second,
-		}
+		cmd := l.taskCmd(rj, r, app, env)
 		if l.cfg.PMIPort {
 			cmd.Env = append(cmd.Env, "PMI_PORT="+s.portAt, "PMI_ID="+strconv.Itoa(int(r)), "PMI_AUTH_SECRET="+rj.secret)
 		} else {
 			cmd.Env = append(cmd.Env, "PMI_FD=3")
 			cmd.ExtraFiles = []*os.File{s.clients[i]}
-		}
-		if r == 0 && !rj.spec.Spawned && l.cfg.Stdin != nil {
-			cmd.Stdin = l.cfg.Stdin
 		}
 		err := startChild(cmd)
 		if s.clients != nil {
@@ -451,6 +438,26 @@ func (l *Launcher) taskStarted(rj *runJob, p plugin.Proc, pid int) *runTask {
 		l.onTaskStart(p, pid)
 	}
 	return t
+}
+
+// taskCmd is rank r's process, of app, with env: the job's first rank of
+// the run reads gopmi run's stdin.
+func (l *Launcher) taskCmd(rj *runJob, r int32, app local.AppSpec, env []string) *exec.Cmd {
+	cmd := &exec.Cmd{
+		Path:   app.Path,
+		Args:   append([]string{app.Path}, app.Args...),
+		Env:    env,
+		Dir:    app.Dir,
+		Stdout: l.cfg.Stdout,
+		Stderr: l.cfg.Stderr,
+		// Output that is not a file is copied through a pipe: a process
+		// the task left behind must not hold its reaping up.
+		WaitDelay: time.Second,
+	}
+	if r == 0 && !rj.spec.Spawned && l.cfg.Stdin != nil {
+		cmd.Stdin = l.cfg.Stdin
+	}
+	return cmd
 }
 
 // appOf finds the app a rank belongs to.

@@ -382,16 +382,16 @@ static void mode_xconnect_hold(void)
     }
 }
 
-static void mode_spawn_multi(void)
+/* spawn_two spawns two commands of this program at once, 1 copy then 2,
+ * each with the one argument child and its infos; rank 0 only. */
+static void spawn_two(const char *step, const char *child, const struct MPID_Info *infos[2], int infosizes[2])
 {
     char exe[4096], newjob[256];
-    const char *cmds[2], *argv0[1] = {"mchild"}, **argvs[2] = {argv0, argv0};
-    int argcs[2] = {1, 1}, maxprocs[2] = {1, 2}, infosizes[2] = {0, 0}, errors[3] = {-1, -1, -1};
-    const struct MPID_Info *infos[2] = {NULL, NULL};
+    const char *cmds[2], *argv0[1] = {child}, **argvs[2] = {argv0, argv0};
+    int argcs[2] = {1, 1}, maxprocs[2] = {1, 2}, errors[3] = {-1, -1, -1};
     ssize_t n;
     int rc;
 
-    if (rank != 0) return;
     n = readlink("/proc/self/exe", exe, sizeof exe - 1);
     if (n <= 0) gt_fail(P, rank, "readlink-self");
     exe[n] = 0;
@@ -399,8 +399,17 @@ static void mode_spawn_multi(void)
     memset(newjob, 0, sizeof newjob);
     rc = PMI2_Job_Spawn(2, cmds, argcs, argvs, maxprocs, infosizes, infos, 0, NULL, newjob,
                         sizeof newjob, errors);
-    if (rc != PMI2_SUCCESS) gt_fail(P, rank, "spawn-multi-rc-%d", rc);
-    printf("ok " P " rank=%d step=spawn-multi jobid=%s\n", rank, newjob);
+    if (rc != PMI2_SUCCESS) gt_fail(P, rank, "%s-rc-%d", step, rc);
+    printf("ok " P " rank=%d step=%s jobid=%s\n", rank, step, newjob);
+}
+
+static void mode_spawn_multi(void)
+{
+    const struct MPID_Info *infos[2] = {NULL, NULL};
+    int infosizes[2] = {0, 0};
+
+    if (rank != 0) return;
+    spawn_two("spawn-multi", "mchild", infos, infosizes);
 }
 
 /* mode_spawn_multi_wdir is spawn-multi whose two commands each ask for
@@ -408,28 +417,16 @@ static void mode_spawn_multi(void)
  * the wdir): /tmp with GOPMI_MCHILD=one, then / with GOPMI_MCHILD=two. */
 static void mode_spawn_multi_wdir(void)
 {
-    char exe[4096], newjob[256];
-    const char *cmds[2], *argv0[1] = {"wchild"}, **argvs[2] = {argv0, argv0};
-    int argcs[2] = {1, 1}, maxprocs[2] = {1, 2}, infosizes[2] = {2, 2}, errors[3] = {-1, -1, -1};
     struct MPID_Info i0[2], i1[2];
     const struct MPID_Info *infos[2] = {i0, i1};
-    ssize_t n;
-    int rc;
+    int infosizes[2] = {2, 2};
 
     if (rank != 0) return;
     memset(i0, 0, sizeof i0);
     memset(i1, 0, sizeof i1);
     i0[0].key = "wdir"; i0[0].value = "/tmp"; i0[1].key = "env"; i0[1].value = "GOPMI_MCHILD=one";
     i1[0].key = "wdir"; i1[0].value = "/";    i1[1].key = "env"; i1[1].value = "GOPMI_MCHILD=two";
-    n = readlink("/proc/self/exe", exe, sizeof exe - 1);
-    if (n <= 0) gt_fail(P, rank, "readlink-self");
-    exe[n] = 0;
-    cmds[0] = cmds[1] = exe;
-    memset(newjob, 0, sizeof newjob);
-    rc = PMI2_Job_Spawn(2, cmds, argcs, argvs, maxprocs, infosizes, infos, 0, NULL, newjob,
-                        sizeof newjob, errors);
-    if (rc != PMI2_SUCCESS) gt_fail(P, rank, "spawn-multi-wdir-rc-%d", rc);
-    printf("ok " P " rank=%d step=spawn-multi-wdir jobid=%s\n", rank, newjob);
+    spawn_two("spawn-multi-wdir", "wchild", infos, infosizes);
 }
 
 /* mode_wchild prints where it runs and what GOPMI_MCHILD says. */
