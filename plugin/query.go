@@ -156,10 +156,16 @@ func EncodeProcTable(procs []ProcInfo) string {
 	if procs == nil {
 		procs = []ProcInfo{}
 	}
-	b, err := json.Marshal(procs)
+	return EncodeAnswer(procs)
+}
+
+// EncodeAnswer formats a JSON answer of the vocabulary: a slice of
+// ProcInfo, JobInfo, NameInfo or LogEntry.
+func EncodeAnswer[T ProcInfo | JobInfo | NameInfo | LogEntry](rows []T) string {
+	b, err := json.Marshal(rows)
 	if err != nil {
-		// Only strings and numbers: it cannot fail.
-		panic(fmt.Sprintf("proc table: %v", err))
+		// Only strings, numbers and times: it cannot fail.
+		panic(fmt.Sprintf("query answer: %v", err))
 	}
 	return string(b)
 }

@@ -29,15 +29,9 @@ func (s *server) runPMIx(ctx context.Context) error {
 	if s.rc.PMIx == nil {
 		return fmt.Errorf("%w: job %s is a PMIx job, and this shim serves PMI-1 and PMI-2 only: gopmi-pmix serves PMIx", serve.ErrUsage, c.Job.Nspace)
 	}
-	path := ""
-	if s.rc.Backend == nil {
-		if s.rc.StartPlugin == nil {
-			return fmt.Errorf("%w: this shim can neither start a backend process nor serve %s in process", serve.ErrBackend, c.Backend.BinaryName())
-		}
-		var err error
-		if path, err = s.backendPath(); err != nil {
-			return err
-		}
+	path, err := s.backendBinary()
+	if err != nil {
+		return err
 	}
 	defer s.removeSocketDir()
 	sctx, cancel := context.WithTimeout(ctx, c.BackendStart)

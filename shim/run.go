@@ -251,16 +251,10 @@ func (s *server) run(ctx context.Context) error {
 
 	// A missing backend binary, the likeliest mistake, fails the start
 	// before anything is served.
-	path := ""
-	if s.rc.Backend == nil {
-		if s.rc.StartPlugin == nil {
-			fds.close()
-			return fmt.Errorf("%w: this shim can neither start a backend process nor serve %s in process", serve.ErrBackend, c.Backend.BinaryName())
-		}
-		if path, err = s.backendPath(); err != nil {
-			fds.close()
-			return err
-		}
+	path, err := s.backendBinary()
+	if err != nil {
+		fds.close()
+		return err
 	}
 
 	// The serving loop and its host protocol (serve.Host): tasks served at
@@ -345,6 +339,19 @@ func (s *server) startBackend(ctx context.Context, path string) (*serve.Started,
 		return nil, err
 	}
 	return &serve.Started{Backend: bp.Backend(), Info: bp.Info(), Exited: bp.Exited(), Close: bp.Close}, nil
+}
+
+// backendBinary is the backend process's executable, "" when the backend
+// is served in process (RunConfig.Backend); a shim that can do neither,
+// or a binary not found, is an error.
+func (s *server) backendBinary() (string, error) {
+	if s.rc.Backend != nil {
+		return "", nil
+	}
+	if s.rc.StartPlugin == nil {
+		return "", fmt.Errorf("%w: this shim can neither start a backend process nor serve %s in process", serve.ErrBackend, s.cfg.Backend.BinaryName())
+	}
+	return s.backendPath()
 }
 
 // removeSocketDir removes what a backend that did not start left of its

@@ -19,7 +19,6 @@ type runView struct {
 	plugin.Unimplemented
 	c    *Client
 	job  plugin.Job
-	node int32
 	once *sync.Once
 }
 
@@ -74,7 +73,7 @@ func TestNameServiceConformance(t *testing.T) {
 			if jobs[job.Nspace] == nil {
 				jobs[job.Nspace] = new(sync.Once)
 			}
-			return &runView{c: c, job: job, node: node, once: jobs[job.Nspace]}
+			return &runView{c: c, job: job, once: jobs[job.Nspace]}
 		},
 	}
 	plugintest.RunNameService(t, h)

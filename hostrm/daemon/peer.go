@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net"
-	"os/user"
 	"strconv"
 	"strings"
 	"sync"
@@ -87,20 +86,8 @@ func peerOf(ctx context.Context) (peer, bool) {
 	return peer{}, false
 }
 
-var userNames sync.Map // uint32 -> string
-
-// userName is uid's login name, or the number when it has none.
-func userName(uid uint32) string {
-	if v, ok := userNames.Load(uid); ok {
-		return v.(string)
-	}
-	n := strconv.FormatUint(uint64(uid), 10)
-	if u, err := user.LookupId(n); err == nil {
-		n = u.Username
-	}
-	userNames.Store(uid, n)
-	return n
-}
+// userName is uid's login name, or the number.
+func userName(uid uint32) string { return peercred.UserName(uid) }
 
 // callerRun checks that run names the calling process itself: a run's
 // name is "<host>:<pid>:<start time>" (RunName), and the pid must be the

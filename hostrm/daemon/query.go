@@ -2,7 +2,6 @@ package daemon
 
 import (
 	"context"
-	"encoding/json"
 	"os"
 	"slices"
 	"sort"
@@ -83,7 +82,7 @@ func (s *Server) answerNode(p peer, key string, quals []plugin.Info) string {
 		for _, n := range s.names.Names(func(n *names.Name) bool { return p.may(realmUID(n.Realm)) }) {
 			out = append(out, plugin.NameInfo{Key: n.Key, Value: n.Value, Publisher: n.Publisher.String(), UID: realmUID(n.Realm), Run: n.Tag, Lasts: plugin.Lasts(n.Persist)})
 		}
-		return jsonText(out)
+		return plugin.EncodeAnswer(out)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -97,7 +96,7 @@ func (s *Server) answerNode(p peer, key string, quals []plugin.Info) string {
 	sort.Slice(jobs, func(a, b int) bool { return jobs[a].Started.Before(jobs[b].Started) })
 	switch key {
 	case plugin.QueryJobs:
-		return jsonText(jobs)
+		return plugin.EncodeAnswer(jobs)
 	case plugin.QueryJobLog:
 		out := []plugin.LogEntry{}
 		want, _ := plugin.Qualifier(quals, plugin.QualNspace)
@@ -107,7 +106,7 @@ func (s *Server) answerNode(p peer, key string, quals []plugin.Info) string {
 			}
 		}
 		sort.SliceStable(out, func(a, b int) bool { return out[a].Time.Before(out[b].Time) })
-		return jsonText(out)
+		return plugin.EncodeAnswer(out)
 	}
 	var ns []string
 	for _, j := range jobs {
@@ -238,14 +237,4 @@ func qualifier(qs []plugin.Info, key, def string) string {
 		return v
 	}
 	return def
-}
-
-// jsonText is v as JSON; the query types hold only strings, numbers and
-// times.
-func jsonText(v any) string {
-	b, err := json.Marshal(v)
-	if err != nil {
-		panic("query answer: " + err.Error())
-	}
-	return string(b)
 }

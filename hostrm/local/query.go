@@ -2,11 +2,9 @@ package local
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"os"
-	"os/user"
 	"slices"
 	"strconv"
 	"strings"
@@ -15,6 +13,7 @@ import (
 
 	"github.com/gopmi/gopmi/plugin"
 	"github.com/gopmi/gopmi/plugin/names"
+	"github.com/gopmi/gopmi/plugin/peercred"
 )
 
 // Query answers the contract's query vocabulary (plugin.QueryNamespaces
@@ -57,14 +56,9 @@ func wantsNames(req *plugin.QueryRequest) bool {
 	return false
 }
 
-// qualifier is the value of key in an event's or a query's info.
-func qualifier(quals []plugin.Info, key string) (string, bool) {
-	return plugin.Qualifier(quals, key)
-}
-
 // answer computes one query value. Called with mu held.
 func (u *Universe) answer(key string, quals []plugin.Info, who plugin.Proc, held []names.Name) (string, bool) {
-	ns, ok := qualifier(quals, plugin.QualNspace)
+	ns, ok := plugin.Qualifier(quals, plugin.QualNspace)
 	if !ok {
 		ns = who.Nspace
 	}
@@ -77,14 +71,14 @@ func (u *Universe) answer(key string, quals []plugin.Info, who plugin.Proc, held
 		for _, n := range u.order {
 			jobs = append(jobs, u.jobInfo(n))
 		}
-		return jsonText(jobs), true
+		return plugin.EncodeAnswer(jobs), true
 	case plugin.QueryNames:
 		out := []plugin.NameInfo{}
 		uid := uint32(os.Getuid())
 		for _, n := range held {
 			out = append(out, plugin.NameInfo{Key: n.Key, Value: n.Value, Publisher: n.Publisher.String(), UID: uid, Run: u.opts.Prefix, Lasts: plugin.Lasts(n.Persist)})
 		}
-		return jsonText(out), true
+		return plugin.EncodeAnswer(out), true
 	}
 	if j == nil {
 		return "", false
@@ -119,7 +113,7 @@ func (u *Universe) answer(key string, quals []plugin.Info, who plugin.Proc, held
 // name), else the requestor's node, else j's only node. Called with mu
 // held.
 func (u *Universe) nodeOf(j *job, quals []plugin.Info, who plugin.Proc) (int, bool) {
-	if v, ok := qualifier(quals, plugin.QualNodeID); ok {
+	if v, ok := plugin.Qualifier(quals, plugin.QualNodeID); ok {
 		id, err := strconv.ParseInt(v, 10, 32)
 		if err != nil {
 			return 0, false
@@ -127,7 +121,7 @@ func (u *Universe) nodeOf(j *job, quals []plugin.Info, who plugin.Proc) (int, bo
 		i, ok := j.nodeIndex[int32(id)]
 		return i, ok
 	}
-	if v, ok := qualifier(quals, plugin.QualHostname); ok {
+	if v, ok := plugin.Qualifier(quals, plugin.QualHostname); ok {
 		i := slices.IndexFunc(j.layout.Nodes, func(n plugin.Node) bool { return n.Name == v })
 		return i, i >= 0
 	}
@@ -175,7 +169,7 @@ func (u *Universe) procTable(j *job, node int) []plugin.ProcInfo {
 func (u *Universe) jobInfo(ns string) plugin.JobInfo {
 	j := u.jobs[ns]
 	uid := uint32(os.Getuid())
-	info := plugin.JobInfo{Nspace: ns, Run: u.opts.Prefix, UID: uid, User: userName(uid), PID: os.Getpid(), Size: j.layout.Size,
+	info := plugin.JobInfo{Nspace: ns, Run: u.opts.Prefix, UID: uid, User: peercred.UserName(uid), PID: os.Getpid(), Size: j.layout.Size,
 		State: plugin.JobStatus(plugin.JobState(j.state), j.detail), Started: u.started}
 	if len(j.layout.Apps) > 0 {
 		info.Cmd = j.layout.Apps[0].Cmd
@@ -187,24 +181,6 @@ func (u *Universe) jobInfo(ns string) plugin.JobInfo {
 		info.Pids = append(info.Pids, p.pid)
 	}
 	return info
-}
-
-// userName is uid's login name, or the number.
-func userName(uid uint32) string {
-	if u, err := user.LookupId(strconv.FormatUint(uint64(uid), 10)); err == nil {
-		return u.Username
-	}
-	return strconv.FormatUint(uint64(uid), 10)
-}
-
-// jsonText is v as JSON; the query types hold only strings, numbers and
-// times.
-func jsonText(v any) string {
-	b, err := json.Marshal(v)
-	if err != nil {
-		panic(fmt.Sprintf("query answer: %v", err))
-	}
-	return string(b)
 }
 
 // Log writes each datum to stderr as "gopmi: [<proc>] <value>"; data
@@ -278,7 +254,7 @@ func (u *Universe) NotifyEvent(_ context.Context, req *plugin.EventRequest) erro
 // eventReason makes one line of an event's info.
 func eventReason(info []plugin.Info) string {
 	for _, k := range []string{"reason", "message", "msg", "error"} {
-		if v, ok := qualifier(info, k); ok && v != "" {
+		if v, ok := plugin.Qualifier(info, k); ok && v != "" {
 			return v
 		}
 	}

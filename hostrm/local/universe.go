@@ -385,24 +385,9 @@ func (u *Universe) setProcState(step string, p plugin.Proc, state string) error 
 
 // ClientConnected records that tasks initialized PMI.
 func (u *Universe) ClientConnected(_ context.Context, req *plugin.ClientRequest) error {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	var first error
-	for _, p := range req.Procs {
-		j, err := u.lookupProc("client connected", p)
-		if err != nil {
-			if first == nil {
-				first = err
-			}
-			continue
-		}
-		// A connect heard late (the PMIx face reports it apart from the
-		// finalize) never takes a process back from finalized or ended.
-		if st := j.procs[p.Rank].state; st == "pending" || st == "started" {
-			j.procs[p.Rank].state = "connected"
-		}
-	}
-	return first
+	// A connect heard late (the PMIx face reports it apart from the
+	// finalize) never takes a process back from finalized or ended.
+	return u.setProcStates("client connected", req.Procs, "connected", "pending", "started")
 }
 
 // ClientFinalized records that tasks finalized PMI.
@@ -412,13 +397,23 @@ func (u *Universe) ClientFinalized(_ context.Context, req *plugin.ClientRequest)
 
 // setProcStates records state for every proc it knows and names the
 // first one it does not.
-func (u *Universe) setProcStates(step string, procs []plugin.Proc, state string) error {
+// setProcStates records state for every proc it knows that is in one of
+// the states from (any, when from is empty), and names the first one it
+// does not know.
+func (u *Universe) setProcStates(step string, procs []plugin.Proc, state string, from ...string) error {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	var first error
 	for _, p := range procs {
-		if err := u.setProcState(step, p, state); err != nil && first == nil {
-			first = err
+		j, err := u.lookupProc(step, p)
+		if err != nil {
+			if first == nil {
+				first = err
+			}
+			continue
+		}
+		if len(from) == 0 || slices.Contains(from, j.procs[p.Rank].state) {
+			j.procs[p.Rank].state = state
 		}
 	}
 	return first
@@ -436,27 +431,17 @@ func (u *Universe) TaskStarted(p plugin.Proc, pid int) {
 	}
 }
 
-// Initialized reports whether p ever initialized PMI (its state went past
-// started); the launcher asks it of a task that failed.
-func (u *Universe) Initialized(p plugin.Proc) bool {
+// ProcState is p's state in the proc table ("pending", "started",
+// "connected", "finalized", ...), "" for a process the universe does not
+// know; the launcher asks it of a task that ended.
+func (u *Universe) ProcState(p plugin.Proc) string {
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	j, err := u.lookupProc("initialized", p)
+	j, err := u.lookupProc("proc state", p)
 	if err != nil {
-		return false
+		return ""
 	}
-	st := j.procs[p.Rank].state
-	return st != "pending" && st != "started"
-}
-
-// Unfinalized reports whether p initialized PMI and has not finalized:
-// a task that ends so failed (the launcher asks it of a PMIx job's tasks,
-// whose connection it does not see).
-func (u *Universe) Unfinalized(p plugin.Proc) bool {
-	u.mu.Lock()
-	defer u.mu.Unlock()
-	j, err := u.lookupProc("unfinalized", p)
-	return err == nil && j.procs[p.Rank].state == "connected"
+	return j.procs[p.Rank].state
 }
 
 // TaskExited records how a task ended (e.g. "exited(0)", "signaled(TERM)")

@@ -1,7 +1,6 @@
 package slurm
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"net"
@@ -87,24 +86,6 @@ func (c *fakeClock) Advance(d time.Duration) {
 	}
 }
 
-// logBuf is a logger's output that tests read.
-type logBuf struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuf) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuf) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // The job of the tree tests: at width 1, node n1 (ranks 0-1) is under the
 // coordinator, n2 (ranks 2-3) under n1, n3 (rank 4) under n2.
 var treeJob = plugin.Job{Nspace: "slurm.9.0", Size: 5, Nodes: []plugin.Node{
@@ -130,7 +111,7 @@ func part(from string, ranks ...int32) *plugin.FenceRequest {
 type treeRig struct {
 	t     *testing.T
 	clock *fakeClock
-	log   *logBuf
+	log   *plugintest.Buffer
 	tree  *tree
 	root  *plugintest.Fake
 	mu    sync.Mutex
@@ -138,7 +119,7 @@ type treeRig struct {
 }
 
 func newTreeRig(t *testing.T, self int, fence func(ctx context.Context, req *plugin.FenceRequest) (*plugin.FenceResponse, error)) *treeRig {
-	r := &treeRig{t: t, clock: newFakeClock(), log: &logBuf{}}
+	r := &treeRig{t: t, clock: newFakeClock(), log: &plugintest.Buffer{}}
 	r.root = &plugintest.Fake{FenceF: func(ctx context.Context, req *plugin.FenceRequest) (*plugin.FenceResponse, error) {
 		r.mu.Lock()
 		r.calls = append(r.calls, req)
@@ -363,7 +344,7 @@ func (brokenListener) Accept() (net.Conn, error) {
 // below it: their fences cannot come through it.
 func TestSubtreeServerFailureIsLogged(t *testing.T) {
 	clock := newFakeClock()
-	log := &logBuf{}
+	log := &plugintest.Buffer{}
 	root := &plugintest.Fake{
 		PublishF: func(context.Context, *plugin.PublishRequest) error { return nil },
 		LookupF: func(ctx context.Context, _ *plugin.LookupRequest) (*plugin.LookupResponse, error) {
@@ -485,7 +466,7 @@ func TestNodeLoggerReachesTheTree(t *testing.T) {
 	job := plugin.Job{Nspace: "slurm.10.0", Size: 2, Nodes: []plugin.Node{{ID: 0, Name: "n1", Ranks: []int32{0}}, {ID: 1, Name: "n2", Ranks: []int32{1}}}}
 	env := map[string]string{EnvSecret: testSecret}
 	args := []string{"-coordinator", l.Addr().String(), "-tree-width", "1"}
-	given, fromCtx := &logBuf{}, &logBuf{}
+	given, fromCtx := &plugintest.Buffer{}, &plugintest.Buffer{}
 	n1 := newNode(args, func(k string) string { return env[k] }, WithLogger(zerolog.New(given)))
 	defer n1.Close()
 	if _, err := n1.Configure(ctx, &plugin.ConfigureRequest{Job: job, NodeID: 0}); err != nil {

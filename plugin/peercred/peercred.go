@@ -8,6 +8,9 @@ package peercred
 import (
 	"errors"
 	"net"
+	"os/user"
+	"strconv"
+	"sync"
 	"syscall"
 )
 
@@ -29,4 +32,21 @@ func Of(c net.Conn) (*syscall.Ucred, error) {
 		return nil, cerr
 	}
 	return cred, err
+}
+
+var userNames sync.Map // uint32 -> string
+
+// UserName is uid's login name, or the number when it has none: how
+// gopmi names a peer, a job's owner or a name's publisher to people.
+// Names are looked up once per uid in a process's life.
+func UserName(uid uint32) string {
+	if v, ok := userNames.Load(uid); ok {
+		return v.(string)
+	}
+	n := strconv.FormatUint(uint64(uid), 10)
+	if u, err := user.LookupId(n); err == nil {
+		n = u.Username
+	}
+	userNames.Store(uid, n)
+	return n
 }

@@ -136,10 +136,11 @@ func (c *Conn) Hello() []byte { return c.hello }
 // PeerRole is the role the peer proved.
 func (c *Conn) PeerRole() string { return c.role }
 
-// The process's own certificate, made on first use: nothing verifies it
-// (the key proves who an end is, bound to the session), so one serves
-// every link of the process.
-var serverTLS = sync.OnceValues(func() (*tls.Config, error) {
+// SelfSigned is a TLS server configuration with a fresh certificate that
+// signs itself: what an accepting end of the layer shows (nothing
+// verifies it: the key proves who an end is, bound to the session), and
+// what a test's impostor shows.
+func SelfSigned() (*tls.Config, error) {
 	priv, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return nil, err
@@ -152,7 +153,11 @@ var serverTLS = sync.OnceValues(func() (*tls.Config, error) {
 		return nil, err
 	}
 	return &tls.Config{Certificates: []tls.Certificate{{Certificate: [][]byte{der}, PrivateKey: priv}}, MinVersion: tls.VersionTLS13}, nil
-})
+}
+
+// serverTLS is the process's own certificate, made on first use: one
+// serves every link of the process.
+var serverTLS = sync.OnceValues(SelfSigned)
 
 // clientTLS takes any certificate: the accepting end proves itself with
 // the key, bound to the session, after the TLS handshake. sessions, when

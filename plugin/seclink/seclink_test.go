@@ -19,6 +19,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/gopmi/gopmi/plugin"
+	"github.com/gopmi/gopmi/plugin/plugintest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -261,26 +262,8 @@ func TestRelayInTheMiddle(t *testing.T) {
 	}
 }
 
-// logBuffer collects log lines from several goroutines.
-type logBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *logBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // listen serves cfg on loopback with a Listener until the test ends.
-func listen(t *testing.T, inner net.Listener, cfg Config) (*Listener, *logBuffer) {
+func listen(t *testing.T, inner net.Listener, cfg Config) (*Listener, *plugintest.Buffer) {
 	t.Helper()
 	if inner == nil {
 		var err error
@@ -288,7 +271,7 @@ func listen(t *testing.T, inner net.Listener, cfg Config) (*Listener, *logBuffer
 			t.Fatal(err)
 		}
 	}
-	var log logBuffer
+	var log plugintest.Buffer
 	l, err := Listen(inner, cfg, zerolog.New(&log))
 	if err != nil {
 		t.Fatal(err)

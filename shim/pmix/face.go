@@ -85,12 +85,11 @@ func common(envs map[int32][]string) ([]string, error) {
 	return out, nil
 }
 
-// finalizes counts a job's local clients that finalized; guarded by
-// Server.mu.
+// finalizes tracks, per job, the local clients that have not finalized
+// yet; guarded by Server.mu.
 type finalizes struct {
-	left  map[string]int           // by namespace: clients not finalized yet
-	done  map[string]chan struct{} // closed when left reaches 0
-	ranks map[string]map[int32]bool
+	done  map[string]chan struct{}  // closed once ranks is empty
+	ranks map[string]map[int32]bool // the local ranks still to finalize
 }
 
 // watchFinalized returns a channel closed once every local rank of the
@@ -99,21 +98,19 @@ func (s *Server) watchFinalized(nspace string) <-chan struct{} {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.fin.done == nil {
-		s.fin.done, s.fin.left, s.fin.ranks = map[string]chan struct{}{}, map[string]int{}, map[string]map[int32]bool{}
+		s.fin.done, s.fin.ranks = map[string]chan struct{}{}, map[string]map[int32]bool{}
 	}
 	ch := make(chan struct{})
 	s.fin.done[nspace] = ch
-	s.fin.left[nspace] = -1 // set by RegisterJob
 	return ch
 }
 
-// expectClients sets how many local clients of nspace must finalize.
+// expectClients sets which local clients of nspace must finalize.
 // Called with mu held.
 func (s *Server) expectClients(nspace string, ranks []int32) {
 	if s.fin.done == nil || s.fin.done[nspace] == nil {
 		return
 	}
-	s.fin.left[nspace] = len(ranks)
 	s.fin.ranks[nspace] = map[int32]bool{}
 	for _, r := range ranks {
 		s.fin.ranks[nspace][r] = true
@@ -132,8 +129,7 @@ func (s *Server) finalized(p plugin.Proc) {
 		return
 	}
 	delete(ranks, p.Rank)
-	s.fin.left[p.Nspace]--
-	if s.fin.left[p.Nspace] == 0 {
+	if len(ranks) == 0 {
 		close(s.fin.done[p.Nspace])
 	}
 }

@@ -395,19 +395,7 @@ func goAbort(ns *C.char, rank C.uint32_t, st C.int, msg *C.char, procs *C.pmix_p
 	if nprocs > 0 {
 		req.Targets = procsOf(procs, nprocs)
 	}
-	ok := s.spawn(func() {
-		ctx, cancel := context.WithTimeout(s.ctx, plugin.DefaultStartTimeout)
-		defer cancel()
-		err := s.be.Abort(ctx, req)
-		if err != nil {
-			s.log.Warn().Err(err).Str("proc", req.Proc.String()).Msg("pmix: abort")
-		}
-		C.gopmi_op_done(cbfunc, rcOf(err), cbdata)
-	})
-	if !ok {
-		return C.PMIX_ERR_NOT_AVAILABLE
-	}
-	return C.PMIX_SUCCESS
+	return s.opCall("abort", req.Proc, cbfunc, cbdata, func(ctx context.Context) error { return s.be.Abort(ctx, req) })
 }
 
 // fence makes the backend's request of a fence of procs: its ID, as every
@@ -532,7 +520,12 @@ func (s *Server) opCall(what string, p plugin.Proc, cbfunc C.pmix_op_cbfunc_t, c
 		defer cancel()
 		err := f(ctx)
 		if err != nil {
-			s.log.Debug().Err(err).Str("proc", p.String()).Msg("pmix: " + what)
+			// A name not found is an answer; a failure is news.
+			ev := s.log.Warn()
+			if errors.Is(err, plugin.ErrNotFound) {
+				ev = s.log.Debug()
+			}
+			ev.Err(err).Str("proc", p.String()).Msg("pmix: " + what)
 		}
 		C.gopmi_op_done(cbfunc, rcOf(err), cbdata)
 	})

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"errors"
-	"fmt"
 	"net"
 	"strings"
 	"sync/atomic"
@@ -26,22 +25,7 @@ type hosted struct {
 
 func hostJob(t *testing.T, n int, edit func(b *shimv1.Bootstrap), o HostOptions) (*hosted, error) {
 	t.Helper()
-	b := &shimv1.Bootstrap{
-		Version: 1,
-		Job:     &shimv1.Job{Nspace: "job-1", Size: int32(n), Nodes: []*shimv1.Node{{Id: 0, Name: "n0"}}},
-		Backend: &shimv1.BackendConfig{Name: "fake"},
-	}
-	for i := range int32(n) {
-		b.Job.Nodes[0].Ranks = append(b.Job.Nodes[0].Ranks, i)
-		b.Tasks = append(b.Tasks, &shimv1.Task{Rank: i, FdName: fmt.Sprintf("rank%d", i)})
-	}
-	if edit != nil {
-		edit(b)
-	}
-	c, err := NewConfig(b)
-	if err != nil {
-		t.Fatal(err)
-	}
+	c := testConfig(t, n, edit)
 	j := &hosted{}
 	o.Conns = map[int32]net.Conn{}
 	for _, tk := range c.Tasks {
@@ -50,6 +34,7 @@ func hostJob(t *testing.T, n int, edit func(b *shimv1.Bootstrap), o HostOptions)
 		j.tasks = append(j.tasks, &task{t: t, c: cli, r: bufio.NewReader(cli)})
 	}
 	o.Logger = zerolog.Nop()
+	var err error
 	j.h, err = Host(context.Background(), c, o)
 	return j, err
 }

@@ -71,7 +71,9 @@ type job struct {
 	tasks []*task
 }
 
-func startJob(t *testing.T, n int, be *bridge.Backend, edit func(b *shimv1.Bootstrap)) *job {
+// testConfig is the config of a one-node job of n ranks, each on an fd
+// of its own, as edit changes its bootstrap.
+func testConfig(t *testing.T, n int, edit func(b *shimv1.Bootstrap)) *Config {
 	t.Helper()
 	b := &shimv1.Bootstrap{
 		Version: 1,
@@ -89,6 +91,12 @@ func startJob(t *testing.T, n int, be *bridge.Backend, edit func(b *shimv1.Boots
 	if err != nil {
 		t.Fatal(err)
 	}
+	return c
+}
+
+func startJob(t *testing.T, n int, be *bridge.Backend, edit func(b *shimv1.Bootstrap)) *job {
+	t.Helper()
+	c := testConfig(t, n, edit)
 	j := &job{}
 	conns := map[int32]net.Conn{}
 	for _, tk := range c.Tasks {
@@ -99,6 +107,7 @@ func startJob(t *testing.T, n int, be *bridge.Backend, edit func(b *shimv1.Boots
 		conns[tk.Rank] = srv
 		j.tasks = append(j.tasks, &task{t: t, c: cli, r: bufio.NewReader(cli)})
 	}
+	var err error
 	j.srv, err = Start(context.Background(), c, Options{Backend: be, Conns: conns, Logger: zerolog.Nop()})
 	if err != nil {
 		t.Fatal(err)

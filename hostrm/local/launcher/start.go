@@ -481,14 +481,18 @@ func (l *Launcher) reapTask(rj *runJob, t *runTask, cmd *exec.Cmd) {
 		proc: t.proc, status: status, how: how, ok: ps.Success(),
 		signaled: status > 128 && ps.ExitCode() < 0,
 	}
-	if !ex.ok && !l.cfg.PMIx && !l.u.Initialized(t.proc) {
+	switch st := l.u.ProcState(t.proc); {
+	case !ex.ok && !l.cfg.PMIx && (st == "pending" || st == "started"):
+		// It never initialized PMI: gopmi may know why.
 		ex.hint = l.hints.pmixProgram(cmd.Path)
-	}
-	if l.cfg.PMIx && l.u.Unfinalized(t.proc) {
+	case l.cfg.PMIx && st == "connected":
 		// A PMI task's server sees its connection close before finalize;
 		// a PMIx task's end is seen here: the job fails as for PMI.
-		_ = l.u.NotifyEvent(context.Background(), &plugin.EventRequest{Code: plugin.EventProcAborted, Source: t.proc,
+		err := l.u.NotifyEvent(context.Background(), &plugin.EventRequest{Code: plugin.EventProcAborted, Source: t.proc,
 			Info: []plugin.Info{{Key: "reason", Value: "ended before PMIx_Finalize (" + how + ")"}}})
+		if err != nil {
+			l.log.Warn().Err(err).Str("proc", t.proc.String()).Msg("report a task that ended before PMIx_Finalize")
+		}
 	}
 	l.taskEnded(rj, t, ex, state)
 }
