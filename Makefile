@@ -28,13 +28,15 @@ build:
 	@# gopmi-pmix, the shim with the PMIx face, links libpmix: built where it is.
 	@if pkg-config --exists pmix 2>/dev/null; then \
 		echo "CGO_ENABLED=1 $(GO) build -tags pmix ... ./shim/cmd/gopmi-pmix"; \
-		CGO_ENABLED=1 $(GO) build -trimpath -tags pmix -ldflags '$(LDFLAGS)' -o $(BIN)/ ./shim/cmd/gopmi-pmix; \
-	else echo "libpmix not found (apt-get install libpmix-dev): gopmi-pmix not built, gopmi run -pmix unavailable"; rm -f $(BIN)/gopmi-pmix; fi
+		CGO_ENABLED=1 $(GO) build -trimpath -tags pmix -ldflags '$(LDFLAGS)' -o $(BIN)/ ./shim/cmd/gopmi-pmix && \
+		echo "CGO_ENABLED=1 $(GO) build -tags pmix -o $(BIN)/gopmi-slurm-pmix ./hostrm/slurm/cmd/gopmi-slurm" && \
+		CGO_ENABLED=1 $(GO) build -trimpath -tags pmix -ldflags '$(LDFLAGS)' -o $(BIN)/gopmi-slurm-pmix ./hostrm/slurm/cmd/gopmi-slurm; \
+	else echo "libpmix not found (apt-get install libpmix-dev): gopmi-pmix and gopmi-slurm-pmix not built, PMIx jobs unavailable"; rm -f $(BIN)/gopmi-pmix $(BIN)/gopmi-slurm-pmix; fi
 
 install: build
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(SYSTEMD_UNITDIR)
 	install -m 0755 $(BIN)/gopmi $(BIN)/gopmi-shim $(BIN)/gopmi-rm-local $(BIN)/gopmi-rm-slurm $(BIN)/gopmi-slurm $(DESTDIR)$(PREFIX)/bin/
-	if test -e $(BIN)/gopmi-pmix; then install -m 0755 $(BIN)/gopmi-pmix $(DESTDIR)$(PREFIX)/bin/; fi
+	if test -e $(BIN)/gopmi-pmix; then install -m 0755 $(BIN)/gopmi-pmix $(BIN)/gopmi-slurm-pmix $(DESTDIR)$(PREFIX)/bin/; fi
 	install -m 0644 contrib/systemd/gopmi.socket $(DESTDIR)$(SYSTEMD_UNITDIR)/
 	sed 's|@BINDIR@|$(PREFIX)/bin|' contrib/systemd/gopmi.service > $(DESTDIR)$(SYSTEMD_UNITDIR)/gopmi.service
 	chmod 0644 $(DESTDIR)$(SYSTEMD_UNITDIR)/gopmi.service

@@ -60,7 +60,8 @@ func TestOpenMPIFailsLoudly(t *testing.T) {
 	}
 }
 
-// pmixShim builds gopmi-pmix (cgo, libpmix) next to the tests' gopmi,
+// pmixShim builds gopmi-pmix and gopmi-slurm-pmix (cgo, libpmix) next to
+// the tests' gopmi,
 // once, or fails the test saying what is missing.
 var pmixShim = sync.OnceValue(func() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
@@ -69,10 +70,15 @@ var pmixShim = sync.OnceValue(func() error {
 	if err != nil {
 		return err
 	}
-	cmd := exec.CommandContext(ctx, "go", "build", "-tags", "pmix", "-o", binDir+string(filepath.Separator), "./shim/cmd/gopmi-pmix")
-	cmd.Dir, cmd.Env = root, append(os.Environ(), "CGO_ENABLED=1")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		return fmt.Errorf("build gopmi-pmix: %w\n%s\n(it needs libpmix: apt-get install libpmix-dev; make deps does)", err, out)
+	for _, b := range []struct{ out, pkg string }{
+		{binDir + string(filepath.Separator), "./shim/cmd/gopmi-pmix"},
+		{filepath.Join(binDir, "gopmi-slurm-pmix"), "./hostrm/slurm/cmd/gopmi-slurm"},
+	} {
+		cmd := exec.CommandContext(ctx, "go", "build", "-tags", "pmix", "-o", b.out, b.pkg)
+		cmd.Dir, cmd.Env = root, append(os.Environ(), "CGO_ENABLED=1")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("build %s with the PMIx face: %w\n%s\n(it needs libpmix: apt-get install libpmix-dev; make deps does)", b.pkg, err, out)
+		}
 	}
 	return nil
 })
@@ -232,4 +238,88 @@ func buildPMIxClient(t *testing.T, name string) string {
 		t.Fatalf("gcc %s: %v\n%s", name, err, b)
 	}
 	return out
+}
+
+// ompiLab is what an Open MPI job needs on the lab cluster, whose nodes
+// share one host: Open MPI's shared-memory transport (vader) between
+// ranks it was told are on different nodes crashes, under Slurm's own
+// --mpi=pmix too; TCP between them works.
+var ompiLab = []string{"OMPI_MCA_btl=self,tcp"}
+
+// Open MPI 4.1 programs under srun --mpi=gopmi on the two-node cluster,
+// unasked (their programs link Open MPI): mpi/gopmi starts
+// gopmi-slurm-pmix on each node, which registers the step with libpmix
+// before the tasks start, and the tasks take Slurm's direct-launch path
+// with the PMIx environment. A hello's allreduce at 4 and 16 ranks,
+// MPI_Abort's code as srun's status, the name service within the step, a
+// rank that leaves before PMIx_Finalize ending the step at once (not at
+// the fence time-out) naming it, and a PMIx client (not MPI: GOPMI_PMIX=1)
+// whose query and log reach the step's coordinator.
+func TestOpenMPIUnderSrun(t *testing.T) {
+	c := slurm(t)
+	if err := pmixShim(); err != nil {
+		t.Fatal(err)
+	}
+	hello, abort, early, pub := buildOpenMPI(t, "mpi_hello"), buildOpenMPI(t, "mpi_abort"), buildOpenMPI(t, "mpi_early"), buildOpenMPI(t, "mpi_pubname")
+	for _, n := range []int{4, 16} {
+		r := runOn(t, c, 2*time.Minute, []string{"srun", "--mpi=gopmi", "-N2", fmt.Sprintf("-n%d", n), hello}, ompiLab...)
+		if r.ExitCode != 0 {
+			t.Fatalf("hello at %d ranks: %s", n, slurmFailure(c, r))
+		}
+		for rank := range n {
+			if want := fmt.Sprintf("ok hello rank=%d size=%d sum=%d", rank, n, n*(n+1)/2); !strings.Contains(r.Stdout, want) {
+				t.Errorf("hello at %d ranks lacks %q:\n%s", n, want, r.Summary())
+			}
+		}
+	}
+	r := runOn(t, c, time.Minute, []string{"srun", "--mpi=gopmi", "-N2", "-n4", abort, "code=7", "rank=3"}, ompiLab...)
+	if r.ExitCode != 7 || !strings.Contains(r.Stderr, "rank 3 of job slurm.") {
+		t.Errorf("MPI_Abort(7) on rank 3: %s", slurmFailure(c, r))
+	}
+	start := time.Now()
+	r = runOn(t, c, time.Minute, []string{"srun", "--mpi=gopmi", "-N2", "-n4", early, "rank=1"}, ompiLab...)
+	if r.ExitCode == 0 || !strings.Contains(r.Stderr, "rank 1 of job slurm.") || !strings.Contains(r.Stderr, "ended before PMIx_Finalize") {
+		t.Errorf("a rank that left before finalize: %s", slurmFailure(c, r))
+	}
+	if d := time.Since(start); d > 30*time.Second {
+		t.Errorf("the step that lost a rank ended after %v: the fence time-out, not the loss, ended it", d)
+	}
+	r = runOn(t, c, time.Minute, []string{"srun", "--mpi=gopmi", "-N2", "-n2", pub}, ompiLab...)
+	for _, want := range []string{"ok pubname rank=1 step=lookup port=fake-port-string#1", "ok pubname rank=1 step=lookup-missing err=MPI_ERR_NAME", "ok pubname rank=0 step=unpublish"} {
+		if r.ExitCode != 0 || !strings.Contains(r.Stdout, want) {
+			t.Fatalf("names: lacks %q: %s", want, slurmFailure(c, r))
+		}
+	}
+	query := buildPMIxClient(t, "pmix_query")
+	r = runOn(t, c, time.Minute, []string{"srun", "--mpi=gopmi", "-N2", "-n2", query}, "GOPMI_PMIX=1")
+	for _, want := range []string{"ok query pmix.qry.ns=slurm.", `ok query pmix.qry.ptable=[{"rank":0,"node":"n1"`, `{"rank":1,"node":"n2"`, "ok log"} {
+		if r.ExitCode != 0 || !strings.Contains(r.Stdout, want) {
+			t.Fatalf("a PMIx client's query and log: lacks %q: %s", want, slurmFailure(c, r))
+		}
+	}
+	if !strings.Contains(r.Stderr, ":1] a line from a PMIx client") {
+		t.Errorf("PMIx_Log's line is not on srun's stderr: %s", r.Summary())
+	}
+}
+
+// Under srun, a step whose program does not show it speaks PMIx (a
+// PMIx client that is not Open MPI, run without GOPMI_PMIX) gets the PMI
+// path and fails at once, not as a silent singleton; GopmiPMIx=no in the
+// step's environment (GOPMI_PMIX=0) keeps an Open MPI program off the
+// PMIx path, where Open MPI itself refuses to run.
+func TestSrunPMIxChoice(t *testing.T) {
+	c := slurm(t)
+	if err := pmixShim(); err != nil {
+		t.Fatal(err)
+	}
+	query := buildPMIxClient(t, "pmix_query")
+	r := runOn(t, c, time.Minute, []string{"srun", "--mpi=gopmi", "-n1", query})
+	if r.ExitCode == 0 || !strings.Contains(r.Stdout, "fail init") {
+		t.Errorf("a PMIx client not seen as one: %s", slurmFailure(c, r))
+	}
+	hello := buildOpenMPI(t, "mpi_hello")
+	r = runOn(t, c, time.Minute, []string{"srun", "--mpi=gopmi", "-n2", hello}, append([]string{"GOPMI_PMIX=0"}, ompiLab...)...)
+	if r.ExitCode == 0 || strings.Contains(r.Stdout, "size=1") {
+		t.Errorf("Open MPI with PMIx off ran: %s", slurmFailure(c, r))
+	}
 }

@@ -27,7 +27,7 @@ type PMIxFace func(ctx context.Context, job plugin.Job, node int32, be plugin.Fu
 func (s *server) runPMIx(ctx context.Context) error {
 	c := s.cfg
 	if s.rc.PMIx == nil {
-		return fmt.Errorf("%w: job %s is a PMIx job, and this shim serves PMI-1 and PMI-2 only: gopmi-pmix serves PMIx", serve.ErrUsage, c.Job.Nspace)
+		return fmt.Errorf("%w: job %s is a PMIx job, and this shim serves PMI-1 and PMI-2 only: gopmi-pmix (gopmi-slurm-pmix under Slurm) serves PMIx", serve.ErrUsage, c.Job.Nspace)
 	}
 	path, err := s.backendBinary()
 	if err != nil {

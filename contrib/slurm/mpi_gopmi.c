@@ -11,6 +11,12 @@
  * PMI_JOBID. The shim's stderr, its log, goes into the stepd's log (the
  * node's slurmd log) through a pipe the stepd reads.
  *
+ * A step whose tasks speak PMIx (Open MPI: its program links
+ * libmpi.so.40, or GOPMI_PMIX / GopmiPMIx says so) gets gopmi-slurm-pmix
+ * instead, the same shim with libpmix's server: it registers the step's
+ * job before READY, which carries the tasks' PMIx environment; each task
+ * gets that and PMIX_RANK, and no PMI_* variable and no fd.
+ *
  * Built against the exact Slurm release it runs in: contrib/slurm/build.sh.
  */
 
@@ -88,6 +94,7 @@ static s_p_options_t gopmi_options[] = {
 	{"GopmiValMax", S_P_UINT32},
 	{"GopmiKVSMaxMiB", S_P_UINT32},
 	{"GopmiTreeWidth", S_P_UINT32},
+	{"GopmiPMIx", S_P_STRING},
 	{NULL}
 };
 
@@ -100,7 +107,8 @@ static struct {
 	uint32_t val_max;       /* 0: gopmi's default */
 	uint32_t tree_width;    /* fence tree width; Slurm's TreeWidth default */
 	uint32_t kvs_max_mib;   /* KVS bytes a shim holds per job, MiB; 0: gopmi's default */
-} gconf = { NULL, NULL, NULL, 0, 30, 0, 16, 0 };
+	char *pmix;             /* auto (NULL), yes, no */
+} gconf = { NULL, NULL, NULL, 0, 30, 0, 16, 0, NULL };
 
 static const char *bindir(void)
 {
@@ -346,6 +354,11 @@ static uint32_t ntask_fds;
  * task's connection close when the task ends. */
 static int forked[2] = { -1, -1 };
 static int spawned; /* the step was spawned by a gopmi step */
+/* The step's tasks are PMIx clients (wants_pmix): gopmi-slurm-pmix serves
+ * them, and each task gets pmix_env (from the shim's READY) and its
+ * PMIX_RANK instead of an fd and PMI_* variables. */
+static int pmix_step;
+static char **pmix_env;
 /* Why the shim could not serve this node's tasks. Slurm's srun exits 0
  * when a stepd's prefork fails ("task launch failed"), so prefork lets the
  * tasks start and each one fails at once with this message on its stderr,
@@ -557,28 +570,26 @@ static void mark_ranks(char *spec, int idx, int *line_of, uint32_t n)
 	}
 }
 
-/* multi_prog_apps is the bootstrap's "apps" for srun --multi-prog, whose
- * configuration the stepd holds in argv[1]: a rank runs the first line
- * whose rank specification holds it, as Slurm picks its command; blank
- * lines and whole-line comments are skipped, and so is the line after one
- * that ends with a backslash. Each line that runs a rank is an app, in
- * line order, so a rank's appnum is its line's place among them. NULL when
- * the configuration leaves a rank without a line (Slurm fails that task). */
-static char *multi_prog_apps(const stepd_step_rec_t *job)
+/* multi_prog_lines parses srun --multi-prog's configuration, which the
+ * stepd holds in argv[1]: a rank runs the first line whose rank
+ * specification holds it, as Slurm picks its command; blank lines and
+ * whole-line comments are skipped, and so is the line after one that ends
+ * with a backslash. It returns the number of lines, their commands in
+ * *cmds (pointing into *data; the caller frees both) and each rank's line
+ * in line_of (-1: none), or -1 without a configuration. */
+static int multi_prog_lines(const stepd_step_rec_t *job, char **data, char ***cmds, int *line_of)
 {
 	uint32_t n = job->ntasks;
-	int *line_of = xcalloc(n ? n : 1, sizeof(int)), nlines = 0, apps = 0;
-	char **cmds = NULL, *data, *save = NULL, *out = NULL;
+	char *save = NULL;
 	bool cont = false;
+	int nlines = 0;
 
-	if (job->argc < 2 || !job->argv[1]) {
-		xfree(line_of);
-		return NULL;
-	}
+	if (job->argc < 2 || !job->argv[1])
+		return -1;
 	for (uint32_t r = 0; r < n; r++)
 		line_of[r] = -1;
-	data = xstrdup(job->argv[1]);
-	for (char *line = strtok_r(data, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
+	*data = xstrdup(job->argv[1]);
+	for (char *line = strtok_r(*data, "\n", &save); line; line = strtok_r(NULL, "\n", &save)) {
 		size_t len = strlen(line);
 		bool skip = cont;
 		char *p = line, *spec, *cmd;
@@ -602,14 +613,30 @@ static char *multi_prog_apps(const stepd_step_rec_t *job)
 		while (*p && !isspace((unsigned char) *p))
 			p++;
 		*p = '\0';
-		xrealloc(cmds, (nlines + 1) * sizeof(char *));
-		cmds[nlines] = cmd;
+		xrealloc(*cmds, (nlines + 1) * sizeof(char *));
+		(*cmds)[nlines] = cmd;
 		mark_ranks(spec, nlines, line_of, n);
 		nlines++;
 	}
-	for (uint32_t r = 0; r < n; r++)
+	return nlines;
+}
+
+/* multi_prog_apps is the bootstrap's "apps" for srun --multi-prog: each
+ * line that runs a rank is an app, in line order, so a rank's appnum is
+ * its line's place among them. NULL when the configuration leaves a rank
+ * without a line (Slurm fails that task). */
+static char *multi_prog_apps(const stepd_step_rec_t *job)
+{
+	uint32_t n = job->ntasks;
+	int *line_of = xcalloc(n ? n : 1, sizeof(int)), nlines, apps = 0;
+	char **cmds = NULL, *data = NULL, *out = NULL;
+
+	nlines = multi_prog_lines(job, &data, &cmds, line_of);
+	for (uint32_t r = 0; r < n && nlines >= 0; r++)
 		if (line_of[r] < 0)
 			goto out;
+	if (nlines < 0)
+		goto out;
 	xstrcat(out, "[");
 	for (int l = 0; l < nlines; l++) {
 		uint32_t size = 0, first = 0;
@@ -632,6 +659,96 @@ out:
 	xfree(data);
 	xfree(line_of);
 	return out;
+}
+
+/* ELF_HEAD is how much of a program links_open_mpi reads: a linker puts
+ * the dynamic string table in the first loaded segment. */
+#define ELF_HEAD (256 << 10)
+
+/* links_open_mpi reports whether the ELF program at path (relative to
+ * cwd) needs Open MPI's library (libmpi.so.40; MPICH's is
+ * libmpich.so.12), from the names in its head: what a PMIx client is. */
+static int links_open_mpi(const char *path, const char *cwd)
+{
+	static const char lib[] = "\0libmpi.so.40";
+	char *full = NULL, *buf;
+	ssize_t n, got = 0;
+	int fd, found = 0;
+
+	if (path[0] != '/' && cwd)
+		full = xstrdup_printf("%s/%s", cwd, path);
+	fd = open(full ? full : path, O_RDONLY | O_CLOEXEC);
+	xfree(full);
+	if (fd < 0)
+		return 0;
+	buf = xmalloc(ELF_HEAD);
+	while (got < ELF_HEAD && (n = read(fd, buf + got, ELF_HEAD - got)) > 0)
+		got += n;
+	close(fd);
+	if (got > 4 && !memcmp(buf, "\x7f" "ELF", 4))
+		found = memmem(buf, got, lib, sizeof(lib)) != NULL; /* with the NUL after it */
+	xfree(buf);
+	return found;
+}
+
+/* program_links_open_mpi resolves cmd as execvp would in the task (PATH
+ * from its environment, relative to its working directory) and asks
+ * links_open_mpi. */
+static int program_links_open_mpi(const char *cmd, char **env, const char *cwd)
+{
+	const char *path = getenvp(env, "PATH");
+	char *dirs, *save = NULL;
+	int found = 0;
+
+	if (!cmd || !cmd[0])
+		return 0;
+	if (strchr(cmd, '/'))
+		return links_open_mpi(cmd, cwd);
+	dirs = xstrdup(path ? path : "/usr/local/bin:/usr/bin:/bin");
+	for (char *d = strtok_r(dirs, ":", &save); d; d = strtok_r(NULL, ":", &save)) {
+		char *p = d[0] == '/' || !cwd ? xstrdup_printf("%s/%s", d, cmd) :
+						xstrdup_printf("%s/%s/%s", cwd, d, cmd);
+		int ok = access(p, X_OK) == 0;
+
+		if (ok)
+			found = links_open_mpi(p, NULL);
+		xfree(p);
+		if (ok)
+			break;
+	}
+	xfree(dirs);
+	return found;
+}
+
+/* wants_pmix decides whether the step's tasks are PMIx clients, before
+ * they start (a PMIx server must have registered the job by then):
+ * GOPMI_PMIX in the step's environment, else GopmiPMIx in mpi.conf, says
+ * yes or no; auto (the default) says yes when a program of the step links
+ * Open MPI. A program that loads Open MPI at run time (python3 with
+ * mpi4py) or a script that runs one needs GOPMI_PMIX=1. */
+static int wants_pmix(const stepd_step_rec_t *job, char **env)
+{
+	const char *v = step_setting(env, "GOPMI_PMIX", gconf.pmix);
+	int found = 0;
+
+	if (v && (!strcasecmp(v, "1") || !strcasecmp(v, "yes") || !strcasecmp(v, "true") || !strcasecmp(v, "on")))
+		return 1;
+	if (v && (!strcasecmp(v, "0") || !strcasecmp(v, "no") || !strcasecmp(v, "false") || !strcasecmp(v, "off")))
+		return 0;
+	if (job->flags & LAUNCH_MULTI_PROG) {
+		uint32_t n = job->ntasks;
+		int *line_of = xcalloc(n ? n : 1, sizeof(int));
+		char **cmds = NULL, *data = NULL;
+		int nlines = multi_prog_lines(job, &data, &cmds, line_of);
+
+		for (int l = 0; l < nlines && !found; l++)
+			found = program_links_open_mpi(cmds[l], env, job->cwd);
+		xfree(cmds);
+		xfree(data);
+		xfree(line_of);
+		return found;
+	}
+	return job->argv && program_links_open_mpi(job->argv[0], env, job->cwd);
 }
 
 static char *bootstrap(const stepd_step_rec_t *job, char **env, const char *coord, const char *nodes)
@@ -673,9 +790,14 @@ static char *bootstrap(const stepd_step_rec_t *job, char **env, const char *coor
 		xstrcat(b, "}]");
 	}
 	xstrfmtcat(b, "},\"nodeId\":%u,\"tasks\":[", job->nodeid);
-	for (uint32_t i = 0; i < job->node_tasks; i++)
-		xstrfmtcat(b, "%s{\"rank\":%u,\"fdName\":\"rank%u\"}", i ? "," : "",
-			   job->task[i]->gtid, job->task[i]->gtid);
+	for (uint32_t i = 0; i < job->node_tasks; i++) {
+		/* A PMIx client connects to the PMIx server: no fd. */
+		if (pmix_step)
+			xstrfmtcat(b, "%s{\"rank\":%u}", i ? "," : "", job->task[i]->gtid);
+		else
+			xstrfmtcat(b, "%s{\"rank\":%u,\"fdName\":\"rank%u\"}", i ? "," : "",
+				   job->task[i]->gtid, job->task[i]->gtid);
+	}
 	xstrcat(b, "],\"backend\":{\"name\":\"slurm\",\"args\":[\"-coordinator\",");
 	json_str(&b, coord);
 	snprintf(timeout, sizeof(timeout), "%u", gconf.tree_width);
@@ -685,8 +807,11 @@ static char *bootstrap(const stepd_step_rec_t *job, char **env, const char *coor
 	xstrcat(b, ",\"-tree-width\",");
 	json_str(&b, t);
 	/* A spawned step's backend starts at once: the coordinator counts its
-	 * nodes in to know that the spawn started. */
-	xstrfmtcat(b, "]%s}", spawned ? ",\"startAtOnce\":true" : "");
+	 * nodes in to know that the spawn started; so does a PMIx face's,
+	 * whose clients' calls come through libpmix, not the shim's reads. */
+	xstrfmtcat(b, "]%s}", spawned || pmix_step ? ",\"startAtOnce\":true" : "");
+	if (pmix_step)
+		xstrcat(b, ",\"pmix\":true");
 	if (gconf.val_max || gconf.kvs_max_mib) {
 		xstrcat(b, ",\"limits\":{");
 		if (gconf.val_max)
@@ -719,11 +844,92 @@ static char *bootstrap(const stepd_step_rec_t *job, char **env, const char *coor
 	return b;
 }
 
+/* json_env parses the JSON array of "K=V" strings a PMIx shim's READY
+ * carries (GOPMI_PMIX_ENV=[...], up to the line's end) into a NULL-ended
+ * array, or returns NULL when it is not one. */
+static char **json_env(const char *p)
+{
+	char **out = xcalloc(1, sizeof(char *)), *v = NULL;
+	size_t n = 0;
+
+	while (isspace((unsigned char) *p))
+		p++;
+	if (*p++ != '[')
+		goto bad;
+	for (;;) {
+		while (isspace((unsigned char) *p) || *p == ',')
+			p++;
+		if (*p == ']')
+			return out;
+		if (*p++ != '"')
+			goto bad;
+		v = xstrdup("");
+		for (; *p != '"'; p++) {
+			unsigned c;
+			if (!*p || *p == '\n')
+				goto bad;
+			if (*p != '\\') {
+				xstrfmtcat(v, "%c", *p);
+				continue;
+			}
+			switch (*++p) {
+			case 'n': xstrcat(v, "\n"); break;
+			case 't': xstrcat(v, "\t"); break;
+			case 'r': xstrcat(v, "\r"); break;
+			case 'b': xstrcat(v, "\b"); break;
+			case 'f': xstrcat(v, "\f"); break;
+			case 'u':
+				if (sscanf(p + 1, "%4x", &c) != 1 || !c)
+					goto bad;
+				p += 4;
+				if (c < 0x80)
+					xstrfmtcat(v, "%c", c);
+				else if (c < 0x800)
+					xstrfmtcat(v, "%c%c", 0xc0 | (c >> 6), 0x80 | (c & 0x3f));
+				else
+					xstrfmtcat(v, "%c%c%c", 0xe0 | (c >> 12), 0x80 | ((c >> 6) & 0x3f), 0x80 | (c & 0x3f));
+				break;
+			case '\0':
+				goto bad;
+			default: /* \" \\ \/ */
+				xstrfmtcat(v, "%c", *p);
+			}
+		}
+		p++;
+		xrealloc(out, (n + 2) * sizeof(char *));
+		out[n++] = v;
+		out[n] = NULL;
+		v = NULL;
+	}
+bad:
+	xfree(v);
+	for (size_t i = 0; i < n; i++)
+		xfree(out[i]);
+	xfree(out);
+	return NULL;
+}
+
+/* ready_env takes the PMIx tasks' environment from a READY=1 message. */
+static int ready_env(char *msg)
+{
+	char *e = strstr(msg, "GOPMI_PMIX_ENV=");
+
+	if (!pmix_step)
+		return SLURM_SUCCESS;
+	if (e)
+		pmix_env = json_env(e + strlen("GOPMI_PMIX_ENV="));
+	if (!pmix_env) {
+		snprintf(shim_error, sizeof(shim_error), "the shim (gopmi-slurm-pmix) said READY=1 without the tasks' PMIx environment (GOPMI_PMIX_ENV)");
+		return SLURM_ERROR;
+	}
+	return SLURM_SUCCESS;
+}
+
 /* wait_ready reads the shim's sd_notify datagrams until READY=1, its
  * failure (STATUS=, ERRNO=) or its exit, within the start time-out. */
 static int wait_ready(int sock, pid_t shim, const stepd_step_rec_t *job)
 {
-	char msg[4096];
+	static char msg[65536]; /* a PMIx shim's READY carries the tasks' environment */
 	struct timespec start, now;
 	clock_gettime(CLOCK_MONOTONIC, &start);
 	for (;;) {
@@ -734,7 +940,7 @@ static int wait_ready(int sock, pid_t shim, const stepd_step_rec_t *job)
 			if (n > 0) {
 				msg[n] = '\0';
 				if (strstr(msg, "READY=1"))
-					return SLURM_SUCCESS;
+					return ready_env(msg);
 				if (strstr(msg, "ERRNO=") || strstr(msg, "STOPPING=1")) {
 					char *s = strstr(msg, "STATUS=");
 					char *e = s ? strchr(s, '\n') : NULL;
@@ -789,14 +995,20 @@ extern int mpi_p_slurmstepd_prefork(const stepd_step_rec_t *job, char ***env)
 			 ENV_PORT, ENV_SECRET, ENV_NODES);
 		goto out;
 	}
-	shim = xstrdup_printf("%s/gopmi-slurm", bindir());
-	if (access(shim, X_OK) != 0) {
-		snprintf(shim_error, sizeof(shim_error),
-			 "%s: %s (GopmiBinDir in mpi.conf says where gopmi is installed)", shim, strerror(errno));
-		goto out;
-	}
 	if (check_settings(*env))
 		goto out;
+	pmix_step = wants_pmix(job, *env);
+	shim = xstrdup_printf("%s/%s", bindir(), pmix_step ? "gopmi-slurm-pmix" : "gopmi-slurm");
+	if (access(shim, X_OK) != 0) {
+		if (pmix_step)
+			snprintf(shim_error, sizeof(shim_error),
+				 "%s: %s: this step's tasks speak PMIx (Open MPI), which gopmi-slurm-pmix serves; it is built where libpmix-dev is installed (GOPMI_PMIX=0 runs the step without it)",
+				 shim, strerror(errno));
+		else
+			snprintf(shim_error, sizeof(shim_error),
+				 "%s: %s (GopmiBinDir in mpi.conf says where gopmi is installed)", shim, strerror(errno));
+		goto out;
+	}
 	boot = bootstrap(job, *env, coord, nodes);
 
 	/* The shim's readiness comes back on an abstract datagram socket. */
@@ -809,7 +1021,8 @@ extern int mpi_p_slurmstepd_prefork(const stepd_step_rec_t *job, char ***env)
 		goto out;
 	}
 
-	ntask_fds = job->node_tasks;
+	/* A PMIx step's tasks connect to libpmix's listener instead. */
+	ntask_fds = pmix_step ? 0 : job->node_tasks;
 	task_fds = xcalloc(ntask_fds, sizeof(int));
 	pairs = xcalloc(ntask_fds, sizeof(*pairs));
 	for (uint32_t i = 0; i < ntask_fds; i++) {
@@ -822,7 +1035,7 @@ extern int mpi_p_slurmstepd_prefork(const stepd_step_rec_t *job, char ***env)
 		fcntl(pairs[i][1], F_SETFD, FD_CLOEXEC);
 		xstrfmtcat(names, "%srank%u", i ? ":" : "", job->task[i]->gtid);
 	}
-	if (pipe2(in, O_CLOEXEC) || pipe2(forked, O_CLOEXEC)) {
+	if (pipe2(in, O_CLOEXEC) || (ntask_fds && pipe2(forked, O_CLOEXEC))) {
 		error("mpi/gopmi: pipe: %m");
 		goto out;
 	}
@@ -835,8 +1048,13 @@ extern int mpi_p_slurmstepd_prefork(const stepd_step_rec_t *job, char ***env)
 		snprintf(notify, sizeof(notify), "@%s", addr.sun_path + 1);
 		envp = env_array_copy((const char **) environ);
 		unsetenvp(envp, "LISTEN_PID");
-		env_array_overwrite(&envp, "LISTEN_FDS", nbuf);
-		env_array_overwrite(&envp, "LISTEN_FDNAMES", names);
+		if (ntask_fds) {
+			env_array_overwrite(&envp, "LISTEN_FDS", nbuf);
+			env_array_overwrite(&envp, "LISTEN_FDNAMES", names);
+		} else {
+			unsetenvp(envp, "LISTEN_FDS");
+			unsetenvp(envp, "LISTEN_FDNAMES");
+		}
 		env_array_overwrite(&envp, "NOTIFY_SOCKET", notify);
 		env_array_overwrite(&envp, ENV_SECRET, secret);
 		env_array_overwrite(&envp, ENV_COORD, coord);
@@ -916,7 +1134,7 @@ extern int mpi_p_slurmstepd_prefork(const stepd_step_rec_t *job, char ***env)
 	close(in[1]);
 	in[1] = -1;
 	rc = wait_ready(ns, pid, job);
-	if (rc == SLURM_SUCCESS) {
+	if (rc == SLURM_SUCCESS && ntask_fds) {
 		pthread_t th;
 		pthread_attr_t attr;
 		pthread_attr_init(&attr);
@@ -928,8 +1146,8 @@ extern int mpi_p_slurmstepd_prefork(const stepd_step_rec_t *job, char ***env)
 		pthread_attr_destroy(&attr);
 	}
 	if (rc == SLURM_SUCCESS)
-		debug("mpi/gopmi: shim pid %d serves %u tasks of step %u.%u",
-		      (int) pid, ntask_fds, job->step_id.job_id, job->step_id.step_id);
+		debug("mpi/gopmi: shim pid %d serves %u %stasks of step %u.%u",
+		      (int) pid, job->node_tasks, pmix_step ? "PMIx " : "", job->step_id.job_id, job->step_id.step_id);
 out:
 	if (ns >= 0)
 		close(ns);
@@ -983,6 +1201,20 @@ extern int mpi_p_slurmstepd_task(const mpi_plugin_task_info_t *job, char ***env)
 		_exit(1);
 	}
 
+	if (pmix_step) {
+		/* The PMIx server's address and the job's namespace, from
+		 * setup_fork; only the rank differs between tasks. */
+		for (char **e = pmix_env; e && *e; e++) {
+			char *eq = strchr(*e, '='), *name;
+			if (!eq)
+				continue;
+			name = xstrndup(*e, eq - *e);
+			env_array_overwrite(env, name, eq + 1);
+			xfree(name);
+		}
+		env_array_overwrite_fmt(env, "PMIX_RANK", "%u", job->gtaskid);
+		return SLURM_SUCCESS;
+	}
 	for (uint32_t i = 0; i < ntask_fds; i++) {
 		if ((int) i == job->ltaskid)
 			fd = task_fds[i];
@@ -1032,6 +1264,7 @@ extern void mpi_p_conf_set(s_p_hashtbl_t *tbl)
 	s_p_get_uint32(&gconf.val_max, "GopmiValMax", tbl);
 	s_p_get_uint32(&gconf.kvs_max_mib, "GopmiKVSMaxMiB", tbl);
 	s_p_get_uint32(&gconf.tree_width, "GopmiTreeWidth", tbl);
+	s_p_get_string(&gconf.pmix, "GopmiPMIx", tbl);
 	if (!gconf.start_timeout)
 		gconf.start_timeout = 30;
 	if (!gconf.tree_width)
@@ -1049,6 +1282,8 @@ extern s_p_hashtbl_t *mpi_p_conf_get(void)
 		s_p_parse_pair(tbl, "GopmiFenceMode", gconf.fence_mode);
 	if (gconf.log_level)
 		s_p_parse_pair(tbl, "GopmiLogLevel", gconf.log_level);
+	if (gconf.pmix)
+		s_p_parse_pair(tbl, "GopmiPMIx", gconf.pmix);
 	v = xstrdup_printf("%u", gconf.timeout);
 	s_p_parse_pair(tbl, "GopmiTimeout", v);
 	xfree(v);
@@ -1082,6 +1317,7 @@ extern List mpi_p_conf_get_printable(void)
 	add_pair(l, "GopmiBinDir", xstrdup(gconf.bindir ? gconf.bindir : GOPMI_BINDIR));
 	add_pair(l, "GopmiFenceMode", xstrdup(gconf.fence_mode ? gconf.fence_mode : "collect"));
 	add_pair(l, "GopmiLogLevel", xstrdup(gconf.log_level ? gconf.log_level : "info"));
+	add_pair(l, "GopmiPMIx", xstrdup(gconf.pmix ? gconf.pmix : "auto"));
 	add_pair(l, "GopmiStartTimeout", xstrdup_printf("%u", gconf.start_timeout));
 	add_pair(l, "GopmiTimeout", xstrdup_printf("%u", gconf.timeout));
 	add_pair(l, "GopmiTreeWidth", xstrdup_printf("%u", gconf.tree_width));

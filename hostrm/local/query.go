@@ -223,6 +223,12 @@ func (u *Universe) NotifyEvent(_ context.Context, req *plugin.EventRequest) erro
 			u.mu.Unlock()
 			return err
 		}
+		if j.procs[req.Source.Rank].state == "failed" {
+			// Told twice (a PMIx face and the launcher both saw it
+			// leave): the first report acted.
+			u.mu.Unlock()
+			return nil
+		}
 		j.procs[req.Source.Rank].state = "failed"
 		if j.state == jobRunning {
 			j.state = jobFailed

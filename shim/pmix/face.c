@@ -5,6 +5,8 @@
 #include <stdbool.h>
 #include <stdio.h>
 
+#include <hwloc.h>
+
 #include "face.h"
 #include "_cgo_export.h"
 
@@ -355,6 +357,18 @@ static void convert(void *list, pmix_data_array_t *out)
     PMIx_Info_list_release(list);
 }
 
+static void client_lost(size_t id, pmix_status_t status, const pmix_proc_t *source, pmix_info_t info[],
+                        size_t ninfo, pmix_info_t *results, size_t nresults,
+                        pmix_event_notification_cbfunc_fn_t cbfunc, void *cbdata)
+{
+    if (source != NULL) {
+        goClientLost((char *)source->nspace, source->rank, status);
+    }
+    if (cbfunc != NULL) {
+        cbfunc(PMIX_EVENT_ACTION_COMPLETE, NULL, 0, NULL, NULL, cbdata);
+    }
+}
+
 int gopmi_server_init(const char *tmpdir, const char *server_nspace, int tools)
 {
     void *list = PMIx_Info_list_start();
@@ -370,16 +384,45 @@ int gopmi_server_init(const char *tmpdir, const char *server_nspace, int tools)
     convert(list, &arr);
     int rc = PMIx_server_init(&gopmi_module, (pmix_info_t *)arr.array, arr.size);
     PMIx_Data_array_destruct(&arr);
-    return rc;
+    if (rc != PMIX_SUCCESS) {
+        return rc;
+    }
+    /* libpmix reports a client whose connection closed before
+     * PMIx_Finalize as an event (and as a finalize to client_finalized,
+     * which cannot tell the two apart). */
+    pmix_status_t lost[] = {PMIX_ERR_LOST_CONNECTION, PMIX_ERR_UNREACH, PMIX_ERR_LOST_CONNECTION_TO_CLIENT,
+                            PMIX_ERR_PROC_TERM_WO_SYNC};
+    rc = PMIx_Register_event_handler(lost, sizeof(lost) / sizeof(lost[0]), NULL, 0, client_lost, NULL, NULL);
+    return rc < 0 ? rc : PMIX_SUCCESS; /* a blocking registration returns its id */
 }
 
 int gopmi_server_finalize(void) { return PMIx_server_finalize(); }
+
+char *gopmi_topology_xml(void)
+{
+    hwloc_topology_t topo;
+    char *xml = NULL, *out = NULL;
+    int len = 0;
+
+    if (hwloc_topology_init(&topo) != 0) {
+        return NULL;
+    }
+    /* CPUs, caches and memory: what an MPI library maps ranks with. The
+     * PCI bus is what costs (tens of ms per probe). */
+    hwloc_topology_set_io_types_filter(topo, HWLOC_TYPE_FILTER_KEEP_NONE);
+    if (hwloc_topology_load(topo) == 0 && hwloc_topology_export_xmlbuffer(topo, &xml, &len, 0) == 0) {
+        out = strdup(xml);
+        hwloc_free_xmlbuffer(topo, xml);
+    }
+    hwloc_topology_destroy(topo);
+    return out;
+}
 
 int gopmi_register_nspace(const char *nspace, const char *nodes, const char *ppn,
                           uint32_t size, uint32_t univ_size, uint32_t num_nodes, uint32_t num_apps,
                           const char *local_peers, uint32_t nlocal, uint32_t local_leader,
                           uint32_t nprocs, const uint32_t *local_rank, const uint32_t *node_rank,
-                          const uint32_t *node_id, const uint32_t *appnum)
+                          const uint32_t *node_id, const uint32_t *appnum, const char *topology)
 {
     char *node_map = NULL, *proc_map = NULL;
     int rc = PMIx_generate_regex(nodes, &node_map);
@@ -405,6 +448,12 @@ int gopmi_register_nspace(const char *nspace, const char *nodes, const char *ppn
         pmix_rank_t leader = local_leader;
         PMIx_Info_list_add(list, PMIX_LOCAL_PEERS, local_peers, PMIX_STRING);
         PMIx_Info_list_add(list, PMIX_LOCALLDR, &leader, PMIX_PROC_RANK);
+    }
+    if (topology != NULL) {
+        /* The node's hwloc topology (XML), where Open MPI 4.1 looks
+         * (PMIX_LOCAL_TOPO, as Slurm's mpi/pmix hands it): it loads it
+         * instead of probing the machine in every rank. */
+        PMIx_Info_list_add(list, PMIX_LOCAL_TOPO, topology, PMIX_STRING);
     }
     free(node_map);
     free(proc_map);

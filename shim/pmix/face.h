@@ -10,11 +10,14 @@
 
 int gopmi_server_init(const char *tmpdir, const char *server_nspace, int tools);
 int gopmi_server_finalize(void);
+/* gopmi_topology_xml probes this node's hwloc topology, without I/O
+ * devices, as XML (malloc'd), or returns NULL. */
+char *gopmi_topology_xml(void);
 int gopmi_register_nspace(const char *nspace, const char *nodes, const char *ppn,
                           uint32_t size, uint32_t univ_size, uint32_t num_nodes, uint32_t num_apps,
                           const char *local_peers, uint32_t nlocal, uint32_t local_leader,
                           uint32_t nprocs, const uint32_t *local_rank, const uint32_t *node_rank,
-                          const uint32_t *node_id, const uint32_t *appnum);
+                          const uint32_t *node_id, const uint32_t *appnum, const char *topology);
 int gopmi_register_client(const char *nspace, uint32_t rank, uint32_t uid, uint32_t gid);
 char **gopmi_setup_fork(const char *nspace, uint32_t rank, int *rc);
 void gopmi_free_env(char **env);

@@ -266,6 +266,15 @@ func Start(ctx context.Context, dir string, o Options) (c *Cluster, err error) {
 	nodes := "n[1-" + strconv.Itoa(o.Nodes) + "]"
 	for i := 1; i <= o.Nodes; i++ {
 		c.Nodes = append(c.Nodes, "n"+strconv.Itoa(i))
+		// Each node's TmpFS: Slurm's mpi/pmix (the peer gopmi is
+		// measured against) keeps its per-step directory there, and two
+		// nodes sharing /tmp collide on it.
+		if err := os.MkdirAll(filepath.Join(dir, "tmp", c.Nodes[i-1]), 0o1777); err != nil {
+			return c, err
+		}
+		if err := os.Chmod(filepath.Join(dir, "tmp", c.Nodes[i-1]), 0o1777); err != nil {
+			return c, err
+		}
 	}
 	conf := fmt.Sprintf(`ClusterName=gopmi
 SlurmctldHost=%[1]s(127.0.0.1)
@@ -276,6 +285,7 @@ CredType=cred/munge
 AuthInfo=socket=%[2]s
 StateSaveLocation=%[3]s/state
 SlurmdSpoolDir=%[3]s/spool/%%n
+TmpFS=%[3]s/tmp/%%n
 SlurmctldPidFile=%[3]s/run/slurmctld.pid
 SlurmdPidFile=%[3]s/run/slurmd-%%n.pid
 SlurmctldLogFile=%[3]s/log/slurmctld.log

@@ -8,6 +8,8 @@
 //   - `gopmi-slurm shim`, started by each node's slurmstepd, is gopmi-shim
 //     with the Slurm backend in its own process: it serves PMI to the
 //     node's tasks and forwards to the coordinator what crosses nodes.
+//     Built with the tag pmix it is gopmi-slurm-pmix, which serves a
+//     PMIx step's tasks (Open MPI) through libpmix instead.
 //
 // It does not link go-plugin: every step starts one of these per node and
 // one beside srun, and on a busy node a process's start-up is what a short
@@ -64,6 +66,7 @@ func serveNode() int {
 			// connections) is the shim's.
 			return slurm.NodeFromArgs(spec.Args, slurm.WithLogger(*zerolog.Ctx(ctx))), nil
 		},
+		PMIx: pmixFace,
 	})
 	if err == nil {
 		lingerForStepd()

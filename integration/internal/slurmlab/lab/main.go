@@ -1,0 +1,49 @@
+// Command lab runs the tests' Slurm cluster (package slurmlab) until it
+// is interrupted, for trying srun --mpi=gopmi by hand:
+//
+//	go run ./integration/internal/slurmlab/lab -bin bin -nodes 2
+//
+// It prints the SLURM_CONF to export, and with -bin builds mpi/gopmi for
+// the gopmi binaries there (as root: slurmd runs tasks as their user).
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"syscall"
+	"time"
+
+	"github.com/gopmi/gopmi/integration/internal/slurmlab"
+)
+
+func main() {
+	bin := flag.String("bin", "", "directory of the gopmi binaries mpi/gopmi runs (empty: no gopmi)")
+	nodes := flag.Int("nodes", 2, "slurmd to run")
+	cpus := flag.Int("cpus", 32, "CPUs each node declares")
+	mpiConf := flag.String("mpi-conf", "", "mpi.conf's text")
+	flag.Parse()
+	if *bin != "" {
+		abs, err := filepath.Abs(*bin)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "lab:", err)
+			os.Exit(1)
+		}
+		*bin = abs
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	c, err := slurmlab.Start(ctx, "", slurmlab.Options{Nodes: *nodes, CPUs: *cpus, BinDir: *bin, MPIConf: *mpiConf})
+	cancel()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "lab:", err)
+		os.Exit(1)
+	}
+	fmt.Printf("export %s\n", c.Env()[0])
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
+	<-sig
+	c.Stop()
+}
