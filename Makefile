@@ -117,7 +117,9 @@ integration:
 
 # gopmi run against mpiexec.hydra; then, where a Slurm cluster can run
 # (root, slurm-wlm, munge), srun --mpi=gopmi against srun --mpi=pmi2 on a
-# two-node cluster the bench starts.
+# two-node cluster the bench starts. With Open MPI: its hello and a PMIx
+# job (pmix_bench) against mpirun.openmpi, and under srun against
+# srun --mpi=pmix.
 bench: build
 	$(GO) run ./integration/bench -gopmi $(BIN)/gopmi $(BENCHFLAGS)
 	@if test -x $(BIN)/gopmi-pmix && command -v mpirun.openmpi >/dev/null && command -v mpicc.openmpi >/dev/null; then \
@@ -125,6 +127,9 @@ bench: build
 	else echo "bench: Open MPI not measured: needs openmpi-bin, libopenmpi-dev and libpmix-dev (make deps)"; fi
 	@if [ "$$(id -u)" = 0 ] && command -v slurmd >/dev/null && command -v munged >/dev/null; then \
 		$(GO) run ./integration/bench -gopmi $(BIN)/gopmi -slurm $(BENCHFLAGS); \
+		if test -x $(BIN)/gopmi-slurm-pmix && command -v mpicc.openmpi >/dev/null; then \
+			$(GO) run ./integration/bench -gopmi $(BIN)/gopmi -slurm -openmpi $(BENCHFLAGS); \
+		else echo "bench: Open MPI under srun not measured: needs openmpi-bin, libopenmpi-dev and libpmix-dev (make deps)"; fi; \
 	else echo "bench: srun not measured: needs root, slurm-wlm and munge (make deps-test)"; fi
 
 fuzz:

@@ -323,3 +323,25 @@ func TestSrunPMIxChoice(t *testing.T) {
 		t.Errorf("Open MPI with PMIx off ran: %s", slurmFailure(c, r))
 	}
 }
+
+// A PMIx job whose tasks never speak PMIx (GOPMI_PMIX=1 exported, then a
+// program that is not MPI) ends as soon as its tasks do, quietly: the
+// PMIx server, which cannot tell a task that never connected from one not
+// started yet, is told that every task ended (SIGHUP) instead of waiting
+// out the servers' grace and being killed.
+func TestPMIxJobWithoutPMIxClients(t *testing.T) {
+	begin(t)
+	if err := pmixShim(); err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{{"-n", "2"}, {"-ppn", "1", "-n", "2"}} {
+		start := time.Now()
+		r := runArgv(t, runOpts{env: []string{"GOPMI_PMIX=1"}}, gopmiArgv(append(args, "hostname")...))
+		if d := time.Since(start); d >= 2*time.Second {
+			t.Errorf("gopmi run %v hostname took %v: its PMIx servers waited for clients that never came", args, d)
+		}
+		if r.ExitCode != 0 || strings.Count(r.Stdout, "\n") != 2 || r.Stderr != "" {
+			t.Errorf("gopmi run %v hostname: %s", args, output(r))
+		}
+	}
+}

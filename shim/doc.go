@@ -123,7 +123,11 @@
 //
 // SIGTERM and SIGINT fail the job (pending requests are answered with an
 // error) and shut the shim down within the bootstrap's shutdown time-out;
-// SIGUSR1 writes every goroutine's stack to the log.
+// SIGUSR1 writes every goroutine's stack to the log. SIGHUP is the step
+// daemon saying that every task of the node ended: a PMIx face, which
+// cannot tell a task that never connected (a program that is not a PMIx
+// client) from one not started yet, then stops and exits 0; a PMI shim
+// sees its tasks' connections close instead, and takes SIGHUP as SIGTERM.
 //
 // # Time-outs
 //

@@ -3,6 +3,7 @@ package shim
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"github.com/rs/zerolog"
@@ -18,6 +19,10 @@ import (
 // ctx ended, or the face failed, after it stopped serving.
 // node is the job's node this shim serves.
 type PMIxFace func(ctx context.Context, job plugin.Job, node int32, be plugin.Full, log zerolog.Logger) (env []string, wait func(context.Context) error, err error)
+
+// errTasksEnded is a stop on SIGHUP: the step daemon saw every task of
+// the node end.
+var errTasksEnded = errors.New("every task ended (SIGHUP from the step daemon)")
 
 // runPMIx is the shim of a PMIx job (bootstrap pmix): no task fds and no
 // PMI engine; the backend is brought up at once, the face registers the
@@ -87,6 +92,10 @@ func (s *server) runPMIx(ctx context.Context) error {
 		err = cause
 	}
 	reason := "every PMIx task finalized"
+	if errors.Is(err, errTasksEnded) || errors.Is(context.Cause(fctx), errTasksEnded) {
+		// The tasks that never connected were no PMIx clients.
+		err, reason = nil, "every task ended"
+	}
 	if err != nil {
 		reason = err.Error()
 	}

@@ -110,7 +110,7 @@ func Run(ctx context.Context, rc RunConfig) error {
 	sigs := rc.Signals
 	if sigs == nil {
 		ch := make(chan os.Signal, 4)
-		signal.Notify(ch, syscall.SIGTERM, syscall.SIGINT, syscall.SIGUSR1)
+		signal.Notify(ch, syscall.SIGTERM, syscall.SIGINT, syscall.SIGUSR1, syscall.SIGHUP)
 		defer signal.Stop(ch)
 		sigs = ch
 	}
@@ -129,6 +129,11 @@ func Run(ctx context.Context, rc RunConfig) error {
 				l := logp.get()
 				if s == syscall.SIGUSR1 {
 					dumpStacks(l)
+					continue
+				}
+				if s == syscall.SIGHUP {
+					l.Debug().Msg("the step daemon says every task ended")
+					stop(errTasksEnded)
 					continue
 				}
 				l.Warn().Str("signal", s.String()).Msg("stopping on signal")

@@ -75,6 +75,8 @@ type config struct {
 	perfAll bool
 	// daemon: measure gopmi run with a node daemon (gopmi+daemon).
 	daemon bool
+	// env is set for every launcher's runs.
+	env []string
 	// floorLauncher runs only the launch floor (/bin/true): srun
 	// --mpi=none, whose wall at each size is subtracted from a PMI job's
 	// to give its PMI part. "" when there is none.
@@ -245,9 +247,6 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 		}
 	}
 	if *openmpi {
-		if *slurm {
-			return nil, errors.New("-openmpi and -slurm: one at a time")
-		}
 		if c.gopmiDir == "" {
 			return nil, fmt.Errorf("-openmpi: gopmi's binaries not found (-gopmi %s)", *gopmi)
 		}
@@ -263,7 +262,19 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 		c.burst, c.startRuns, c.daemon = 0, 0, false
 		if !set["hello"] {
 			c.helloNs = []int{1, 4, 16, 64}
+			if *slurm {
+				c.helloNs = []int{4, 16, 64}
+			}
 		}
+		if !set["pmi2"] && !*quick {
+			// The PMIx job: pmix_bench, the twin of pmi2_bench.
+			c.pmi2Ns, c.floorNs = []int{16, 64, 128}, []int{16, 64, 128}
+		}
+		// pmix_bench is a PMIx client that does not link Open MPI:
+		// gopmi is told (gopmi run and mpi/gopmi read it), as a user of
+		// such a program would.
+		c.env = append(c.env, "GOPMI_PMIX=1")
+		c.notes = append(c.notes, "GOPMI_PMIX=1 for every launcher: pmix_bench speaks PMIx without linking Open MPI")
 	}
 	if *slurm {
 		if c.gopmiDir == "" {
@@ -271,8 +282,17 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 		}
 		c.slurm = true
 		// Slurm's own first: the ratios are against it.
+		peer := "pmi2"
+		if c.openmpi {
+			// Open MPI's peer is Slurm's mpi/pmix. The lab's nodes share
+			// one host, where Open MPI's shared-memory transport between
+			// ranks of different nodes crashes (under either): TCP.
+			peer = "pmix"
+			c.env = append(c.env, "OMPI_MCA_btl=self,tcp")
+			c.notes = append(c.notes, "OMPI_MCA_btl=self,tcp for every launcher: the lab's two nodes share one host, where vader between them crashes")
+		}
 		ls = []clients.Launcher{
-			{Name: "srun-pmi2", Template: []string{"srun", "--mpi=pmi2", "-N", "2", "-n", "{n}"}},
+			{Name: "srun-" + peer, Template: []string{"srun", "--mpi=" + peer, "-N", "2", "-n", "{n}"}},
 			{Name: "srun-gopmi", Template: []string{"srun", "--mpi=gopmi", "-N", "2", "-n", "{n}"}},
 			{Name: "srun-none", Template: []string{"srun", "--mpi=none", "-N", "2", "-n", "{n}"}},
 		}

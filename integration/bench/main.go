@@ -105,6 +105,11 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "bench:", err)
 		return 2
 	}
+	for _, e := range cfg.env {
+		// Every launcher's runs inherit it (srun passes it to the tasks).
+		k, v, _ := strings.Cut(e, "=")
+		os.Setenv(k, v)
+	}
 	dir := cfg.binDir
 	if dir == "" {
 		if dir, err = clients.DefaultDir(); err != nil {
@@ -188,12 +193,16 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if cfg.openmpi {
 		bctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 		path, err := buildOpenMPIHello(bctx, dir)
+		if err == nil {
+			bins[openMPIHello] = path
+			path, err = buildPMIxBench(bctx, dir)
+		}
 		cancel()
 		if err != nil {
 			fmt.Fprintln(stderr, "bench: -openmpi:", err)
 			return 1
 		}
-		bins[openMPIHello] = path
+		bins[pmixBench] = path
 	}
 	sections := []section{
 		{name: "true", title: "launch floor", program: trueProgram, ns: cfg.trueNs, parse: parseTrue},
@@ -206,9 +215,13 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 			parse: parsePMI2, noPerf: true},
 	}
 	if cfg.openmpi {
+		// The PMIx job takes the PMI-2 job's place (and its report).
 		sections = []section{
 			sections[0],
 			{name: "hello", title: "Open MPI hello", program: openMPIHello, args: []string{"cpu"}, ns: cfg.helloNs, parse: parseHello},
+			{name: "pmi2", title: "PMIx job", program: pmixBench, ns: cfg.pmi2Ns, args: pmi2Args(cfg.k), parse: parsePMI2},
+			{name: "pmi2floor", title: "PMIx job with no keys", program: pmixBench, ns: cfg.floorNs, args: pmi2Args(0),
+				parse: parsePMI2, noPerf: true},
 		}
 	}
 	for _, s := range sections {
@@ -514,6 +527,27 @@ func hostInfo(ctx context.Context) map[string]string {
 		}
 	}
 	return h
+}
+
+// pmixBench names pmix_bench, the PMIx twin of pmi2_bench.
+const pmixBench = "pmix_bench"
+
+// buildPMIxBench compiles pmix_bench against libpmix into dir.
+func buildPMIxBench(ctx context.Context, dir string) (string, error) {
+	flags, err := exec.CommandContext(ctx, "pkg-config", "--cflags", "--libs", "pmix").Output()
+	if err != nil {
+		return "", fmt.Errorf("pkg-config pmix: %w: apt-get install libpmix-dev (make deps does)", err)
+	}
+	src, err := clients.SourceDir()
+	if err != nil {
+		return "", err
+	}
+	out := filepath.Join(dir, pmixBench)
+	args := append([]string{"-O2", "-I", src, "-o", out, filepath.Join(src, pmixBench+".c")}, strings.Fields(string(flags))...)
+	if b, err := exec.CommandContext(ctx, "cc", args...).CombinedOutput(); err != nil {
+		return "", fmt.Errorf("cc %s: %w\n%s", pmixBench, err, b)
+	}
+	return out, nil
 }
 
 // openMPIHello names the MPICH hello's source built with Open MPI.

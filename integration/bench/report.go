@@ -92,7 +92,7 @@ func printReport(w io.Writer, cfg *config, r *report) {
 	// (a) launch floor and hello wall time.
 	mpi := "MPICH"
 	if cfg.openmpi {
-		mpi = "Open MPI (gopmi: through gopmi-pmix)"
+		mpi = "Open MPI (gopmi: through its PMIx face, gopmi-pmix or gopmi-slurm-pmix)"
 	}
 	fmt.Fprintf(w, "\n(a) launch: /bin/true (no PMI), %s hello (MPI_Init + Allreduce + Finalize): wall ms, median (min)\n", mpi)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
@@ -116,8 +116,12 @@ func printReport(w io.Writer, cfg *config, r *report) {
 	tw.Flush()
 
 	// (b) PMI-2 job.
-	fmt.Fprintf(w, "\n(b) a PMI-2 job on Slurm's libpmi2, launch included: k=%d keys x %d B put per rank, fence, reads of g=%d peers' keys, %d rounds\n",
-		cfg.k, cfg.v, cfg.g, cfg.r)
+	job := "a PMI-2 job on Slurm's libpmi2"
+	if cfg.openmpi {
+		job = "a PMIx job on OpenPMIx's client (pmix_bench: put, commit, collecting fence, get)"
+	}
+	fmt.Fprintf(w, "\n(b) %s, launch included: k=%d keys x %d B put per rank, fence, reads of g=%d peers' keys, %d rounds\n",
+		job, cfg.k, cfg.v, cfg.g, cfg.r)
 	fmt.Fprintf(w, "    rank 0's fence / get times summed over rounds; launcher wall; floor: the same job with no keys (init, fences, finalize);\n")
 	fmt.Fprintf(w, "    data = wall - floor, the job's PMI data part; ms, medians\n")
 	fl := cfg.floorLauncher
@@ -178,7 +182,11 @@ func printReport(w io.Writer, cfg *config, r *report) {
 	tw.Flush()
 
 	// (c) process-manager CPU.
-	cpuSections := []cpuSection{{"true", "/bin/true", cfg.trueNs}, {"hello", "hello", cfg.helloNs}, {"pmi2", "pmi2_bench", cfg.pmi2Ns}}
+	bench := "pmi2_bench"
+	if cfg.openmpi {
+		bench = "pmix_bench"
+	}
+	cpuSections := []cpuSection{{"true", "/bin/true", cfg.trueNs}, {"hello", "hello", cfg.helloNs}, {"pmi2", bench, cfg.pmi2Ns}}
 	if cfg.perf != nil {
 		printPerfCPU(w, cfg, r, cpuSections, names, others)
 	} else {

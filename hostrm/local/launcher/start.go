@@ -545,6 +545,13 @@ func (l *Launcher) checkJobLocked(rj *runJob) {
 	}
 	if rj.running == 0 && rj.procs > 0 && !rj.graced {
 		rj.graced = true
+		if l.cfg.PMIx {
+			// A PMIx server waits for its clients' finalize, and cannot
+			// tell a task that never connected (a program that is no
+			// PMIx client) from one not started yet: it is told that
+			// every task ended, and ends at once, cleanly.
+			l.signalServersLocked(rj, syscall.SIGHUP)
+		}
 		l.after(l.cfg.ShimGrace, func() {
 			l.signalServersLocked(rj, syscall.SIGTERM)
 			l.after(l.cfg.KillGrace, func() { l.signalServersLocked(rj, syscall.SIGKILL) })
