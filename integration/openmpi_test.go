@@ -345,3 +345,48 @@ func TestPMIxJobWithoutPMIxClients(t *testing.T) {
 		}
 	}
 }
+
+// MPI_Comm_spawn of an Open MPI program under gopmi run, on one node and
+// on two simulated nodes: the face starts the children through the
+// backend (their servers are gopmi-pmix too), Open MPI's children find
+// the parents through OMPI_PARENT_PORT and the name service, PMIx_Connect
+// registers the other job with each side's libpmix, and each side reads
+// the other's data by direct modex (the frames every PMIx face hands the
+// backend); messages cross the inter-communicator and an Allreduce the
+// merged one.
+func TestOpenMPISpawn(t *testing.T) {
+	begin(t)
+	if err := pmixShim(); err != nil {
+		t.Fatal(err)
+	}
+	prog := buildOpenMPI(t, "mpi_spawn")
+	for _, c := range []struct {
+		name     string
+		args     []string
+		parents  int
+		children int
+	}{
+		{"one node", []string{"-n", "2"}, 2, 2},
+		{"two nodes", []string{"-ppn", "1", "-n", "2"}, 2, 3},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			r := runArgv(t, runOpts{}, gopmiArgv(append(c.args, prog, fmt.Sprintf("n=%d", c.children))...))
+			if r.ExitCode != 0 {
+				t.Fatalf("spawn: %s", output(r))
+			}
+			total := c.parents + c.children
+			want := []string{fmt.Sprintf("ok spawn rank=0 role=parent remote=%d merged=%d sum=%d", c.children, total, c.children*1000+c.children*(c.children-1)/2)}
+			for r := 1; r < c.parents; r++ {
+				want = append(want, fmt.Sprintf("ok spawn rank=%d role=parent remote=%d merged=%d", r, c.children, total))
+			}
+			for r := range c.children {
+				want = append(want, fmt.Sprintf("ok spawn rank=%d role=child remote=%d merged=%d", r, c.parents, total))
+			}
+			for _, w := range want {
+				if !strings.Contains(r.Stdout, w+"\n") {
+					t.Errorf("lacks %q: %s", w, output(r))
+				}
+			}
+		})
+	}
+}

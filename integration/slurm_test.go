@@ -57,10 +57,12 @@ func slurm(t *testing.T) *slurmlab.Cluster {
 	return slurmCluster
 }
 
-// stopSlurm ends the cluster after the tests.
+// stopSlurm ends the clusters after the tests.
 func stopSlurm() {
-	if slurmCluster != nil {
-		slurmCluster.Stop()
+	for _, c := range []*slurmlab.Cluster{slurmCluster, slurm8Cluster} {
+		if c != nil {
+			c.Stop()
+		}
 	}
 }
 

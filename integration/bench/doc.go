@@ -54,8 +54,10 @@
 //	hydra  mpiexec.hydra + hydra_pmi_proxy
 //	gopmi  gopmi (`gopmi run`: it starts and reaps the tasks and serves a
 //	       job on one node itself) + gopmi-shim + gopmi-rm-local (with
-//	       -ppn, a shim and its backend per simulated node)
-//	srun   srun (slurmstepd runs under slurmd, outside the measured tree)
+//	       -ppn, a shim and its backend per simulated node) + gopmi-pmix
+//	       (a PMIx job's server on every node)
+//	srun   srun + slurmstepd + gopmi-slurm + gopmi-slurm-pmix (perf
+//	       samples the whole machine: the stepds run under slurmd)
 //	other  the command's base name, cut to 15 characters
 //
 // The report gives, as medians over the runs, the process manager's CPU

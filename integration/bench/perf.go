@@ -31,15 +31,17 @@ var perfComms = map[string]bool{"perf": true, "perf-exec": true}
 // manager. The key is the base name of the launcher's command. For hydra,
 // mpiexec and its proxies; for gopmi, `gopmi run`, which serves a job on
 // one node itself and, with -ppn, starts a gopmi-shim and its
-// gopmi-rm-local backend per simulated node. srun's step daemon runs
+// gopmi-rm-local backend per simulated node (gopmi-pmix instead of
+// gopmi-shim for a PMIx job, on every node). srun's step daemon runs
 // under slurmd, outside the launcher's tree: under Slurm perf samples the
 // whole machine (perfCPU.all), and srun's PM is srun, every slurmstepd
 // (which launches the tasks under any --mpi, and runs mpi/pmi2's agent
-// threads) and gopmi's processes under --mpi=gopmi.
+// threads) and gopmi's processes under --mpi=gopmi (gopmi-slurm, or
+// gopmi-slurm-pmix for a PMIx step).
 var roles = map[string]roleSplit{
 	"mpiexec.hydra": {PM: []string{"mpiexec.hydra", "hydra_pmi_proxy"}},
-	"gopmi":         {PM: []string{"gopmi", "gopmi-shim", "gopmi-rm-local"}},
-	"srun":          {PM: []string{"srun", "slurmstepd", "gopmi-slurm"}},
+	"gopmi":         {PM: []string{"gopmi", "gopmi-shim", "gopmi-rm-local", "gopmi-pmix"}},
+	"srun":          {PM: []string{"srun", "slurmstepd", "gopmi-slurm", comm("gopmi-slurm-pmix")}},
 }
 
 // roleSplit names, by comm, the processes of a launcher's process

@@ -117,8 +117,61 @@ static int is_directive(const pmix_info_t *in)
            PMIX_CHECK_KEY(in, PMIX_USERID) || PMIX_CHECK_KEY(in, PMIX_GRPID);
 }
 
-/* Publish: every info that is no directive is a name; the contract's
- * values are text, so a value of another type is refused. */
+/* The contract's published values are text. A byte object (Open MPI
+ * publishes its communicator IDs so) travels as BYTES_PREFIX and its
+ * bytes in hex, and a lookup turns it back. */
+#define BYTES_PREFIX "gopmi-bytes:"
+
+static char *encode_bytes(const pmix_byte_object_t *bo)
+{
+    static const char hex[] = "0123456789abcdef";
+    size_t p = strlen(BYTES_PREFIX);
+    char *out = malloc(p + 2 * bo->size + 1);
+    if (out == NULL) {
+        return NULL;
+    }
+    memcpy(out, BYTES_PREFIX, p);
+    for (size_t i = 0; i < bo->size; i++) {
+        unsigned char c = (unsigned char)bo->bytes[i];
+        out[p + 2 * i] = hex[c >> 4];
+        out[p + 2 * i + 1] = hex[c & 15];
+    }
+    out[p + 2 * bo->size] = '\0';
+    return out;
+}
+
+static int unhex(char c)
+{
+    if (c >= '0' && c <= '9') return c - '0';
+    if (c >= 'a' && c <= 'f') return c - 'a' + 10;
+    return -1;
+}
+
+/* load_value loads a published value for a lookup's answer: a string, or
+ * the byte object it encodes. */
+static void load_value(pmix_value_t *v, const char *s)
+{
+    size_t p = strlen(BYTES_PREFIX), n = strlen(s);
+    if (n >= p && strncmp(s, BYTES_PREFIX, p) == 0 && (n - p) % 2 == 0) {
+        pmix_byte_object_t bo = {.bytes = malloc((n - p) / 2 + 1), .size = (n - p) / 2};
+        int ok = bo.bytes != NULL;
+        for (size_t i = 0; ok && i < bo.size; i++) {
+            int hi = unhex(s[p + 2 * i]), lo = unhex(s[p + 2 * i + 1]);
+            ok = hi >= 0 && lo >= 0;
+            bo.bytes[i] = (char)(hi << 4 | lo);
+        }
+        if (ok) {
+            PMIx_Value_load(v, &bo, PMIX_BYTE_OBJECT);
+            free(bo.bytes);
+            return;
+        }
+        free(bo.bytes);
+    }
+    PMIx_Value_load(v, s, PMIX_STRING);
+}
+
+/* Publish: every info that is no directive is a name; a value that is
+ * neither text nor a byte object is refused. */
 static pmix_status_t cb_publish(const pmix_proc_t *proc, const pmix_info_t info[], size_t ninfo,
                                 pmix_op_cbfunc_t cbfunc, void *cbdata)
 {
@@ -131,21 +184,37 @@ static pmix_status_t cb_publish(const pmix_proc_t *proc, const pmix_info_t info[
         free(vals);
         return PMIX_ERR_NOMEM;
     }
-    size_t n = 0;
-    for (size_t i = 0; i < ninfo; i++) {
+    char **owned = calloc(ninfo + 1, sizeof(char *)); /* the encoded byte objects */
+    if (owned == NULL) {
+        free(keys);
+        free(vals);
+        return PMIX_ERR_NOMEM;
+    }
+    size_t n = 0, no = 0;
+    pmix_status_t rc = PMIX_SUCCESS;
+    for (size_t i = 0; i < ninfo && rc == PMIX_SUCCESS; i++) {
         if (is_directive(&info[i])) {
             continue;
         }
-        if (info[i].value.type != PMIX_STRING) {
-            free(keys);
-            free(vals);
-            return goRefuse((char *)proc->nspace, proc->rank, (char *)info[i].key, info[i].value.type);
-        }
         keys[n] = (char *)info[i].key;
-        vals[n] = info[i].value.data.string;
-        n++;
+        if (info[i].value.type == PMIX_STRING) {
+            vals[n++] = info[i].value.data.string;
+        } else if (info[i].value.type == PMIX_BYTE_OBJECT) {
+            if ((owned[no] = encode_bytes(&info[i].value.data.bo)) == NULL) {
+                rc = PMIX_ERR_NOMEM;
+            }
+            vals[n++] = owned[no++];
+        } else {
+            rc = goRefuse((char *)proc->nspace, proc->rank, (char *)info[i].key, info[i].value.type);
+        }
     }
-    pmix_status_t rc = goPublish((char *)proc->nspace, proc->rank, keys, vals, n, range, persist, cbfunc, cbdata);
+    if (rc == PMIX_SUCCESS) {
+        rc = goPublish((char *)proc->nspace, proc->rank, keys, vals, n, range, persist, cbfunc, cbdata);
+    }
+    for (size_t i = 0; i < no; i++) {
+        free(owned[i]);
+    }
+    free(owned);
     free(keys);
     free(vals);
     return rc;
@@ -295,11 +364,114 @@ static void cb_log(const pmix_proc_t *client, const pmix_info_t data[], size_t n
     free(keys); free(vals); free(nums);
 }
 
+/* Direct modex: a client wants data of a process this server does not
+ * host (of another job after a spawn or a connect, mostly). */
+static pmix_status_t cb_direct_modex(const pmix_proc_t *proc, const pmix_info_t info[], size_t ninfo,
+                                     pmix_modex_cbfunc_t cbfunc, void *cbdata)
+{
+    int timeout = 0;
+    for (size_t i = 0; i < ninfo; i++) {
+        if (PMIX_CHECK_KEY(&info[i], PMIX_TIMEOUT)) {
+            timeout = as_int(&info[i].value);
+        }
+    }
+    return goDirectModex((char *)proc->nspace, proc->rank, timeout, cbfunc, cbdata);
+}
+
+static void dmodex_answer(pmix_status_t status, char *data, size_t sz, void *cbdata)
+{
+    /* libpmix frees data when this returns: Go copies it. */
+    goDmodexAnswer((uintptr_t)cbdata, status, data, sz);
+}
+
+int gopmi_dmodex_request(const char *nspace, uint32_t rank, uintptr_t id)
+{
+    pmix_proc_t p;
+    PMIX_LOAD_PROCID(&p, nspace, rank);
+    return PMIx_server_dmodex_request(&p, dmodex_answer, (void *)id);
+}
+
+/* flatten_info turns infos into key and text arrays (a value with no text
+ * form is "?"), tagging each with tag in idx. */
+static size_t flatten_info(const pmix_info_t *in, size_t n, int tag, char **keys, char **vals, int *idx,
+                           char (*nums)[32], size_t at)
+{
+    for (size_t i = 0; i < n; i++, at++) {
+        const char *t = text(&in[i].value, nums[at], sizeof nums[at]);
+        keys[at] = (char *)in[i].key;
+        vals[at] = (char *)(t != NULL ? t : "?");
+        idx[at] = tag;
+    }
+    return at;
+}
+
+/* Spawn: the apps go to Go as they are (it reads pmix_app_t), their info
+ * and the job's flattened, tagged with their app's index (-1: the
+ * job's). */
+static pmix_status_t cb_spawn(const pmix_proc_t *proc, const pmix_info_t job_info[], size_t ninfo,
+                              const pmix_app_t apps[], size_t napps, pmix_spawn_cbfunc_t cbfunc, void *cbdata)
+{
+    size_t n = ninfo;
+    for (size_t a = 0; a < napps; a++) {
+        n += apps[a].ninfo;
+    }
+    char **keys = calloc(n + 1, sizeof(char *)), **vals = calloc(n + 1, sizeof(char *));
+    int *idx = calloc(n + 1, sizeof(int));
+    char (*nums)[32] = calloc(n + 1, 32);
+    pmix_status_t rc = PMIX_ERR_NOMEM;
+    if (keys && vals && idx && nums) {
+        size_t at = flatten_info(job_info, ninfo, -1, keys, vals, idx, nums, 0);
+        for (size_t a = 0; a < napps; a++) {
+            at = flatten_info(apps[a].info, apps[a].ninfo, (int)a, keys, vals, idx, nums, at);
+        }
+        rc = goSpawn((char *)proc->nspace, proc->rank, (pmix_app_t *)apps, napps, keys, vals, idx, at, cbfunc, cbdata);
+    }
+    free(keys); free(vals); free(idx); free(nums);
+    return rc;
+}
+
+void gopmi_spawn_done(pmix_spawn_cbfunc_t f, int status, const char *nspace, void *cbdata)
+{
+    pmix_nspace_t ns;
+    PMIX_LOAD_NSPACE(ns, nspace != NULL ? nspace : "");
+    f(status, ns, cbdata);
+}
+
+static void collective_directives(const pmix_info_t info[], size_t ninfo, int *timeout)
+{
+    *timeout = 0;
+    for (size_t i = 0; i < ninfo; i++) {
+        if (PMIX_CHECK_KEY(&info[i], PMIX_TIMEOUT)) {
+            *timeout = as_int(&info[i].value);
+        }
+    }
+}
+
+static pmix_status_t cb_connect(const pmix_proc_t procs[], size_t nprocs, const pmix_info_t info[], size_t ninfo,
+                                pmix_op_cbfunc_t cbfunc, void *cbdata)
+{
+    int timeout;
+    collective_directives(info, ninfo, &timeout);
+    return goConnect((pmix_proc_t *)procs, nprocs, timeout, 1, cbfunc, cbdata);
+}
+
+static pmix_status_t cb_disconnect(const pmix_proc_t procs[], size_t nprocs, const pmix_info_t info[], size_t ninfo,
+                                   pmix_op_cbfunc_t cbfunc, void *cbdata)
+{
+    int timeout;
+    collective_directives(info, ninfo, &timeout);
+    return goConnect((pmix_proc_t *)procs, nprocs, timeout, 0, cbfunc, cbdata);
+}
+
 static pmix_server_module_t gopmi_module = {
     .client_connected = cb_client_connected,
     .client_finalized = cb_client_finalized,
     .abort = cb_abort,
     .fence_nb = cb_fence_nb,
+    .direct_modex = cb_direct_modex,
+    .spawn = cb_spawn,
+    .connect = cb_connect,
+    .disconnect = cb_disconnect,
     .publish = cb_publish,
     .lookup = cb_lookup,
     .unpublish = cb_unpublish,
@@ -317,7 +489,7 @@ void gopmi_lookup_done(pmix_lookup_cbfunc_t f, int status, size_t n, char **nspa
         for (size_t i = 0; i < n; i++) {
             PMIX_LOAD_PROCID(&pd[i].proc, nspaces[i], ranks[i]);
             PMIX_LOAD_KEY(pd[i].key, keys[i]);
-            PMIx_Value_load(&pd[i].value, vals[i], PMIX_STRING);
+            load_value(&pd[i].value, vals[i]);
         }
     }
     /* libpmix copies what it keeps during the call. */

@@ -24,6 +24,10 @@ void gopmi_free_env(char **env);
 void gopmi_op_done(pmix_op_cbfunc_t f, int status, void *cbdata);
 void gopmi_modex_done(pmix_modex_cbfunc_t f, int status, char *data, size_t n, void *cbdata);
 const char *gopmi_error_string(int status);
+/* gopmi_dmodex_request asks libpmix for a local client's data in the
+ * direct-modex format; the answer comes to goDmodexAnswer with id. */
+int gopmi_dmodex_request(const char *nspace, uint32_t rank, uintptr_t id);
+void gopmi_spawn_done(pmix_spawn_cbfunc_t f, int status, const char *nspace, void *cbdata);
 void gopmi_query_done(pmix_info_cbfunc_t f, int status, size_t n, char **keys, char **vals, void *cbdata);
 void gopmi_lookup_done(pmix_lookup_cbfunc_t f, int status, size_t n, char **nspaces, uint32_t *ranks,
                        char **keys, char **vals, void *cbdata);

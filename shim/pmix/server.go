@@ -57,6 +57,13 @@ type Server struct {
 
 	mu     sync.Mutex
 	fences map[string]int        // the sequence number of the next fence of each set of processes; guarded by mu
+	dmodex dmodexWaits           // guarded by mu
+	// others are the jobs registered for what local clients read of
+	// them, hosted elsewhere; guarded by mu.
+	others map[string]bool
+	// published counts publishModex's fences, which every node names
+	// apart; guarded by mu.
+	published int
 	jobs   map[string]*jobOnNode // the jobs registered, by namespace; guarded by mu
 	fin    finalizes             // guarded by mu
 	// connects holds, per client, what is closed once the backend heard
@@ -158,6 +165,38 @@ func (s *Server) RegisterJob(job plugin.Job, node int32) (map[int32][]string, er
 	if ni < 0 {
 		return nil, plugin.Errorf(plugin.ErrInvalidArgument, "pmix: job %s has no node %d", job.Nspace, node)
 	}
+	local, err := s.registerNspace(job, ni)
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	s.jobs[job.Nspace] = &jobOnNode{node: job.Nodes[ni].Name, ranks: local}
+	s.expectClients(job.Nspace, local)
+	s.mu.Unlock()
+	ns := C.CString(job.Nspace)
+	defer C.free(unsafe.Pointer(ns))
+	uid, gid := C.uint32_t(os.Getuid()), C.uint32_t(os.Getgid())
+	envs := make(map[int32][]string, len(local))
+	for _, r := range local {
+		if err := status(C.gopmi_register_client(ns, C.uint32_t(r), uid, gid)); err != nil {
+			return nil, fmt.Errorf("pmix: register rank %d of job %s: %w", r, job.Nspace, err)
+		}
+		var rc C.int
+		env := C.gopmi_setup_fork(ns, C.uint32_t(r), &rc)
+		if err := status(rc); err != nil {
+			C.gopmi_free_env(env)
+			return nil, fmt.Errorf("pmix: environment of rank %d of job %s: %w", r, job.Nspace, err)
+		}
+		envs[r] = goStrings(env)
+		C.gopmi_free_env(env)
+	}
+	return envs, nil
+}
+
+// registerNspace registers job's layout with libpmix, with the ranks of
+// its node index ni as local (none for -1: another job's, which local
+// clients reach after a spawn or a connect); it returns those ranks.
+func (s *Server) registerNspace(job plugin.Job, ni int) ([]int32, error) {
 	size := int(job.Size)
 	localRank := make([]C.uint32_t, size)
 	nodeID := make([]C.uint32_t, size)
@@ -178,8 +217,11 @@ func (s *Server) RegisterJob(job plugin.Job, node int32) (map[int32][]string, er
 	for r, a := range job.AppRanks() {
 		appnum[r] = C.uint32_t(a)
 	}
-	local := slices.Clone(job.Nodes[ni].Ranks)
-	slices.Sort(local)
+	var local []int32
+	if ni >= 0 {
+		local = slices.Clone(job.Nodes[ni].Ranks)
+		slices.Sort(local)
+	}
 	leader := C.uint32_t(0)
 	if len(local) > 0 {
 		leader = C.uint32_t(local[0])
@@ -210,34 +252,18 @@ func (s *Server) RegisterJob(job plugin.Job, node int32) (map[int32][]string, er
 	// rank, PCI bus included, which at 64 ranks on 2 nodes of 2 cores
 	// doubled a hello's CPU time (1.5x the wall of Slurm's --mpi=pmix,
 	// which hands its topology over too). nil: each rank probes.
-	topo := C.gopmi_topology_xml()
-	defer C.free(unsafe.Pointer(topo))
+	var topo *C.char
+	if ni >= 0 {
+		topo = C.gopmi_topology_xml()
+		defer C.free(unsafe.Pointer(topo))
+	}
 	// Node rank and local rank are the same here: one job per server.
 	rc := C.gopmi_register_nspace(ns, cnodes, cppn, C.uint32_t(job.Size), C.uint32_t(univ), C.uint32_t(len(job.Nodes)), C.uint32_t(apps),
 		cpeers, C.uint32_t(len(local)), leader, C.uint32_t(size), ptr(localRank), ptr(localRank), ptr(nodeID), ptr(appnum), topo)
 	if err := status(rc); err != nil {
 		return nil, fmt.Errorf("pmix: register job %s: %w", job.Nspace, err)
 	}
-	s.mu.Lock()
-	s.jobs[job.Nspace] = &jobOnNode{node: job.Nodes[ni].Name, ranks: local}
-	s.expectClients(job.Nspace, local)
-	s.mu.Unlock()
-	uid, gid := C.uint32_t(os.Getuid()), C.uint32_t(os.Getgid())
-	envs := make(map[int32][]string, len(local))
-	for _, r := range local {
-		if err := status(C.gopmi_register_client(ns, C.uint32_t(r), uid, gid)); err != nil {
-			return nil, fmt.Errorf("pmix: register rank %d of job %s: %w", r, job.Nspace, err)
-		}
-		var rc C.int
-		env := C.gopmi_setup_fork(ns, C.uint32_t(r), &rc)
-		if err := status(rc); err != nil {
-			C.gopmi_free_env(env)
-			return nil, fmt.Errorf("pmix: environment of rank %d of job %s: %w", r, job.Nspace, err)
-		}
-		envs[r] = goStrings(env)
-		C.gopmi_free_env(env)
-	}
-	return envs, nil
+	return local, nil
 }
 
 // goStrings copies a NULL-terminated C array of strings.
@@ -459,19 +485,26 @@ func (s *Server) fence(procs []plugin.Proc) *plugin.FenceRequest {
 	n := s.fences[set]
 	s.fences[set] = n + 1
 	req := &plugin.FenceRequest{ID: "pmix:" + set + "/" + strconv.Itoa(n), Procs: procs}
+	req.Node, req.LocalProcs = s.localProcsLocked(procs)
+	return req
+}
+
+// localProcsLocked is the expansion of procs to this server's clients,
+// and their node's name. Called with mu held.
+func (s *Server) localProcsLocked(procs []plugin.Proc) (node string, local []plugin.Proc) {
 	for _, p := range procs {
 		j := s.jobs[p.Nspace]
 		if j == nil {
 			continue
 		}
-		req.Node = j.node
+		node = j.node
 		for _, r := range j.ranks {
 			if p.Rank == plugin.RankWildcard || p.Rank == r {
-				req.LocalProcs = append(req.LocalProcs, plugin.Proc{Nspace: p.Nspace, Rank: r})
+				local = append(local, plugin.Proc{Nspace: p.Nspace, Rank: r})
 			}
 		}
 	}
-	return req
+	return node, local
 }
 
 //export goFence
@@ -488,24 +521,37 @@ func goFence(procs *C.pmix_proc_t, nprocs C.size_t, collect C.int, timeout C.int
 	if timeout > 0 {
 		req.Timeout = time.Duration(timeout) * time.Second
 	}
+	var blob []byte
 	if ndata > 0 {
 		// libpmix keeps its buffer: the fence takes a copy.
-		req.Data = C.GoBytes(unsafe.Pointer(data), C.int(ndata))
+		blob = C.GoBytes(unsafe.Pointer(data), C.int(ndata))
 	}
 	ok := s.spawn(func() {
 		ctx, cancel := context.WithTimeout(s.ctx, req.Timeout+5*time.Second)
 		defer cancel()
+		if req.Collect {
+			// The node's part: libpmix's blob, and each local
+			// client's data for other jobs' servers (frames.go).
+			req.Data = s.dmodexFrames(ctx, req.LocalProcs, appendFrame(nil, frameFence, "", 0, blob))
+		}
 		resp, err := s.be.Fence(ctx, req)
+		var out []byte
+		if err == nil && req.Collect {
+			var frames []frame
+			if frames, err = parseFrames(resp.Data); err == nil {
+				out = fenceBlobs(frames)
+			}
+		}
 		if err != nil {
 			s.log.Warn().Err(err).Str("fence", req.ID).Msg("pmix: fence")
 			C.gopmi_modex_done(cbfunc, rcOf(err), nil, 0, cbdata)
 			return
 		}
-		var out *C.char
-		if len(resp.Data) > 0 {
-			out = (*C.char)(C.CBytes(resp.Data))
+		var cout *C.char
+		if len(out) > 0 {
+			cout = (*C.char)(C.CBytes(out))
 		}
-		C.gopmi_modex_done(cbfunc, C.PMIX_SUCCESS, out, C.size_t(len(resp.Data)), cbdata)
+		C.gopmi_modex_done(cbfunc, C.PMIX_SUCCESS, cout, C.size_t(len(out)), cbdata)
 	})
 	if !ok {
 		return C.PMIX_ERR_NOT_AVAILABLE

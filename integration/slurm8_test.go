@@ -1,0 +1,137 @@
+package integration
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/gopmi/gopmi/integration/clients"
+	"github.com/gopmi/gopmi/integration/internal/slurmlab"
+)
+
+// The eight-node cluster: eight slurmd on this host, with mpi/gopmi's
+// fence tree at width 2 (GopmiTreeWidth in mpi.conf), so that a step on
+// all eight nodes has three levels under the coordinator: n1 and n2
+// report to it, n3..n6 to them, n7 and n8 to n3.
+
+var (
+	slurm8Once    sync.Once
+	slurm8Cluster *slurmlab.Cluster
+	slurm8Err     error
+)
+
+// slurm8 returns the eight-node cluster, starting it on first use.
+func slurm8(t *testing.T) *slurmlab.Cluster {
+	t.Helper()
+	begin(t)
+	if shimMode() {
+		t.Skip("the Slurm cases run in the default pass only: GOPMI_IT_SERVE=shim changes gopmi run, not srun")
+	}
+	slurm8Once.Do(func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+		defer cancel()
+		slurm8Cluster, slurm8Err = slurmlab.Start(ctx, "", slurmlab.Options{Nodes: 8, BinDir: binDir, MPIConf: "GopmiTreeWidth=2\n"})
+	})
+	if slurm8Err != nil {
+		t.Fatalf("eight-node Slurm cluster: %v", slurm8Err)
+	}
+	return slurm8Cluster
+}
+
+// MPICH's hello and alltoall, the libpmi2 job and 64 PMI-1 ranks on all
+// eight nodes, their fences crossing the three levels of the width-2
+// tree: the same answers as on two nodes.
+func TestSlurmEightNodes(t *testing.T) {
+	c := slurm8(t)
+	want := map[string]bool{"hello/n=16": true, "alltoall/n=8": true, "pmi2_bench/n=16": true, "pmi1/n=64": true}
+	for _, cs := range clients.Cases() {
+		if !want[cs.Name] {
+			continue
+		}
+		for _, mode := range []string{"collect", "modex"} {
+			t.Run(cs.Name+"/"+mode, func(t *testing.T) {
+				argv := append([]string{"srun", "--mpi=gopmi", "-N", "8", "-n", strconv.Itoa(cs.N), progs[cs.Program]}, cs.Args...)
+				r := runOn(t, c, 2*time.Minute, argv, "GOPMI_FENCE_MODE="+mode)
+				if err := cs.Verify("gopmi", r); err != nil {
+					t.Fatalf("%v\n%s", err, eightFailure(c, r))
+				}
+			})
+		}
+	}
+}
+
+// An interior node of the tree lost in a fence: node n3's gopmi server
+// (its gopmi-slurm shim, which holds the node's place in the tree) is
+// killed, not its stepd, which Slurm itself would notice. Its children n7
+// and n8 can no longer reach the coordinator, so the step fails within
+// the fence time-out naming n3's whole subtree, and no barrier completes.
+func TestSlurmEightNodesInteriorLoss(t *testing.T) {
+	c := slurm8(t)
+	sock := filepath.Join(t.TempDir(), "ready.sock")
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	// One rank per node: rank i on node n(i+1). Rank 7 (n8), the last,
+	// holds; the others wait in a barrier.
+	argv := append([]string{"srun", "--mpi=gopmi", "-N", "8", "-n", "8"}, taskArgs("hold")...)
+	done := make(chan clients.Result, 1)
+	start := time.Now()
+	go func() {
+		r, _ := clients.Run(ctx, argv, clients.RunOptions{Env: append(c.Env(), taskRun, sockEnv+"="+sock, "GOPMI_TIMEOUT=5")})
+		done <- r
+	}()
+	readyErr := waitReady(ctx, ln, 8)
+	var victim int
+	if readyErr == nil {
+		victim, readyErr = shimOf(2)
+	}
+	if readyErr == nil {
+		readyErr = syscall.Kill(victim, syscall.SIGKILL)
+	}
+	if readyErr != nil {
+		cancel()
+	}
+	r := <-done
+	if readyErr != nil {
+		t.Fatalf("before the kill: %v\n%s", readyErr, eightFailure(c, r))
+	}
+	if r.TimedOut || r.ExitCode == 0 {
+		t.Fatalf("srun did not fail: %s", eightFailure(c, r))
+	}
+	if d := time.Since(start); d > 30*time.Second {
+		t.Errorf("the step ended %v after it started, with a 5 s fence time-out", d)
+	}
+	for _, who := range []string{"rank 2 (node n3)", "rank 6 (node n7)", "rank 7 (node n8)"} {
+		if !strings.Contains(r.Stderr, who) {
+			t.Errorf("srun's stderr does not name %s of n3's subtree:\n%s", who, r.Stderr)
+		}
+	}
+	for _, other := range []string{"(node n1)", "(node n2)", "(node n4)", "(node n5)", "(node n6)"} {
+		if strings.Contains(r.Stderr, "did not arrive") && strings.Contains(r.Stderr, other) {
+			t.Errorf("srun's stderr names %s, which arrived:\n%s", other, r.Stderr)
+		}
+	}
+	if strings.Contains(r.Stdout, "barrier-completed") {
+		t.Fatalf("a barrier completed without n3's subtree:\n%s", r.Stdout)
+	}
+}
+
+func eightFailure(c *slurmlab.Cluster, r clients.Result) string {
+	var b strings.Builder
+	b.WriteString(r.Summary())
+	for _, n := range []string{"n1", "n3", "n7"} {
+		fmt.Fprintf(&b, "\nslurmd-%s.log:\n%s", n, c.Log("slurmd-"+n, 10))
+	}
+	return b.String()
+}

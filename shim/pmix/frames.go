@@ -1,0 +1,122 @@
+package pmix
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+)
+
+// What a PMIx face contributes to a fence is framed: libpmix's fence blob
+// (the node's packed data, which every node's libpmix unpacks from the
+// concatenation the fence returns) and, at a collecting fence, each local
+// client's data in libpmix's direct-modex format (PMIx_server_dmodex_request,
+// which a server asking for one process must be handed, and which the
+// fence blob is not). The backend keeps each node's contributions for
+// DirectModex (the contract's ModexResponse), so another job's server, after
+// a spawn or a connect, finds a process's data there without a call back
+// to the node that hosts it. Frames concatenate: a fence's answer is every
+// node's frames in any order, a direct modex every fence's of one node.
+//
+// A frame is
+//
+//	"gPX1" | kind (1) | len(nspace) (1) | nspace | rank (4, big-endian) | len(payload) (4) | payload
+//
+// with kind 'F' (a fence blob; empty nspace, rank 0) or 'D' (the
+// direct-modex data of nspace's rank).
+const frameMagic = "gPX1"
+
+const (
+	frameFence  = 'F'
+	frameDmodex = 'D'
+)
+
+// frameHeader is a frame's length before its nspace and after it.
+const (
+	frameHead = len(frameMagic) + 2
+	frameTail = 8
+)
+
+// appendFrame adds one frame to dst.
+func appendFrame(dst []byte, kind byte, nspace string, rank uint32, payload []byte) []byte {
+	if len(nspace) > 255 {
+		nspace = nspace[:255] // PMIx names are at most 255 bytes
+	}
+	dst = append(dst, frameMagic...)
+	dst = append(dst, kind, byte(len(nspace)))
+	dst = append(dst, nspace...)
+	dst = binary.BigEndian.AppendUint32(dst, rank)
+	dst = binary.BigEndian.AppendUint32(dst, uint32(len(payload)))
+	return append(dst, payload...)
+}
+
+// frame is one parsed frame; payload aliases the input.
+type frame struct {
+	kind    byte
+	nspace  string
+	rank    uint32
+	payload []byte
+}
+
+var errFrames = errors.New("pmix: fence data is not a PMIx face's frames")
+
+// parseFrames splits data into its frames, or fails naming where it stops
+// making sense: the data came from a backend, which must hand back what
+// the faces gave it, unchanged.
+func parseFrames(data []byte) ([]frame, error) {
+	var out []frame
+	for off := 0; off < len(data); {
+		rest := data[off:]
+		if len(rest) < frameHead || string(rest[:len(frameMagic)]) != frameMagic {
+			return nil, fmt.Errorf("%w: no frame at byte %d of %d", errFrames, off, len(data))
+		}
+		kind, nslen := rest[len(frameMagic)], int(rest[len(frameMagic)+1])
+		if kind != frameFence && kind != frameDmodex {
+			return nil, fmt.Errorf("%w: frame kind %q at byte %d", errFrames, kind, off)
+		}
+		if len(rest) < frameHead+nslen+frameTail {
+			return nil, fmt.Errorf("%w: a frame header cut at byte %d of %d", errFrames, off, len(data))
+		}
+		ns := string(rest[frameHead : frameHead+nslen])
+		at := frameHead + nslen
+		rank := binary.BigEndian.Uint32(rest[at:])
+		n := binary.BigEndian.Uint32(rest[at+4:])
+		at += frameTail
+		if uint64(n) > uint64(len(rest)-at) {
+			return nil, fmt.Errorf("%w: a frame of %d bytes at byte %d, with %d left", errFrames, n, off, len(rest)-at)
+		}
+		out = append(out, frame{kind: kind, nspace: ns, rank: rank, payload: rest[at : at+int(n)]})
+		off += at + int(n)
+	}
+	return out, nil
+}
+
+// fenceBlobs is the concatenation of the fence blobs among frames, for
+// libpmix.
+func fenceBlobs(frames []frame) []byte {
+	n := 0
+	for _, f := range frames {
+		if f.kind == frameFence {
+			n += len(f.payload)
+		}
+	}
+	out := make([]byte, 0, n)
+	for _, f := range frames {
+		if f.kind == frameFence {
+			out = append(out, f.payload...)
+		}
+	}
+	return out
+}
+
+// dmodexOf is the newest direct-modex data of nspace's rank among frames
+// (later fences carry the data committed since, and libpmix's answer
+// holds all of it), or nil.
+func dmodexOf(frames []frame, nspace string, rank uint32) []byte {
+	var out []byte
+	for _, f := range frames {
+		if f.kind == frameDmodex && f.nspace == nspace && f.rank == rank {
+			out = f.payload
+		}
+	}
+	return out
+}

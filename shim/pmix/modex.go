@@ -1,0 +1,370 @@
+//go:build pmix
+
+package pmix
+
+/*
+#include <stdlib.h>
+#include "face.h"
+*/
+import "C"
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+	"unsafe"
+
+	"github.com/gopmi/gopmi/plugin"
+)
+
+// dmodexWait bounds how long a collecting fence waits for libpmix's
+// direct-modex data of a local client. libpmix answers at once for a
+// client that committed (every client that collects data does, before
+// the fence); one that committed nothing is answered only when it does,
+// so its data is left out of the fence after this.
+const dmodexWait = 2 * time.Second
+
+// dmodexWaits are the dmodex requests libpmix has not answered yet, by id.
+type dmodexWaits struct {
+	next  uintptr
+	waits map[uintptr]chan []byte
+}
+
+// dmodexFrames appends to part the direct-modex data of each of procs
+// that libpmix gives within dmodexWait, as frames.
+func (s *Server) dmodexFrames(ctx context.Context, procs []plugin.Proc, part []byte) []byte {
+	type ask struct {
+		p  plugin.Proc
+		id uintptr
+		ch chan []byte
+	}
+	asks := make([]ask, 0, len(procs))
+	s.mu.Lock()
+	if s.dmodex.waits == nil {
+		s.dmodex.waits = map[uintptr]chan []byte{}
+	}
+	for _, p := range procs {
+		s.dmodex.next++
+		a := ask{p: p, id: s.dmodex.next, ch: make(chan []byte, 1)}
+		s.dmodex.waits[a.id] = a.ch
+		asks = append(asks, a)
+	}
+	s.mu.Unlock()
+	forget := func(id uintptr) {
+		s.mu.Lock()
+		delete(s.dmodex.waits, id)
+		s.mu.Unlock()
+	}
+	for i, a := range asks {
+		ns := C.CString(a.p.Nspace)
+		rc := C.gopmi_dmodex_request(ns, C.uint32_t(a.p.Rank), C.uintptr_t(a.id))
+		C.free(unsafe.Pointer(ns))
+		if rc != C.PMIX_SUCCESS {
+			forget(a.id)
+			asks[i].ch = nil
+			s.log.Debug().Str("proc", a.p.String()).Str("status", C.GoString(C.gopmi_error_string(rc))).Msg("pmix: no direct-modex data")
+		}
+	}
+	deadline := time.NewTimer(dmodexWait)
+	defer deadline.Stop()
+	for _, a := range asks {
+		if a.ch == nil {
+			continue
+		}
+		select {
+		case data, ok := <-a.ch:
+			if ok {
+				part = appendFrame(part, frameDmodex, a.p.Nspace, uint32(a.p.Rank), data)
+			}
+			continue
+		case <-deadline.C:
+		case <-ctx.Done():
+		}
+		// Not committed: left out, and its late answer dropped.
+		forget(a.id)
+		s.log.Debug().Str("proc", a.p.String()).Msg("pmix: a client's data is not in the fence: it committed none")
+	}
+	return part
+}
+
+// goDmodexAnswer is libpmix's answer to gopmi_dmodex_request id: the data
+// is copied before libpmix frees it.
+//
+//export goDmodexAnswer
+func goDmodexAnswer(id C.uintptr_t, st C.int, data *C.char, n C.size_t) {
+	s := server()
+	if s == nil {
+		return
+	}
+	s.mu.Lock()
+	ch := s.dmodex.waits[uintptr(id)]
+	delete(s.dmodex.waits, uintptr(id))
+	s.mu.Unlock()
+	if ch == nil {
+		return // given up on
+	}
+	if st != C.PMIX_SUCCESS {
+		close(ch)
+		return
+	}
+	ch <- C.GoBytes(unsafe.Pointer(data), C.int(n))
+}
+
+// goDirectModex: a local client wants data of a process another server
+// hosts (of another job, after a spawn or a connect). The backend returns
+// everything that process's node contributed to its job's fences; the
+// process's newest direct-modex frame is libpmix's answer.
+//
+//export goDirectModex
+func goDirectModex(ns *C.char, rank C.uint32_t, timeout C.int, cbfunc C.pmix_modex_cbfunc_t, cbdata unsafe.Pointer) C.int {
+	s := server()
+	if s == nil {
+		return C.PMIX_ERR_NOT_AVAILABLE
+	}
+	p := procOf(ns, rank)
+	if p.Rank == plugin.RankWildcard {
+		// Job-level data of another job: what its server registered,
+		// which no fence carries.
+		return C.PMIX_ERR_NOT_FOUND
+	}
+	req := &plugin.ModexRequest{Requestor: s.requestor(), Proc: p, Timeout: s.opts.FenceTimeout}
+	if timeout > 0 {
+		req.Timeout = time.Duration(timeout) * time.Second
+	}
+	ok := s.spawn(func() {
+		ctx, cancel := context.WithTimeout(s.ctx, req.Timeout+5*time.Second)
+		defer cancel()
+		resp, err := s.be.DirectModex(ctx, req)
+		var data []byte
+		if err == nil {
+			var frames []frame
+			if frames, err = parseFrames(resp.Data); err == nil {
+				if data = dmodexOf(frames, p.Nspace, uint32(p.Rank)); data == nil {
+					err = plugin.Errorf(plugin.ErrNotFound, "direct modex of %s: its node's fences carry no data of it", p)
+				}
+			}
+		}
+		if err != nil {
+			ev := s.log.Warn()
+			if errors.Is(err, plugin.ErrNotFound) {
+				ev = s.log.Debug()
+			}
+			ev.Err(err).Str("proc", p.String()).Msg("pmix: direct modex")
+			C.gopmi_modex_done(cbfunc, rcOf(err), nil, 0, cbdata)
+			return
+		}
+		C.gopmi_modex_done(cbfunc, C.PMIX_SUCCESS, (*C.char)(C.CBytes(data)), C.size_t(len(data)), cbdata)
+	})
+	if !ok {
+		return C.PMIX_ERR_NOT_AVAILABLE
+	}
+	return C.PMIX_SUCCESS
+}
+
+// publishModex hands the backend the direct-modex data of this node's
+// clients among procs, for the other members of a connect: libpmix
+// completes a fence whose processes are all its own without calling the
+// face, so a job on one node may never have contributed any. It is a
+// fence of this node's clients alone, which completes at once and keeps
+// its data for DirectModex as every fence's.
+func (s *Server) publishModex(ctx context.Context, procs []plugin.Proc, timeout time.Duration) error {
+	s.mu.Lock()
+	node, local := s.localProcsLocked(procs)
+	s.published++
+	req := &plugin.FenceRequest{ID: fmt.Sprintf("pmix:modex:%s/%d", node, s.published), Procs: local, LocalProcs: local,
+		Node: node, Timeout: timeout}
+	s.mu.Unlock()
+	if len(local) == 0 {
+		return nil
+	}
+	req.Data = s.dmodexFrames(ctx, req.LocalProcs, nil)
+	if _, err := s.be.Fence(ctx, req); err != nil {
+		return fmt.Errorf("hand the clients' data to the backend: %w", err)
+	}
+	return nil
+}
+
+// registerOthers registers with libpmix the jobs among procs that this
+// server does not host, as the backend's proc table lays them out: a
+// client's read of a process of a job libpmix knows only partly waits
+// for the job's registration, and never asks for its data.
+func (s *Server) registerOthers(ctx context.Context, procs []plugin.Proc) error {
+	for _, ns := range nspaces(procs) {
+		s.mu.Lock()
+		known := s.jobs[ns] != nil || s.others[ns]
+		s.mu.Unlock()
+		if known {
+			continue
+		}
+		job, err := s.layoutOf(ctx, ns)
+		if err != nil {
+			return err
+		}
+		if _, err := s.registerNspace(job, -1); err != nil {
+			return err
+		}
+		s.mu.Lock()
+		if s.others == nil {
+			s.others = map[string]bool{}
+		}
+		s.others[ns] = true
+		s.mu.Unlock()
+	}
+	return nil
+}
+
+// layoutOf is job ns's layout from the backend's proc table.
+func (s *Server) layoutOf(ctx context.Context, ns string) (plugin.Job, error) {
+	resp, err := s.be.Query(ctx, &plugin.QueryRequest{Proc: s.requestor(), Queries: []plugin.Query{{
+		Keys: []string{plugin.QueryProcTable}, Qualifiers: []plugin.Info{{Key: plugin.QualNspace, Value: ns}}}}})
+	if err != nil {
+		return plugin.Job{}, fmt.Errorf("the layout of job %s: %w", ns, err)
+	}
+	v, ok := plugin.Qualifier(resp.Results, plugin.QueryProcTable)
+	if !ok {
+		return plugin.Job{}, plugin.Errorf(plugin.ErrNotFound, "the layout of job %s: the backend has no proc table of it", ns)
+	}
+	rows, err := plugin.DecodeProcTable(v)
+	if err != nil {
+		return plugin.Job{}, fmt.Errorf("the layout of job %s: %w", ns, err)
+	}
+	job := plugin.Job{Nspace: ns, Size: int32(len(rows))}
+	nodes := map[string]int{}
+	for _, r := range rows {
+		i, ok := nodes[r.Node]
+		if !ok {
+			i = len(job.Nodes)
+			nodes[r.Node] = i
+			job.Nodes = append(job.Nodes, plugin.Node{ID: int32(i), Name: r.Node})
+		}
+		job.Nodes[i].Ranks = append(job.Nodes[i].Ranks, r.Rank)
+	}
+	job.UniverseSize = job.Size
+	return job, job.Validate()
+}
+
+// nspaces lists the jobs of procs, once each.
+func nspaces(procs []plugin.Proc) []string {
+	var out []string
+	for _, p := range procs {
+		if !slices.Contains(out, p.Nspace) {
+			out = append(out, p.Nspace)
+		}
+	}
+	return out
+}
+
+// requestor names this server in requests that are no client's: the
+// first local rank of its first job.
+func (s *Server) requestor() plugin.Proc {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for ns, j := range s.jobs {
+		if len(j.ranks) > 0 {
+			return plugin.Proc{Nspace: ns, Rank: j.ranks[0]}
+		}
+	}
+	return plugin.Proc{Rank: plugin.RankWildcard}
+}
+
+// goConnect is PMIx_Connect (connect 1) and PMIx_Disconnect (0) of procs:
+// the backend records the jobs as connected or not. Every member's
+// server calls it; the backend's Connect is no barrier, and need not be:
+// what a member reads of the others next (their data, by direct modex)
+// waits for them in the backend.
+//
+//export goConnect
+func goConnect(procs *C.pmix_proc_t, nprocs C.size_t, timeout C.int, connect C.int, cbfunc C.pmix_op_cbfunc_t, cbdata unsafe.Pointer) C.int {
+	s := server()
+	if s == nil {
+		return C.PMIX_ERR_NOT_AVAILABLE
+	}
+	ps := procsOf(procs, nprocs)
+	d := s.opts.FenceTimeout
+	if timeout > 0 {
+		d = time.Duration(timeout) * time.Second
+	}
+	what := "disconnect"
+	if connect != 0 {
+		what = "connect"
+	}
+	return s.opCall(what, s.requestor(), cbfunc, cbdata, func(ctx context.Context) error {
+		if connect != 0 {
+			if err := s.registerOthers(ctx, ps); err != nil {
+				return err
+			}
+			if err := s.publishModex(ctx, ps, d); err != nil {
+				return err
+			}
+			_, err := s.be.Connect(ctx, &plugin.ConnectRequest{Procs: ps, Timeout: d})
+			return err
+		}
+		return s.be.Disconnect(ctx, &plugin.DisconnectRequest{Procs: ps, Timeout: d})
+	})
+}
+
+// spawnInfoIgnored are spawn keys that ask nothing of the backend: Open
+// MPI's personality, and its requests to print the map.
+var spawnInfoIgnored = map[string]bool{
+	"pmix.pers": true, "pmix.dispmap": true, "pmix.dispdetail": true, "pmix.tag.out": true,
+	"pmix.timestamp.out": true, "pmix.xml.out": true, "pmix.merge.err": true, "pmix.notify.comp": true,
+	"pmix.notify.job.term": true, "pmix.notify.proc.abort": true, "pmix.notify.proc.term": true,
+	"pmix.fwd.stdout": true, "pmix.fwd.stderr": true, "pmix.fwd.stdin": true, "pmix.fwd.stddiag": true,
+}
+
+// goSpawn starts a job (PMIx_Spawn, MPI_Comm_spawn) through the backend.
+// The apps are libpmix's; their info and the job's come flattened (idx:
+// the app, -1 the job). Open MPI passes the environment its children
+// need in each app's env (OMPI_PARENT_PORT, its MCA settings): it goes to
+// the app's tasks; a working directory (pmix.wdir) is the app's Cwd.
+//
+//export goSpawn
+func goSpawn(ns *C.char, rank C.uint32_t, apps *C.pmix_app_t, napps C.size_t, keys, vals **C.char, idx *C.int, n C.size_t,
+	cbfunc C.pmix_spawn_cbfunc_t, cbdata unsafe.Pointer) C.int {
+	s := server()
+	if s == nil {
+		return C.PMIX_ERR_NOT_AVAILABLE
+	}
+	req := &plugin.SpawnRequest{Requestor: procOf(ns, rank), Timeout: s.opts.FenceTimeout}
+	for _, a := range unsafe.Slice(apps, int(napps)) {
+		app := plugin.SpawnApp{Cmd: C.GoString(a.cmd), MaxProcs: int32(a.maxprocs), Cwd: C.GoString(a.cwd)}
+		// argv[0] is the command.
+		if argv := goStrings(a.argv); len(argv) > 1 {
+			app.Argv = argv[1:]
+		}
+		app.Env = goStrings(a.env)
+		req.Apps = append(req.Apps, app)
+	}
+	ks, vs, is := unsafe.Slice(keys, int(n)), unsafe.Slice(vals, int(n)), unsafe.Slice(idx, int(n))
+	for i := range ks {
+		k, v := C.GoString(ks[i]), C.GoString(vs[i])
+		switch {
+		case spawnInfoIgnored[k]:
+		case is[i] >= 0 && int(is[i]) < len(req.Apps) && k == "pmix.wdir":
+			req.Apps[is[i]].Cwd = v
+		case is[i] >= 0 && int(is[i]) < len(req.Apps):
+			req.Apps[is[i]].Info = append(req.Apps[is[i]].Info, plugin.Info{Key: k, Value: v})
+		default:
+			req.JobInfo = append(req.JobInfo, plugin.Info{Key: k, Value: v})
+		}
+	}
+	ok := s.spawn(func() {
+		ctx, cancel := context.WithTimeout(s.ctx, req.Timeout+5*time.Second)
+		defer cancel()
+		resp, err := s.be.Spawn(ctx, req)
+		if err != nil {
+			s.log.Warn().Err(err).Str("proc", req.Requestor.String()).Msg("pmix: spawn")
+			C.gopmi_spawn_done(cbfunc, rcOf(err), nil, cbdata)
+			return
+		}
+		cns := C.CString(resp.Nspace)
+		defer C.free(unsafe.Pointer(cns))
+		C.gopmi_spawn_done(cbfunc, C.PMIX_SUCCESS, cns, cbdata)
+	})
+	if !ok {
+		return C.PMIX_ERR_NOT_AVAILABLE
+	}
+	return C.PMIX_SUCCESS
+}
