@@ -56,16 +56,16 @@ type Server struct {
 	stop context.CancelFunc
 
 	mu     sync.Mutex
-	fences map[string]int        // the sequence number of the next fence of each set of processes; guarded by mu
-	dmodex dmodexWaits           // guarded by mu
+	fences map[string]int // the sequence number of the next fence of each set of processes; guarded by mu
+	dmodex dmodexWaits    // guarded by mu
 	// others are the jobs registered for what local clients read of
 	// them, hosted elsewhere; guarded by mu.
 	others map[string]bool
 	// published counts publishModex's fences, which every node names
 	// apart; guarded by mu.
 	published int
-	jobs   map[string]*jobOnNode // the jobs registered, by namespace; guarded by mu
-	fin    finalizes             // guarded by mu
+	jobs      map[string]*jobOnNode // the jobs registered, by namespace; guarded by mu
+	fin       finalizes             // guarded by mu
 	// connects holds, per client, what is closed once the backend heard
 	// of its connect: its finalize is reported after. Guarded by mu.
 	connects map[plugin.Proc]chan struct{}
