@@ -253,8 +253,9 @@ var ompiLab = []string{"OMPI_MCA_btl=self,tcp"}
 // with the PMIx environment. A hello's allreduce at 4 and 16 ranks,
 // MPI_Abort's code as srun's status, the name service within the step, a
 // rank that leaves before PMIx_Finalize ending the step at once (not at
-// the fence time-out) naming it, and a PMIx client (not MPI: GOPMI_PMIX=1)
-// whose query and log reach the step's coordinator.
+// the fence time-out) naming it, MPI_Comm_spawn (a nested srun in the
+// allocation), and a PMIx client (not MPI: GOPMI_PMIX=1) whose query and
+// log reach the step's coordinator.
 func TestOpenMPIUnderSrun(t *testing.T) {
 	c := slurm(t)
 	if err := pmixShim(); err != nil {
@@ -288,6 +289,16 @@ func TestOpenMPIUnderSrun(t *testing.T) {
 	for _, want := range []string{"ok pubname rank=1 step=lookup port=fake-port-string#1", "ok pubname rank=1 step=lookup-missing err=MPI_ERR_NAME", "ok pubname rank=0 step=unpublish"} {
 		if r.ExitCode != 0 || !strings.Contains(r.Stdout, want) {
 			t.Fatalf("names: lacks %q: %s", want, slurmFailure(c, r))
+		}
+	}
+	// MPI_Comm_spawn, which Slurm's own mpi/pmix cannot do: a nested
+	// srun --mpi=gopmi in the allocation, whose step is PMIx too.
+	spawn := buildOpenMPI(t, "mpi_spawn")
+	r = runOn(t, c, 2*time.Minute, []string{"salloc", "-N2", "-n5", "srun", "--mpi=gopmi", "-N2", "-n2", spawn, "n=3"}, ompiLab...)
+	for _, want := range []string{"ok spawn rank=0 role=parent remote=3 merged=5 sum=3003", "ok spawn rank=1 role=parent remote=3 merged=5",
+		"ok spawn rank=0 role=child remote=2 merged=5", "ok spawn rank=2 role=child remote=2 merged=5"} {
+		if r.ExitCode != 0 || !strings.Contains(r.Stdout, want) {
+			t.Fatalf("spawn: lacks %q: %s", want, slurmFailure(c, r))
 		}
 	}
 	query := buildPMIxClient(t, "pmix_query")

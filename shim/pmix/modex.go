@@ -354,6 +354,11 @@ func goSpawn(ns *C.char, rank C.uint32_t, apps *C.pmix_app_t, napps C.size_t, ke
 		ctx, cancel := context.WithTimeout(s.ctx, req.Timeout+5*time.Second)
 		defer cancel()
 		resp, err := s.be.Spawn(ctx, req)
+		if err == nil {
+			// libpmix learns of the new job from the answer, and a
+			// connect with it would wait for its registration.
+			err = s.registerOthers(ctx, []plugin.Proc{{Nspace: resp.Nspace, Rank: plugin.RankWildcard}})
+		}
 		if err != nil {
 			s.log.Warn().Err(err).Str("proc", req.Requestor.String()).Msg("pmix: spawn")
 			C.gopmi_spawn_done(cbfunc, rcOf(err), nil, cbdata)
