@@ -17,6 +17,9 @@ type Beyond interface {
 	Unpublish(ctx context.Context, req *plugin.UnpublishRequest) error
 	Connect(ctx context.Context, req *plugin.ConnectRequest) (*plugin.ConnectResponse, error)
 	DirectModex(ctx context.Context, req *plugin.ModexRequest) (*plugin.ModexResponse, error)
+	// Query answers what the universe is asked of jobs of other runs
+	// (a PMIx server registers a job it connects to from its proc table).
+	Query(ctx context.Context, req *plugin.QueryRequest) (*plugin.QueryResponse, error)
 }
 
 // The universe's name service is package names' (the rules every gopmi

@@ -64,6 +64,20 @@ func (f *fakeNames) DirectModex(context.Context, *plugin.ModexRequest) (*plugin.
 	return nil, plugin.Errorf(plugin.ErrNotSupported, "fake")
 }
 
+func (f *fakeNames) Query(_ context.Context, req *plugin.QueryRequest) (*plugin.QueryResponse, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	resp := &plugin.QueryResponse{}
+	for _, q := range req.Queries {
+		ns, _ := plugin.Qualifier(q.Qualifiers, plugin.QualNspace)
+		for _, k := range q.Keys {
+			f.calls = append(f.calls, "query "+k+" "+ns)
+			resp.Results = append(resp.Results, plugin.Info{Key: k, Value: "beyond:" + ns})
+		}
+	}
+	return resp, nil
+}
+
 // With a name service beyond the run, a job's own names (RangeNamespace)
 // stay in the universe and every other name goes there; a lookup finds
 // both, an unpublish removes each where it lives.
@@ -91,5 +105,29 @@ func TestNamesBeyondTheRun(t *testing.T) {
 	want := []string{"publish shared", "lookup shared", "unpublish shared", "lookup own"}
 	if !slices.Equal(f.calls, want) {
 		t.Fatalf("calls beyond the run %q, want %q (a job's own names never leave it)", f.calls, want)
+	}
+}
+
+// A query about a job of another run goes to the node daemon; the rest
+// is answered by the universe, in one answer.
+func TestQueryBeyondTheRun(t *testing.T) {
+	f := &fakeNames{names: map[string]string{}}
+	u, job := testUniverse(t, UniverseOptions{Beyond: f}, 2, 0)
+	resp, err := u.Query(context.Background(), &plugin.QueryRequest{Proc: plugin.Proc{Nspace: job.Nspace}, Queries: []plugin.Query{
+		{Keys: []string{plugin.QueryProcTable}, Qualifiers: []plugin.Info{{Key: plugin.QualNspace, Value: "other.run.0"}}},
+		{Keys: []string{plugin.QueryJobStatus}, Qualifiers: []plugin.Info{{Key: plugin.QualNspace, Value: job.Nspace}}},
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	for _, r := range resp.Results {
+		got[r.Key] = r.Value
+	}
+	if got[plugin.QueryProcTable] != "beyond:other.run.0" || got[plugin.QueryJobStatus] != "running" {
+		t.Errorf("answers %v", got)
+	}
+	if want := []string{"query " + plugin.QueryProcTable + " other.run.0"}; !slices.Equal(f.calls, want) {
+		t.Errorf("the daemon was asked %q, want %q", f.calls, want)
 	}
 }

@@ -19,8 +19,48 @@ import (
 // Query answers the contract's query vocabulary (plugin.QueryNamespaces
 // and the keys after it) about the run's jobs. A key it does not know, or
 // whose qualifiers name no job or node, is left out, and a request none
-// of whose keys could be answered is ErrNotFound.
-func (u *Universe) Query(_ context.Context, req *plugin.QueryRequest) (*plugin.QueryResponse, error) {
+// of whose keys could be answered is ErrNotFound. A query about a job of
+// another run (pmix.nspace names no job of this one) goes to the node
+// daemon (Beyond), which asks that run.
+func (u *Universe) Query(ctx context.Context, req *plugin.QueryRequest) (*plugin.QueryResponse, error) {
+	local, beyond := u.splitQueries(req)
+	if len(beyond) == 0 {
+		return u.query(req)
+	}
+	// Jobs of other runs: the node daemon asks their runs.
+	resp, err := u.opts.Beyond.Query(ctx, &plugin.QueryRequest{Proc: req.Proc, Queries: beyond})
+	if err != nil || len(local) == 0 {
+		return resp, err
+	}
+	mine, err := u.query(&plugin.QueryRequest{Proc: req.Proc, Queries: local})
+	if err != nil {
+		return resp, nil // the daemon answered something
+	}
+	resp.Results = append(mine.Results, resp.Results...)
+	return resp, nil
+}
+
+// splitQueries separates the queries about jobs of other runs (a job
+// qualifier the universe does not know, with a node daemon to ask) from
+// the rest.
+func (u *Universe) splitQueries(req *plugin.QueryRequest) (local, beyond []plugin.Query) {
+	if u.opts.Beyond == nil {
+		return req.Queries, nil
+	}
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	for _, q := range req.Queries {
+		if ns, ok := plugin.Qualifier(q.Qualifiers, plugin.QualNspace); ok && u.jobs[ns] == nil {
+			beyond = append(beyond, q)
+		} else {
+			local = append(local, q)
+		}
+	}
+	return local, beyond
+}
+
+// query answers req from the universe alone.
+func (u *Universe) query(req *plugin.QueryRequest) (*plugin.QueryResponse, error) {
 	var namesHeld []names.Name
 	if wantsNames(req) {
 		namesHeld = u.names.Names(nil)
