@@ -117,7 +117,8 @@ integration:
 
 # gopmi run against mpiexec.hydra; then, where a Slurm cluster can run
 # (root, slurm-wlm, munge), srun --mpi=gopmi against srun --mpi=pmi2 on a
-# two-node cluster the bench starts. With Open MPI: its hello and a PMIx
+# two-node cluster the bench starts, and at -N 8 on an eight-node one whose
+# fence tree has width 2 (three levels). With Open MPI: its hello and a PMIx
 # job (pmix_bench) against mpirun.openmpi, and under srun against
 # srun --mpi=pmix.
 bench: build
@@ -127,6 +128,7 @@ bench: build
 	else echo "bench: Open MPI not measured: needs openmpi-bin, libopenmpi-dev and libpmix-dev (make deps)"; fi
 	@if [ "$$(id -u)" = 0 ] && command -v slurmd >/dev/null && command -v munged >/dev/null; then \
 		$(GO) run ./integration/bench -gopmi $(BIN)/gopmi -slurm $(BENCHFLAGS); \
+		$(GO) run ./integration/bench -gopmi $(BIN)/gopmi -slurm -nodes 8 -tree-width 2 -hello 16,64 -pmi2 64,128 $(BENCHFLAGS); \
 		if test -x $(BIN)/gopmi-slurm-pmix && command -v mpicc.openmpi >/dev/null; then \
 			$(GO) run ./integration/bench -gopmi $(BIN)/gopmi -slurm -openmpi $(BENCHFLAGS); \
 		else echo "bench: Open MPI under srun not measured: needs openmpi-bin, libopenmpi-dev and libpmix-dev (make deps)"; fi; \

@@ -75,6 +75,8 @@ type config struct {
 	perfAll bool
 	// daemon: measure gopmi run with a node daemon (gopmi+daemon).
 	daemon bool
+	// slurmNodes and treeWidth shape the -slurm cluster and its steps.
+	slurmNodes, treeWidth int
 	// env is set for every launcher's runs.
 	env []string
 	// floorLauncher runs only the launch floor (/bin/true): srun
@@ -141,6 +143,8 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 		ls        launcherList
 		before    = fs.String("slurm-before", "", "with -slurm: measure srun --mpi=gopmi with the gopmi binaries in this directory (an earlier build) against -gopmi's, taking turns run by run, instead of against srun --mpi=pmi2")
 		openmpi   = fs.Bool("openmpi", false, "measure an Open MPI hello (mpicc.openmpi) under gopmi run, which serves it through gopmi-pmix, against mpirun.openmpi, with the launch floor of each")
+		slurmNodes = fs.Int("nodes", 2, "with -slurm: slurmd in the cluster, and srun's -N")
+		treeWidth  = fs.Int("tree-width", 0, "with -slurm: mpi/gopmi's fence tree width (GopmiTreeWidth; 0: its default, 16)")
 		slurm     = fs.Bool("slurm", false, "measure `srun --mpi=gopmi -N 2` against `srun --mpi=pmi2 -N 2` on a two-node Slurm cluster the bench starts (root, slurm-wlm, munge) instead of gopmi run against hydra")
 		gopmi     = fs.String("gopmi", "./bin/gopmi", "gopmi binary used when no -launcher is given")
 		trueNs    = fs.String("true", "1", "task counts for the launch floor (/bin/true) in (a)")
@@ -281,6 +285,8 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 			return nil, fmt.Errorf("-slurm: gopmi's binaries not found (-gopmi %s)", *gopmi)
 		}
 		c.slurm = true
+		c.slurmNodes, c.treeWidth = *slurmNodes, *treeWidth
+		nodes := strconv.Itoa(c.slurmNodes)
 		// Slurm's own first: the ratios are against it.
 		peer := "pmi2"
 		if c.openmpi {
@@ -292,9 +298,9 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 			c.notes = append(c.notes, "OMPI_MCA_btl=self,tcp for every launcher: the lab's two nodes share one host, where vader between them crashes")
 		}
 		ls = []clients.Launcher{
-			{Name: "srun-" + peer, Template: []string{"srun", "--mpi=" + peer, "-N", "2", "-n", "{n}"}},
-			{Name: "srun-gopmi", Template: []string{"srun", "--mpi=gopmi", "-N", "2", "-n", "{n}"}},
-			{Name: "srun-none", Template: []string{"srun", "--mpi=none", "-N", "2", "-n", "{n}"}},
+			{Name: "srun-" + peer, Template: []string{"srun", "--mpi=" + peer, "-N", nodes, "-n", "{n}"}},
+			{Name: "srun-gopmi", Template: []string{"srun", "--mpi=gopmi", "-N", nodes, "-n", "{n}"}},
+			{Name: "srun-none", Template: []string{"srun", "--mpi=none", "-N", nodes, "-n", "{n}"}},
 		}
 		if *before != "" {
 			// One cluster, one mpi/gopmi, built for a directory that is
@@ -309,8 +315,8 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 			c.slurmLink = filepath.Join(os.TempDir(), "gopmi-bench-bin-"+strconv.Itoa(os.Getpid()))
 			const swap = `ln -sfn "$0" "$1" && shift && exec srun "$@"`
 			ls = []clients.Launcher{
-				{Name: "srun-gopmi-before", Template: []string{"sh", "-c", swap, c.slurmBefore, c.slurmLink, "--mpi=gopmi", "-N", "2", "-n", "{n}"}},
-				{Name: "srun-gopmi", Template: []string{"sh", "-c", swap, c.slurmAfter, c.slurmLink, "--mpi=gopmi", "-N", "2", "-n", "{n}"}},
+				{Name: "srun-gopmi-before", Template: []string{"sh", "-c", swap, c.slurmBefore, c.slurmLink, "--mpi=gopmi", "-N", nodes, "-n", "{n}"}},
+				{Name: "srun-gopmi", Template: []string{"sh", "-c", swap, c.slurmAfter, c.slurmLink, "--mpi=gopmi", "-N", nodes, "-n", "{n}"}},
 				ls[2],
 			}
 			c.gopmiDir = c.slurmLink
@@ -323,7 +329,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 		c.perfAll, c.burst, c.startRuns = true, 0, 0
 		if !set["true"] {
 			// The floor at each PMI job's size too, for its PMI part.
-			c.trueNs = []int{2}
+			c.trueNs = []int{c.slurmNodes}
 			for _, n := range c.pmi2Ns {
 				if !slices.Contains(c.trueNs, n) {
 					c.trueNs = append(c.trueNs, n)

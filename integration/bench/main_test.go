@@ -290,8 +290,8 @@ func TestPerfRoles(t *testing.T) {
 		want roleSplit
 	}{
 		{hydra, roleSplit{PM: []string{"mpiexec.hydra", "hydra_pmi_proxy"}}},
-		{gopmi, roleSplit{PM: []string{"gopmi", "gopmi-shim", "gopmi-rm-local"}}},
-		{clients.Launcher{Name: "srun", Template: []string{"srun", "--mpi=pmi2", "-n", "{n}"}}, roleSplit{PM: []string{"srun", "slurmstepd", "gopmi-slurm"}}},
+		{gopmi, roleSplit{PM: []string{"gopmi", "gopmi-shim", "gopmi-rm-local", "gopmi-pmix"}}},
+		{clients.Launcher{Name: "srun", Template: []string{"srun", "--mpi=pmi2", "-n", "{n}"}}, roleSplit{PM: []string{"srun", "slurmstepd", "gopmi-slurm", "gopmi-slurm-pmi"}}},
 		{custom, roleSplit{PM: []string{"my-process-mana"}}},
 	} {
 		if diff := cmp.Diff(tt.want, rolesOf(tt.l)); diff != "" {

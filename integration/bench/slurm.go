@@ -15,13 +15,18 @@ import (
 	"github.com/gopmi/gopmi/integration/internal/slurmlab"
 )
 
-// startSlurm starts a two-node cluster with mpi/gopmi built for the
-// binaries in gopmiDir and points srun at it (SLURM_CONF). stop ends it.
-func startSlurm(ctx context.Context, gopmiDir string, progress io.Writer) (stop func(), err error) {
-	fmt.Fprintln(progress, "bench: building mpi/gopmi and starting a two-node Slurm cluster")
+// startSlurm starts a cluster of nodes slurmd with mpi/gopmi built for
+// the binaries in gopmiDir, its fence tree of width width (0: its
+// default), and points srun at it (SLURM_CONF). stop ends it.
+func startSlurm(ctx context.Context, gopmiDir string, nodes, width int, progress io.Writer) (stop func(), err error) {
+	fmt.Fprintf(progress, "bench: building mpi/gopmi and starting a %d-node Slurm cluster\n", nodes)
 	sctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
-	c, err := slurmlab.Start(sctx, "", slurmlab.Options{Nodes: 2, BinDir: gopmiDir, CPUs: 1024})
+	conf := ""
+	if width > 0 {
+		conf = fmt.Sprintf("GopmiTreeWidth=%d\n", width)
+	}
+	c, err := slurmlab.Start(sctx, "", slurmlab.Options{Nodes: nodes, BinDir: gopmiDir, CPUs: 1024, MPIConf: conf})
 	if err != nil {
 		return nil, err
 	}
