@@ -15,7 +15,7 @@ FUZZTIME ?= 30s
 # Packages with native fuzz targets, and their targets.
 FUZZ     := ./bridge/pmi1:FuzzParse ./bridge/pmi1:FuzzSplit ./bridge/pmi1:FuzzRoundTrip \
             ./bridge/pmi2:FuzzParse ./bridge/pmi2:FuzzSplit ./bridge/pmi2:FuzzRoundTrip \
-            ./bridge/kvs:FuzzDecode ./shim:FuzzDecodeFast ./shim:FuzzBootstrap ./bridge:FuzzSessions
+            ./bridge/kvs:FuzzDecode ./shim:FuzzDecodeFast ./shim:FuzzBootstrap ./bridge:FuzzSessions ./shim/pmix:FuzzFrames
 DEMO_N   ?= 4
 APT      := DEBIAN_FRONTEND=noninteractive apt-get install -y -q
 

@@ -117,9 +117,11 @@ func TestSlurmEightNodesInteriorLoss(t *testing.T) {
 			t.Errorf("srun's stderr does not name %s of n3's subtree:\n%s", who, r.Stderr)
 		}
 	}
-	for _, other := range []string{"(node n1)", "(node n2)", "(node n4)", "(node n5)", "(node n6)"} {
-		if strings.Contains(r.Stderr, "did not arrive") && strings.Contains(r.Stderr, other) {
-			t.Errorf("srun's stderr names %s, which arrived:\n%s", other, r.Stderr)
+	for _, l := range strings.Split(r.Stderr, "\n") {
+		for _, other := range []string{"(node n1)", "(node n2)", "(node n4)", "(node n5)", "(node n6)"} {
+			if strings.Contains(l, "did not arrive") && strings.Contains(l, other) {
+				t.Errorf("srun's stderr says %s, which arrived, did not: %s", other, l)
+			}
 		}
 	}
 	if strings.Contains(r.Stdout, "barrier-completed") {

@@ -111,7 +111,12 @@ func Run(ctx context.Context, rc RunConfig) error {
 	if sigs == nil {
 		ch := make(chan os.Signal, 4)
 		signal.Notify(ch, syscall.SIGTERM, syscall.SIGINT, syscall.SIGUSR1, syscall.SIGHUP)
-		defer signal.Stop(ch)
+		defer func() {
+			signal.Stop(ch)
+			// A step daemon's "every task ended" may come as the shim
+			// ends on its own: it must not kill it.
+			signal.Ignore(syscall.SIGHUP)
+		}()
 		sigs = ch
 	}
 	runCtx, stop := context.WithCancelCause(ctx)

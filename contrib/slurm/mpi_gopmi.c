@@ -32,6 +32,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/fsuid.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -668,19 +669,32 @@ out:
 /* links_open_mpi reports whether the ELF program at path (relative to
  * cwd) needs Open MPI's library (libmpi.so.40; MPICH's is
  * libmpich.so.12), from the names in its head: what a PMIx client is. */
-static int links_open_mpi(const char *path, const char *cwd)
+static int links_open_mpi(const char *path, const char *cwd, uid_t uid, gid_t gid)
 {
 	static const char lib[] = "\0libmpi.so.40";
 	char *full = NULL, *buf;
 	ssize_t n, got = 0;
 	int fd, found = 0;
+	struct stat st;
+	uid_t ouid;
+	gid_t ogid;
 
 	if (path[0] != '/' && cwd)
 		full = xstrdup_printf("%s/%s", cwd, path);
-	fd = open(full ? full : path, O_RDONLY | O_CLOEXEC);
+	/* As the job's user (this thread's file ids only), never blocking
+	 * on a FIFO or opening a device: a regular file or nothing. */
+	ogid = setfsgid(gid);
+	ouid = setfsuid(uid);
+	fd = open(full ? full : path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	setfsuid(ouid);
+	setfsgid(ogid);
 	xfree(full);
 	if (fd < 0)
 		return 0;
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return 0;
+	}
 	buf = xmalloc(ELF_HEAD);
 	while (got < ELF_HEAD && (n = read(fd, buf + got, ELF_HEAD - got)) > 0)
 		got += n;
@@ -694,8 +708,9 @@ static int links_open_mpi(const char *path, const char *cwd)
 /* program_links_open_mpi resolves cmd as execvp would in the task (PATH
  * from its environment, relative to its working directory) and asks
  * links_open_mpi. */
-static int program_links_open_mpi(const char *cmd, char **env, const char *cwd)
+static int program_links_open_mpi(const char *cmd, char **env, const stepd_step_rec_t *job)
 {
+	const char *cwd = job->cwd;
 	const char *path = getenvp(env, "PATH");
 	char *dirs, *save = NULL;
 	int found = 0;
@@ -703,7 +718,7 @@ static int program_links_open_mpi(const char *cmd, char **env, const char *cwd)
 	if (!cmd || !cmd[0])
 		return 0;
 	if (strchr(cmd, '/'))
-		return links_open_mpi(cmd, cwd);
+		return links_open_mpi(cmd, cwd, job->uid, job->gid);
 	dirs = xstrdup(path ? path : "/usr/local/bin:/usr/bin:/bin");
 	for (char *d = strtok_r(dirs, ":", &save); d; d = strtok_r(NULL, ":", &save)) {
 		char *p = d[0] == '/' || !cwd ? xstrdup_printf("%s/%s", d, cmd) :
@@ -711,7 +726,7 @@ static int program_links_open_mpi(const char *cmd, char **env, const char *cwd)
 		int ok = access(p, X_OK) == 0;
 
 		if (ok)
-			found = links_open_mpi(p, NULL);
+			found = links_open_mpi(p, NULL, job->uid, job->gid);
 		xfree(p);
 		if (ok)
 			break;
@@ -742,13 +757,13 @@ static int wants_pmix(const stepd_step_rec_t *job, char **env)
 		int nlines = multi_prog_lines(job, &data, &cmds, line_of);
 
 		for (int l = 0; l < nlines && !found; l++)
-			found = program_links_open_mpi(cmds[l], env, job->cwd);
+			found = program_links_open_mpi(cmds[l], env, job);
 		xfree(cmds);
 		xfree(data);
 		xfree(line_of);
 		return found;
 	}
-	return job->argv && program_links_open_mpi(job->argv[0], env, job->cwd);
+	return job->argv && program_links_open_mpi(job->argv[0], env, job);
 }
 
 static char *bootstrap(const stepd_step_rec_t *job, char **env, const char *coord, const char *nodes)
@@ -879,6 +894,9 @@ static char **json_env(const char *p)
 			case 'b': xstrcat(v, "\b"); break;
 			case 'f': xstrcat(v, "\f"); break;
 			case 'u':
+				for (int k = 1; k <= 4; k++)
+					if (!isxdigit((unsigned char) p[k]))
+						goto bad;
 				if (sscanf(p + 1, "%4x", &c) != 1 || !c)
 					goto bad;
 				p += 4;
@@ -925,6 +943,33 @@ static int ready_env(char *msg)
 	return SLURM_SUCCESS;
 }
 
+/* recv_from reads one datagram sent by process from (its credentials,
+ * SO_PASSCRED): the notify socket's abstract name can be guessed, and
+ * a READY carries environment variables for the tasks. Another sender's
+ * datagram is dropped (0). */
+static ssize_t recv_from(int sock, pid_t from, char *buf, size_t size)
+{
+	char control[CMSG_SPACE(sizeof(struct ucred))];
+	struct iovec iov = { .iov_base = buf, .iov_len = size };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = control,
+			     .msg_controllen = sizeof(control) };
+	ssize_t n = recvmsg(sock, &mh, MSG_CMSG_CLOEXEC);
+	struct cmsghdr *c;
+
+	if (n <= 0)
+		return n;
+	for (c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
+		struct ucred cred;
+		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_CREDENTIALS)
+			continue;
+		memcpy(&cred, CMSG_DATA(c), sizeof(cred));
+		if (cred.pid == from)
+			return n;
+	}
+	error("mpi/gopmi: a datagram on the shim's notify socket from another process was dropped");
+	return 0;
+}
+
 /* wait_ready reads the shim's sd_notify datagrams until READY=1, its
  * failure (STATUS=, ERRNO=) or its exit, within the start time-out. */
 static int wait_ready(int sock, pid_t shim, const stepd_step_rec_t *job)
@@ -936,7 +981,7 @@ static int wait_ready(int sock, pid_t shim, const stepd_step_rec_t *job)
 		struct pollfd p = { .fd = sock, .events = POLLIN };
 		int rc = poll(&p, 1, 100), status;
 		if (rc > 0) {
-			ssize_t n = recv(sock, msg, sizeof(msg) - 1, 0);
+			ssize_t n = recv_from(sock, shim, msg, sizeof(msg) - 1);
 			if (n > 0) {
 				msg[n] = '\0';
 				if (strstr(msg, "READY=1"))
@@ -1016,7 +1061,8 @@ extern int mpi_p_slurmstepd_prefork(const stepd_step_rec_t *job, char ***env)
 	snprintf(addr.sun_path + 1, sizeof(addr.sun_path) - 1, "gopmi-%u.%u-%u-%d",
 		 job->step_id.job_id, job->step_id.step_id, job->nodeid, (int) getpid());
 	alen = offsetof(struct sockaddr_un, sun_path) + 1 + strlen(addr.sun_path + 1);
-	if (ns < 0 || bind(ns, (struct sockaddr *) &addr, alen)) {
+	if (ns < 0 || bind(ns, (struct sockaddr *) &addr, alen) ||
+	    setsockopt(ns, SOL_SOCKET, SO_PASSCRED, &(int){ 1 }, sizeof(int))) {
 		error("mpi/gopmi: notify socket: %m");
 		goto out;
 	}
@@ -1206,7 +1252,8 @@ extern int mpi_p_slurmstepd_task(const mpi_plugin_task_info_t *job, char ***env)
 		 * setup_fork; only the rank differs between tasks. */
 		for (char **e = pmix_env; e && *e; e++) {
 			char *eq = strchr(*e, '='), *name;
-			if (!eq)
+			/* Only PMIx's own variables: what setup_fork gives. */
+			if (!eq || strncmp(*e, "PMIX_", 5))
 				continue;
 			name = xstrndup(*e, eq - *e);
 			env_array_overwrite(env, name, eq + 1);

@@ -28,13 +28,21 @@ func (u *Universe) Query(ctx context.Context, req *plugin.QueryRequest) (*plugin
 		return u.query(req)
 	}
 	// Jobs of other runs: the node daemon asks their runs.
-	resp, err := u.opts.Beyond.Query(ctx, &plugin.QueryRequest{Proc: req.Proc, Queries: beyond})
-	if err != nil || len(local) == 0 {
-		return resp, err
+	resp, berr := u.opts.Beyond.Query(ctx, &plugin.QueryRequest{Proc: req.Proc, Queries: beyond})
+	if berr == nil && resp == nil {
+		resp = &plugin.QueryResponse{}
+	}
+	if len(local) == 0 {
+		return resp, berr
 	}
 	mine, err := u.query(&plugin.QueryRequest{Proc: req.Proc, Queries: local})
-	if err != nil {
-		return resp, nil // the daemon answered something
+	switch {
+	case berr != nil && err != nil:
+		return nil, berr
+	case berr != nil:
+		return mine, nil // what the run knows is an answer
+	case err != nil:
+		return resp, nil
 	}
 	resp.Results = append(mine.Results, resp.Results...)
 	return resp, nil

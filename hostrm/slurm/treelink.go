@@ -26,6 +26,21 @@ func (t *tree) parentName() string {
 	return "the coordinator"
 }
 
+// cutSubtree names the ranks a lost parent node cuts off from the
+// coordinator: its whole subtree, the parent's own included ("" under
+// the coordinator).
+func (t *tree) cutSubtree() string {
+	p := treeParent(t.self, t.width)
+	if p < 0 {
+		return ""
+	}
+	var ranks []int32
+	for _, i := range subtree(p, t.width, len(t.job.Nodes)) {
+		ranks = append(ranks, t.job.Nodes[i].Ranks...)
+	}
+	return ", so its subtree is lost: " + rankGroups(t.job, ranks, maxGroups)
+}
+
 // send passes a call to the parent, finding it first. A parent that
 // cannot be reached cuts off every rank the call carries: the error names
 // them and the parent.
@@ -40,7 +55,7 @@ func (t *tree) send(ctx context.Context, req *plugin.FenceRequest) (*plugin.Fenc
 	if ctx.Err() != nil || !lostLink(err) {
 		return nil, err
 	}
-	err = plugin.Wrapf(err, plugin.ErrUnavailable, "fence %s: %s %s %s", req.ID, t.procGroups(req.LocalProcs), cutOff, t.parentName())
+	err = plugin.Wrapf(err, plugin.ErrUnavailable, "fence %s: %s %s %s%s", req.ID, t.procGroups(req.LocalProcs), cutOff, t.parentName(), t.cutSubtree())
 	t.log.Warn().Str("fence", req.ID).Err(err).Msg("fence tree: a part could not go up")
 	return nil, err
 }

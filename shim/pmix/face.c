@@ -565,7 +565,11 @@ int gopmi_server_init(const char *tmpdir, const char *server_nspace, int tools)
     pmix_status_t lost[] = {PMIX_ERR_LOST_CONNECTION, PMIX_ERR_UNREACH, PMIX_ERR_LOST_CONNECTION_TO_CLIENT,
                             PMIX_ERR_PROC_TERM_WO_SYNC};
     rc = PMIx_Register_event_handler(lost, sizeof(lost) / sizeof(lost[0]), NULL, 0, client_lost, NULL, NULL);
-    return rc < 0 ? rc : PMIX_SUCCESS; /* a blocking registration returns its id */
+    if (rc < 0) {
+        PMIx_server_finalize();
+        return rc;
+    }
+    return PMIX_SUCCESS; /* a blocking registration returns its id */
 }
 
 int gopmi_server_finalize(void) { return PMIx_server_finalize(); }

@@ -67,20 +67,23 @@ func (s *Server) dmodexFrames(ctx context.Context, procs []plugin.Proc, part []b
 			s.log.Debug().Str("proc", a.p.String()).Str("status", C.GoString(C.gopmi_error_string(rc))).Msg("pmix: no direct-modex data")
 		}
 	}
-	deadline := time.NewTimer(dmodexWait)
-	defer deadline.Stop()
+	// One deadline for all: each wait gets what is left of it.
+	deadline := time.Now().Add(dmodexWait)
 	for _, a := range asks {
 		if a.ch == nil {
 			continue
 		}
+		t := time.NewTimer(time.Until(deadline))
 		select {
 		case data, ok := <-a.ch:
+			t.Stop()
 			if ok {
 				part = appendFrame(part, frameDmodex, a.p.Nspace, uint32(a.p.Rank), data)
 			}
 			continue
-		case <-deadline.C:
+		case <-t.C:
 		case <-ctx.Done():
+			t.Stop()
 		}
 		// Not committed: left out, and its late answer dropped.
 		forget(a.id)
@@ -358,6 +361,15 @@ func goSpawn(ns *C.char, rank C.uint32_t, apps *C.pmix_app_t, napps C.size_t, ke
 			// libpmix learns of the new job from the answer, and a
 			// connect with it would wait for its registration.
 			err = s.registerOthers(ctx, []plugin.Proc{{Nspace: resp.Nspace, Rank: plugin.RankWildcard}})
+			if err != nil {
+				// The spawn fails: its job must not live on, its
+				// children waiting for parents that gave up.
+				child := plugin.Proc{Nspace: resp.Nspace, Rank: plugin.RankWildcard}
+				if aerr := s.be.Abort(context.WithoutCancel(ctx), &plugin.AbortRequest{Proc: req.Requestor, Status: 1,
+					Message: "its spawn failed: " + err.Error(), Targets: []plugin.Proc{child}}); aerr != nil {
+					s.log.Warn().Err(aerr).Str("job", resp.Nspace).Msg("pmix: end the job of a failed spawn")
+				}
+			}
 		}
 		if err != nil {
 			s.log.Warn().Err(err).Str("proc", req.Requestor.String()).Msg("pmix: spawn")

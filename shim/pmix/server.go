@@ -414,7 +414,7 @@ func goClientLost(ns *C.char, rank C.uint32_t, st C.int) {
 		return
 	}
 	why := C.GoString(C.gopmi_error_string(st))
-	s.spawn(func() {
+	lost := func() {
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(s.ctx), 5*time.Second)
 		defer cancel()
 		err := s.be.NotifyEvent(ctx, &plugin.EventRequest{Code: plugin.EventProcAborted, Source: p,
@@ -422,7 +422,10 @@ func goClientLost(ns *C.char, rank C.uint32_t, st C.int) {
 		if err != nil {
 			s.log.Warn().Err(err).Str("proc", p.String()).Msg("pmix: report a client that left before PMIx_Finalize")
 		}
-	})
+	}
+	if !s.spawn(lost) {
+		lost() // the server is closing: still heard, bounded
+	}
 }
 
 // tell reports a client's connect or finalize to the backend, from a

@@ -84,6 +84,14 @@ func (n *runNode) stop(sig syscall.Signal) {
 	}
 }
 
+// hangup tells the node's PMIx server that every task of its node ended
+// (SIGHUP). It is no stop: the server's exit status still counts.
+func (n *runNode) hangup() {
+	if !isClosed(n.exited) && n.shim != nil && n.shim.pid > 0 && !isZombie(n.shim.pid) {
+		_ = syscall.Kill(n.shim.pid, syscall.SIGHUP)
+	}
+}
+
 // describe is the node's line in a dump. Called with mu held.
 func (n *runNode) describe() string {
 	st := "running"
@@ -550,7 +558,9 @@ func (l *Launcher) checkJobLocked(rj *runJob) {
 			// tell a task that never connected (a program that is no
 			// PMIx client) from one not started yet: it is told that
 			// every task ended, and ends at once, cleanly.
-			l.signalServersLocked(rj, syscall.SIGHUP)
+			for _, n := range rj.nodes {
+				n.hangup()
+			}
 		}
 		l.after(l.cfg.ShimGrace, func() {
 			l.signalServersLocked(rj, syscall.SIGTERM)
