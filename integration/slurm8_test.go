@@ -7,7 +7,6 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -21,28 +20,10 @@ import (
 // all eight nodes has three levels under the coordinator: n1 and n2
 // report to it, n3..n6 to them, n7 and n8 to n3.
 
-var (
-	slurm8Once    sync.Once
-	slurm8Cluster *slurmlab.Cluster
-	slurm8Err     error
-)
-
-// slurm8 returns the eight-node cluster, starting it on first use.
+// slurm8 returns the eight-node cluster.
 func slurm8(t *testing.T) *slurmlab.Cluster {
 	t.Helper()
-	begin(t)
-	if shimMode() {
-		t.Skip("the Slurm cases run in the default pass only: GOPMI_IT_SERVE=shim changes gopmi run, not srun")
-	}
-	slurm8Once.Do(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-		defer cancel()
-		slurm8Cluster, slurm8Err = slurmlab.Start(ctx, "", slurmlab.Options{Nodes: 8, BinDir: binDir, MPIConf: "GopmiTreeWidth=2\n"})
-	})
-	if slurm8Err != nil {
-		t.Fatalf("eight-node Slurm cluster: %v", slurm8Err)
-	}
-	return slurm8Cluster
+	return eightNodes.cluster(t)
 }
 
 // MPICH's hello and alltoall, the libpmi2 job and 64 PMI-1 ranks on all

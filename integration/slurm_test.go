@@ -31,37 +31,55 @@ import (
 // and finding the gopmi binaries of this run. The cluster starts with the
 // first Slurm test and stops after the last test.
 
+// lab is a Slurm cluster the tests start on first use and stop after
+// the last test.
+type lab struct {
+	name    string
+	nodes   int
+	mpiConf string // mpi.conf's text
+	once    sync.Once
+	c       *slurmlab.Cluster
+	err     error
+}
+
 var (
-	slurmOnce    sync.Once
-	slurmCluster *slurmlab.Cluster
-	slurmErr     error
+	// twoNodes is the cluster most Slurm tests use.
+	twoNodes = &lab{name: "Slurm cluster", nodes: 2}
+	// eightNodes has the fence tree at width 2 (slurm8_test.go).
+	eightNodes = &lab{name: "eight-node Slurm cluster", nodes: 8, mpiConf: "GopmiTreeWidth=2\n"}
 )
 
-// slurm returns the cluster, starting it on first use. The Slurm cases
-// run once, in the default pass: GOPMI_IT_SERVE changes only how gopmi
-// run serves one node, which srun never uses.
-func slurm(t *testing.T) *slurmlab.Cluster {
+// cluster returns l, starting it on first use. The Slurm cases run once,
+// in the default pass: GOPMI_IT_SERVE changes only how gopmi run serves
+// one node, which srun never uses.
+func (l *lab) cluster(t *testing.T) *slurmlab.Cluster {
 	t.Helper()
 	begin(t)
 	if shimMode() {
 		t.Skip("the Slurm cases run in the default pass only: GOPMI_IT_SERVE=shim changes gopmi run, not srun")
 	}
-	slurmOnce.Do(func() {
+	l.once.Do(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 		defer cancel()
-		slurmCluster, slurmErr = slurmlab.Start(ctx, "", slurmlab.Options{Nodes: 2, BinDir: binDir})
+		l.c, l.err = slurmlab.Start(ctx, "", slurmlab.Options{Nodes: l.nodes, BinDir: binDir, MPIConf: l.mpiConf})
 	})
-	if slurmErr != nil {
-		t.Fatalf("Slurm cluster: %v", slurmErr)
+	if l.err != nil {
+		t.Fatalf("%s: %v", l.name, l.err)
 	}
-	return slurmCluster
+	return l.c
+}
+
+// slurm returns the two-node cluster.
+func slurm(t *testing.T) *slurmlab.Cluster {
+	t.Helper()
+	return twoNodes.cluster(t)
 }
 
 // stopSlurm ends the clusters after the tests.
 func stopSlurm() {
-	for _, c := range []*slurmlab.Cluster{slurmCluster, slurm8Cluster} {
-		if c != nil {
-			c.Stop()
+	for _, l := range []*lab{twoNodes, eightNodes} {
+		if l.c != nil {
+			l.c.Stop()
 		}
 	}
 }
