@@ -87,13 +87,14 @@ deps:
 # The tests also run a real Slurm cluster (slurm-wlm, munge), build
 # Slurm's MPI plugin from Debian's source package (dpkg-dev, a compiler)
 # and capture loopback traffic to check that gopmi's links are private
-# (tcpdump).
+# (tcpdump); Debian's mpi4py (Open MPI, loaded at run time) is a PMIx
+# client whose program does not show it.
 deps-test: deps
 	@if ! command -v slurmd >/dev/null || ! command -v munged >/dev/null || \
 	    ! command -v dpkg-source >/dev/null || ! command -v gcc >/dev/null || \
 	    ! command -v systemd-socket-activate >/dev/null || ! command -v useradd >/dev/null || \
-	    ! command -v tcpdump >/dev/null; then \
-		apt-get update -q && $(APT) slurm-wlm munge build-essential dpkg-dev systemd passwd tcpdump; \
+	    ! command -v tcpdump >/dev/null || ! test -e /usr/lib/python3/dist-packages/mpi4py/__init__.py; then \
+		apt-get update -q && contrib/tools/apt-keep-mpi.sh slurm-wlm munge build-essential dpkg-dev systemd passwd tcpdump python3-mpi4py; \
 	fi
 
 # Unit, transcript, fuzz-seed and integration tests, all under -race; the

@@ -11,6 +11,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/gopmi/gopmi/integration/clients"
 )
 
 // openMPIHint is how the tests name what provides Open MPI.
@@ -400,4 +402,46 @@ func TestOpenMPISpawn(t *testing.T) {
 			}
 		})
 	}
+}
+
+// Debian's python3-mpi4py (Open MPI, loaded by the interpreter at run
+// time, so that nothing on the command line shows it) runs under gopmi
+// run and srun with GOPMI_PMIX=1, and without it fails in its own
+// MPI_Init, never as singletons.
+func TestMpi4py(t *testing.T) {
+	begin(t)
+	if err := pmixShim(); err != nil {
+		t.Fatal(err)
+	}
+	const py = "/usr/bin/python3"
+	if err := exec.Command(py, "-c", "import mpi4py").Run(); err != nil {
+		t.Fatalf("%s cannot import mpi4py (%v): apt-get install python3-mpi4py (make deps-test does)", py, err)
+	}
+	script := filepath.Join(t.TempDir(), "hello.py")
+	if err := os.WriteFile(script, []byte(`from mpi4py import MPI
+c = MPI.COMM_WORLD
+print(f"ok mpi4py rank={c.Get_rank()} size={c.Get_size()} sum={c.allreduce(c.Get_rank() + 1)}", flush=True)
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	check := func(t *testing.T, r clients.Result, n int, what string) {
+		t.Helper()
+		for rank := range n {
+			if want := fmt.Sprintf("ok mpi4py rank=%d size=%d sum=%d", rank, n, n*(n+1)/2); r.ExitCode != 0 || !strings.Contains(r.Stdout, want) {
+				t.Errorf("%s: lacks %q: %s", what, want, r.Summary())
+			}
+		}
+	}
+	r := runArgv(t, runOpts{env: []string{"GOPMI_PMIX=1"}}, gopmiArgv("-n", "3", py, script))
+	check(t, r, 3, "gopmi run")
+	r = runArgv(t, runOpts{}, gopmiArgv("-n", "2", py, script))
+	if r.ExitCode == 0 || strings.Contains(r.Stdout, "size=1") || !strings.Contains(r.Stderr, "An error occurred in MPI_Init") {
+		t.Errorf("without GOPMI_PMIX, mpi4py did not fail in its MPI_Init: %s", output(r))
+	}
+	if shimMode() {
+		return
+	}
+	c := slurm(t)
+	r = runOn(t, c, time.Minute, []string{"srun", "--mpi=gopmi", "-N2", "-n4", py, script}, append([]string{"GOPMI_PMIX=1"}, ompiLab...)...)
+	check(t, r, 4, "srun --mpi=gopmi")
 }
