@@ -445,3 +445,38 @@ print(f"ok mpi4py rank={c.Get_rank()} size={c.Get_size()} sum={c.allreduce(c.Get
 	r = runOn(t, c, time.Minute, []string{"srun", "--mpi=gopmi", "-N2", "-n4", py, script}, append([]string{"GOPMI_PMIX=1"}, ompiLab...)...)
 	check(t, r, 4, "srun --mpi=gopmi")
 }
+
+// MPI_Comm_accept and MPI_Comm_connect between two gopmi runs started
+// apart (2 and 3 ranks), through the node daemon: the port through its
+// name service, each side's libpmix told of the other job from the
+// daemon's answer (the other run's proc table), the data read by direct
+// modex through the daemon, messages across the inter-communicator, an
+// Allreduce over the merged one, and MPI_Comm_disconnect's fence across
+// the two runs, which the daemon counts.
+func TestOpenMPIConnectAcrossRuns(t *testing.T) {
+	begin(t)
+	if err := pmixShim(); err != nil {
+		t.Fatal(err)
+	}
+	prog := buildOpenMPI(t, "mpi_connect")
+	d, _ := testDaemon(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	server := startRun(ctx, daemonArgv(d.sock, "-n", "2", prog, "accept"), nil, nil, "")
+	client := startRun(ctx, daemonArgv(d.sock, "-n", "3", prog, "connect"), nil, nil, "")
+	cr := client.wait(t, "the connecting run")
+	sr := server.wait(t, "the accepting run")
+	for _, c := range []struct {
+		r    clients.Result
+		want []string
+	}{
+		{sr, []string{"ok connect rank=0 role=accept remote=3 merged=5 sum=303", "ok connect rank=1 role=accept remote=3 merged=5"}},
+		{cr, []string{"ok connect rank=0 role=connect remote=2 merged=5 sum=201", "ok connect rank=2 role=connect remote=2 merged=5"}},
+	} {
+		for _, w := range c.want {
+			if c.r.ExitCode != 0 || !strings.Contains(c.r.Stdout, w) {
+				t.Fatalf("lacks %q:\n%s", w, twoRuns(cr, sr, d))
+			}
+		}
+	}
+}

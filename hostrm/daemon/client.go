@@ -338,6 +338,13 @@ func (c *Client) Connect(ctx context.Context, req *plugin.ConnectRequest) (*plug
 	return retry(ctx, c, func(be plugin.Full) (*plugin.ConnectResponse, error) { return be.Connect(ctx, req) })
 }
 
+// Fence joins a fence across runs through the daemon (Server.Fence).
+func (c *Client) Fence(ctx context.Context, req *plugin.FenceRequest) (*plugin.FenceResponse, error) {
+	ctx, cancel := context.WithTimeout(ctx, req.TimeoutOrDefault()+fenceGrace)
+	defer cancel()
+	return retry(ctx, c, func(be plugin.Full) (*plugin.FenceResponse, error) { return be.Fence(ctx, req) })
+}
+
 // DirectModex reads a key of another run's job through the daemon.
 func (c *Client) DirectModex(ctx context.Context, req *plugin.ModexRequest) (*plugin.ModexResponse, error) {
 	ctx, cancel := context.WithTimeout(ctx, plugin.DefaultFenceTimeout)

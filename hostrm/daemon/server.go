@@ -29,11 +29,12 @@ type Server struct {
 	log  zerolog.Logger
 
 	mu      sync.Mutex
-	jobs    map[string]*job      // by jobKey; guarded by mu
-	runs    map[string]*run      // guarded by mu
-	closed  bool                 // guarded by mu
-	nodes   map[string]*nodeLink // guarded by mu; other nodes' own links, by node (a hub's)
-	changed wake.Cond            // woken on every change of runs, jobs and names
+	jobs    map[string]*job        // by jobKey; guarded by mu
+	runs    map[string]*run        // guarded by mu
+	closed  bool                   // guarded by mu
+	nodes   map[string]*nodeLink   // guarded by mu; other nodes' own links, by node (a hub's)
+	fences  map[string]*crossFence // fences across runs, by participants and ID; guarded by mu
+	changed wake.Cond              // woken on every change of runs, jobs and names
 
 	names *names.Service // one name space per user (its own lock)
 

@@ -35,6 +35,12 @@ type fence struct {
 	done      chan struct{}
 	err       error
 	result    []byte
+	// beyond are the participants of jobs of other runs (after a
+	// connect), whose arrivals the node daemon counts: once every
+	// participant of this run arrived, the universe joins the daemon's
+	// fence with them all, and its answer is this fence's.
+	beyond []plugin.Proc
+	procs  []plugin.Proc // every participant, as the nodes name them
 }
 
 func (f *fence) step() string {
@@ -101,6 +107,10 @@ func (u *Universe) newFence(id, desc string, nspaces []string, procs []plugin.Pr
 	}
 	for _, p := range procs {
 		j := u.jobs[p.Nspace]
+		if j == nil && u.opts.Beyond != nil {
+			f.beyond = append(f.beyond, p)
+			continue
+		}
 		if j == nil {
 			return nil, plugin.Errorf(plugin.ErrNotFound, "%s: participant job %q is unknown", f.step(), p.Nspace)
 		}
@@ -126,7 +136,45 @@ func (u *Universe) newFence(id, desc string, nspaces []string, procs []plugin.Pr
 			f.nexpected++
 		}
 	}
+	if f.nexpected == 0 {
+		return nil, plugin.Errorf(plugin.ErrNotFound, "%s: no participant job is of this run", f.step())
+	}
+	f.procs = procs
 	return f, nil
+}
+
+// localParticipants lists f's participants of this run, each once.
+// Called with mu held.
+func (f *fence) localParticipants() []plugin.Proc {
+	var out []plugin.Proc
+	for _, ns := range f.nspaces {
+		for r, m := range f.parts[ns] {
+			if m != notParticipant {
+				out = append(out, plugin.Proc{Nspace: ns, Rank: int32(r)})
+			}
+		}
+	}
+	return out
+}
+
+// joinBeyond completes f, whose participants of this run all arrived,
+// with the node daemon's fence of every participant's run (f.beyond):
+// this run's part is one call carrying them all, and its answer is the
+// answer of every node here.
+func (u *Universe) joinBeyond(f *fence, req *plugin.FenceRequest, local []plugin.Proc, data []byte) {
+	timeout := orDefault(req.Timeout, u.opts.FenceTimeout)
+	ctx, cancel := context.WithTimeout(context.Background(), timeout+time.Second)
+	defer cancel()
+	resp, err := u.opts.Beyond.Fence(ctx, &plugin.FenceRequest{ID: req.ID, Procs: f.procs, LocalProcs: local,
+		Node: u.opts.Prefix, Data: data, Collect: req.Collect, Timeout: timeout})
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if err != nil {
+		f.fail(err)
+		return
+	}
+	f.data = [][]byte{resp.Data}
+	f.complete()
 }
 
 // arrive marks the caller's local procs. It changes nothing when one of
@@ -239,7 +287,18 @@ func (u *Universe) timeoutFence(f *fence, d time.Duration) {
 	if f.finished {
 		return
 	}
-	f.fail(plugin.Errorf(plugin.ErrTimeout, "%s: %s did not arrive in %s", f.step(), u.missing(f, 16), plugin.RoundDuration(d)))
+	who := u.missing(f, 16)
+	if f.narrived == f.nexpected && len(f.beyond) > 0 {
+		// This run's part is with the node daemon: the other runs'.
+		var nss []string
+		for _, p := range f.beyond {
+			if !slices.Contains(nss, p.Nspace) {
+				nss = append(nss, p.Nspace)
+			}
+		}
+		who = "the participants of other runs (jobs " + strings.Join(nss, ",") + ")"
+	}
+	f.fail(plugin.Errorf(plugin.ErrTimeout, "%s: %s did not arrive in %s", f.step(), who, plugin.RoundDuration(d)))
 }
 
 // Fence runs one node's part of a collective. Calls are matched by the
@@ -300,7 +359,14 @@ func (u *Universe) Fence(ctx context.Context, req *plugin.FenceRequest) (*plugin
 		f.data = append(f.data, req.Data)
 	}
 	u.recordContribution(req)
-	if f.narrived == f.nexpected {
+	if f.narrived == f.nexpected && len(f.beyond) > 0 {
+		delete(u.fences, key)
+		var data []byte
+		for _, d := range f.data {
+			data = append(data, d...)
+		}
+		go u.joinBeyond(f, req, f.localParticipants(), data)
+	} else if f.narrived == f.nexpected {
 		f.complete()
 		delete(u.fences, key)
 	}

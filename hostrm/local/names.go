@@ -20,6 +20,10 @@ type Beyond interface {
 	// Query answers what the universe is asked of jobs of other runs
 	// (a PMIx server registers a job it connects to from its proc table).
 	Query(ctx context.Context, req *plugin.QueryRequest) (*plugin.QueryResponse, error)
+	// Fence joins a fence whose participants include jobs of other runs
+	// (Open MPI's disconnect after a connect across runs): each run
+	// calls it once, with its own participants as LocalProcs.
+	Fence(ctx context.Context, req *plugin.FenceRequest) (*plugin.FenceResponse, error)
 }
 
 // The universe's name service is package names' (the rules every gopmi

@@ -3,9 +3,12 @@ package local
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/gopmi/gopmi/plugin"
 )
@@ -62,6 +65,13 @@ func (f *fakeNames) Connect(context.Context, *plugin.ConnectRequest) (*plugin.Co
 
 func (f *fakeNames) DirectModex(context.Context, *plugin.ModexRequest) (*plugin.ModexResponse, error) {
 	return nil, plugin.Errorf(plugin.ErrNotSupported, "fake")
+}
+
+func (f *fakeNames) Fence(_ context.Context, req *plugin.FenceRequest) (*plugin.FenceResponse, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.calls = append(f.calls, fmt.Sprintf("fence %s %d local %q", req.ID, len(req.LocalProcs), req.Data))
+	return &plugin.FenceResponse{Data: append([]byte("beyond:"), req.Data...)}, nil
 }
 
 func (f *fakeNames) Query(_ context.Context, req *plugin.QueryRequest) (*plugin.QueryResponse, error) {
@@ -129,5 +139,43 @@ func TestQueryBeyondTheRun(t *testing.T) {
 	}
 	if want := []string{"query " + plugin.QueryProcTable + " other.run.0"}; !slices.Equal(f.calls, want) {
 		t.Errorf("the daemon was asked %q, want %q", f.calls, want)
+	}
+}
+
+// A fence whose participants include a job of another run completes in
+// the universe once its own participants arrived and the node daemon's
+// fence answered: one call there, with all of this run's participants
+// and their data.
+func TestFenceBeyondTheRun(t *testing.T) {
+	f := &fakeNames{names: map[string]string{}}
+	u, job := testUniverse(t, UniverseOptions{Beyond: f}, 2, 0)
+	procs := []plugin.Proc{{Nspace: job.Nspace, Rank: plugin.RankWildcard}, {Nspace: "other.run.0", Rank: plugin.RankWildcard}}
+	var wg sync.WaitGroup
+	results := make([]*plugin.FenceResponse, 2)
+	errs := make([]error, 2)
+	for r := range int32(2) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			results[r], errs[r] = u.Fence(context.Background(), &plugin.FenceRequest{ID: "x", Procs: procs,
+				LocalProcs: []plugin.Proc{{Nspace: job.Nspace, Rank: r}}, Data: []byte{'a' + byte(r)}, Collect: true, Timeout: 5 * time.Second})
+		}()
+	}
+	wg.Wait()
+	for r := range 2 {
+		if errs[r] != nil {
+			t.Fatalf("rank %d: %v", r, errs[r])
+		}
+		if got := string(results[r].Data); got != "beyond:ab" && got != "beyond:ba" {
+			t.Errorf("rank %d got %q", r, got)
+		}
+	}
+	if len(f.calls) != 1 || !strings.HasPrefix(f.calls[0], "fence x 2 local") {
+		t.Errorf("the daemon was called %q; want one fence with both local ranks", f.calls)
+	}
+	// A fence of no job of this run is refused.
+	_, err := u.Fence(context.Background(), &plugin.FenceRequest{ID: "y", Procs: procs[1:], LocalProcs: procs[:1]})
+	if !errors.Is(err, plugin.ErrNotFound) {
+		t.Errorf("a fence of no job of the run: %v", err)
 	}
 }
