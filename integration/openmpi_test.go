@@ -313,6 +313,13 @@ func TestOpenMPIUnderSrun(t *testing.T) {
 	if !strings.Contains(r.Stderr, ":1] a line from a PMIx client") {
 		t.Errorf("PMIx_Log's line is not on srun's stderr: %s", r.Summary())
 	}
+	// Each PMIx step's node shim worked in a directory its stepd made,
+	// which the stepd removes when it ends, also after killing the shim.
+	waitFor(t, "the stepds to remove their PMIx shims' directories", func() bool {
+		left, _ := filepath.Glob(filepath.Join(os.TempDir(), "gopmi-step-*"))
+		old, _ := filepath.Glob(filepath.Join(os.TempDir(), "gopmi-pmix-slurm.*"))
+		return len(left)+len(old) == 0
+	})
 }
 
 // Under srun, a step whose program does not show it speaks PMIx (a

@@ -22,6 +22,8 @@
 
 #define _GNU_SOURCE
 #include <ctype.h>
+#include <dirent.h>
+#include <limits.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <grp.h>
@@ -496,12 +498,49 @@ static void *relay_shim_log(void *arg)
 }
 
 /* fini is called by Slurm before it unloads the plugin. */
+/* remove_tree removes name in dir and everything below it, never
+ * following a symbolic link: the tree is the job's user's, and the stepd
+ * is root. */
+static void remove_tree(int dir, const char *name, int depth)
+{
+	int fd = openat(dir, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	DIR *d;
+	struct dirent *e;
+
+	if (fd >= 0 && depth < 16 && (d = fdopendir(fd))) {
+		while ((e = readdir(d)))
+			if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
+				remove_tree(dirfd(d), e->d_name, depth + 1);
+		closedir(d); /* closes fd */
+	} else if (fd >= 0) {
+		close(fd);
+	}
+	if (unlinkat(dir, name, AT_REMOVEDIR) && errno == ENOTDIR)
+		(void) unlinkat(dir, name, 0);
+}
+
+/* A PMIx step's shim works in a directory of its own (its TMPDIR), which
+ * the stepd makes for it and removes at its end: the stepd kills a shim
+ * that outlives its tasks before it can clean up after libpmix. */
+static char pmix_tmp[PATH_MAX];
+
 extern void fini(void)
 {
 	if (relay_running) {
 		__atomic_store_n(&relay_stop, 1, __ATOMIC_RELEASE);
 		pthread_join(relay_thread, NULL);
 		relay_running = 0;
+	}
+	if (pmix_tmp[0]) {
+		char *slash = strrchr(pmix_tmp, '/');
+		int dir;
+		*slash = '\0';
+		dir = open(pmix_tmp[0] ? pmix_tmp : "/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (dir >= 0) {
+			remove_tree(dir, slash + 1, 0);
+			close(dir);
+		}
+		pmix_tmp[0] = '\0';
 	}
 }
 
@@ -1104,6 +1143,19 @@ extern int mpi_p_slurmstepd_prefork(const stepd_step_rec_t *job, char ***env)
 		env_array_overwrite(&envp, "NOTIFY_SOCKET", notify);
 		env_array_overwrite(&envp, ENV_SECRET, secret);
 		env_array_overwrite(&envp, ENV_COORD, coord);
+		if (pmix_step) {
+			const char *t = getenv("TMPDIR");
+			snprintf(pmix_tmp, sizeof(pmix_tmp), "%s/gopmi-step-%u.%u.%u-XXXXXX",
+				 t && t[0] == '/' ? t : "/tmp", job->step_id.job_id, job->step_id.step_id, job->nodeid);
+			if (!mkdtemp(pmix_tmp) || chown(pmix_tmp, job->uid, job->gid)) {
+				error("mpi/gopmi: the PMIx shim's directory %s: %m", pmix_tmp);
+				if (pmix_tmp[0] && strstr(pmix_tmp, "XXXXXX") == NULL)
+					rmdir(pmix_tmp);
+				pmix_tmp[0] = '\0';
+			} else {
+				env_array_overwrite(&envp, "TMPDIR", pmix_tmp);
+			}
+		}
 	}
 	/* The shim's stderr goes to this stepd's log through a thread of
 	 * its own, started before the fork: a shim whose relay could not
