@@ -8,14 +8,15 @@ import (
 
 // What a PMIx face contributes to a fence is framed: libpmix's fence blob
 // (the node's packed data, which every node's libpmix unpacks from the
-// concatenation the fence returns) and, at a collecting fence, each local
-// client's data in libpmix's direct-modex format (PMIx_server_dmodex_request,
-// which a server asking for one process must be handed, and which the
-// fence blob is not). The backend keeps each node's contributions for
-// DirectModex (the contract's ModexResponse), so another job's server, after
-// a spawn or a connect, finds a process's data there without a call back
-// to the node that hosts it. Frames concatenate: a fence's answer is every
-// node's frames in any order, a direct modex every fence's of one node.
+// concatenation the fence returns), or, when a local client connects to
+// another job, each local client's data in libpmix's direct-modex format
+// (PMIx_server_dmodex_request, which a server asking for one process must
+// be handed, and which the fence blob is not), in a fence of the node
+// alone. The backend keeps each node's contributions for DirectModex (the
+// contract's ModexResponse), so another job's server, after a spawn or a
+// connect, finds a process's data there without a call back to the node
+// that hosts it. Frames concatenate: a fence's answer is every node's
+// frames in any order, a direct modex every fence's of one node.
 //
 // A frame is
 //

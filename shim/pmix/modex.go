@@ -139,16 +139,7 @@ func goDirectModex(ns *C.char, rank C.uint32_t, timeout C.int, cbfunc C.pmix_mod
 	ok := s.spawn(func() {
 		ctx, cancel := context.WithTimeout(s.ctx, req.Timeout+5*time.Second)
 		defer cancel()
-		resp, err := s.be.DirectModex(ctx, req)
-		var data []byte
-		if err == nil {
-			var frames []frame
-			if frames, err = parseFrames(resp.Data); err == nil {
-				if data = dmodexOf(frames, p.Nspace, uint32(p.Rank)); data == nil {
-					err = plugin.Errorf(plugin.ErrNotFound, "direct modex of %s: its node's fences carry no data of it", p)
-				}
-			}
-		}
+		data, err := s.directModex(ctx, req)
 		if err != nil {
 			ev := s.log.Warn()
 			if errors.Is(err, plugin.ErrNotFound) {
@@ -257,6 +248,40 @@ func nspaces(procs []plugin.Proc) []string {
 		}
 	}
 	return out
+}
+
+// dmodexPoll is how often directModex asks again for data its owner's
+// server has not handed over yet.
+const dmodexPoll = 20 * time.Millisecond
+
+// directModex reads req.Proc's data from the frames its node gave the
+// backend. Its server hands them over when one of its clients connects
+// (publishModex), which may come after this server's own client asked:
+// until then, and within req.Timeout, it asks again.
+func (s *Server) directModex(ctx context.Context, req *plugin.ModexRequest) ([]byte, error) {
+	deadline := time.Now().Add(req.Timeout)
+	p := req.Proc
+	for {
+		resp, err := s.be.DirectModex(ctx, req)
+		if err != nil {
+			return nil, err
+		}
+		frames, err := parseFrames(resp.Data)
+		if err != nil {
+			return nil, err
+		}
+		if data := dmodexOf(frames, p.Nspace, uint32(p.Rank)); data != nil {
+			return data, nil
+		}
+		if time.Now().Add(dmodexPoll).After(deadline) {
+			return nil, plugin.Errorf(plugin.ErrNotFound, "direct modex of %s: its server handed over no data of it in %s", p, plugin.RoundDuration(req.Timeout))
+		}
+		select {
+		case <-time.After(dmodexPoll):
+		case <-ctx.Done():
+			return nil, plugin.Errorf(plugin.ErrAborted, "direct modex of %s: %v", p, ctx.Err())
+		}
+	}
 }
 
 // requestor names this server in requests that are no client's: the

@@ -533,9 +533,10 @@ func goFence(procs *C.pmix_proc_t, nprocs C.size_t, collect C.int, timeout C.int
 		ctx, cancel := context.WithTimeout(s.ctx, req.Timeout+5*time.Second)
 		defer cancel()
 		if req.Collect {
-			// The node's part: libpmix's blob, and each local
-			// client's data for other jobs' servers (frames.go).
-			req.Data = s.dmodexFrames(ctx, req.LocalProcs, appendFrame(nil, frameFence, "", 0, blob))
+			// The node's part: libpmix's blob, framed (frames.go).
+			// The clients' direct-modex data goes to the backend
+			// only when another job may read it: at a connect.
+			req.Data = appendFrame(nil, frameFence, "", 0, blob)
 		}
 		resp, err := s.be.Fence(ctx, req)
 		var out []byte

@@ -41,6 +41,9 @@ int main(int argc, char **argv)
     } else {
         if (rank == 0) {
             int i;
+            /* A name not published yet is an error to retry, not fatal
+             * (Open MPI's default handler aborts). */
+            MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
             for (i = 0; i < 3000; i++) {
                 if (MPI_Lookup_name("gopmi-conn", MPI_INFO_NULL, port) == MPI_SUCCESS) break;
                 usleep(20000);
