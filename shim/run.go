@@ -112,10 +112,11 @@ func Run(ctx context.Context, rc RunConfig) error {
 		ch := make(chan os.Signal, 4)
 		signal.Notify(ch, syscall.SIGTERM, syscall.SIGINT, syscall.SIGUSR1, syscall.SIGHUP)
 		defer func() {
-			signal.Stop(ch)
 			// A step daemon's "every task ended" may come as the shim
-			// ends on its own: it must not kill it.
+			// ends on its own: it must not kill it. Ignored first, it
+			// never has its default action (which ends the process).
 			signal.Ignore(syscall.SIGHUP)
+			signal.Stop(ch)
 		}()
 		sigs = ch
 	}
