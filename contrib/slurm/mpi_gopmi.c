@@ -1145,11 +1145,12 @@ extern int mpi_p_slurmstepd_prefork(const stepd_step_rec_t *job, char ***env)
 		env_array_overwrite(&envp, ENV_COORD, coord);
 		if (pmix_step) {
 			const char *t = getenv("TMPDIR");
-			snprintf(pmix_tmp, sizeof(pmix_tmp), "%s/gopmi-step-%u.%u.%u-XXXXXX",
-				 t && t[0] == '/' ? t : "/tmp", job->step_id.job_id, job->step_id.step_id, job->nodeid);
-			if (!mkdtemp(pmix_tmp) || chown(pmix_tmp, job->uid, job->gid)) {
+			int n = snprintf(pmix_tmp, sizeof(pmix_tmp), "%s/gopmi-step-%u.%u.%u-XXXXXX",
+					 t && t[0] == '/' ? t : "/tmp", job->step_id.job_id, job->step_id.step_id, job->nodeid);
+			int made = n > 0 && (size_t) n < sizeof(pmix_tmp) && mkdtemp(pmix_tmp) != NULL;
+			if (!made || chown(pmix_tmp, job->uid, job->gid)) {
 				error("mpi/gopmi: the PMIx shim's directory %s: %m", pmix_tmp);
-				if (pmix_tmp[0] && strstr(pmix_tmp, "XXXXXX") == NULL)
+				if (made)
 					rmdir(pmix_tmp);
 				pmix_tmp[0] = '\0';
 			} else {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -16,7 +17,9 @@ import (
 // as LocalProcs; the daemon counts every participant. Guarded by
 // Server.mu; err and data are written before done closes.
 type crossFence struct {
-	uid      uint32
+	key      string
+	jobs     []string             // the runs' job keys (jobKey)
+	timer    *timerEntry          // its time-out
 	want     map[plugin.Proc]bool // every participant; true once arrived
 	left     int                  // participants still to arrive
 	data     []byte               // the runs' parts, in arrival order
@@ -43,13 +46,30 @@ func (s *Server) Fence(ctx context.Context, req *plugin.FenceRequest) (*plugin.F
 		}
 		return int(a.Rank) - int(b.Rank)
 	})
+	// Users' job names are theirs: so are their fences.
 	var key strings.Builder
+	key.WriteString(strconv.FormatUint(uint64(p.uid), 10) + "/")
 	for _, pr := range procs {
 		key.WriteString(pr.String() + ";")
 	}
 	key.WriteString("/" + req.ID)
 
 	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return nil, plugin.Errorf(plugin.ErrAborted, "%s: the node daemon is closing", step)
+	}
+	// The caller's participants: its run's, all of them fence's.
+	for _, lp := range req.LocalProcs {
+		j, err := s.jobOfLocked(step, p, lp)
+		if err == nil {
+			err = s.actsForLocked(ctx, step, j)
+		}
+		if err != nil {
+			s.mu.Unlock()
+			return nil, err
+		}
+	}
 	f := s.fences[key.String()]
 	if f == nil {
 		if f, err = s.newCrossFenceLocked(step, p, procs); err != nil {
@@ -59,42 +79,34 @@ func (s *Server) Fence(ctx context.Context, req *plugin.FenceRequest) (*plugin.F
 		if s.fences == nil {
 			s.fences = map[string]*crossFence{}
 		}
-		s.fences[key.String()] = f
-		k := key.String()
+		f.key = key.String()
+		s.fences[f.key] = f
 		timeout := req.TimeoutOrDefault()
-		s.tasks.after(timeout, func() {
+		f.timer = s.tasks.after(timeout, func() {
 			s.mu.Lock()
 			defer s.mu.Unlock()
-			if !f.finished {
-				f.fail(plugin.Errorf(plugin.ErrTimeout, "%s: %s did not arrive in %s", step, f.missing(), plugin.RoundDuration(timeout)))
-			}
-			if s.fences[k] == f {
-				delete(s.fences, k)
-			}
+			s.endFenceLocked(f, plugin.Errorf(plugin.ErrTimeout, "%s: %s did not arrive in %s", step, f.missing(), plugin.RoundDuration(timeout)))
 		})
 	}
-	if f.uid != p.uid {
-		s.mu.Unlock()
-		return nil, plugin.Errorf(plugin.ErrPermission, "%s: another user's fence", step)
+	for _, lp := range req.LocalProcs {
+		if _, ok := f.want[lp]; !ok {
+			s.mu.Unlock()
+			return nil, plugin.Errorf(plugin.ErrInvalidArgument, "%s: %s is not a participant", step, lp)
+		}
 	}
 	fresh := false
 	for _, lp := range req.LocalProcs {
-		if arrived, ok := f.want[lp]; ok && !arrived {
+		if !f.want[lp] {
 			f.want[lp] = true
 			f.left--
 			fresh = true
-		} else if !ok {
-			s.mu.Unlock()
-			return nil, plugin.Errorf(plugin.ErrInvalidArgument, "%s: %s is not a participant", step, lp)
 		}
 	}
 	if fresh {
 		f.data = append(f.data, req.Data...)
 	}
-	if f.left == 0 && !f.finished {
-		f.finished = true
-		close(f.done)
-		delete(s.fences, key.String())
+	if f.left == 0 {
+		s.endFenceLocked(f, nil)
 	}
 	s.mu.Unlock()
 	select {
@@ -113,11 +125,14 @@ func (s *Server) Fence(ctx context.Context, req *plugin.FenceRequest) (*plugin.F
 
 // newCrossFenceLocked expands procs over the registered jobs of p's user.
 func (s *Server) newCrossFenceLocked(step string, p peer, procs []plugin.Proc) (*crossFence, error) {
-	f := &crossFence{uid: p.uid, want: map[plugin.Proc]bool{}, done: make(chan struct{})}
+	f := &crossFence{want: map[plugin.Proc]bool{}, done: make(chan struct{})}
 	for _, pr := range procs {
 		j, err := s.jobOfLocked(step, p, pr)
 		if err != nil {
 			return nil, err
+		}
+		if jk := jobKey(p.uid, pr.Nspace); !slices.Contains(f.jobs, jk) {
+			f.jobs = append(f.jobs, jk)
 		}
 		if pr.Rank != plugin.RankWildcard {
 			if pr.Rank < 0 || pr.Rank >= j.info.Size {
@@ -134,12 +149,28 @@ func (s *Server) newCrossFenceLocked(step string, p peer, procs []plugin.Proc) (
 	return f, nil
 }
 
-func (f *crossFence) fail(err error) {
-	if f.finished {
-		return
+// endFenceLocked ends f with err (nil: complete) and forgets it.
+func (s *Server) endFenceLocked(f *crossFence, err error) {
+	if !f.finished {
+		f.finished, f.err = true, err
+		close(f.done)
 	}
-	f.finished, f.err = true, err
-	close(f.done)
+	if s.fences[f.key] == f {
+		delete(s.fences, f.key)
+	}
+	if f.timer != nil {
+		s.tasks.stop(f.timer)
+	}
+}
+
+// failFencesLocked ends the cross-run fences of job key jk (every one
+// for ""), whose participants will never all arrive.
+func (s *Server) failFencesLocked(jk string, err error) {
+	for _, f := range s.fences {
+		if jk == "" || slices.Contains(f.jobs, jk) {
+			s.endFenceLocked(f, err)
+		}
+	}
 }
 
 // missing names the participants that never arrived, by job.

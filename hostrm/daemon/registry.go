@@ -251,6 +251,7 @@ func (s *Server) endRunLocked(r *run, why string) {
 		if j.info.Run == r.id && j.info.State == running {
 			j.info.State, j.info.Ended = why, now
 			j.note("daemon", "info", "ended: "+why)
+			s.failFencesLocked(jobKey(j.info.UID, j.info.Nspace), plugin.Errorf(plugin.ErrAborted, "fence: job %s has ended (%s)", j.info.Nspace, why))
 		}
 	}
 	s.names.Drop(func(n *names.Name) bool { return n.Tag == r.id && n.Persist != plugin.PersistIndefinite })

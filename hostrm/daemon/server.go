@@ -116,6 +116,7 @@ func NewServer(opts Options) (*Server, error) {
 func (s *Server) Close() {
 	s.mu.Lock()
 	s.closed = true
+	s.failFencesLocked("", plugin.Errorf(plugin.ErrAborted, "fence: the node daemon is closing"))
 	for _, r := range s.runs {
 		if r.link != nil {
 			r.link.Close()

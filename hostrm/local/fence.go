@@ -161,14 +161,23 @@ func (f *fence) localParticipants() []plugin.Proc {
 // with the node daemon's fence of every participant's run (f.beyond):
 // this run's part is one call carrying them all, and its answer is the
 // answer of every node here.
-func (u *Universe) joinBeyond(f *fence, req *plugin.FenceRequest, local []plugin.Proc, data []byte) {
-	timeout := orDefault(req.Timeout, u.opts.FenceTimeout)
-	ctx, cancel := context.WithTimeout(context.Background(), timeout+time.Second)
+// The daemon's fence gets what is left of this one's time-out, so that
+// every run ends it alike, with the daemon's answer; the callers here
+// wait for it (timeoutFence leaves it alone).
+func (u *Universe) joinBeyond(f *fence, key string, req *plugin.FenceRequest, local []plugin.Proc, data []byte) {
+	left := orDefault(req.Timeout, u.opts.FenceTimeout) - time.Since(f.start)
+	if left < time.Second {
+		left = time.Second
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), left+time.Second)
 	defer cancel()
 	resp, err := u.opts.Beyond.Fence(ctx, &plugin.FenceRequest{ID: req.ID, Procs: f.procs, LocalProcs: local,
-		Node: u.opts.Prefix, Data: data, Collect: req.Collect, Timeout: timeout})
+		Node: u.opts.Prefix, Data: data, Collect: req.Collect, Timeout: left})
 	u.mu.Lock()
 	defer u.mu.Unlock()
+	if u.fences[key] == f {
+		delete(u.fences, key)
+	}
 	if err != nil {
 		f.fail(err)
 		return
@@ -287,18 +296,12 @@ func (u *Universe) timeoutFence(f *fence, d time.Duration) {
 	if f.finished {
 		return
 	}
-	who := u.missing(f, 16)
 	if f.narrived == f.nexpected && len(f.beyond) > 0 {
-		// This run's part is with the node daemon: the other runs'.
-		var nss []string
-		for _, p := range f.beyond {
-			if !slices.Contains(nss, p.Nspace) {
-				nss = append(nss, p.Nspace)
-			}
-		}
-		who = "the participants of other runs (jobs " + strings.Join(nss, ",") + ")"
+		// This run's part is with the node daemon, whose answer
+		// (naming whoever of the other runs never arrived) ends it.
+		return
 	}
-	f.fail(plugin.Errorf(plugin.ErrTimeout, "%s: %s did not arrive in %s", f.step(), who, plugin.RoundDuration(d)))
+	f.fail(plugin.Errorf(plugin.ErrTimeout, "%s: %s did not arrive in %s", f.step(), u.missing(f, 16), plugin.RoundDuration(d)))
 }
 
 // Fence runs one node's part of a collective. Calls are matched by the
@@ -360,12 +363,12 @@ func (u *Universe) Fence(ctx context.Context, req *plugin.FenceRequest) (*plugin
 	}
 	u.recordContribution(req)
 	if f.narrived == f.nexpected && len(f.beyond) > 0 {
-		delete(u.fences, key)
+		// It stays registered, where an abort of its jobs finds it.
 		var data []byte
 		for _, d := range f.data {
 			data = append(data, d...)
 		}
-		go u.joinBeyond(f, req, f.localParticipants(), data)
+		go u.joinBeyond(f, key, req, f.localParticipants(), data)
 	} else if f.narrived == f.nexpected {
 		f.complete()
 		delete(u.fences, key)

@@ -250,9 +250,12 @@ func nspaces(procs []plugin.Proc) []string {
 	return out
 }
 
-// dmodexPoll is how often directModex asks again for data its owner's
-// server has not handed over yet.
-const dmodexPoll = 20 * time.Millisecond
+// dmodexPoll is how soon directModex asks again for data its owner's
+// server has not handed over yet, doubling up to dmodexPollMax.
+const (
+	dmodexPoll    = 10 * time.Millisecond
+	dmodexPollMax = 500 * time.Millisecond
+)
 
 // directModex reads req.Proc's data from the frames its node gave the
 // backend. Its server hands them over when one of its clients connects
@@ -261,7 +264,7 @@ const dmodexPoll = 20 * time.Millisecond
 func (s *Server) directModex(ctx context.Context, req *plugin.ModexRequest) ([]byte, error) {
 	deadline := time.Now().Add(req.Timeout)
 	p := req.Proc
-	for {
+	for wait := dmodexPoll; ; wait = min(2*wait, dmodexPollMax) {
 		resp, err := s.be.DirectModex(ctx, req)
 		if err != nil {
 			return nil, err
@@ -273,11 +276,11 @@ func (s *Server) directModex(ctx context.Context, req *plugin.ModexRequest) ([]b
 		if data := dmodexOf(frames, p.Nspace, uint32(p.Rank)); data != nil {
 			return data, nil
 		}
-		if time.Now().Add(dmodexPoll).After(deadline) {
+		if time.Now().Add(wait).After(deadline) {
 			return nil, plugin.Errorf(plugin.ErrNotFound, "direct modex of %s: its server handed over no data of it in %s", p, plugin.RoundDuration(req.Timeout))
 		}
 		select {
-		case <-time.After(dmodexPoll):
+		case <-time.After(wait):
 		case <-ctx.Done():
 			return nil, plugin.Errorf(plugin.ErrAborted, "direct modex of %s: %v", p, ctx.Err())
 		}
@@ -390,8 +393,11 @@ func goSpawn(ns *C.char, rank C.uint32_t, apps *C.pmix_app_t, napps C.size_t, ke
 				// The spawn fails: its job must not live on, its
 				// children waiting for parents that gave up.
 				child := plugin.Proc{Nspace: resp.Nspace, Rank: plugin.RankWildcard}
-				if aerr := s.be.Abort(context.WithoutCancel(ctx), &plugin.AbortRequest{Proc: req.Requestor, Status: 1,
-					Message: "its spawn failed: " + err.Error(), Targets: []plugin.Proc{child}}); aerr != nil {
+				actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+				aerr := s.be.Abort(actx, &plugin.AbortRequest{Proc: req.Requestor, Status: 1,
+					Message: "its spawn failed: " + err.Error(), Targets: []plugin.Proc{child}})
+				cancel()
+				if aerr != nil {
 					s.log.Warn().Err(aerr).Str("job", resp.Nspace).Msg("pmix: end the job of a failed spawn")
 				}
 			}
