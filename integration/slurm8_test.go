@@ -1,13 +1,9 @@
 package integration
 
 import (
-	"context"
 	"fmt"
-	"net"
-	"path/filepath"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -55,41 +51,10 @@ func TestSlurmEightNodes(t *testing.T) {
 // the fence time-out naming n3's whole subtree, and no barrier completes.
 func TestSlurmEightNodesInteriorLoss(t *testing.T) {
 	c := slurm8(t)
-	sock := filepath.Join(t.TempDir(), "ready.sock")
-	ln, err := net.Listen("unix", sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
+	start := time.Now()
 	// One rank per node: rank i on node n(i+1). Rank 7 (n8), the last,
 	// holds; the others wait in a barrier.
-	argv := append([]string{"srun", "--mpi=gopmi", "-N", "8", "-n", "8"}, taskArgs("hold")...)
-	done := make(chan clients.Result, 1)
-	start := time.Now()
-	go func() {
-		r, _ := clients.Run(ctx, argv, clients.RunOptions{Env: append(c.Env(), taskRun, sockEnv+"="+sock, "GOPMI_TIMEOUT=5")})
-		done <- r
-	}()
-	readyErr := waitReady(ctx, ln, 8)
-	var victim int
-	if readyErr == nil {
-		victim, readyErr = shimOf(2)
-	}
-	if readyErr == nil {
-		readyErr = syscall.Kill(victim, syscall.SIGKILL)
-	}
-	if readyErr != nil {
-		cancel()
-	}
-	r := <-done
-	if readyErr != nil {
-		t.Fatalf("before the kill: %v\n%s", readyErr, eightFailure(c, r))
-	}
-	if r.TimedOut || r.ExitCode == 0 {
-		t.Fatalf("srun did not fail: %s", eightFailure(c, r))
-	}
+	r := killShimInStep(t, c, []string{"-N", "8", "-n", "8"}, 8, 2, eightFailure, "GOPMI_TIMEOUT=5")
 	if d := time.Since(start); d > 30*time.Second {
 		t.Errorf("the step ended %v after it started, with a 5 s fence time-out", d)
 	}

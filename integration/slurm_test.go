@@ -307,39 +307,8 @@ func TestSlurmNodeLoss(t *testing.T) {
 }
 
 func nodeLoss(t *testing.T, c *slurmlab.Cluster, width string) {
-	sock := filepath.Join(t.TempDir(), "ready.sock")
-	ln, err := net.Listen("unix", sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
 	// Rank 1 (node n2) holds; rank 0 (node n1) waits in a barrier.
-	argv := append([]string{"srun", "--mpi=gopmi", "-N", "2", "-n", "2"}, taskArgs("hold")...)
-	done := make(chan clients.Result, 1)
-	go func() {
-		r, _ := clients.Run(ctx, argv, clients.RunOptions{Env: append(c.Env(), taskRun, sockEnv+"="+sock, "GOPMI_TIMEOUT=3", "GOPMI_TREE_WIDTH="+width)})
-		done <- r
-	}()
-	readyErr := waitReady(ctx, ln, 2)
-	var victim int
-	if readyErr == nil {
-		victim, readyErr = shimOf(1)
-	}
-	if readyErr == nil {
-		readyErr = syscall.Kill(victim, syscall.SIGKILL)
-	}
-	if readyErr != nil {
-		cancel()
-	}
-	r := <-done
-	if readyErr != nil {
-		t.Fatalf("before the kill: %v\n%s", readyErr, slurmFailure(c, r))
-	}
-	if r.TimedOut || r.ExitCode == 0 {
-		t.Fatalf("srun did not fail: %s", slurmFailure(c, r))
-	}
+	r := killShimInStep(t, c, []string{"-N", "2", "-n", "2"}, 2, 1, slurmFailure, "GOPMI_TIMEOUT=3", "GOPMI_TREE_WIDTH="+width)
 	var barrier string
 	for _, l := range clients.Lines(r.Stdout, "barrier-error rank=0") {
 		barrier = l
@@ -356,6 +325,49 @@ func nodeLoss(t *testing.T, c *slurmlab.Cluster, width string) {
 	if !strings.Contains(r.Stderr, "rank 1 (node n2) did not arrive") {
 		t.Fatalf("srun's stderr does not name rank 1 on node n2:\n%s", r.Stderr)
 	}
+}
+
+// killShimInStep runs a step of the tests' task in role hold (its last
+// rank holds, the others wait in a barrier) with srun's args and env,
+// waits until its ranks are ready, kills the gopmi-slurm shim that serves
+// rank victim (not its stepd), and returns how srun ended, which must be
+// a failure; failure formats what a fatal error shows.
+func killShimInStep(t *testing.T, c *slurmlab.Cluster, args []string, ranks, victim int,
+	failure func(*slurmlab.Cluster, clients.Result) string, env ...string) clients.Result {
+	t.Helper()
+	sock := filepath.Join(t.TempDir(), "ready.sock")
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	argv := append(append([]string{"srun", "--mpi=gopmi"}, args...), taskArgs("hold")...)
+	done := make(chan clients.Result, 1)
+	go func() {
+		r, _ := clients.Run(ctx, argv, clients.RunOptions{Env: append(append(c.Env(), taskRun, sockEnv+"="+sock), env...)})
+		done <- r
+	}()
+	readyErr := waitReady(ctx, ln, ranks)
+	var pid int
+	if readyErr == nil {
+		pid, readyErr = shimOf(victim)
+	}
+	if readyErr == nil {
+		readyErr = syscall.Kill(pid, syscall.SIGKILL)
+	}
+	if readyErr != nil {
+		cancel()
+	}
+	r := <-done
+	if readyErr != nil {
+		t.Fatalf("before the kill: %v\n%s", readyErr, failure(c, r))
+	}
+	if r.TimedOut || r.ExitCode == 0 {
+		t.Fatalf("srun did not fail: %s", failure(c, r))
+	}
+	return r
 }
 
 // salloc runs `salloc <allocation> srun --mpi=gopmi <step>` on the
