@@ -155,7 +155,11 @@ func (n *Node) Fence(ctx context.Context, req *plugin.FenceRequest) (*plugin.Fen
 	if t == nil {
 		return n.Relay.Fence(ctx, req)
 	}
-	return t.fence(ctx, req)
+	resp, err := t.fence(ctx, req)
+	if err == nil {
+		t.awaitChildren(req.ID)
+	}
+	return resp, err
 }
 
 // Close leaves the tree and the coordinator.

@@ -62,6 +62,13 @@ const (
 	sendGrace = 5 * time.Second
 	// maxGroups is how many nodes a message names before "and N more".
 	maxGroups = 16
+	// childDrain bounds how long this node's ranks wait, answered, for
+	// the answers of their fence to reach the children (real time: it
+	// only ever shortens a wait).
+	childDrain = 2 * time.Second
+	// childFlush is how long a child's answer is given to leave this
+	// process once its call returned (gRPC writes it after).
+	childFlush = 20 * time.Millisecond
 )
 
 // treeParent is node index i's parent index, -1 for the coordinator.
@@ -123,6 +130,13 @@ type tree struct {
 	open      map[string]*gather
 	abortErr  error // the job was aborted: every fence fails with it
 	closed    bool
+
+	// children counts, per fence ID, the children's parts this node is
+	// passing up and down; childDone is broadcast as each ends. Guarded
+	// by mu.
+	children  map[string]int
+	childEnd  map[string]time.Time // when the last child's part of a fence returned
+	childDone wake.Cond
 }
 
 func newTree(c treeConfig) *tree {
@@ -475,6 +489,58 @@ func (t *tree) close() {
 	t.mu.Unlock()
 	if upClose != nil {
 		_ = upClose()
+	}
+}
+
+// childCall counts a child's part of fence id in (+1) or out (-1).
+func (t *tree) childCall(id string, d int) {
+	t.mu.Lock()
+	if t.children == nil {
+		t.children = map[string]int{}
+	}
+	t.children[id] += d
+	if t.children[id] <= 0 {
+		delete(t.children, id)
+		if t.childEnd == nil {
+			t.childEnd = map[string]time.Time{}
+		}
+		t.childEnd[id] = time.Now()
+	}
+	t.mu.Unlock()
+	if d < 0 {
+		t.childDone.Broadcast()
+	}
+}
+
+// awaitChildren waits, at most childDrain, until no child's part of
+// fence id is still on its way through this node. A fence's parts are
+// answered together, but this node's ranks, answered first, may finalize
+// and end the node's gopmi (its stepd kills it with them) while a child's
+// answer still has to pass through it.
+func (t *tree) awaitChildren(id string) {
+	bound := time.NewTimer(childDrain)
+	defer bound.Stop()
+	for {
+		t.mu.Lock()
+		n := t.children[id]
+		end, ok := t.childEnd[id]
+		if n == 0 {
+			delete(t.childEnd, id)
+		}
+		ch := t.childDone.C()
+		t.mu.Unlock()
+		if n == 0 {
+			// Their answers are written after the calls return.
+			if left := childFlush - time.Since(end); ok && left > 0 {
+				time.Sleep(left)
+			}
+			return
+		}
+		select {
+		case <-ch:
+		case <-bound.C:
+			return
+		}
 	}
 }
 

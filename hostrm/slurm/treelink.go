@@ -246,6 +246,8 @@ func (subtreeServer) GetInfo(context.Context) (*plugin.BackendInfo, error) {
 // answer (its process died, its link broke) is a subtree lost in the
 // middle of a fence: the log names it and the ranks it carried.
 func (s subtreeServer) Fence(ctx context.Context, req *plugin.FenceRequest) (*plugin.FenceResponse, error) {
+	s.t.childCall(req.ID, 1)
+	defer s.t.childCall(req.ID, -1)
 	resp, err := s.t.fence(ctx, req)
 	s.t.mu.Lock()
 	closed := s.t.closed
