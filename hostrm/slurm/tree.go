@@ -68,7 +68,7 @@ const (
 	childDrain = 2 * time.Second
 	// childFlush is how long a child's answer is given to leave this
 	// process once its call returned (gRPC writes it after).
-	childFlush = 20 * time.Millisecond
+	childFlush = 5 * time.Millisecond
 )
 
 // treeParent is node index i's parent index, -1 for the coordinator.
