@@ -1,7 +1,10 @@
 package plugin
 
 import (
+	"cmp"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 )
 
@@ -36,6 +39,27 @@ const RankWildcard int32 = -1
 type Proc struct {
 	Nspace string
 	Rank   int32
+}
+
+// ProcSet is procs sorted (by namespace, then rank, the wildcard first)
+// without repeats, and its text ("a:0;a:1;b:*;"): every host that names
+// the same participants of a collective gets the same text, whatever
+// their order, so it can key the collective.
+func ProcSet(procs []Proc) ([]Proc, string) {
+	ps := slices.Clone(procs)
+	slices.SortFunc(ps, func(a, b Proc) int {
+		if c := strings.Compare(a.Nspace, b.Nspace); c != 0 {
+			return c
+		}
+		return cmp.Compare(a.Rank, b.Rank)
+	})
+	ps = slices.Compact(ps)
+	var b strings.Builder
+	for _, p := range ps {
+		b.WriteString(p.String())
+		b.WriteByte(';')
+	}
+	return ps, b.String()
 }
 
 // String formats p as "nspace:rank", or "nspace:*" for the wildcard.

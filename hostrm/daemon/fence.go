@@ -39,20 +39,10 @@ func (s *Server) Fence(ctx context.Context, req *plugin.FenceRequest) (*plugin.F
 		return nil, err
 	}
 	step := "fence " + req.ID
-	procs := slices.Clone(req.Procs)
-	slices.SortFunc(procs, func(a, b plugin.Proc) int {
-		if c := strings.Compare(a.Nspace, b.Nspace); c != 0 {
-			return c
-		}
-		return int(a.Rank) - int(b.Rank)
-	})
 	// Users' job names are theirs: so are their fences.
+	procs, set := plugin.ProcSet(req.Procs)
 	var key strings.Builder
-	key.WriteString(strconv.FormatUint(uint64(p.uid), 10) + "/")
-	for _, pr := range procs {
-		key.WriteString(pr.String() + ";")
-	}
-	key.WriteString("/" + req.ID)
+	key.WriteString(strconv.FormatUint(uint64(p.uid), 10) + "/" + set + "/" + req.ID)
 
 	s.mu.Lock()
 	if s.closed {

@@ -78,23 +78,13 @@ func (f *fence) complete() {
 // canonicalProcs sorts procs and formats them, so two nodes' participant
 // lists compare equal when they name the same set.
 func canonicalProcs(procs []plugin.Proc) (desc string, nspaces []string) {
-	ps := slices.Clone(procs)
-	slices.SortFunc(ps, func(a, b plugin.Proc) int {
-		if c := strings.Compare(a.Nspace, b.Nspace); c != 0 {
-			return c
-		}
-		return int(a.Rank) - int(b.Rank)
-	})
-	ps = slices.Compact(ps)
-	var b strings.Builder
+	ps, desc := plugin.ProcSet(procs)
 	for _, p := range ps {
-		b.WriteString(p.String())
-		b.WriteByte(';')
 		if len(nspaces) == 0 || nspaces[len(nspaces)-1] != p.Nspace {
 			nspaces = append(nspaces, p.Nspace)
 		}
 	}
-	return b.String(), nspaces
+	return desc, nspaces
 }
 
 // newFence builds a collective from its participant list. Called with mu

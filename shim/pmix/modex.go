@@ -393,7 +393,7 @@ func goSpawn(ns *C.char, rank C.uint32_t, apps *C.pmix_app_t, napps C.size_t, ke
 				// The spawn fails: its job must not live on, its
 				// children waiting for parents that gave up.
 				child := plugin.Proc{Nspace: resp.Nspace, Rank: plugin.RankWildcard}
-				actx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+				actx, cancel := s.newsContext()
 				aerr := s.be.Abort(actx, &plugin.AbortRequest{Proc: req.Requestor, Status: 1,
 					Message: "its spawn failed: " + err.Error(), Targets: []plugin.Proc{child}})
 				cancel()

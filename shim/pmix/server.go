@@ -415,7 +415,7 @@ func goClientLost(ns *C.char, rank C.uint32_t, st C.int) {
 	}
 	why := C.GoString(C.gopmi_error_string(st))
 	lost := func() {
-		ctx, cancel := context.WithTimeout(context.WithoutCancel(s.ctx), 5*time.Second)
+		ctx, cancel := s.newsContext()
 		defer cancel()
 		err := s.be.NotifyEvent(ctx, &plugin.EventRequest{Code: plugin.EventProcAborted, Source: p,
 			Info: []plugin.Info{{Key: "reason", Value: "ended before PMIx_Finalize (its PMIx connection closed: " + why + ")"}}})
@@ -442,10 +442,20 @@ func tell(p plugin.Proc, what string, call func(plugin.Full, context.Context, *p
 	})
 }
 
+// newsBound bounds a call that tells the backend something it must hear
+// (a finalize, a client lost, the end of a failed spawn's job).
+const newsBound = 5 * time.Second
+
+// newsContext is such a call's context: it outlives the server's own
+// (news comes also while the server closes), within newsBound.
+func (s *Server) newsContext() (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(s.ctx), newsBound)
+}
+
 // report makes one connect or finalize report, within a bound of its own
 // (also while the server closes: it is news the backend must hear).
 func report(s *Server, p plugin.Proc, what string, call func(plugin.Full, context.Context, *plugin.ClientRequest) error) {
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(s.ctx), 5*time.Second)
+	ctx, cancel := s.newsContext()
 	defer cancel()
 	if err := call(s.be, ctx, &plugin.ClientRequest{Procs: []plugin.Proc{p}}); err != nil {
 		s.log.Warn().Err(err).Str("proc", p.String()).Msg("pmix: " + what)
@@ -469,19 +479,8 @@ func goAbort(ns *C.char, rank C.uint32_t, st C.int, msg *C.char, procs *C.pmix_p
 // node's server names it (the set of processes, sorted and hashed, and how
 // many fences of that set came before), and this node's part of it.
 func (s *Server) fence(procs []plugin.Proc) *plugin.FenceRequest {
-	procs = slices.Clone(procs)
-	slices.SortFunc(procs, func(a, b plugin.Proc) int {
-		if c := strings.Compare(a.Nspace, b.Nspace); c != 0 {
-			return c
-		}
-		return int(a.Rank) - int(b.Rank)
-	})
-	var b strings.Builder
-	for _, p := range procs {
-		b.WriteString(p.String())
-		b.WriteByte(';')
-	}
-	sum := sha256.Sum256([]byte(b.String()))
+	procs, text := plugin.ProcSet(procs)
+	sum := sha256.Sum256([]byte(text))
 	set := hex.EncodeToString(sum[:6])
 	s.mu.Lock()
 	defer s.mu.Unlock()
