@@ -6,7 +6,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -106,11 +105,18 @@ func TestOpenMPIUnderGopmiRun(t *testing.T) {
 		{"by the environment", []string{"-n", "2"}},
 		// A program that links Open MPI is served as one, unasked.
 		{"unasked", []string{"-n", "4"}},
+		// Open MPI's async modex: no fence in MPI_Init, each rank's
+		// data read by direct modex when a peer on the other node
+		// first needs it, which the first commits' hand-over answers.
+		{"async modex", []string{"-ppn", "2", "-n", "4"}},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			env := []string(nil)
 			if c.name == "by the environment" {
 				env = []string{"GOPMI_PMIX=1"}
+			}
+			if c.name == "async modex" {
+				env = ompiAsyncModex
 			}
 			prog := []string{hello}
 			if c.name == "by the environment" {
@@ -200,22 +206,9 @@ func TestPMIxQueryLogAndTools(t *testing.T) {
 	if err != nil {
 		t.Fatal("pps not found: apt-get install libpmix-bin (make deps does)")
 	}
-	before, _ := filepath.Glob(filepath.Join(os.TempDir(), "gopmi-pmix-*"))
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	dir, run := runningPMIxJob(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	run := startRun(ctx, []string{gopmiBin, "run", "-pmix", "-n", "1", "sleep", "5"}, nil, nil, "")
-	var dir string
-	waitFor(t, "the job's PMIx server", func() bool {
-		now, _ := filepath.Glob(filepath.Join(os.TempDir(), "gopmi-pmix-*"))
-		for _, d := range now {
-			// The server's tool rendezvous file: pmix.<host>.tool.<server id>.
-			if tools, _ := filepath.Glob(filepath.Join(d, "pmix.*.tool.gopmi.*")); !slices.Contains(before, d) && len(tools) > 0 {
-				dir = d
-				return true
-			}
-		}
-		return false
-	})
 	cmd := exec.CommandContext(ctx, pps)
 	cmd.Env = append(os.Environ(), "PMIX_SYSTEM_TMPDIR="+dir)
 	out, err := cmd.CombinedOutput()
@@ -230,12 +223,18 @@ func TestPMIxQueryLogAndTools(t *testing.T) {
 // buildPMIxClient compiles one of shim/pmix's test clients with libpmix.
 func buildPMIxClient(t *testing.T, name string) string {
 	t.Helper()
+	return buildPMIxClientFrom(t, filepath.Join("..", "shim", "pmix", "testdata"), name)
+}
+
+// buildPMIxClientFrom compiles dir/name.c with libpmix (and dir's headers).
+func buildPMIxClientFrom(t *testing.T, dir, name string) string {
+	t.Helper()
 	flags, err := exec.Command("pkg-config", "--cflags", "--libs", "pmix").Output()
 	if err != nil {
 		t.Fatalf("pkg-config pmix: %v: apt-get install libpmix-dev (make deps does)", err)
 	}
 	out := filepath.Join(t.TempDir(), name)
-	args := append([]string{"-O2", "-o", out, filepath.Join("..", "shim", "pmix", "testdata", name+".c")}, strings.Fields(string(flags))...)
+	args := append([]string{"-O2", "-I", dir, "-o", out, filepath.Join(dir, name+".c")}, strings.Fields(string(flags))...)
 	if b, err := exec.Command("gcc", args...).CombinedOutput(); err != nil {
 		t.Fatalf("gcc %s: %v\n%s", name, err, b)
 	}
@@ -247,6 +246,10 @@ func buildPMIxClient(t *testing.T, name string) string {
 // ranks it was told are on different nodes crashes, under Slurm's own
 // --mpi=pmix too; TCP between them works.
 var ompiLab = []string{"OMPI_MCA_btl=self,tcp"}
+
+// ompiAsyncModex makes Open MPI 4.1 skip MPI_Init's fence and read each
+// peer's data when it first needs it (direct modex).
+var ompiAsyncModex = []string{"OMPI_MCA_pmix_base_async_modex=1", "OMPI_MCA_pmix_base_collect_data=0"}
 
 // Open MPI 4.1 programs under srun --mpi=gopmi on the two-node cluster,
 // unasked (their programs link Open MPI): mpi/gopmi starts
@@ -312,6 +315,24 @@ func TestOpenMPIUnderSrun(t *testing.T) {
 	}
 	if !strings.Contains(r.Stderr, ":1] a line from a PMIx client") {
 		t.Errorf("PMIx_Log's line is not on srun's stderr: %s", r.Summary())
+	}
+	// Open MPI's async modex across the nodes (no fence in MPI_Init).
+	r = runOn(t, c, time.Minute, []string{"srun", "--mpi=gopmi", "-N2", "-n4", hello}, append(ompiLab, ompiAsyncModex...)...)
+	for rank := range 4 {
+		if want := fmt.Sprintf("ok hello rank=%d size=4 sum=10", rank); r.ExitCode != 0 || !strings.Contains(r.Stdout, want) {
+			t.Fatalf("hello with Open MPI's async modex lacks %q: %s", want, slurmFailure(c, r))
+		}
+	}
+	// OpenPMIx's own simppub across the nodes: typed values published
+	// on n1 and looked up on n2.
+	r = runOn(t, c, time.Minute, []string{"srun", "--mpi=gopmi", "-N2", "-n4", simple(t, "simppub")}, "GOPMI_PMIX=1")
+	checkSimppub(t, r.ExitCode, r.Stdout+r.Stderr, 4, slurmFailure(c, r))
+	// Direct modex between the nodes, after a fence that collects
+	// nothing.
+	bench := buildPMIxClientFrom(t, filepath.Join("testdata", "src"), "pmix_bench")
+	r = runOn(t, c, time.Minute, []string{"srun", "--mpi=gopmi", "-N2", "-n4", bench, "collect=0", "g=3", "rounds=2"}, "GOPMI_PMIX=1")
+	if r.ExitCode != 0 || !strings.Contains(r.Stdout, "bench n=4 k=8 g=3") {
+		t.Errorf("pmix_bench collect=0: %s", slurmFailure(c, r))
 	}
 	// Each PMIx step's node shim worked in a directory its stepd made,
 	// which the stepd removes when it ends, also after killing the shim.

@@ -216,10 +216,13 @@ type AbortRequest struct {
 // once per node per fence, after every local participant arrived, and
 // only when the participants span more than one node: a fence within one
 // node has nothing to exchange and completes in the host. One exception:
-// a job on one node publishes its fence data for other jobs as a Fence
-// whose participants are all local, without Collect (ID
-// "publish:<node>/<n>"), and only once its backend is up; the backend
-// keeps the data for DirectModex like any other contribution.
+// a host hands the backend data of some or all of a node's processes for
+// DirectModex as a Fence whose participants are all local (Procs and
+// LocalProcs the same), without Collect, which the backend completes at
+// once and keeps like any other contribution: a job on one node
+// publishes its fence data for other jobs so (ID "publish:<node>/<n>"),
+// once its backend is up, and the PMIx face its clients' data when they
+// first commit or connect to another job ("pmix:modex:<node>/<n>").
 type FenceRequest struct {
 	// ID names the collective; it is the same on every node for the same
 	// fence (e.g. "world/3"), so a backend matches calls by (nspace, ID).

@@ -3,8 +3,8 @@
 # installed here: Slurm loads an MPI plugin only if it was built for its
 # own version (plugin_version is compared in full), and the plugin needs
 # Slurm's internal headers, which no Debian -dev package ships. So this
-# fetches Debian's source package of the installed release (adding a
-# deb-src line if apt has none), configures it once (cached in $CACHE),
+# fetches Debian's source package of the installed release
+# (contrib/tools/apt-source.sh), configures it once (cached in $CACHE),
 # and compiles the one file.
 #
 # Usage: build.sh [OUT]    env: CACHE (default .tools/slurm), BINDIR
@@ -28,27 +28,7 @@ src=$cache/slurm-wlm-$upstream
 build=$cache/build-$v
 mkdir -p "$cache"
 if [ ! -d "$src" ]; then
-  ( cd "$cache"
-    if ! apt-get source --download-only "slurm-wlm=$v" >/dev/null 2>&1; then
-      [ "$(id -u)" = 0 ] || die "apt has no deb-src for slurm-wlm $v; add one (or run as root, which adds it)"
-      . /etc/os-release
-      cat > /etc/apt/sources.list.d/gopmi-deb-src.sources <<SRC
-Types: deb-src
-URIs: http://deb.debian.org/debian
-Suites: $VERSION_CODENAME $VERSION_CODENAME-updates
-Components: main
-Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
-
-Types: deb-src
-URIs: http://deb.debian.org/debian-security
-Suites: $VERSION_CODENAME-security
-Components: main
-Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
-SRC
-      apt-get update -q >/dev/null
-      apt-get source --download-only "slurm-wlm=$v" >/dev/null 2>&1 || die "apt-get source slurm-wlm=$v failed"
-    fi
-    dpkg-source -x "slurm-wlm_${v#*:}.dsc" >/dev/null )
+  "$here/../tools/apt-source.sh" slurm-wlm "$v" "$cache"
   [ -d "$src" ] || die "the source package did not unpack into $src"
 fi
 if [ ! -f "$build/slurm/slurm_version.h" ]; then

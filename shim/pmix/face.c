@@ -117,26 +117,49 @@ static int is_directive(const pmix_info_t *in)
            PMIX_CHECK_KEY(in, PMIX_USERID) || PMIX_CHECK_KEY(in, PMIX_GRPID);
 }
 
-/* The contract's published values are text. A byte object (Open MPI
- * publishes its communicator IDs so) travels as BYTES_PREFIX and its
- * bytes in hex, and a lookup turns it back. */
+/* The contract's published values are text. A string is published as
+ * it is. A byte object (Open MPI publishes its communicator IDs so)
+ * travels as BYTES_PREFIX and its bytes in hex; any other type (an
+ * integer, a size, a proc, ...) as VALUE_PREFIX and, in hex, the value
+ * as libpmix packs it (type and data). A lookup turns both back. */
 #define BYTES_PREFIX "gopmi-bytes:"
+#define VALUE_PREFIX "gopmi-pmix:"
 
-static char *encode_bytes(const pmix_byte_object_t *bo)
+static char *encode_hex(const char *prefix, const char *bytes, size_t size)
 {
     static const char hex[] = "0123456789abcdef";
-    size_t p = strlen(BYTES_PREFIX);
-    char *out = malloc(p + 2 * bo->size + 1);
+    size_t p = strlen(prefix);
+    char *out = malloc(p + 2 * size + 1);
     if (out == NULL) {
         return NULL;
     }
-    memcpy(out, BYTES_PREFIX, p);
-    for (size_t i = 0; i < bo->size; i++) {
-        unsigned char c = (unsigned char)bo->bytes[i];
+    memcpy(out, prefix, p);
+    for (size_t i = 0; i < size; i++) {
+        unsigned char c = (unsigned char)bytes[i];
         out[p + 2 * i] = hex[c >> 4];
         out[p + 2 * i + 1] = hex[c & 15];
     }
-    out[p + 2 * bo->size] = '\0';
+    out[p + 2 * size] = '\0';
+    return out;
+}
+
+/* encode_value packs a value of any type but a string into text; NULL if
+ * libpmix cannot pack it. */
+static char *encode_value(const pmix_value_t *v)
+{
+    if (v->type == PMIX_BYTE_OBJECT) {
+        return encode_hex(BYTES_PREFIX, v->data.bo.bytes, v->data.bo.size);
+    }
+    pmix_data_buffer_t buf;
+    PMIX_DATA_BUFFER_CONSTRUCT(&buf);
+    char *out = NULL;
+    if (PMIx_Data_pack(NULL, &buf, (void *)v, 1, PMIX_VALUE) == PMIX_SUCCESS) {
+        pmix_byte_object_t bo = PMIX_BYTE_OBJECT_STATIC_INIT;
+        PMIx_Data_unload(&buf, &bo);
+        out = encode_hex(VALUE_PREFIX, bo.bytes, bo.size);
+        PMIX_BYTE_OBJECT_DESTRUCT(&bo);
+    }
+    PMIX_DATA_BUFFER_DESTRUCT(&buf);
     return out;
 }
 
@@ -147,31 +170,59 @@ static int unhex(char c)
     return -1;
 }
 
-/* load_value loads a published value for a lookup's answer: a string, or
- * the byte object it encodes. */
+/* decode_hex reads the hex after prefix in s into bo; 0 if s is not so. */
+static int decode_hex(const char *s, const char *prefix, pmix_byte_object_t *bo)
+{
+    size_t p = strlen(prefix), n = strlen(s);
+    if (n < p || strncmp(s, prefix, p) != 0 || (n - p) % 2 != 0) {
+        return 0;
+    }
+    bo->size = (n - p) / 2;
+    if ((bo->bytes = malloc(bo->size + 1)) == NULL) {
+        return 0;
+    }
+    for (size_t i = 0; i < bo->size; i++) {
+        int hi = unhex(s[p + 2 * i]), lo = unhex(s[p + 2 * i + 1]);
+        if (hi < 0 || lo < 0) {
+            free(bo->bytes);
+            bo->bytes = NULL;
+            return 0;
+        }
+        bo->bytes[i] = (char)(hi << 4 | lo);
+    }
+    return 1;
+}
+
+/* load_value loads a published value for a lookup's answer: the byte
+ * object or packed value it encodes, or else the string itself. */
 static void load_value(pmix_value_t *v, const char *s)
 {
-    size_t p = strlen(BYTES_PREFIX), n = strlen(s);
-    if (n >= p && strncmp(s, BYTES_PREFIX, p) == 0 && (n - p) % 2 == 0) {
-        pmix_byte_object_t bo = {.bytes = malloc((n - p) / 2 + 1), .size = (n - p) / 2};
-        int ok = bo.bytes != NULL;
-        for (size_t i = 0; ok && i < bo.size; i++) {
-            int hi = unhex(s[p + 2 * i]), lo = unhex(s[p + 2 * i + 1]);
-            ok = hi >= 0 && lo >= 0;
-            bo.bytes[i] = (char)(hi << 4 | lo);
-        }
-        if (ok) {
-            PMIx_Value_load(v, &bo, PMIX_BYTE_OBJECT);
-            free(bo.bytes);
+    pmix_byte_object_t bo = PMIX_BYTE_OBJECT_STATIC_INIT;
+    if (decode_hex(s, BYTES_PREFIX, &bo)) {
+        PMIx_Value_load(v, &bo, PMIX_BYTE_OBJECT);
+        free(bo.bytes);
+        return;
+    }
+    if (decode_hex(s, VALUE_PREFIX, &bo)) {
+        pmix_data_buffer_t buf;
+        PMIX_DATA_BUFFER_CONSTRUCT(&buf);
+        PMIx_Data_load(&buf, &bo); /* the buffer owns bo's bytes now */
+        pmix_value_t got;
+        PMIX_VALUE_CONSTRUCT(&got);
+        int32_t cnt = 1;
+        pmix_status_t rc = PMIx_Data_unpack(NULL, &buf, &got, &cnt, PMIX_VALUE);
+        PMIX_DATA_BUFFER_DESTRUCT(&buf);
+        if (rc == PMIX_SUCCESS && cnt == 1 && PMIx_Value_xfer(v, &got) == PMIX_SUCCESS) {
+            PMIX_VALUE_DESTRUCT(&got);
             return;
         }
-        free(bo.bytes);
+        PMIX_VALUE_DESTRUCT(&got);
     }
     PMIx_Value_load(v, s, PMIX_STRING);
 }
 
-/* Publish: every info that is no directive is a name; a value that is
- * neither text nor a byte object is refused. */
+/* Publish: every info that is no directive is a name; a value that
+ * cannot be packed is refused. */
 static pmix_status_t cb_publish(const pmix_proc_t *proc, const pmix_info_t info[], size_t ninfo,
                                 pmix_op_cbfunc_t cbfunc, void *cbdata)
 {
@@ -184,7 +235,7 @@ static pmix_status_t cb_publish(const pmix_proc_t *proc, const pmix_info_t info[
         free(vals);
         return PMIX_ERR_NOMEM;
     }
-    char **owned = calloc(ninfo + 1, sizeof(char *)); /* the encoded byte objects */
+    char **owned = calloc(ninfo + 1, sizeof(char *)); /* the encoded values */
     if (owned == NULL) {
         free(keys);
         free(vals);
@@ -197,12 +248,14 @@ static pmix_status_t cb_publish(const pmix_proc_t *proc, const pmix_info_t info[
             continue;
         }
         keys[n] = (char *)info[i].key;
-        if (info[i].value.type == PMIX_STRING) {
-            vals[n++] = info[i].value.data.string;
-        } else if (info[i].value.type == PMIX_BYTE_OBJECT) {
-            if ((owned[no] = encode_bytes(&info[i].value.data.bo)) == NULL) {
-                rc = PMIX_ERR_NOMEM;
-            }
+        const pmix_value_t *v = &info[i].value;
+        if (v->type == PMIX_STRING && v->data.string != NULL &&
+            strncmp(v->data.string, BYTES_PREFIX, strlen(BYTES_PREFIX)) != 0 &&
+            strncmp(v->data.string, VALUE_PREFIX, strlen(VALUE_PREFIX)) != 0) {
+            vals[n++] = v->data.string;
+        } else if (v->type != PMIX_POINTER && (owned[no] = encode_value(v)) != NULL) {
+            /* A string that looks encoded is encoded too, and a
+             * pointer means nothing in another process. */
             vals[n++] = owned[no++];
         } else {
             rc = goRefuse((char *)proc->nspace, proc->rank, (char *)info[i].key, info[i].value.type);

@@ -8,28 +8,42 @@ import (
 
 // What a PMIx face contributes to a fence is framed: libpmix's fence blob
 // (the node's packed data, which every node's libpmix unpacks from the
-// concatenation the fence returns), or, when a local client connects to
-// another job, each local client's data in libpmix's direct-modex format
-// (PMIx_server_dmodex_request, which a server asking for one process must
-// be handed, and which the fence blob is not), in a fence of the node
-// alone. The backend keeps each node's contributions for DirectModex (the
-// contract's ModexResponse), so another job's server, after a spawn or a
-// connect, finds a process's data there without a call back to the node
-// that hosts it. Frames concatenate: a fence's answer is every node's
-// frames in any order, a direct modex every fence's of one node.
+// concatenation a collecting fence returns), or each local client's data
+// in libpmix's direct-modex format (PMIx_server_dmodex_request, which a
+// server asking for one process must be handed, and which the fence blob
+// is not). The latter goes in a fence that collects nothing, in a fence
+// of the node alone when a local client connects to another job, and in
+// one when a multi-node job's client first commits. The backend keeps
+// each node's contributions for DirectModex (the contract's
+// ModexResponse), so another node's server, or another job's after a
+// spawn or a connect, finds a process's data there without a call back
+// to the node that hosts it. Frames concatenate: a fence's answer is
+// every node's frames in any order, a direct modex every fence's of one
+// node.
 //
 // A frame is
 //
 //	"gPX1" | kind (1) | len(nspace) (1) | nspace | rank (4, big-endian) | len(payload) (4) | payload
 //
-// with kind 'F' (a fence blob; empty nspace, rank 0) or 'D' (the
-// direct-modex data of nspace's rank).
+// with kind 'F' (a fence blob; empty nspace, rank 0), 'V' (the
+// direct-modex data of nspace's rank, after an 8-byte big-endian version:
+// its server numbers what libpmix gave it in the order it was given, and
+// the highest number is the newest, whatever order the backend keeps
+// them in) or 'D' (the same, unversioned, as version 0).
 const frameMagic = "gPX1"
 
 const (
-	frameFence  = 'F'
-	frameDmodex = 'D'
+	frameFence     = 'F'
+	frameDmodex    = 'D'
+	frameVersioned = 'V'
 )
+
+// appendDmodex adds a versioned frame of nspace's rank's direct-modex
+// data to dst.
+func appendDmodex(dst []byte, nspace string, rank uint32, version uint64, data []byte) []byte {
+	payload := binary.BigEndian.AppendUint64(make([]byte, 0, 8+len(data)), version)
+	return appendFrame(dst, frameVersioned, nspace, rank, append(payload, data...))
+}
 
 // frameHeader is a frame's length before its nspace and after it.
 const (
@@ -71,7 +85,7 @@ func parseFrames(data []byte) ([]frame, error) {
 			return nil, fmt.Errorf("%w: no frame at byte %d of %d", errFrames, off, len(data))
 		}
 		kind, nslen := rest[len(frameMagic)], int(rest[len(frameMagic)+1])
-		if kind != frameFence && kind != frameDmodex {
+		if kind != frameFence && kind != frameDmodex && kind != frameVersioned {
 			return nil, fmt.Errorf("%w: frame kind %q at byte %d", errFrames, kind, off)
 		}
 		if len(rest) < frameHead+nslen+frameTail {
@@ -84,6 +98,9 @@ func parseFrames(data []byte) ([]frame, error) {
 		at += frameTail
 		if uint64(n) > uint64(len(rest)-at) {
 			return nil, fmt.Errorf("%w: a frame of %d bytes at byte %d, with %d left", errFrames, n, off, len(rest)-at)
+		}
+		if kind == frameVersioned && n < 8 {
+			return nil, fmt.Errorf("%w: a versioned frame of %d bytes at byte %d", errFrames, n, off)
 		}
 		out = append(out, frame{kind: kind, nspace: ns, rank: rank, payload: rest[at : at+int(n)]})
 		off += at + int(n)
@@ -111,12 +128,25 @@ func fenceBlobs(frames []frame) []byte {
 
 // dmodexOf is the newest direct-modex data of nspace's rank among frames
 // (later fences carry the data committed since, and libpmix's answer
-// holds all of it), or nil.
+// holds all of it): the highest version, and of equal ones the last; or
+// nil.
 func dmodexOf(frames []frame, nspace string, rank uint32) []byte {
 	var out []byte
+	var newest uint64
 	for _, f := range frames {
-		if f.kind == frameDmodex && f.nspace == nspace && f.rank == rank {
-			out = f.payload
+		if f.nspace != nspace || f.rank != rank {
+			continue
+		}
+		v, data := uint64(0), f.payload
+		switch f.kind {
+		case frameDmodex:
+		case frameVersioned:
+			v, data = binary.BigEndian.Uint64(f.payload), f.payload[8:]
+		default:
+			continue
+		}
+		if out == nil || v >= newest {
+			out, newest = data, v
 		}
 	}
 	return out

@@ -15,7 +15,12 @@ func TestFrames(t *testing.T) {
 	node2 = appendFrame(node2, frameDmodex, "job.1", 2, nil)
 	// A later fence of node 1: its rank 0 committed more.
 	later := appendFrame(nil, frameDmodex, "job.1", 0, []byte("r0-second"))
-	all := append(append(append([]byte(nil), node1...), node2...), later...)
+	// Versioned frames: the highest version is the newest, wherever the
+	// backend put it.
+	versioned := appendDmodex(nil, "job.1", 4, 7, []byte("r4-v7"))
+	versioned = appendDmodex(versioned, "job.1", 4, 5, []byte("r4-v5"))
+	versioned = appendDmodex(versioned, "job.1", 5, 0, nil)
+	all := append(append(append(append([]byte(nil), node1...), node2...), later...), versioned...)
 	frames, err := parseFrames(all)
 	if err != nil {
 		t.Fatal(err)
@@ -27,7 +32,8 @@ func TestFrames(t *testing.T) {
 		ns   string
 		rank uint32
 		want []byte
-	}{{"job.1", 0, []byte("r0-second")}, {"job.1", 1, []byte("r1")}, {"job.1", 2, []byte{}}, {"job.1", 3, nil}, {"job.2", 0, nil}} {
+	}{{"job.1", 0, []byte("r0-second")}, {"job.1", 1, []byte("r1")}, {"job.1", 2, []byte{}}, {"job.1", 3, nil}, {"job.2", 0, nil},
+		{"job.1", 4, []byte("r4-v7")}, {"job.1", 5, []byte{}}} {
 		got := dmodexOf(frames, c.ns, c.rank)
 		if !bytes.Equal(got, c.want) || (got == nil) != (c.want == nil) {
 			t.Errorf("dmodex of %s:%d = %q, want %q", c.ns, c.rank, got, c.want)
@@ -43,6 +49,7 @@ func TestFrames(t *testing.T) {
 		"unknown kind":  append([]byte("gPX1X\x00"), make([]byte, 8)...),
 		"huge length":   append([]byte("gPX1F\x00\x00\x00\x00\x00\xff\xff\xff\xff"), 'x'),
 		"trailing junk": append(append([]byte(nil), node2...), 'x'),
+		"short version": []byte("gPX1V\x00\x00\x00\x00\x00\x00\x00\x00\x03abc"),
 	} {
 		if _, err := parseFrames(bad); !errors.Is(err, errFrames) {
 			t.Errorf("%s: err %v, want errFrames", name, err)
@@ -55,6 +62,7 @@ func TestFrames(t *testing.T) {
 func FuzzFrames(f *testing.F) {
 	f.Add(appendFrame(appendFrame(nil, frameFence, "", 0, []byte("x")), frameDmodex, "ns", 7, []byte("yz")))
 	f.Add([]byte("gPX1D\x02ns\x00\x00\x00\x01\x00\x00\x00\x00"))
+	f.Add(appendDmodex(nil, "ns", 3, 9, []byte("data")))
 	f.Add([]byte{})
 	f.Fuzz(func(t *testing.T, data []byte) {
 		frames, err := parseFrames(data)

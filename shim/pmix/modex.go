@@ -10,6 +10,7 @@ import "C"
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"slices"
@@ -19,35 +20,135 @@ import (
 	"github.com/gopmi/gopmi/plugin"
 )
 
-// dmodexWait bounds how long a collecting fence waits for libpmix's
-// direct-modex data of a local client. libpmix answers at once for a
-// client that committed (every client that collects data does, before
-// the fence); one that committed nothing is answered only when it does,
-// so its data is left out of the fence after this.
+// dmodexWait bounds how long the server waits for libpmix's direct-modex
+// data of a local client it hands the backend (at a connect, and in a
+// fence that collects nothing). libpmix answers at once for a client that
+// committed; one that committed nothing is answered only when it does, so
+// its data is left out after this.
 const dmodexWait = 2 * time.Second
 
 // dmodexWaits are the dmodex requests libpmix has not answered yet, by id.
 type dmodexWaits struct {
 	next  uintptr
-	waits map[uintptr]chan []byte
+	waits map[uintptr]chan dmodexData
+	// version numbers libpmix's answers in the order they came (frames.go).
+	version uint64
+	// watches are the requests that watch for a client's first commit
+	// (watchCommits), by id; committed are the clients that committed.
+	watches   map[uintptr]plugin.Proc
+	committed map[plugin.Proc]bool
+	// sent is, per client, a digest of the data last handed to the
+	// backend by a fence that collects nothing or a hand-over: unchanged
+	// data is not sent again (the backend keeps every contribution).
+	sent map[plugin.Proc][sha256.Size]byte
+	// handing is the data of the clients that committed first since the
+	// last hand-over, framed, and whose they are; flushing is set while
+	// a hand-over is due.
+	handing      []byte
+	handingProcs []plugin.Proc
+	flushing     bool
+}
+
+// dmodexData is one of libpmix's answers and its version.
+type dmodexData struct {
+	data    []byte
+	version uint64
+}
+
+// handOverDelay gathers the first commits of a node's clients into one
+// hand-over to the backend: clients that start together commit together.
+const handOverDelay = 10 * time.Millisecond
+
+// watchCommits asks libpmix for the direct-modex data of each of a
+// multi-node job's local clients before any committed: libpmix answers
+// once the client commits, which is how the server learns of a commit.
+// The first commit's data is handed to the backend at once (handOver),
+// so that a client on another node may read it by direct modex with no
+// fence between (Open MPI's async modex); a fence that collects nothing
+// carries the newer data of every client that committed (goFence). Data
+// of a later commit reaches other nodes only through such a fence: PMIx
+// clients fence between their rounds of puts.
+func (s *Server) watchCommits(nspace string, ranks []int32) {
+	ns := C.CString(nspace)
+	defer C.free(unsafe.Pointer(ns))
+	for _, r := range ranks {
+		p := plugin.Proc{Nspace: nspace, Rank: r}
+		s.mu.Lock()
+		if s.dmodex.watches == nil {
+			s.dmodex.watches, s.dmodex.committed = map[uintptr]plugin.Proc{}, map[plugin.Proc]bool{}
+		}
+		s.dmodex.next++
+		id := s.dmodex.next
+		s.dmodex.watches[id] = p
+		s.mu.Unlock()
+		if rc := C.gopmi_dmodex_request(ns, C.uint32_t(r), C.uintptr_t(id)); rc != C.PMIX_SUCCESS {
+			s.mu.Lock()
+			delete(s.dmodex.watches, id)
+			s.mu.Unlock()
+			s.log.Warn().Str("proc", p.String()).Str("status", C.GoString(C.gopmi_error_string(rc))).
+				Msg("pmix: cannot watch for the client's commit: its data reaches other nodes only through collecting fences")
+		}
+	}
+}
+
+// committedLocked is the procs that committed data (watchCommits). Called
+// with mu held.
+func (s *Server) committedLocked(procs []plugin.Proc) []plugin.Proc {
+	var out []plugin.Proc
+	for _, p := range procs {
+		if s.dmodex.committed[p] {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// handOver gives the backend, after handOverDelay, the data of the
+// clients that committed for the first time: a fence of theirs alone,
+// which completes at once and keeps its data for DirectModex as every
+// fence's.
+func (s *Server) handOver() {
+	select {
+	case <-time.After(handOverDelay):
+	case <-s.ctx.Done():
+		return
+	}
+	s.mu.Lock()
+	data, procs := s.dmodex.handing, s.dmodex.handingProcs
+	s.dmodex.handing, s.dmodex.handingProcs, s.dmodex.flushing = nil, nil, false
+	if len(procs) == 0 {
+		s.mu.Unlock()
+		return
+	}
+	node, _ := s.localProcsLocked(procs)
+	s.published++
+	req := &plugin.FenceRequest{ID: fmt.Sprintf("pmix:modex:%s/%d", node, s.published), Procs: procs, LocalProcs: procs,
+		Node: node, Data: data, Timeout: s.opts.FenceTimeout}
+	s.mu.Unlock()
+	ctx, cancel := s.newsContext()
+	defer cancel()
+	if _, err := s.be.Fence(ctx, req); err != nil {
+		s.log.Warn().Err(err).Int("clients", len(procs)).Msg("pmix: hand the committed data to the backend")
+	}
 }
 
 // dmodexFrames appends to part the direct-modex data of each of procs
-// that libpmix gives within dmodexWait, as frames.
-func (s *Server) dmodexFrames(ctx context.Context, procs []plugin.Proc, part []byte) []byte {
+// that libpmix gives within dmodexWait, as frames; with changed, only
+// the data that differs from what was last sent (dmodexWaits.sent).
+func (s *Server) dmodexFrames(ctx context.Context, procs []plugin.Proc, part []byte, changed bool) []byte {
 	type ask struct {
 		p  plugin.Proc
 		id uintptr
-		ch chan []byte
+		ch chan dmodexData
 	}
 	asks := make([]ask, 0, len(procs))
 	s.mu.Lock()
 	if s.dmodex.waits == nil {
-		s.dmodex.waits = map[uintptr]chan []byte{}
+		s.dmodex.waits = map[uintptr]chan dmodexData{}
 	}
 	for _, p := range procs {
 		s.dmodex.next++
-		a := ask{p: p, id: s.dmodex.next, ch: make(chan []byte, 1)}
+		a := ask{p: p, id: s.dmodex.next, ch: make(chan dmodexData, 1)}
 		s.dmodex.waits[a.id] = a.ch
 		asks = append(asks, a)
 	}
@@ -75,10 +176,10 @@ func (s *Server) dmodexFrames(ctx context.Context, procs []plugin.Proc, part []b
 		}
 		t := time.NewTimer(time.Until(deadline))
 		select {
-		case data, ok := <-a.ch:
+		case d, ok := <-a.ch:
 			t.Stop()
-			if ok {
-				part = appendFrame(part, frameDmodex, a.p.Nspace, uint32(a.p.Rank), data)
+			if ok && (!changed || s.sending(a.p, d.data)) {
+				part = appendDmodex(part, a.p.Nspace, uint32(a.p.Rank), d.version, d.data)
 			}
 			continue
 		case <-t.C:
@@ -92,6 +193,22 @@ func (s *Server) dmodexFrames(ctx context.Context, procs []plugin.Proc, part []b
 	return part
 }
 
+// sending records that p's data goes to the backend, and says whether it
+// differs from what went last.
+func (s *Server) sending(p plugin.Proc, data []byte) bool {
+	sum := sha256.Sum256(data)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.dmodex.sent == nil {
+		s.dmodex.sent = map[plugin.Proc][sha256.Size]byte{}
+	}
+	if last, ok := s.dmodex.sent[p]; ok && last == sum {
+		return false
+	}
+	s.dmodex.sent[p] = sum
+	return true
+}
+
 // goDmodexAnswer is libpmix's answer to gopmi_dmodex_request id: the data
 // is copied before libpmix frees it.
 //
@@ -102,8 +219,33 @@ func goDmodexAnswer(id C.uintptr_t, st C.int, data *C.char, n C.size_t) {
 		return
 	}
 	s.mu.Lock()
+	s.dmodex.version++
+	d := dmodexData{version: s.dmodex.version}
+	if st == C.PMIX_SUCCESS {
+		d.data = C.GoBytes(unsafe.Pointer(data), C.int(n))
+	}
 	ch := s.dmodex.waits[uintptr(id)]
 	delete(s.dmodex.waits, uintptr(id))
+	if p, ok := s.dmodex.watches[uintptr(id)]; ok {
+		// A client's first commit (watchCommits).
+		delete(s.dmodex.watches, uintptr(id))
+		s.dmodex.committed[p] = true
+		// What it committed, or none (an error: nothing for other
+		// nodes), which a reader elsewhere is then told at once.
+		s.dmodex.handing = appendDmodex(s.dmodex.handing, p.Nspace, uint32(p.Rank), d.version, d.data)
+		s.dmodex.handingProcs = append(s.dmodex.handingProcs, p)
+		if s.dmodex.sent == nil {
+			s.dmodex.sent = map[plugin.Proc][sha256.Size]byte{}
+		}
+		s.dmodex.sent[p] = sha256.Sum256(d.data)
+		flush := !s.dmodex.flushing
+		s.dmodex.flushing = true
+		s.mu.Unlock()
+		if flush && !s.spawn(s.handOver) {
+			s.log.Debug().Str("proc", p.String()).Msg("pmix: a commit while the server closes is not handed over")
+		}
+		return
+	}
 	s.mu.Unlock()
 	if ch == nil {
 		return // given up on
@@ -112,7 +254,7 @@ func goDmodexAnswer(id C.uintptr_t, st C.int, data *C.char, n C.size_t) {
 		close(ch)
 		return
 	}
-	ch <- C.GoBytes(unsafe.Pointer(data), C.int(n))
+	ch <- d
 }
 
 // goDirectModex: a local client wants data of a process another server
@@ -173,7 +315,7 @@ func (s *Server) publishModex(ctx context.Context, procs []plugin.Proc, timeout 
 	if len(local) == 0 {
 		return nil
 	}
-	req.Data = s.dmodexFrames(ctx, req.LocalProcs, nil)
+	req.Data = s.dmodexFrames(ctx, req.LocalProcs, nil, false)
 	if _, err := s.be.Fence(ctx, req); err != nil {
 		return fmt.Errorf("hand the clients' data to the backend: %w", err)
 	}

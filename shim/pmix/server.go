@@ -190,6 +190,11 @@ func (s *Server) RegisterJob(job plugin.Job, node int32) (map[int32][]string, er
 		envs[r] = goStrings(env)
 		C.gopmi_free_env(env)
 	}
+	if len(job.Nodes) > 1 {
+		// Clients on other nodes may read these clients' data by
+		// direct modex.
+		s.watchCommits(job.Nspace, local)
+	}
 	return envs, nil
 }
 
@@ -533,9 +538,19 @@ func goFence(procs *C.pmix_proc_t, nprocs C.size_t, collect C.int, timeout C.int
 		defer cancel()
 		if req.Collect {
 			// The node's part: libpmix's blob, framed (frames.go).
-			// The clients' direct-modex data goes to the backend
-			// only when another job may read it: at a connect.
 			req.Data = appendFrame(nil, frameFence, "", 0, blob)
+		} else {
+			// A fence that collects nothing (PMIx_Fence without
+			// PMIX_COLLECT_DATA) leaves each process's data where it
+			// is: a client on another node gets it by direct modex,
+			// which the backend answers from the fences' parts. So
+			// the node's part is the newest data of its clients that
+			// committed any (libpmix answers for them at once), where
+			// it changed since it was last handed over.
+			s.mu.Lock()
+			committed := s.committedLocked(req.LocalProcs)
+			s.mu.Unlock()
+			req.Data = s.dmodexFrames(ctx, committed, nil, true)
 		}
 		resp, err := s.be.Fence(ctx, req)
 		var out []byte
@@ -626,7 +641,7 @@ func (s *Server) opCall(what string, p plugin.Proc, cbfunc C.pmix_op_cbfunc_t, c
 func goRefuse(ns *C.char, rank C.uint32_t, key *C.char, typ C.uint16_t) C.int {
 	if s := server(); s != nil {
 		s.log.Warn().Str("proc", procOf(ns, rank).String()).Str("key", C.GoString(key)).Int("type", int(typ)).
-			Msg("pmix: publish of a value that is not a string refused: published names are text")
+			Msg("pmix: publish of a value libpmix cannot pack refused")
 	}
 	return C.PMIX_ERR_NOT_SUPPORTED
 }

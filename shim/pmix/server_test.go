@@ -317,19 +317,54 @@ func TestOpenMPIServed(t *testing.T) {
 				t.Errorf("rank %d printed %q; want %q", r, tk.out.String(), want)
 			}
 		}
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		if len(c.fences) != 2 {
-			t.Fatalf("the backend saw %d fences; want 2 (one collecting, one not)", len(c.fences))
+		// Besides the job's two fences, the server hands each client's
+		// first commit to the backend, for readers on the other node
+		// that do not fence first: fences of its own clients alone.
+		handed := map[uint32]bool{}
+		var fences []*plugin.FenceRequest
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+			c.mu.Lock()
+			fences = fences[:0]
+			for _, f := range c.fences {
+				if !strings.HasPrefix(f.ID, "pmix:modex:") {
+					fences = append(fences, f)
+					continue
+				}
+				frames, err := parseFrames(f.Data)
+				if !slices.Equal(f.Procs, f.LocalProcs) || f.Collect || err != nil {
+					t.Errorf("a hand-over of committed data: %+v (%v)", f, err)
+				}
+				for _, p := range f.LocalProcs {
+					if dmodexOf(frames, p.Nspace, uint32(p.Rank)) != nil {
+						handed[uint32(p.Rank)] = true
+					}
+				}
+			}
+			c.mu.Unlock()
+			if (handed[0] && handed[1]) || time.Now().After(deadline) {
+				break
+			}
+		}
+		if !handed[0] || !handed[1] {
+			t.Errorf("the clients' first commits were not handed over: %v", handed)
+		}
+		if len(fences) != 2 {
+			t.Fatalf("the backend saw %d fences; want 2 (one collecting, one not)", len(fences))
 		}
 		world := []plugin.Proc{{Nspace: job.Nspace, Rank: plugin.RankWildcard}}
 		local := []plugin.Proc{{Nspace: job.Nspace, Rank: 0}, {Nspace: job.Nspace, Rank: 1}}
-		for i, f := range c.fences {
+		for i, f := range fences {
 			collect := i == 0
 			if !slices.Equal(f.Procs, world) || !slices.Equal(f.LocalProcs, local) || f.Node != host || f.Collect != collect ||
-				(len(f.Data) > 0) != collect || !strings.HasPrefix(f.ID, "pmix:") || !strings.HasSuffix(f.ID, "/"+strconv.Itoa(i)) {
-				t.Errorf("fence %d: %+v; want the world, ranks 0-1 on %s, collect %v with data, the set's fence %d", i, f, host, collect, i)
+				(collect && len(f.Data) == 0) || !strings.HasPrefix(f.ID, "pmix:") || !strings.HasSuffix(f.ID, "/"+strconv.Itoa(i)) {
+				t.Errorf("fence %d: %+v; want the world, ranks 0-1 on %s, collect %v, the set's fence %d", i, f, host, collect, i)
 			}
+		}
+		// The fence that collects nothing carries what each client
+		// committed since it was handed over: nothing (it committed
+		// once), and any data it carries must be framed.
+		if _, err := parseFrames(fences[1].Data); err != nil {
+			t.Errorf("the fence that collects nothing: %v", err)
 		}
 	})
 

@@ -7,8 +7,10 @@
  * round. Phases are separated by fences that collect nothing, used as
  * barriers, so rank 0's clock sees the slowest rank of each phase.
  *
- * Args (name=value): k=8 v=64 g=16 rounds=3. G is capped at N-1; k=0 is
- * the floor of a job: init, the fences as barriers, finalize.
+ * Args (name=value): k=8 v=64 g=16 rounds=3 collect=1. G is capped at
+ * N-1; k=0 is the floor of a job: init, the fences as barriers, finalize.
+ * collect=0 makes the put fence collect nothing too: then each get of a
+ * peer on another node is a direct modex, answered by the peer's server.
  * Output: rank 0 prints
  *   bench n=N k=K g=G v=V rounds=R init_us=.. put_us=.. fence_us=.. get_us=.. total_us=..
  * (as pmi2_bench), and every rank prints "cpu_us=<n> rank=R" last.
@@ -46,6 +48,7 @@ int main(int argc, char **argv)
     int v = atoi(gt_arg(argc, argv, "v", "64"));
     int g = atoi(gt_arg(argc, argv, "g", "16"));
     int rounds = atoi(gt_arg(argc, argv, "rounds", "3"));
+    int collect = atoi(gt_arg(argc, argv, "collect", "1"));
     int rank, size;
     long long t_start, t_init, t0, t1, t2, t3, put_us = 0, fence_us = 0, get_us = 0;
     char key[PMIX_MAX_KEYLEN + 1], *val, *want;
@@ -84,7 +87,7 @@ int main(int argc, char **argv)
         }
         if ((rc = PMIx_Commit()) != PMIX_SUCCESS) gt_fail(P, rank, "commit-%s", PMIx_Error_string(rc));
         t1 = gt_now_us();
-        fence("put", 1);
+        fence("put", collect);
         t2 = gt_now_us();
         for (int p = 1; p <= g; p++) {
             int r = (rank + p) % size;

@@ -1113,10 +1113,14 @@ func (*AbortResponse) Descriptor() ([]byte, []int) {
 
 // FenceRequest is one node's part of a collective. The host calls Fence once
 // per node per fence, after every local participant arrived, and only when
-// the participants span more than one node. One exception: a job on one node
-// publishes its fence data for other jobs as a fence whose participants are
-// all local, without collect (id "publish:<node>/<n>"), once its backend is
-// up; the backend keeps the data for DirectModex like any other contribution.
+// the participants span more than one node. One exception: a host hands the
+// backend data of some or all of a node's processes for DirectModex as a
+// fence whose participants are all local (procs and local_procs the same),
+// without collect, which the backend completes at once and keeps like any
+// other contribution: a job on one node publishes its fence data for other
+// jobs so (id "publish:<node>/<n>"), once its backend is up, and the PMIx face
+// its clients' data when they first commit or connect to another job (id
+// "pmix:modex:<node>/<n>").
 type FenceRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// id names the collective; it is the same on every node for the same
