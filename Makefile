@@ -124,6 +124,8 @@ integration:
 # srun --mpi=pmix.
 bench: build
 	$(GO) run ./integration/bench -gopmi $(BIN)/gopmi $(BENCHFLAGS)
+	@# The Slurm backend's own code at 16 to 4,096 simulated nodes.
+	$(GO) run ./integration/bench -scale 16,128,1024,4096 -scale-width 16,4
 	@if test -x $(BIN)/gopmi-pmix && command -v mpirun.openmpi >/dev/null && command -v mpicc.openmpi >/dev/null; then \
 		$(GO) run ./integration/bench -gopmi $(BIN)/gopmi -openmpi $(BENCHFLAGS); \
 	else echo "bench: Open MPI not measured: needs openmpi-bin, libopenmpi-dev and libpmix-dev (make deps)"; fi

@@ -88,6 +88,9 @@ type config struct {
 	// directory mpi/gopmi is built for, a symlink each run points at the
 	// binaries it measures.
 	slurmBefore, slurmAfter, slurmLink string
+	// scaleNs and scaleWidths: -scale, the Slurm backend simulated at
+	// these sizes and widths instead of every other section.
+	scaleNs, scaleWidths []int
 }
 
 // cpuRunsFor is how many runs under perf a size gets for (c).
@@ -168,6 +171,8 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 		perfMode   = fs.String("perf", "auto", "(c) per process with `perf record`: auto (when perf works), on (fail without it), off")
 		withDmn    = fs.Bool("daemon", true, "also measure `gopmi run` registered with a node daemon the bench starts (gopmi+daemon), to show what registering costs")
 		cpuRuns    = fs.Int("cpu-runs", 5, "runs per launcher under perf for (c), after the timed runs (N >= 512 and -quick: 1)")
+		scaleNs    = fs.String("scale", "", "instead of every other section: simulate srun --mpi=gopmi's backend (coordinator, nodes, fence tree, links) at these node counts in this process, e.g. 16,128,1024,4096, and print a `scale ...` line each")
+		scaleW     = fs.String("scale-width", "16,4", "with -scale: the fence tree widths")
 	)
 	fs.Var(&ls, "launcher", "`name=command template` with {n} for the task count; repeatable (default: hydra, and gopmi if -gopmi exists)")
 	if err := fs.Parse(args); err != nil {
@@ -178,6 +183,22 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 	}
 	set := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
+	if *scaleNs != "" {
+		c := &config{quick: *quick}
+		var err error
+		if c.scaleNs, err = parseInts(*scaleNs); err != nil {
+			return nil, fmt.Errorf("-scale: %w", err)
+		}
+		if c.scaleWidths, err = parseInts(*scaleW); err != nil {
+			return nil, fmt.Errorf("-scale-width: %w", err)
+		}
+		for _, n := range c.scaleNs {
+			if n < 2 {
+				return nil, fmt.Errorf("-scale: %d nodes: a step of one node has no tree", n)
+			}
+		}
+		return c, nil
+	}
 
 	c := &config{
 		burst: *burst, burstN: *burstN, burstRuns: *burstRuns, startRuns: *startRuns,

@@ -105,6 +105,9 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "bench:", err)
 		return 2
 	}
+	if len(cfg.scaleNs) > 0 {
+		return runScale(ctx, cfg, stdout, stderr)
+	}
 	for _, e := range cfg.env {
 		// Every launcher's runs inherit it (srun passes it to the tasks).
 		k, v, _ := strings.Cut(e, "=")
