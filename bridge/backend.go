@@ -116,6 +116,15 @@ func (b *Backend) Wait(ctx context.Context) error {
 	}
 }
 
+// drainer is the backend as a FinalizeDrainer, once up.
+func (b *Backend) drainer() (FinalizeDrainer, bool) {
+	if !b.IsUp() {
+		return nil, false
+	}
+	d, ok := b.full.(FinalizeDrainer)
+	return d, ok
+}
+
 // Ready is closed once the bring-up ended, whether the backend came up or
 // not; it does not ask for the backend.
 func (b *Backend) Ready() <-chan struct{} { return b.ready }

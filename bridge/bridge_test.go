@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -1119,4 +1120,48 @@ func TestAppnumOfListedRanks(t *testing.T) {
 			t.Errorf("rank %d: fullinit %+v, want appnum=%s", r, m.Args, want)
 		}
 	}
+}
+
+// drainingRM is a backend in the host's process that passes other nodes'
+// answers through it: its DrainBeforeFinalize returns once gate closes.
+type drainingRM struct {
+	plugin.Full
+	gate    chan struct{}
+	drained atomic.Int32
+}
+
+func (d *drainingRM) DrainBeforeFinalize(ctx context.Context) {
+	select {
+	case <-d.gate:
+	case <-ctx.Done():
+	}
+	d.drained.Add(1)
+}
+
+// A rank's finalize is answered only once an in-process backend that
+// passes other nodes' answers through it (a fence tree's interior node)
+// drained them: the rank's exit must not end the process under them.
+func TestFinalizeWaitsForTheBackendsDrain(t *testing.T) {
+	var d *drainingRM
+	w := newWorld(t, 1, 1, func(c *jobSetup) {
+		c.backend = func(rm plugin.Full) *Backend {
+			d = &drainingRM{Full: rm, gate: make(chan struct{})}
+			return ReadyBackend(d, &plugin.BackendInfo{Name: "fake"}, nil)
+		}
+	})
+	a := w.task(0)
+	a.init1()
+	a.send("cmd=finalize")
+	// The drain holds its goroutine, so the job is not quiet: look
+	// for an answer after a while instead.
+	time.Sleep(50 * time.Millisecond)
+	if m := a.c.take(); m != nil {
+		t.Fatalf("finalize answered before the backend drained: %s %+v", m.Cmd, m.Args)
+	}
+	close(d.gate)
+	a.expect("cmd=finalize_ack rc=0")
+	if n := d.drained.Load(); n != 1 {
+		t.Errorf("drained %d times, want once", n)
+	}
+	a.s.Close(nil)
 }

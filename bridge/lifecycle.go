@@ -296,7 +296,26 @@ func (s *Session) finalize(r *request) {
 		j.flushNoticesLocked()
 	}
 	j.mu.Unlock()
+	if d, ok := j.be.drainer(); ok {
+		// The backend in this process passes other nodes' answers
+		// through it: the rank exits only once they left.
+		if j.calls.run(j.cfg.Timeouts.Backend, true, func(ctx context.Context) {
+			d.DrainBeforeFinalize(ctx)
+			r.ok()
+		}) {
+			return
+		}
+	}
 	r.ok()
+}
+
+// FinalizeDrainer is a backend, in the host's own process, through which
+// other nodes' answers pass (a fence tree's interior node): its host
+// answers a rank's finalize only once DrainBeforeFinalize returned, so
+// that the rank's exit cannot end the process under an answer still on
+// its way.
+type FinalizeDrainer interface {
+	DrainBeforeFinalize(ctx context.Context)
 }
 
 // notices batches the ClientConnected and ClientFinalized reports: while

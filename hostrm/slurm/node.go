@@ -37,6 +37,11 @@ type Node struct {
 	log    *zerolog.Logger // nil: the logger of Configure's context
 	clock  clock           // the fence tree's; nil: the wall clock
 
+	// drainAtFinalize: this node's ranks get a fence's answer at once,
+	// and their finalize waits for the children's answers to leave
+	// (DrainBeforeFinalize) instead of every fence's answer.
+	drainAtFinalize bool
+
 	cfgMu sync.Mutex // one Configure at a time: one tree
 	mu    sync.Mutex
 	host  string // this node's address towards the coordinator
@@ -55,6 +60,27 @@ type NodeOption func(*Node)
 // a node served inside its shim (gopmi-slurm shim) passes the shim's.
 func WithLogger(l zerolog.Logger) NodeOption {
 	return func(n *Node) { n.log = &l }
+}
+
+// WithFinalizeDrain moves the wait that keeps a node with children alive
+// until its children's answers left it from every fence to the finalize
+// of its ranks (DrainBeforeFinalize, which a host in the node's process
+// calls before it answers a finalize: the bridge and the PMIx face do).
+// A fence then costs no wait: a rank that finalizes, waits for the
+// answer and then exits (MPICH, Open MPI, libpmi2 all do) cannot end the
+// node's process (its stepd kills it once the ranks exited) under a
+// child's answer; one that exits after its last fence without finalize
+// can. Without it (a backend in its own process, whose host cannot call
+// DrainBeforeFinalize) every fence's answer to the node's own ranks
+// waits.
+func WithFinalizeDrain() NodeOption {
+	return func(n *Node) { n.drainAtFinalize = true }
+}
+
+// WithSecret sets the step secret instead of GOPMI_SLURM_SECRET's
+// (package scale runs many steps in one process).
+func WithSecret(secret string) NodeOption {
+	return func(n *Node) { n.secret = secret }
 }
 
 // NewNode returns the backend of a node process, which reads the
@@ -91,10 +117,10 @@ func newNode(args []string, getenv func(string) string, opts ...NodeOption) *Nod
 		switch {
 		case *addr == "":
 			return nil, nil, plugin.Errorf(plugin.ErrUnavailable, "gopmi-rm-slurm: no coordinator address (-coordinator or %s): it runs under srun --mpi=gopmi", EnvCoordinator)
-		case secret == "":
+		case n.secret == "":
 			return nil, nil, plugin.Errorf(plugin.ErrUnavailable, "gopmi-rm-slurm: no step secret in %s", EnvSecret)
 		}
-		dial := AuthDialer(secret)
+		dial := AuthDialer(n.secret)
 		c, err := direct.Dial(ctx, *addr, direct.WithDialer(func(ctx context.Context, a string) (net.Conn, error) {
 			conn, err := dial(ctx, a)
 			if err == nil {
@@ -134,7 +160,7 @@ func (n *Node) Configure(ctx context.Context, req *plugin.ConfigureRequest) (*pl
 		log = n.log
 	}
 	t := newTree(treeConfig{width: n.width, job: req.Job, self: req.Job.NodeIndex(req.NodeID), toRoot: n.Relay,
-		secret: n.secret, log: *log, clock: n.clock})
+		secret: n.secret, log: *log, clock: n.clock, finalizeDrain: n.drainAtFinalize})
 	host := n.host
 	n.mu.Unlock()
 	if err := t.serveChildren(ctx, host); err != nil {
@@ -156,10 +182,22 @@ func (n *Node) Fence(ctx context.Context, req *plugin.FenceRequest) (*plugin.Fen
 		return n.Relay.Fence(ctx, req)
 	}
 	resp, err := t.fence(ctx, req)
-	if err == nil {
+	if err == nil && !n.drainAtFinalize {
 		t.awaitChildren(req.ID)
 	}
 	return resp, err
+}
+
+// DrainBeforeFinalize returns once no child's answer is on its way
+// through this node (at most 2 s, or ctx), with WithFinalizeDrain: a
+// host calls it before it answers a rank's finalize.
+func (n *Node) DrainBeforeFinalize(ctx context.Context) {
+	n.mu.Lock()
+	t := n.tree
+	n.mu.Unlock()
+	if t != nil && n.drainAtFinalize {
+		t.drainAll(ctx)
+	}
 }
 
 // Close leaves the tree and the coordinator.

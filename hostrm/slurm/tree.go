@@ -106,6 +106,8 @@ type treeConfig struct {
 	// listen makes the children's listener; nil: net.Listen (tests
 	// pass a failing one).
 	listen func(network, addr string) (net.Listener, error)
+	// finalizeDrain: see tree.finalizeDrain.
+	finalizeDrain bool
 }
 
 // tree is one node's place in its job's fence tree.
@@ -135,8 +137,12 @@ type tree struct {
 	// passing up and down; childDone is broadcast as each ends. Guarded
 	// by mu.
 	children  map[string]int
-	childEnd  map[string]time.Time // when the last child's part of a fence returned
+	childEnd  map[string]time.Time // when the last child's part of a fence returned (not with finalizeDrain)
+	lastEnd   time.Time            // when any child's part last returned
 	childDone wake.Cond
+	// finalizeDrain: the node's ranks wait for the children's parts once,
+	// before their finalize (drainAll), not per fence (awaitChildren).
+	finalizeDrain bool
 }
 
 func newTree(c treeConfig) *tree {
@@ -155,6 +161,8 @@ func newTree(c treeConfig) *tree {
 		ctl:    treeControl{root: c.toRoot, job: c.job, self: c.self},
 		listen: c.listen,
 		open:   map[string]*gather{},
+
+		finalizeDrain: c.finalizeDrain,
 	}
 }
 
@@ -501,10 +509,14 @@ func (t *tree) childCall(id string, d int) {
 	t.children[id] += d
 	if t.children[id] <= 0 {
 		delete(t.children, id)
-		if t.childEnd == nil {
-			t.childEnd = map[string]time.Time{}
+		t.lastEnd = time.Now()
+		if !t.finalizeDrain {
+			// awaitChildren(id) reads and deletes it.
+			if t.childEnd == nil {
+				t.childEnd = map[string]time.Time{}
+			}
+			t.childEnd[id] = t.lastEnd
 		}
-		t.childEnd[id] = time.Now()
 	}
 	t.mu.Unlock()
 	if d < 0 {
@@ -539,6 +551,44 @@ func (t *tree) awaitChildren(id string) {
 		select {
 		case <-ch:
 		case <-bound.C:
+			return
+		}
+	}
+}
+
+// drainAll waits, at most childDrain or until ctx ends, until no child's
+// part of any fence is on its way through this node, and childFlush
+// after the last one returned: what awaitChildren does for one fence,
+// done once before this node's ranks finalize (WithFinalizeDrain). A
+// fence of other ranks passing through (a subset's, another job's) holds
+// it up to childDrain: its parts would be cut off when the node ends
+// anyway.
+func (t *tree) drainAll(ctx context.Context) {
+	bound := time.NewTimer(childDrain)
+	defer bound.Stop()
+	for {
+		t.mu.Lock()
+		n := 0
+		for _, c := range t.children {
+			n += c
+		}
+		last := t.lastEnd
+		ch := t.childDone.C()
+		t.mu.Unlock()
+		if n == 0 {
+			if left := childFlush - time.Since(last); !last.IsZero() && left > 0 {
+				select {
+				case <-time.After(left):
+				case <-ctx.Done():
+				}
+			}
+			return
+		}
+		select {
+		case <-ch:
+		case <-bound.C:
+			return
+		case <-ctx.Done():
 			return
 		}
 	}

@@ -507,3 +507,40 @@ func TestNodeLoggerReachesTheTree(t *testing.T) {
 		t.Fatalf("node n2's tree does not log to Configure's context logger: %q", fromCtx.String())
 	}
 }
+
+// drainAll, before a rank's finalize (WithFinalizeDrain), returns once no
+// child's part of any fence is passing through the node, and childFlush
+// after the last one returned, for its answer to be written.
+func TestDrainBeforeFinalize(t *testing.T) {
+	r := newTreeRig(t, 0, nil)
+	r.tree.childCall("f/1", 1)
+	r.tree.childCall("f/2", 1)
+	done := make(chan time.Time, 1)
+	go func() {
+		r.tree.drainAll(context.Background())
+		done <- time.Now()
+	}()
+	r.tree.childCall("f/1", -1)
+	select {
+	case <-done:
+		t.Fatal("drained while a child's part of f/2 was still passing through")
+	case <-time.After(50 * time.Millisecond):
+	}
+	end := time.Now()
+	r.tree.childCall("f/2", -1)
+	select {
+	case at := <-done:
+		if at.Sub(end) < childFlush-time.Millisecond {
+			t.Errorf("drained %v after the last child's part returned, want at least %v", at.Sub(end), childFlush)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("not drained after the children's parts returned")
+	}
+	// Nothing passing through: at once.
+	start := time.Now()
+	time.Sleep(childFlush)
+	r.tree.drainAll(context.Background())
+	if d := time.Since(start); d > childFlush+100*time.Millisecond {
+		t.Errorf("an idle node drained in %v", d)
+	}
+}

@@ -11,18 +11,19 @@ import (
 
 // runScale is -scale: the Slurm backend's real code (coordinator, nodes,
 // fence tree, authenticated links) at each size and width in this one
-// process (package scale), one line each. The *_ms figures are what a
-// cluster of that many hosts would see, estimated from costs measured
-// here uncontended (printed first); sim_*_ms are the simulation's own
-// wall times, every node's work done in turn on this machine's cores.
+// process (package scale), one line each. The *_ms figures are a lower
+// bound of what a cluster of that many hosts would see, estimated from
+// costs measured here uncontended (printed first); sim_*_ms are the
+// simulation's own wall times, every node's work done in turn on this
+// machine's cores.
 func runScale(ctx context.Context, c *config, stdout, stderr io.Writer) int {
 	costs, err := scale.Calibrate(ctx)
 	if err != nil {
 		fmt.Fprintln(stderr, "bench: -scale: calibrate:", err)
 		return 1
 	}
-	fmt.Fprintf(stdout, "scale costs hop_us=%.1f drain_us=%.1f part_us=%.1f read_us=%.1f byte_ns=%.3f (measured here uncontended; see package scale)\n",
-		us(costs.Hop), us(costs.Drain), us(costs.Part), us(costs.Read), costs.ByteNs)
+	fmt.Fprintf(stdout, "scale costs hop_us=%.1f part_us=%.1f read_us=%.1f byte_ns=%.3f (measured here uncontended; see package scale)\n",
+		us(costs.Hop), us(costs.Part), us(costs.Read), costs.ByteNs)
 	// The model against the real thing: the lab's eight-node cluster at
 	// width 2, one rank a node, pmi2_bench k=8 v=200 (about 1.7 KB of
 	// KVS a node); the README has the measured fence beside it.

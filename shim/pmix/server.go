@@ -358,6 +358,12 @@ func goClientConnected(ns *C.char, rank C.uint32_t) {
 	}
 }
 
+// finalizeDrainer is a backend in this process through which other
+// nodes' answers pass (bridge.FinalizeDrainer, slurm.WithFinalizeDrain).
+type finalizeDrainer interface {
+	DrainBeforeFinalize(ctx context.Context)
+}
+
 //export goClientFinalized
 func goClientFinalized(ns *C.char, rank C.uint32_t, cbfunc C.pmix_op_cbfunc_t, cbdata unsafe.Pointer) C.int {
 	p := procOf(ns, rank)
@@ -379,6 +385,13 @@ func goClientFinalized(ns *C.char, rank C.uint32_t, cbfunc C.pmix_op_cbfunc_t, c
 			case <-connected:
 			case <-time.After(5 * time.Second):
 			}
+		}
+		if d, ok := s.be.(finalizeDrainer); ok {
+			// The backend passes other nodes' answers through this
+			// process: the client exits only once they left.
+			ctx, cancel := s.newsContext()
+			d.DrainBeforeFinalize(ctx)
+			cancel()
 		}
 		report(s, p, "client finalized", plugin.Full.ClientFinalized)
 		s.finalized(p)

@@ -118,10 +118,6 @@ func start(ctx context.Context, o Options) (*step, error) {
 	if err != nil {
 		return nil, err
 	}
-	// The nodes read the step secret where srun's plugin puts it.
-	if err := os.Setenv(slurm.EnvSecret, secret); err != nil {
-		return nil, err
-	}
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, err
@@ -141,7 +137,9 @@ func start(ctx context.Context, o Options) (*step, error) {
 	args := []string{"-coordinator", l.Addr().String(), "-tree-width", strconv.Itoa(o.Width)}
 	s.nodes = make([]*slurm.Node, o.Nodes)
 	for i := range s.nodes {
-		s.nodes[i] = slurm.NodeFromArgs(args, slurm.WithLogger(zerolog.Nop()))
+		// As srun's shim runs them: the wait for the children's
+		// answers at the ranks' finalize, not in every fence.
+		s.nodes[i] = slurm.NodeFromArgs(args, slurm.WithLogger(zerolog.Nop()), slurm.WithFinalizeDrain(), slurm.WithSecret(secret))
 	}
 	// Configure concurrently, as a step's nodes start, a few at a time
 	// on this machine's cores.
@@ -353,10 +351,6 @@ type Costs struct {
 	// Read is the coordinator's time per direct-modex read it answers
 	// (64 nodes reading at once against 2).
 	Read time.Duration
-	// Drain is what a node with children adds to its own ranks' fence:
-	// it waits for its children's answers to leave it (a chain of 2
-	// nodes against a star of 2, less a Hop).
-	Drain time.Duration
 	// ByteNs is the nanoseconds per byte of a collecting fence's answer
 	// that a node (or the coordinator) sends down to a child (64 nodes'
 	// parts of 4 KiB against 64 B, per byte of the answers sent).
@@ -411,11 +405,6 @@ func Calibrate(ctx context.Context) (*Costs, error) {
 		return nil, err
 	}
 	c.Hop = max(chain3-chain2, 0)
-	star2c, err := timeFences(ctx, 2, 64, collect(64))
-	if err != nil {
-		return nil, err
-	}
-	c.Drain = max(chain2-star2c-c.Hop, 0)
 	star2, err := timeFences(ctx, 2, 64, barrier)
 	if err != nil {
 		return nil, err
@@ -464,29 +453,27 @@ type Estimate struct {
 
 // Model estimates each phase's critical path for n nodes of width w, with
 // parts of partBytes and reads direct-modex reads per node (d is the
-// tree's depth, and Drain counts where d > 1):
+// tree's depth). It is a lower bound: it counts the tree's and the
+// coordinator's work, not a host's own (its PMI wire, its shim) nor
+// waiting for a core.
 //   - barrier: d hops, and every node's part at the coordinator (a
 //     barrier's parts go up one by one, kept per node for direct modex):
-//     d*Hop + Drain + n*Part;
+//     d*Hop + n*Part;
 //   - collect: d hops, the coordinator's w parts, and at each level the
 //     whole answer (n parts) sent to each of a node's w children in turn:
-//     d*Hop + Drain + w*Part + d*w*n*partBytes*ByteNs;
+//     d*Hop + w*Part + d*w*n*partBytes*ByteNs;
 //   - modex: a barrier carrying the parts, then every node's reads, each
 //     a round trip to the coordinator, which answers all of them:
 //     barrier + reads*Hop + n*reads*Read.
 func Model(c *Costs, n, w, partBytes, reads int) Estimate {
 	depth := Depth(n, w)
 	d := time.Duration(depth)
-	drain := time.Duration(0)
-	if depth > 1 {
-		drain = c.Drain
-	}
 	fan := min(w, n)
-	barrier := d*c.Hop + drain + time.Duration(n)*c.Part
+	barrier := d*c.Hop + time.Duration(n)*c.Part
 	bytes := float64(depth) * float64(fan) * float64(n*partBytes) * c.ByteNs
 	return Estimate{
 		Barrier: barrier,
-		Collect: d*c.Hop + drain + time.Duration(fan)*c.Part + time.Duration(bytes),
+		Collect: d*c.Hop + time.Duration(fan)*c.Part + time.Duration(bytes),
 		Modex:   barrier + time.Duration(reads)*c.Hop + time.Duration(n*reads)*c.Read,
 	}
 }

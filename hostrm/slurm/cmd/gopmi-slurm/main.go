@@ -64,7 +64,10 @@ func serveNode() int {
 			}
 			// The node's log (its fence tree's failures, refused
 			// connections) is the shim's.
-			return slurm.NodeFromArgs(spec.Args, slurm.WithLogger(*zerolog.Ctx(ctx))), nil
+			// Its fence tree's wait for the children's answers is
+			// done once, at the ranks' finalize, which the shim in
+			// this process asks for.
+			return slurm.NodeFromArgs(spec.Args, slurm.WithLogger(*zerolog.Ctx(ctx)), slurm.WithFinalizeDrain()), nil
 		},
 		PMIx: pmixFace,
 	})
