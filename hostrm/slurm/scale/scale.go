@@ -386,34 +386,16 @@ func timeFences(ctx context.Context, n, w int, f func(s *step, round int) (time.
 
 // Calibrate measures the costs.
 func Calibrate(ctx context.Context) (*Costs, error) {
+	type phase = func(s *step, round int) (time.Duration, error)
 	barrier := func(s *step, round int) (time.Duration, error) {
 		return s.fence(ctx, fmt.Sprintf("cal-barrier/%d", round), false, nil)
 	}
-	collect := func(size int) func(s *step, round int) (time.Duration, error) {
+	collect := func(size int) phase {
 		return func(s *step, round int) (time.Duration, error) {
 			s.o.PartBytes = size
 			return s.fence(ctx, fmt.Sprintf("cal-collect/%d", round), true, func(i int) []byte { return partOf(i, size) })
 		}
 	}
-	var c Costs
-	chain2, err := timeFences(ctx, 2, 1, collect(64))
-	if err != nil {
-		return nil, err
-	}
-	chain3, err := timeFences(ctx, 3, 1, collect(64))
-	if err != nil {
-		return nil, err
-	}
-	c.Hop = max(chain3-chain2, 0)
-	star2, err := timeFences(ctx, 2, 64, barrier)
-	if err != nil {
-		return nil, err
-	}
-	star64, err := timeFences(ctx, 64, 64, barrier)
-	if err != nil {
-		return nil, err
-	}
-	c.Part = max((star64-star2)/62, 0)
 	reads := func(s *step, round int) (time.Duration, error) {
 		if round == 0 {
 			if _, err := s.fence(ctx, "cal-modex", false, func(i int) []byte { return partOf(i, s.o.PartBytes) }); err != nil {
@@ -422,27 +404,31 @@ func Calibrate(ctx context.Context) (*Costs, error) {
 		}
 		return s.reads(ctx, 1, uint64(round))
 	}
-	read2, err := timeFences(ctx, 2, 64, reads)
-	if err != nil {
-		return nil, err
+	// Each cost is the difference between two shapes' medians.
+	shapes := []struct {
+		n, w int
+		f    phase
+	}{
+		{2, 1, collect(64)}, {3, 1, collect(64)}, // a chain: one more level
+		{2, 64, barrier}, {64, 64, barrier}, // a star: 62 more parts
+		{2, 64, reads}, {64, 64, reads}, // 62 more readers
+		{64, 64, collect(64)}, {64, 64, collect(4096)}, // bigger parts
 	}
-	read64, err := timeFences(ctx, 64, 64, reads)
-	if err != nil {
-		return nil, err
+	t := make([]time.Duration, len(shapes))
+	for i, sh := range shapes {
+		var err error
+		if t[i], err = timeFences(ctx, sh.n, sh.w, sh.f); err != nil {
+			return nil, err
+		}
 	}
-	c.Read = max((read64-read2)/62, 0)
-	small, err := timeFences(ctx, 64, 64, collect(64))
-	if err != nil {
-		return nil, err
-	}
-	big, err := timeFences(ctx, 64, 64, collect(4096))
-	if err != nil {
-		return nil, err
-	}
-	// The coordinator sent every node the 64 parts: 64*64*(4096-64)
-	// bytes more.
-	c.ByteNs = max(float64(big-small)/float64(64*64*(4096-64)), 0)
-	return &c, nil
+	return &Costs{
+		Hop:  max(t[1]-t[0], 0),
+		Part: max((t[3]-t[2])/62, 0),
+		Read: max((t[5]-t[4])/62, 0),
+		// The coordinator sent every node the 64 parts:
+		// 64*64*(4096-64) bytes more.
+		ByteNs: max(float64(t[7]-t[6])/float64(64*64*(4096-64)), 0),
+	}, nil
 }
 
 // Estimate is the time a phase would take on a real cluster of N hosts
