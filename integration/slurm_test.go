@@ -582,3 +582,53 @@ func stepProcTable(t *testing.T, d *nodeDaemon) {
 		t.Errorf("the step's proc table: %+v; want one rank on each node", procs)
 	}
 }
+
+// A step whose tasks never speak PMI starts no gopmi process: each
+// stepd's mpi/gopmi starts the node's shim when a task first writes to
+// its PMI fd, and srun's starts the coordinator when the first node
+// connects (GopmiOnDemand, default yes). GOPMI_ON_DEMAND=no starts them
+// with the step, as before; an MPI step is served either way.
+func TestSrunOnDemand(t *testing.T) {
+	c := slurm(t)
+	step := func(r clients.Result) string {
+		for _, l := range strings.Split(r.Stdout, "\n") {
+			if s, ok := strings.CutPrefix(l, "step="); ok {
+				return s
+			}
+		}
+		t.Fatalf("no step= line: %s", slurmFailure(c, r))
+		return ""
+	}
+	say := []string{"sh", "-c", `echo step=$SLURM_JOB_ID.$SLURM_STEP_ID`}
+	r := runOn(t, c, time.Minute, append([]string{"srun", "-vv", "--mpi=gopmi", "-N2", "-n2"}, say...))
+	if r.ExitCode != 0 {
+		t.Fatalf("a step without PMI: %s", slurmFailure(c, r))
+	}
+	s := step(r)
+	for _, n := range []string{"n1", "n2"} {
+		if want := "no task of step " + s + " spoke PMI: no shim started"; !strings.Contains(c.Log("slurmd-"+n, 400), want) {
+			t.Errorf("node %s's log lacks %q:\n%s", n, want, c.Log("slurmd-"+n, 20))
+		}
+	}
+	if !strings.Contains(r.Stderr, "started when a node connects") || strings.Contains(r.Stderr, "a node connected; coordinator pid") {
+		t.Errorf("srun started the step's coordinator, or did not say it waits for a node: %s", r.Stderr)
+	}
+
+	r = runOn(t, c, time.Minute, append([]string{"srun", "-vv", "--mpi=gopmi", "-N2", "-n2"}, say...), "GOPMI_ON_DEMAND=no")
+	s = step(r)
+	for _, n := range []string{"n1", "n2"} {
+		if want := "serves 1 tasks of step " + s; r.ExitCode != 0 || !strings.Contains(c.Log("slurmd-"+n, 400), want) {
+			t.Errorf("GOPMI_ON_DEMAND=no: node %s's log lacks %q:\n%s", n, want, c.Log("slurmd-"+n, 20))
+		}
+	}
+
+	r = runOn(t, c, time.Minute, []string{"srun", "-vv", "--mpi=gopmi", "-N2", "-n4", progs[clients.MPIHello]})
+	for rank := range 4 {
+		if want := fmt.Sprintf("ok hello rank=%d size=4 sum=10", rank); r.ExitCode != 0 || !strings.Contains(r.Stdout, want) {
+			t.Fatalf("hello, its shims and coordinator started on demand, lacks %q: %s", want, slurmFailure(c, r))
+		}
+	}
+	if !strings.Contains(r.Stderr, "a node connected; coordinator pid") {
+		t.Errorf("srun's log does not say the coordinator started when a node connected: %s", r.Stderr)
+	}
+}

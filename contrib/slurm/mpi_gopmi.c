@@ -98,6 +98,7 @@ static s_p_options_t gopmi_options[] = {
 	{"GopmiKVSMaxMiB", S_P_UINT32},
 	{"GopmiTreeWidth", S_P_UINT32},
 	{"GopmiPMIx", S_P_STRING},
+	{"GopmiOnDemand", S_P_STRING},
 	{NULL}
 };
 
@@ -111,7 +112,8 @@ static struct {
 	uint32_t tree_width;    /* fence tree width; Slurm's TreeWidth default */
 	uint32_t kvs_max_mib;   /* KVS bytes a shim holds per job, MiB; 0: gopmi's default */
 	char *pmix;             /* auto (NULL), yes, no */
-} gconf = { NULL, NULL, NULL, 0, 30, 0, 16, 0, NULL };
+	char *on_demand;        /* yes (NULL), no: start the shim when a task first speaks PMI */
+} gconf = { NULL, NULL, NULL, 0, 30, 0, 16, 0, NULL, NULL };
 
 static const char *bindir(void)
 {
@@ -171,6 +173,16 @@ typedef struct {
 	pid_t pid;
 	int in;     /* the coordinator's stdin: closing it ends the coordinator */
 	int failed; /* no coordinator: the step fails, srun exits 1 */
+	/* On demand (GOPMI_ON_DEMAND, default yes), the coordinator starts
+	 * when its first node connects: a thread waits on the listening
+	 * socket (lfd) and stop (written by fini), then starts it. pid is
+	 * the thread's to set, under mu, until it is joined. */
+	int lfd, stop[2], waiting;
+	pthread_t waiter;
+	pthread_mutex_t mu;
+	/* What the coordinator's start needs, made before any fork. */
+	char *path, **cenv, step[64];
+	int cin; /* the coordinator's end of in */
 } client_state_t;
 
 /* no_coordinator lets the step start without a coordinator after srun's
@@ -182,8 +194,82 @@ static mpi_plugin_client_state_t *no_coordinator(void)
 	client_state_t *st = xmalloc(sizeof(*st));
 	st->pid = -1;
 	st->in = -1;
+	st->lfd = -1;
 	st->failed = 1;
 	return st;
+}
+
+/* on_demand reports whether a setting ("yes", "no" or unset: yes) asks
+ * for gopmi's processes to start only when the step's tasks speak PMI. */
+static int on_demand(const char *v)
+{
+	return !v || !v[0] || strcasecmp(v, "no") != 0;
+}
+
+/* start_coordinator forks and execs gopmi-slurm coordinate with the
+ * listening socket as fd 3 and the in pipe as stdin; it returns its pid,
+ * or -1. srun has threads: the child only makes system calls. */
+static pid_t start_coordinator(client_state_t *st)
+{
+	pid_t pid = fork();
+	if (pid == 0) {
+		static const char exec_failed[] = "mpi/gopmi: cannot exec gopmi-slurm\n";
+		char *argv[] = { st->path, "coordinate", "-step", st->step, NULL };
+		/* stdout stays srun's: a spawned step's tasks write there. */
+		dup2(st->cin, 0);
+		if (st->lfd == 3)
+			fcntl(3, F_SETFD, 0);
+		else
+			dup2(st->lfd, 3); /* clears close-on-exec */
+		setpgid(0, 0); /* srun's signals to its group are not ours */
+		execve(st->path, argv, st->cenv);
+		(void) write(2, exec_failed, sizeof(exec_failed) - 1);
+		_exit(127);
+	}
+	if (pid < 0)
+		error("mpi/gopmi: fork: %m");
+	return pid;
+}
+
+/* await_first_node starts the coordinator once a node connects (the
+ * connection waits in the listening socket's queue for it), unless fini
+ * says stop first: a step whose tasks never speak PMI starts none. */
+static void *await_first_node(void *arg)
+{
+	client_state_t *st = arg;
+	struct pollfd p[2] = { { .fd = st->lfd, .events = POLLIN }, { .fd = st->stop[0], .events = POLLIN } };
+
+	for (;;) {
+		if (poll(p, 2, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			error("mpi/gopmi: poll for the first node: %m");
+			pthread_mutex_lock(&st->mu);
+			st->failed = 1;
+			close(st->lfd);
+			st->lfd = -1;
+			pthread_mutex_unlock(&st->mu);
+			return NULL;
+		}
+		if (p[1].revents)
+			return NULL;
+		if (p[0].revents) {
+			pid_t pid = start_coordinator(st);
+			pthread_mutex_lock(&st->mu);
+			st->pid = pid;
+			if (pid < 0)
+				st->failed = 1;
+			/* The coordinator's now (or nobody's): a node that
+			 * connects to a coordinator that died is refused at
+			 * once, not left in srun's queue. */
+			close(st->lfd);
+			close(st->cin);
+			st->lfd = st->cin = -1;
+			pthread_mutex_unlock(&st->mu);
+			debug("mpi/gopmi: step %s: a node connected; coordinator pid %d", st->step, (int) pid);
+			return NULL;
+		}
+	}
 }
 
 extern mpi_plugin_client_state_t *
@@ -219,6 +305,7 @@ mpi_p_client_prelaunch(const mpi_plugin_client_info_t *job, char ***env)
 		st = xmalloc(sizeof(*st));
 		st->pid = -1;
 		st->in = -1;
+		st->lfd = -1;
 		return st;
 	}
 
@@ -252,7 +339,7 @@ mpi_p_client_prelaunch(const mpi_plugin_client_info_t *job, char ***env)
 	 * starts while the step launches. */
 	lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (lfd < 0 || bind(lfd, (struct sockaddr *) &sin, sizeof(sin)) ||
-	    listen(lfd, 1024) || getsockname(lfd, (struct sockaddr *) &sin, &slen)) {
+	    listen(lfd, SOMAXCONN) || getsockname(lfd, (struct sockaddr *) &sin, &slen)) {
 		error("mpi/gopmi: coordinator socket: %m");
 		if (lfd >= 0)
 			close(lfd);
@@ -273,41 +360,54 @@ mpi_p_client_prelaunch(const mpi_plugin_client_info_t *job, char ***env)
 	unsetenvp(cenv, "LISTEN_PID");
 	unsetenvp(cenv, "LISTEN_FDNAMES");
 	env_array_overwrite(&cenv, ENV_SECRET, secret);
-	pid = fork();
-	if (pid < 0) {
-		error("mpi/gopmi: fork: %m");
-		close(lfd);
-		xfree(path);
-		env_array_free(cenv);
-		return no_coordinator();
+	st = xmalloc(sizeof(*st));
+	st->pid = -1;
+	st->in = in[1];
+	st->cin = in[0];
+	st->lfd = lfd;
+	st->path = path;
+	st->cenv = cenv;
+	st->stop[0] = st->stop[1] = -1;
+	snprintf(st->step, sizeof(st->step), "%s", step);
+	pthread_mutex_init(&st->mu, NULL);
+	if (on_demand(getenv("GOPMI_ON_DEMAND")) && pipe2(st->stop, O_CLOEXEC) == 0) {
+		/* Started when the first node connects, if one does. */
+		if (pthread_create(&st->waiter, NULL, await_first_node, st) == 0) {
+			st->waiting = 1;
+		} else {
+			error("mpi/gopmi: thread for the coordinator: %m");
+			close(st->stop[0]);
+			close(st->stop[1]);
+			st->stop[0] = st->stop[1] = -1;
+		}
 	}
-	if (pid == 0) {
-		static const char exec_failed[] = "mpi/gopmi: cannot exec gopmi-slurm\n";
-		char *argv[] = { path, "coordinate", "-step", step, NULL };
-		/* stdout stays srun's: a spawned step's tasks write there. */
-		dup2(in[0], 0);
-		if (lfd == 3)
-			fcntl(3, F_SETFD, 0);
-		else
-			dup2(lfd, 3); /* clears close-on-exec */
-		setpgid(0, 0); /* srun's signals to its group are not ours */
-		execve(path, argv, cenv);
-		(void) write(2, exec_failed, sizeof(exec_failed) - 1);
-		_exit(127);
+	if (!st->waiting) {
+		st->pid = start_coordinator(st);
+		if (st->pid > 0) {
+			close(lfd);
+			close(in[0]);
+			st->lfd = st->cin = -1;
+		}
+		if (st->pid < 0) {
+			close(lfd);
+			close(in[0]);
+			close(in[1]);
+			xfree(path);
+			env_array_free(cenv);
+			xfree(st);
+			return no_coordinator();
+		}
 	}
-	env_array_free(cenv);
-	close(in[0]);
-	close(lfd);
-	xfree(path);
+	pid = st->pid;
 	nodes = layout_json(job->step_layout);
 	env_array_overwrite(env, ENV_NODES, nodes);
 	xfree(nodes);
 	env_array_overwrite_fmt(env, ENV_PORT, "%d", port);
 	env_array_overwrite(env, ENV_SECRET, secret);
-	debug("mpi/gopmi: step %s coordinator pid %d port %d", step, (int) pid, port);
-	st = xmalloc(sizeof(*st));
-	st->pid = pid;
-	st->in = in[1];
+	if (st->waiting)
+		debug("mpi/gopmi: step %s coordinator on port %d, started when a node connects", step, port);
+	else
+		debug("mpi/gopmi: step %s coordinator pid %d port %d", step, (int) pid, port);
 	return st;
 }
 
@@ -318,6 +418,22 @@ extern int mpi_p_client_fini(mpi_plugin_client_state_t *state)
 
 	if (!st)
 		return SLURM_SUCCESS;
+	if (st->waiting) {
+		(void) write(st->stop[1], "", 1);
+		pthread_join(st->waiter, NULL);
+		close(st->stop[0]);
+		close(st->stop[1]);
+	}
+	if (st->lfd >= 0)
+		close(st->lfd);
+	if (st->in >= 0 && st->pid <= 0)
+		close(st->in); /* no coordinator started: nobody reads it */
+	if (st->cin >= 0 && st->path)
+		close(st->cin);
+	if (st->path)
+		pthread_mutex_destroy(&st->mu);
+	xfree(st->path);
+	env_array_free(st->cenv);
 	if (st->pid > 0) {
 		/* The coordinator ends when its stdin closes, once the steps
 		 * the job spawned have ended (they end with the allocation at
@@ -524,8 +640,23 @@ static void remove_tree(int dir, const char *name, int depth)
  * that outlives its tasks before it can clean up after libpmix. */
 static char pmix_tmp[PATH_MAX];
 
+/* On demand, a thread holds the server ends and starts the shim when a
+ * task first writes to one; a step whose tasks all end without a word of
+ * PMI starts none. The thread then stays until fini (stop): the shim's
+ * parent-death signal follows the thread that forked it. */
+static int starter_stop[2] = { -1, -1 };
+static pthread_t starter_thread;
+static int starter_running;
+
 extern void fini(void)
 {
+	if (starter_running) {
+		(void) write(starter_stop[1], "", 1);
+		pthread_join(starter_thread, NULL);
+		close(starter_stop[0]);
+		close(starter_stop[1]);
+		starter_running = 0;
+	}
 	if (relay_running) {
 		__atomic_store_n(&relay_stop, 1, __ATOMIC_RELEASE);
 		pthread_join(relay_thread, NULL);
@@ -1011,15 +1142,20 @@ static ssize_t recv_from(int sock, pid_t from, char *buf, size_t size)
 
 /* wait_ready reads the shim's sd_notify datagrams until READY=1, its
  * failure (STATUS=, ERRNO=) or its exit, within the start time-out. */
-static int wait_ready(int sock, pid_t shim, const stepd_step_rec_t *job)
+static int wait_ready(int sock, pid_t shim, const stepd_step_rec_t *job, int stop)
 {
 	static char msg[65536]; /* a PMIx shim's READY carries the tasks' environment */
 	struct timespec start, now;
 	clock_gettime(CLOCK_MONOTONIC, &start);
 	for (;;) {
-		struct pollfd p = { .fd = sock, .events = POLLIN };
-		int rc = poll(&p, 1, 100), status;
-		if (rc > 0) {
+		struct pollfd p[2] = { { .fd = sock, .events = POLLIN }, { .fd = stop, .events = POLLIN } };
+		int rc = poll(p, stop >= 0 ? 2 : 1, 100), status = 0;
+		pid_t w;
+		if (rc > 0 && stop >= 0 && p[1].revents) {
+			snprintf(shim_error, sizeof(shim_error), "the step ended while its shim started");
+			return SLURM_ERROR;
+		}
+		if (rc > 0 && p[0].revents) {
 			ssize_t n = recv_from(sock, shim, msg, sizeof(msg) - 1);
 			if (n > 0) {
 				msg[n] = '\0';
@@ -1036,9 +1172,12 @@ static int wait_ready(int sock, pid_t shim, const stepd_step_rec_t *job)
 				}
 			}
 		}
-		if (waitpid(shim, &status, WNOHANG) == shim) {
+		/* Once the tasks run, the stepd's own wait3(-1) may reap the
+		 * shim first: then it is gone all the same. */
+		w = waitpid(shim, &status, WNOHANG);
+		if (w == shim || (w < 0 && errno == ECHILD)) {
 			snprintf(shim_error, sizeof(shim_error), "the shim (gopmi-slurm shim) exited (status %d) before it served the tasks",
-				 WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
+				 w < 0 ? -1 : WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status));
 			return SLURM_ERROR;
 		}
 		clock_gettime(CLOCK_MONOTONIC, &now);
@@ -1052,6 +1191,174 @@ static int wait_ready(int sock, pid_t shim, const stepd_step_rec_t *job)
 	}
 }
 
+/* What starting the node's shim needs, made in prefork before any fork:
+ * slurmstepd has threads, and a child may only make system calls until
+ * it execs. */
+static struct {
+	const stepd_step_rec_t *job;
+	char *path, **envp, *boot;
+	int ns;          /* the notify socket its READY comes on */
+	int in[2];       /* its stdin: the bootstrap */
+	int logp;        /* the log relay's writer, or -1 */
+	int (*pairs)[2]; /* [0]: the server ends of the tasks' socketpairs */
+	pid_t stepd;
+} shim_start = { .ns = -1, .in = { -1, -1 }, .logp = -1 };
+
+/* launch_shim starts the shim as the job's user with the server ends as
+ * fds 3.., writes its bootstrap and waits for its READY=1; it closes
+ * what only the shim needed. */
+static int launch_shim(void)
+{
+	const stepd_step_rec_t *job = shim_start.job;
+	int (*pairs)[2] = shim_start.pairs, rc;
+	pid_t pid = fork();
+
+	if (pid < 0) {
+		error("mpi/gopmi: fork: %m");
+		return SLURM_ERROR;
+	}
+	if (pid == 0) {
+		static const char setid_failed[] = "mpi/gopmi: the shim cannot become the job's user\n";
+		static const char exec_failed[] = "mpi/gopmi: cannot exec gopmi-slurm\n";
+		char *argv[] = { shim_start.path, "shim", NULL };
+		dup2(shim_start.in[0], 0);
+		if (shim_start.logp >= 0)
+			dup2(shim_start.logp, 2);
+		/* The server ends go to fds 3.. in order. Move them above the
+		 * target range first so no dup2 overwrites one not yet moved. */
+		for (uint32_t i = 0; i < ntask_fds; i++) {
+			int hi = fcntl(pairs[i][0], F_DUPFD_CLOEXEC, 3 + ntask_fds + 64);
+			pairs[i][0] = hi;
+		}
+		for (uint32_t i = 0; i < ntask_fds; i++) {
+			dup2(pairs[i][0], 3 + i);
+			fcntl(3 + i, F_SETFD, 0);
+		}
+		if (setgroups(job->ngids, job->gids) || setgid(job->gid) ||
+		    setuid(job->uid)) {
+			(void) write(2, setid_failed, sizeof(setid_failed) - 1);
+			_exit(126);
+		}
+		/* The shim ends with the step: with its stepd (the thread that
+		 * started it, which lives as long), and when every task's
+		 * connection closed. A change of user clears the parent-death
+		 * signal, so it is set after, and the stepd checked for still
+		 * being there. */
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (getppid() != shim_start.stepd)
+			_exit(125);
+		if (job->cwd)
+			(void) chdir(job->cwd);
+		execve(shim_start.path, argv, shim_start.envp);
+		(void) write(2, exec_failed, sizeof(exec_failed) - 1);
+		_exit(127);
+	}
+	close(shim_start.in[0]);
+	shim_start.in[0] = -1;
+	if (shim_start.logp >= 0)
+		close(shim_start.logp); /* the shim holds the relay's only writer now */
+	shim_start.logp = -1;
+	for (uint32_t i = 0; i < ntask_fds; i++) {
+		close(pairs[i][0]);
+		pairs[i][0] = -1;
+	}
+	rc = SLURM_SUCCESS;
+	if (write(shim_start.in[1], shim_start.boot, strlen(shim_start.boot)) != (ssize_t) strlen(shim_start.boot)) {
+		error("mpi/gopmi: write the bootstrap to the shim: %m");
+		rc = SLURM_ERROR;
+	}
+	close(shim_start.in[1]);
+	shim_start.in[1] = -1;
+	if (rc == SLURM_SUCCESS)
+		rc = wait_ready(shim_start.ns, pid, job, starter_stop[0]);
+	if (rc == SLURM_SUCCESS)
+		debug("mpi/gopmi: shim pid %d serves %u %stasks of step %u.%u",
+		      (int) pid, job->node_tasks, pmix_step ? "PMIx " : "", job->step_id.job_id, job->step_id.step_id);
+	else if (waitpid(pid, NULL, WNOHANG) == 0)
+		kill(pid, SIGKILL); /* still ours and there: its tasks see their connections close */
+	return rc;
+}
+
+/* free_shim_start closes and frees what launch_shim did not take. */
+static void free_shim_start(void)
+{
+	if (shim_start.ns >= 0)
+		close(shim_start.ns);
+	for (int i = 0; i < 2; i++)
+		if (shim_start.in[i] >= 0)
+			close(shim_start.in[i]);
+	if (shim_start.logp >= 0)
+		close(shim_start.logp); /* no shim: the relay sees its end */
+	if (shim_start.pairs) {
+		for (uint32_t i = 0; i < ntask_fds; i++)
+			if (shim_start.pairs[i][0] >= 0)
+				close(shim_start.pairs[i][0]);
+		xfree(shim_start.pairs);
+	}
+	xfree(shim_start.path);
+	xfree(shim_start.boot);
+	env_array_free(shim_start.envp);
+	shim_start.envp = NULL;
+	shim_start.ns = shim_start.in[0] = shim_start.in[1] = shim_start.logp = -1;
+}
+
+/* start_on_demand is the thread that starts the shim on demand. */
+
+static void *start_on_demand(void *arg)
+{
+	struct pollfd *p = xcalloc(ntask_fds + 1, sizeof(*p));
+	uint32_t open = ntask_fds, started = 0;
+
+	(void) arg;
+	p[0].fd = starter_stop[0];
+	p[0].events = POLLIN;
+	for (uint32_t i = 0; i < ntask_fds; i++) {
+		p[i + 1].fd = shim_start.pairs[i][0];
+		p[i + 1].events = POLLIN;
+	}
+	while (open > 0 && !started) {
+		if (poll(p, ntask_fds + 1, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			error("mpi/gopmi: poll the tasks' connections: %m");
+			break;
+		}
+		if (p[0].revents)
+			break; /* fini */
+		for (uint32_t i = 0; i < ntask_fds && !started; i++) {
+			char c;
+			ssize_t r;
+			if (p[i + 1].fd < 0 || !p[i + 1].revents)
+				continue;
+			r = recv(p[i + 1].fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
+			if (r > 0) {
+				started = 1; /* a task's first PMI bytes wait for the shim */
+			} else if (r == 0 || (errno != EAGAIN && errno != EINTR)) {
+				p[i + 1].fd = -1; /* this task ended without PMI */
+				open--;
+			}
+		}
+	}
+	if (started) {
+		if (launch_shim() != SLURM_SUCCESS) {
+			/* The tasks already run: closing the server ends fails
+			 * their PMI at once (a hung task would hold the step
+			 * until its time limit). Only this log says why. */
+			error("mpi/gopmi: %s", shim_error[0] ? shim_error : "the shim did not start");
+			free_shim_start();
+		}
+		/* Until fini: the shim dies with this thread. */
+		while (poll(p, 1, -1) < 0 && errno == EINTR)
+			;
+	} else if (open == 0) {
+		debug("mpi/gopmi: no task of step %u.%u spoke PMI: no shim started",
+		      shim_start.job->step_id.job_id, shim_start.job->step_id.step_id);
+	}
+	xfree(p);
+	free_shim_start();
+	return NULL;
+}
+
 extern int mpi_p_slurmstepd_prefork(const stepd_step_rec_t *job, char ***env)
 {
 	const char *port = getenvp(*env, ENV_PORT);
@@ -1059,13 +1366,10 @@ extern int mpi_p_slurmstepd_prefork(const stepd_step_rec_t *job, char ***env)
 	const char *secret = getenvp(*env, ENV_SECRET);
 	const char *given = getenvp(*env, ENV_COORD);
 	const char *nodes = getenvp(*env, ENV_NODES);
-	char *coord = NULL, *boot = NULL, *shim = NULL, *names = NULL;
-	int (*pairs)[2] = NULL, in[2] = { -1, -1 }, logp[2] = { -1, -1 }, ns = -1, rc = SLURM_ERROR;
-	char **envp = NULL;
-	pid_t stepd;
+	char *coord = NULL, *names = NULL;
+	int logp[2] = { -1, -1 }, rc = SLURM_ERROR, lazy = 0;
 	struct sockaddr_un addr = { .sun_family = AF_UNIX };
 	socklen_t alen;
-	pid_t pid;
 
 	if (given && given[0]) {
 		coord = xstrdup(given); /* a spawned step: its parent's */
@@ -1082,26 +1386,27 @@ extern int mpi_p_slurmstepd_prefork(const stepd_step_rec_t *job, char ***env)
 	if (check_settings(*env))
 		goto out;
 	pmix_step = wants_pmix(job, *env);
-	shim = xstrdup_printf("%s/%s", bindir(), pmix_step ? "gopmi-slurm-pmix" : "gopmi-slurm");
-	if (access(shim, X_OK) != 0) {
+	shim_start.job = job;
+	shim_start.path = xstrdup_printf("%s/%s", bindir(), pmix_step ? "gopmi-slurm-pmix" : "gopmi-slurm");
+	if (access(shim_start.path, X_OK) != 0) {
 		if (pmix_step)
 			snprintf(shim_error, sizeof(shim_error),
 				 "%s: %s: this step's tasks speak PMIx (Open MPI), which gopmi-slurm-pmix serves; it is built where libpmix-dev is installed (GOPMI_PMIX=0 runs the step without it)",
-				 shim, strerror(errno));
+				 shim_start.path, strerror(errno));
 		else
 			snprintf(shim_error, sizeof(shim_error),
-				 "%s: %s (GopmiBinDir in mpi.conf says where gopmi is installed)", shim, strerror(errno));
+				 "%s: %s (GopmiBinDir in mpi.conf says where gopmi is installed)", shim_start.path, strerror(errno));
 		goto out;
 	}
-	boot = bootstrap(job, *env, coord, nodes);
+	shim_start.boot = bootstrap(job, *env, coord, nodes);
 
 	/* The shim's readiness comes back on an abstract datagram socket. */
-	ns = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+	shim_start.ns = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
 	snprintf(addr.sun_path + 1, sizeof(addr.sun_path) - 1, "gopmi-%u.%u-%u-%d",
 		 job->step_id.job_id, job->step_id.step_id, job->nodeid, (int) getpid());
 	alen = offsetof(struct sockaddr_un, sun_path) + 1 + strlen(addr.sun_path + 1);
-	if (ns < 0 || bind(ns, (struct sockaddr *) &addr, alen) ||
-	    setsockopt(ns, SOL_SOCKET, SO_PASSCRED, &(int){ 1 }, sizeof(int))) {
+	if (shim_start.ns < 0 || bind(shim_start.ns, (struct sockaddr *) &addr, alen) ||
+	    setsockopt(shim_start.ns, SOL_SOCKET, SO_PASSCRED, &(int){ 1 }, sizeof(int))) {
 		error("mpi/gopmi: notify socket: %m");
 		goto out;
 	}
@@ -1109,40 +1414,41 @@ extern int mpi_p_slurmstepd_prefork(const stepd_step_rec_t *job, char ***env)
 	/* A PMIx step's tasks connect to libpmix's listener instead. */
 	ntask_fds = pmix_step ? 0 : job->node_tasks;
 	task_fds = xcalloc(ntask_fds, sizeof(int));
-	pairs = xcalloc(ntask_fds, sizeof(*pairs));
+	shim_start.pairs = xcalloc(ntask_fds, sizeof(*shim_start.pairs));
+	for (uint32_t i = 0; i < ntask_fds; i++)
+		shim_start.pairs[i][0] = shim_start.pairs[i][1] = -1;
 	for (uint32_t i = 0; i < ntask_fds; i++) {
-		if (socketpair(AF_UNIX, SOCK_STREAM, 0, pairs[i])) {
+		if (socketpair(AF_UNIX, SOCK_STREAM, 0, shim_start.pairs[i])) {
 			error("mpi/gopmi: socketpair: %m");
 			goto out;
 		}
-		task_fds[i] = pairs[i][1];
-		fcntl(pairs[i][0], F_SETFD, FD_CLOEXEC);
-		fcntl(pairs[i][1], F_SETFD, FD_CLOEXEC);
+		task_fds[i] = shim_start.pairs[i][1];
+		fcntl(shim_start.pairs[i][0], F_SETFD, FD_CLOEXEC);
+		fcntl(shim_start.pairs[i][1], F_SETFD, FD_CLOEXEC);
 		xstrfmtcat(names, "%srank%u", i ? ":" : "", job->task[i]->gtid);
 	}
-	if (pipe2(in, O_CLOEXEC) || (ntask_fds && pipe2(forked, O_CLOEXEC))) {
+	if (pipe2(shim_start.in, O_CLOEXEC) || (ntask_fds && pipe2(forked, O_CLOEXEC))) {
 		error("mpi/gopmi: pipe: %m");
 		goto out;
 	}
 
-	/* Everything the child needs is made before fork: slurmstepd has
-	 * threads, and the child may only make system calls until it execs. */
+	/* Everything the child needs is made before fork. */
 	{
 		char nbuf[16], notify[128];
 		snprintf(nbuf, sizeof(nbuf), "%u", ntask_fds);
 		snprintf(notify, sizeof(notify), "@%s", addr.sun_path + 1);
-		envp = env_array_copy((const char **) environ);
-		unsetenvp(envp, "LISTEN_PID");
+		shim_start.envp = env_array_copy((const char **) environ);
+		unsetenvp(shim_start.envp, "LISTEN_PID");
 		if (ntask_fds) {
-			env_array_overwrite(&envp, "LISTEN_FDS", nbuf);
-			env_array_overwrite(&envp, "LISTEN_FDNAMES", names);
+			env_array_overwrite(&shim_start.envp, "LISTEN_FDS", nbuf);
+			env_array_overwrite(&shim_start.envp, "LISTEN_FDNAMES", names);
 		} else {
-			unsetenvp(envp, "LISTEN_FDS");
-			unsetenvp(envp, "LISTEN_FDNAMES");
+			unsetenvp(shim_start.envp, "LISTEN_FDS");
+			unsetenvp(shim_start.envp, "LISTEN_FDNAMES");
 		}
-		env_array_overwrite(&envp, "NOTIFY_SOCKET", notify);
-		env_array_overwrite(&envp, ENV_SECRET, secret);
-		env_array_overwrite(&envp, ENV_COORD, coord);
+		env_array_overwrite(&shim_start.envp, "NOTIFY_SOCKET", notify);
+		env_array_overwrite(&shim_start.envp, ENV_SECRET, secret);
+		env_array_overwrite(&shim_start.envp, ENV_COORD, coord);
 		if (pmix_step) {
 			const char *t = getenv("TMPDIR");
 			int n = snprintf(pmix_tmp, sizeof(pmix_tmp), "%s/gopmi-step-%u.%u.%u-XXXXXX",
@@ -1154,7 +1460,7 @@ extern int mpi_p_slurmstepd_prefork(const stepd_step_rec_t *job, char ***env)
 					rmdir(pmix_tmp);
 				pmix_tmp[0] = '\0';
 			} else {
-				env_array_overwrite(&envp, "TMPDIR", pmix_tmp);
+				env_array_overwrite(&shim_start.envp, "TMPDIR", pmix_tmp);
 			}
 		}
 	}
@@ -1177,62 +1483,30 @@ extern int mpi_p_slurmstepd_prefork(const stepd_step_rec_t *job, char ***env)
 	} else {
 		error("mpi/gopmi: pipe for the shim's log: %m");
 	}
-	stepd = getpid();
-	pid = fork();
-	if (pid < 0) {
-		error("mpi/gopmi: fork: %m");
-		goto out;
-	}
-	if (pid == 0) {
-		static const char setid_failed[] = "mpi/gopmi: the shim cannot become the job's user\n";
-		static const char exec_failed[] = "mpi/gopmi: cannot exec gopmi-slurm\n";
-		char *argv[] = { shim, "shim", NULL };
-		dup2(in[0], 0);
-		if (logp[1] >= 0)
-			dup2(logp[1], 2);
-		/* The server ends go to fds 3.. in order. Move them above the
-		 * target range first so no dup2 overwrites one not yet moved. */
-		for (uint32_t i = 0; i < ntask_fds; i++) {
-			int hi = fcntl(pairs[i][0], F_DUPFD_CLOEXEC, 3 + ntask_fds + 64);
-			pairs[i][0] = hi;
+	shim_start.logp = logp[1];
+	shim_start.stepd = getpid();
+
+	/* A PMI-1/PMI-2 step's shim starts when a task first speaks PMI
+	 * (GopmiOnDemand, default yes): a step that never does (srun
+	 * hostname under MpiDefault=gopmi) starts none, and the tasks do not
+	 * wait for it to start. A PMIx step's starts now: libpmix must
+	 * register the job before the tasks start; so does a spawned
+	 * step's, whose spawner waits for its nodes. */
+	lazy = !pmix_step && !spawned && ntask_fds &&
+	       on_demand(step_setting(*env, "GOPMI_ON_DEMAND", gconf.on_demand));
+	if (lazy && pipe2(starter_stop, O_CLOEXEC) == 0) {
+		if (pthread_create(&starter_thread, NULL, start_on_demand, NULL) == 0) {
+			starter_running = 1;
+			rc = SLURM_SUCCESS;
+		} else {
+			error("mpi/gopmi: thread to start the shim on demand: %m");
+			close(starter_stop[0]);
+			close(starter_stop[1]);
+			starter_stop[0] = starter_stop[1] = -1;
 		}
-		for (uint32_t i = 0; i < ntask_fds; i++) {
-			dup2(pairs[i][0], 3 + i);
-			fcntl(3 + i, F_SETFD, 0);
-		}
-		if (setgroups(job->ngids, job->gids) || setgid(job->gid) ||
-		    setuid(job->uid)) {
-			(void) write(2, setid_failed, sizeof(setid_failed) - 1);
-			_exit(126);
-		}
-		/* The shim ends with the step: with its stepd, and when every
-		 * task's connection closed. A change of user clears the
-		 * parent-death signal, so it is set after, and the stepd
-		 * checked for still being there. */
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		if (getppid() != stepd)
-			_exit(125);
-		if (job->cwd)
-			(void) chdir(job->cwd);
-		execve(shim, argv, envp);
-		(void) write(2, exec_failed, sizeof(exec_failed) - 1);
-		_exit(127);
 	}
-	close(in[0]);
-	in[0] = -1;
-	close(logp[1]); /* the shim holds the relay's only writer now */
-	logp[1] = -1;
-	for (uint32_t i = 0; i < ntask_fds; i++) {
-		close(pairs[i][0]);
-		pairs[i][0] = -1;
-	}
-	if (write(in[1], boot, strlen(boot)) != (ssize_t) strlen(boot)) {
-		error("mpi/gopmi: write the bootstrap to the shim: %m");
-		goto out;
-	}
-	close(in[1]);
-	in[1] = -1;
-	rc = wait_ready(ns, pid, job);
+	if (!starter_running)
+		rc = launch_shim();
 	if (rc == SLURM_SUCCESS && ntask_fds) {
 		pthread_t th;
 		pthread_attr_t attr;
@@ -1244,26 +1518,14 @@ extern int mpi_p_slurmstepd_prefork(const stepd_step_rec_t *job, char ***env)
 		}
 		pthread_attr_destroy(&attr);
 	}
-	if (rc == SLURM_SUCCESS)
-		debug("mpi/gopmi: shim pid %d serves %u %stasks of step %u.%u",
-		      (int) pid, job->node_tasks, pmix_step ? "PMIx " : "", job->step_id.job_id, job->step_id.step_id);
 out:
-	if (ns >= 0)
-		close(ns);
-	if (in[0] >= 0)
-		close(in[0]);
-	if (in[1] >= 0)
-		close(in[1]);
-	if (logp[1] >= 0)
-		close(logp[1]); /* the fork failed: the relay sees its end */
-	if (pairs) {
-		for (uint32_t i = 0; i < ntask_fds; i++) {
-			if (pairs[i][0] > 0)
-				close(pairs[i][0]);
-			if (rc != SLURM_SUCCESS && pairs[i][1] > 0)
-				close(pairs[i][1]);
+	if (!starter_running) {
+		if (rc != SLURM_SUCCESS && shim_start.pairs) {
+			for (uint32_t i = 0; i < ntask_fds; i++)
+				if (shim_start.pairs[i][1] >= 0)
+					close(shim_start.pairs[i][1]);
 		}
-		xfree(pairs);
+		free_shim_start();
 	}
 	/* The tasks must not see the coordinator's address or the secret. */
 	unsetenvp(*env, ENV_PORT);
@@ -1274,10 +1536,7 @@ out:
 	unsetenvp(*env, ENV_PARENT);
 	unsetenvp(*env, ENV_PREPUT);
 	xfree(coord);
-	xfree(boot);
-	xfree(shim);
 	xfree(names);
-	env_array_free(envp);
 	if (rc != SLURM_SUCCESS) {
 		if (!shim_error[0])
 			snprintf(shim_error, sizeof(shim_error), "could not start the shim (gopmi-slurm shim): %s",
@@ -1365,6 +1624,7 @@ extern void mpi_p_conf_set(s_p_hashtbl_t *tbl)
 	s_p_get_uint32(&gconf.kvs_max_mib, "GopmiKVSMaxMiB", tbl);
 	s_p_get_uint32(&gconf.tree_width, "GopmiTreeWidth", tbl);
 	s_p_get_string(&gconf.pmix, "GopmiPMIx", tbl);
+	s_p_get_string(&gconf.on_demand, "GopmiOnDemand", tbl);
 	if (!gconf.start_timeout)
 		gconf.start_timeout = 30;
 	if (!gconf.tree_width)
@@ -1384,6 +1644,8 @@ extern s_p_hashtbl_t *mpi_p_conf_get(void)
 		s_p_parse_pair(tbl, "GopmiLogLevel", gconf.log_level);
 	if (gconf.pmix)
 		s_p_parse_pair(tbl, "GopmiPMIx", gconf.pmix);
+	if (gconf.on_demand)
+		s_p_parse_pair(tbl, "GopmiOnDemand", gconf.on_demand);
 	v = xstrdup_printf("%u", gconf.timeout);
 	s_p_parse_pair(tbl, "GopmiTimeout", v);
 	xfree(v);
@@ -1418,6 +1680,7 @@ extern List mpi_p_conf_get_printable(void)
 	add_pair(l, "GopmiFenceMode", xstrdup(gconf.fence_mode ? gconf.fence_mode : "collect"));
 	add_pair(l, "GopmiLogLevel", xstrdup(gconf.log_level ? gconf.log_level : "info"));
 	add_pair(l, "GopmiPMIx", xstrdup(gconf.pmix ? gconf.pmix : "auto"));
+	add_pair(l, "GopmiOnDemand", xstrdup(gconf.on_demand ? gconf.on_demand : "yes"));
 	add_pair(l, "GopmiStartTimeout", xstrdup_printf("%u", gconf.start_timeout));
 	add_pair(l, "GopmiTimeout", xstrdup_printf("%u", gconf.timeout));
 	add_pair(l, "GopmiTreeWidth", xstrdup_printf("%u", gconf.tree_width));
