@@ -132,6 +132,9 @@ func socketpair(name string) (server, client *os.File, err error) {
 	return os.NewFile(uintptr(fds[0]), name+"-shim"), os.NewFile(uintptr(fds[1]), name+"-task"), nil
 }
 
+// hangupDeath is exitInfo's words for a process SIGHUP killed.
+var hangupDeath = fmt.Sprintf("was killed by signal %d (%s)", int(syscall.SIGHUP), syscall.SIGHUP)
+
 // exitInfo describes how a process ended: the status gopmi run would
 // exit with for it (128+signal for a signal), and words for humans.
 func exitInfo(ps *os.ProcessState) (status int, state, human string) {

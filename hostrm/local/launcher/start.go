@@ -68,6 +68,7 @@ type runNode struct {
 	how       string // how it ended, in words: "exited with status 3"
 	why       string // the line that reports its failure
 	signalled bool   // gopmi run stopped it
+	hungUp    bool   // gopmi run told it every task ended (SIGHUP); guarded by mu
 }
 
 // stop asks the server to end: a shim gets sig, a node served here stops
@@ -88,6 +89,7 @@ func (n *runNode) stop(sig syscall.Signal) {
 // (SIGHUP). It is no stop: the server's exit status still counts.
 func (n *runNode) hangup() {
 	if !isClosed(n.exited) && n.shim != nil && n.shim.pid > 0 && !isZombie(n.shim.pid) {
+		n.hungUp = true
 		_ = syscall.Kill(n.shim.pid, syscall.SIGHUP)
 	}
 }
@@ -526,6 +528,12 @@ func (l *Launcher) taskEnded(rj *runJob, t *runTask, ex taskExit, state string) 
 func (l *Launcher) serverEnded(rj *runJob, n *runNode, code int, how, why string) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if how == hangupDeath && n.hungUp {
+		// Told that every task ended, it ended: a server that the
+		// hangup caught before it could take it (its handler not yet
+		// or no longer there) ended as asked, not failed.
+		code, why = 0, ""
+	}
 	n.code, n.how, n.why = code, how, why
 	close(n.exited)
 	rj.procs--
