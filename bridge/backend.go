@@ -116,12 +116,12 @@ func (b *Backend) Wait(ctx context.Context) error {
 	}
 }
 
-// drainer is the backend as a FinalizeDrainer, once up.
-func (b *Backend) drainer() (FinalizeDrainer, bool) {
+// drainer is the backend as a plugin.FinalizeDrainer, once up.
+func (b *Backend) drainer() (plugin.FinalizeDrainer, bool) {
 	if !b.IsUp() {
 		return nil, false
 	}
-	d, ok := b.full.(FinalizeDrainer)
+	d, ok := b.full.(plugin.FinalizeDrainer)
 	return d, ok
 }
 

@@ -309,15 +309,6 @@ func (s *Session) finalize(r *request) {
 	r.ok()
 }
 
-// FinalizeDrainer is a backend, in the host's own process, through which
-// other nodes' answers pass (a fence tree's interior node): its host
-// answers a rank's finalize only once DrainBeforeFinalize returned, so
-// that the rank's exit cannot end the process under an answer still on
-// its way.
-type FinalizeDrainer interface {
-	DrainBeforeFinalize(ctx context.Context)
-}
-
 // notices batches the ClientConnected and ClientFinalized reports: while
 // one call is in flight the next ranks queue up and go together, so a job
 // of a thousand ranks costs a few calls, not two thousand.

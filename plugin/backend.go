@@ -63,6 +63,17 @@ type EventNotifier interface {
 	NotifyEvent(ctx context.Context, req *EventRequest) error
 }
 
+// FinalizeDrainer is a backend in its host's own process through which
+// other nodes' answers pass (a fence tree's interior node: package
+// hostrm/slurm, WithFinalizeDrain). Its host answers a rank's finalize
+// only once DrainBeforeFinalize returned, so that the rank's exit cannot
+// end the process under an answer still on its way. It is never served
+// over the contract's gRPC: a backend in a process of its own must not
+// count on it.
+type FinalizeDrainer interface {
+	DrainBeforeFinalize(ctx context.Context)
+}
+
 // Full is a backend with every capability. The host holds one; Complete
 // builds it from any Backend.
 type Full interface {

@@ -160,7 +160,7 @@ func (n *Node) Configure(ctx context.Context, req *plugin.ConfigureRequest) (*pl
 		log = n.log
 	}
 	t := newTree(treeConfig{width: n.width, job: req.Job, self: req.Job.NodeIndex(req.NodeID), toRoot: n.Relay,
-		secret: n.secret, log: *log, clock: n.clock, finalizeDrain: n.drainAtFinalize})
+		secret: n.secret, log: *log, clock: n.clock})
 	host := n.host
 	n.mu.Unlock()
 	if err := t.serveChildren(ctx, host); err != nil {
@@ -183,7 +183,7 @@ func (n *Node) Fence(ctx context.Context, req *plugin.FenceRequest) (*plugin.Fen
 	}
 	resp, err := t.fence(ctx, req)
 	if err == nil && !n.drainAtFinalize {
-		t.awaitChildren(req.ID)
+		t.awaitChildren(ctx, req.ID)
 	}
 	return resp, err
 }
@@ -196,7 +196,7 @@ func (n *Node) DrainBeforeFinalize(ctx context.Context) {
 	t := n.tree
 	n.mu.Unlock()
 	if t != nil && n.drainAtFinalize {
-		t.drainAll(ctx)
+		t.awaitChildren(ctx, "")
 	}
 }
 

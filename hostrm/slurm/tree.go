@@ -106,8 +106,6 @@ type treeConfig struct {
 	// listen makes the children's listener; nil: net.Listen (tests
 	// pass a failing one).
 	listen func(network, addr string) (net.Listener, error)
-	// finalizeDrain: see tree.finalizeDrain.
-	finalizeDrain bool
 }
 
 // tree is one node's place in its job's fence tree.
@@ -137,12 +135,8 @@ type tree struct {
 	// passing up and down; childDone is broadcast as each ends. Guarded
 	// by mu.
 	children  map[string]int
-	childEnd  map[string]time.Time // when the last child's part of a fence returned (not with finalizeDrain)
-	lastEnd   time.Time            // when any child's part last returned
+	lastEnd   time.Time // when a child's part last returned
 	childDone wake.Cond
-	// finalizeDrain: the node's ranks wait for the children's parts once,
-	// before their finalize (drainAll), not per fence (awaitChildren).
-	finalizeDrain bool
 }
 
 func newTree(c treeConfig) *tree {
@@ -161,8 +155,6 @@ func newTree(c treeConfig) *tree {
 		ctl:    treeControl{root: c.toRoot, job: c.job, self: c.self},
 		listen: c.listen,
 		open:   map[string]*gather{},
-
-		finalizeDrain: c.finalizeDrain,
 	}
 }
 
@@ -510,13 +502,6 @@ func (t *tree) childCall(id string, d int) {
 	if t.children[id] <= 0 {
 		delete(t.children, id)
 		t.lastEnd = time.Now()
-		if !t.finalizeDrain {
-			// awaitChildren(id) reads and deletes it.
-			if t.childEnd == nil {
-				t.childEnd = map[string]time.Time{}
-			}
-			t.childEnd[id] = t.lastEnd
-		}
 	}
 	t.mu.Unlock()
 	if d < 0 {
@@ -524,53 +509,26 @@ func (t *tree) childCall(id string, d int) {
 	}
 }
 
-// awaitChildren waits, at most childDrain, until no child's part of
-// fence id is still on its way through this node. A fence's parts are
-// answered together, but this node's ranks, answered first, may finalize
-// and end the node's gopmi (its stepd kills it with them) while a child's
-// answer still has to pass through it.
-func (t *tree) awaitChildren(id string) {
+// awaitChildren waits, at most childDrain or until ctx ends, until no
+// child's part of fence id ("": of any fence) is still on its way through
+// this node, and childFlush after the last one returned, for its answer
+// to be written. A fence's parts are answered together, but this node's
+// ranks, answered first, may finalize and end the node's gopmi (its stepd
+// kills it with them) while a child's answer still has to pass through
+// it: a node waits so per fence, or with WithFinalizeDrain once, for any
+// fence, before its ranks finalize. A fence of other ranks passing
+// through (a subset's, another job's) holds that wait up to childDrain:
+// its parts would be cut off when the node ends anyway.
+func (t *tree) awaitChildren(ctx context.Context, id string) {
 	bound := time.NewTimer(childDrain)
 	defer bound.Stop()
 	for {
 		t.mu.Lock()
 		n := t.children[id]
-		end, ok := t.childEnd[id]
-		if n == 0 {
-			delete(t.childEnd, id)
-		}
-		ch := t.childDone.C()
-		t.mu.Unlock()
-		if n == 0 {
-			// Their answers are written after the calls return.
-			if left := childFlush - time.Since(end); ok && left > 0 {
-				time.Sleep(left)
+		if id == "" {
+			for _, c := range t.children {
+				n += c
 			}
-			return
-		}
-		select {
-		case <-ch:
-		case <-bound.C:
-			return
-		}
-	}
-}
-
-// drainAll waits, at most childDrain or until ctx ends, until no child's
-// part of any fence is on its way through this node, and childFlush
-// after the last one returned: what awaitChildren does for one fence,
-// done once before this node's ranks finalize (WithFinalizeDrain). A
-// fence of other ranks passing through (a subset's, another job's) holds
-// it up to childDrain: its parts would be cut off when the node ends
-// anyway.
-func (t *tree) drainAll(ctx context.Context) {
-	bound := time.NewTimer(childDrain)
-	defer bound.Stop()
-	for {
-		t.mu.Lock()
-		n := 0
-		for _, c := range t.children {
-			n += c
 		}
 		last := t.lastEnd
 		ch := t.childDone.C()

@@ -508,7 +508,7 @@ func TestNodeLoggerReachesTheTree(t *testing.T) {
 	}
 }
 
-// drainAll, before a rank's finalize (WithFinalizeDrain), returns once no
+// awaitChildren of any fence, before a rank's finalize (WithFinalizeDrain), returns once no
 // child's part of any fence is passing through the node, and childFlush
 // after the last one returned, for its answer to be written.
 func TestDrainBeforeFinalize(t *testing.T) {
@@ -517,7 +517,7 @@ func TestDrainBeforeFinalize(t *testing.T) {
 	r.tree.childCall("f/2", 1)
 	done := make(chan time.Time, 1)
 	go func() {
-		r.tree.drainAll(context.Background())
+		r.tree.awaitChildren(context.Background(), "")
 		done <- time.Now()
 	}()
 	r.tree.childCall("f/1", -1)
@@ -539,7 +539,7 @@ func TestDrainBeforeFinalize(t *testing.T) {
 	// Nothing passing through: at once.
 	start := time.Now()
 	time.Sleep(childFlush)
-	r.tree.drainAll(context.Background())
+	r.tree.awaitChildren(context.Background(), "")
 	if d := time.Since(start); d > childFlush+100*time.Millisecond {
 		t.Errorf("an idle node drained in %v", d)
 	}

@@ -34,12 +34,12 @@ type dmodexWaits struct {
 	// version numbers libpmix's answers in the order they came (frames.go).
 	version uint64
 	// watches are the requests that watch for a client's first commit
-	// (watchCommits), by id; committed are the clients that committed.
-	watches   map[uintptr]plugin.Proc
-	committed map[plugin.Proc]bool
-	// sent is, per client, a digest of the data last handed to the
-	// backend by a fence that collects nothing or a hand-over: unchanged
-	// data is not sent again (the backend keeps every contribution).
+	// (watchCommits), by id.
+	watches map[uintptr]plugin.Proc
+	// sent is, per client that committed, a digest of the data last
+	// handed to the backend by its first commit's hand-over or a fence
+	// that collects nothing: unchanged data is not sent again (the
+	// backend keeps every contribution).
 	sent map[plugin.Proc][sha256.Size]byte
 	// handing is the data of the clients that committed first since the
 	// last hand-over, framed, and whose they are; flushing is set while
@@ -75,7 +75,7 @@ func (s *Server) watchCommits(nspace string, ranks []int32) {
 		p := plugin.Proc{Nspace: nspace, Rank: r}
 		s.mu.Lock()
 		if s.dmodex.watches == nil {
-			s.dmodex.watches, s.dmodex.committed = map[uintptr]plugin.Proc{}, map[plugin.Proc]bool{}
+			s.dmodex.watches, s.dmodex.sent = map[uintptr]plugin.Proc{}, map[plugin.Proc][sha256.Size]byte{}
 		}
 		s.dmodex.next++
 		id := s.dmodex.next
@@ -96,7 +96,7 @@ func (s *Server) watchCommits(nspace string, ranks []int32) {
 func (s *Server) committedLocked(procs []plugin.Proc) []plugin.Proc {
 	var out []plugin.Proc
 	for _, p := range procs {
-		if s.dmodex.committed[p] {
+		if _, ok := s.dmodex.sent[p]; ok {
 			out = append(out, p)
 		}
 	}
@@ -199,9 +199,6 @@ func (s *Server) sending(p plugin.Proc, data []byte) bool {
 	sum := sha256.Sum256(data)
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.dmodex.sent == nil {
-		s.dmodex.sent = map[plugin.Proc][sha256.Size]byte{}
-	}
 	if last, ok := s.dmodex.sent[p]; ok && last == sum {
 		return false
 	}
@@ -229,14 +226,10 @@ func goDmodexAnswer(id C.uintptr_t, st C.int, data *C.char, n C.size_t) {
 	if p, ok := s.dmodex.watches[uintptr(id)]; ok {
 		// A client's first commit (watchCommits).
 		delete(s.dmodex.watches, uintptr(id))
-		s.dmodex.committed[p] = true
 		// What it committed, or none (an error: nothing for other
 		// nodes), which a reader elsewhere is then told at once.
 		s.dmodex.handing = appendDmodex(s.dmodex.handing, p.Nspace, uint32(p.Rank), d.version, d.data)
 		s.dmodex.handingProcs = append(s.dmodex.handingProcs, p)
-		if s.dmodex.sent == nil {
-			s.dmodex.sent = map[plugin.Proc][sha256.Size]byte{}
-		}
 		s.dmodex.sent[p] = sha256.Sum256(d.data)
 		flush := !s.dmodex.flushing
 		s.dmodex.flushing = true

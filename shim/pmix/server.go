@@ -358,12 +358,6 @@ func goClientConnected(ns *C.char, rank C.uint32_t) {
 	}
 }
 
-// finalizeDrainer is a backend in this process through which other
-// nodes' answers pass (bridge.FinalizeDrainer, slurm.WithFinalizeDrain).
-type finalizeDrainer interface {
-	DrainBeforeFinalize(ctx context.Context)
-}
-
 //export goClientFinalized
 func goClientFinalized(ns *C.char, rank C.uint32_t, cbfunc C.pmix_op_cbfunc_t, cbdata unsafe.Pointer) C.int {
 	p := procOf(ns, rank)
@@ -386,7 +380,7 @@ func goClientFinalized(ns *C.char, rank C.uint32_t, cbfunc C.pmix_op_cbfunc_t, c
 			case <-time.After(5 * time.Second):
 			}
 		}
-		if d, ok := s.be.(finalizeDrainer); ok {
+		if d, ok := s.be.(plugin.FinalizeDrainer); ok {
 			// The backend passes other nodes' answers through this
 			// process: the client exits only once they left.
 			ctx, cancel := s.newsContext()
