@@ -334,6 +334,12 @@ func TestOpenMPIUnderSrun(t *testing.T) {
 	if r.ExitCode != 0 || !strings.Contains(r.Stdout, "bench n=4 k=8 g=3") {
 		t.Errorf("pmix_bench collect=0: %s", slurmFailure(c, r))
 	}
+	// A second commit read from the other node with no fence between.
+	late := buildPMIxClientFrom(t, filepath.Join("testdata", "src"), "pmix_late")
+	r = runOn(t, c, time.Minute, []string{"srun", "--mpi=gopmi", "-N2", "-n2", late}, "GOPMI_PMIX=1")
+	if r.ExitCode != 0 || strings.Count(r.Stdout, "ok late rank=") != 2 {
+		t.Errorf("pmix_late: %s", slurmFailure(c, r))
+	}
 	// Each PMIx step's node shim worked in a directory its stepd made,
 	// which the stepd removes when it ends, also after killing the shim.
 	waitFor(t, "the stepds to remove their PMIx shims' directories", func() bool {

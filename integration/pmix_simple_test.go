@@ -161,4 +161,12 @@ func TestPMIxDirectModex(t *testing.T) {
 			t.Errorf("pmix_bench collect=%s across 3 nodes: %s", collect, output(r))
 		}
 	}
+	// A commit after the first reaches a reader on another node with no
+	// fence between: its server hands it over too, and the reader waits
+	// for the key libpmix asks for (Open MPI's async modex commits twice).
+	late := buildPMIxClientFrom(t, filepath.Join("testdata", "src"), "pmix_late")
+	r := runArgv(t, runOpts{timeout: time.Minute}, []string{gopmiBin, "run", "-pmix", "-ppn", "1", "-n", "3", late})
+	if r.ExitCode != 0 || strings.Count(r.Stdout, "ok late rank=") != 3 {
+		t.Errorf("pmix_late across 3 nodes: %s", output(r))
+	}
 }

@@ -17,7 +17,8 @@ const (
 	// APIVersion11 adds the query vocabulary (query.go): a Querier
 	// answers its keys by their PMIx names (and 1.0's), in its formats,
 	// the proc table as JSON rows of ProcInfo, not text lines. The
-	// conformance suite checks it of a backend that lists 1.1.
+	// conformance suite checks it of a backend that lists 1.1. Node.Addr
+	// is new in 1.1 too.
 	APIVersion11 = "1.1"
 )
 
@@ -124,6 +125,11 @@ type Node struct {
 	ID    int32
 	Name  string
 	Ranks []int32
+	// Addr is the node's network address as the resource manager knows
+	// it (Slurm's NodeAddr), when it gives one: a backend that links its
+	// nodes to each other dials it. Empty: Name is the address. Since
+	// APIVersion11; a 1.0 peer ignores it.
+	Addr string
 }
 
 // App is one executable of a job: its ranks are FirstRank..FirstRank+Size-1,

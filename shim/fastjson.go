@@ -315,6 +315,7 @@ func jobFields(j *shimv1.Job) []fastField {
 					{"id", "id", func(d *fastDec) { n.Id = d.int32() }},
 					{"name", "name", func(d *fastDec) { n.Name = d.str() }},
 					{"ranks", "ranks", func(d *fastDec) { d.array(func() { n.Ranks = append(n.Ranks, d.int32()) }) }},
+					{"addr", "addr", func(d *fastDec) { n.Addr = d.str() }},
 				})
 				j.Nodes = append(j.Nodes, n)
 			})

@@ -23,6 +23,7 @@ import (
 func richBootstrap() *shimv1.Bootstrap {
 	b := oneNode(2)
 	b.NodeId = 0
+	b.Job.Nodes[0].Addr = "10.1.2.3"
 	b.Job.UniverseSize = 8
 	b.Job.Parent = "parent.0"
 	b.Job.Apps = []*shimv1.App{{FirstRank: 0, Size: 1, Cmd: "a", Ranks: []int32{0}}, {FirstRank: 1, Size: 1, Cmd: "b c"}}

@@ -97,6 +97,7 @@ static s_p_options_t gopmi_options[] = {
 	{"GopmiValMax", S_P_UINT32},
 	{"GopmiKVSMaxMiB", S_P_UINT32},
 	{"GopmiTreeWidth", S_P_UINT32},
+	{"GopmiTreePorts", S_P_STRING},
 	{"GopmiPMIx", S_P_STRING},
 	{"GopmiOnDemand", S_P_STRING},
 	{NULL}
@@ -113,7 +114,8 @@ static struct {
 	uint32_t kvs_max_mib;   /* KVS bytes a shim holds per job, MiB; 0: gopmi's default */
 	char *pmix;             /* auto (NULL), yes, no */
 	char *on_demand;        /* yes (NULL), no: start the shim when a task first speaks PMI */
-} gconf = { NULL, NULL, NULL, 0, 30, 0, 16, 0, NULL, NULL };
+	char *tree_ports;       /* LOW-HIGH: where the nodes listen for each other */
+} gconf = { NULL, NULL, NULL, 0, 30, 0, 16, 0, NULL, NULL, NULL };
 
 static const char *bindir(void)
 {
@@ -147,17 +149,25 @@ static void json_str(char **buf, const char *s)
 /* srun's side                                                         */
 
 /* layout_json writes the step's nodes, in Slurm's node order, with the
- * ranks each runs, as the bootstrap's job.nodes. Only srun knows every
- * node's ranks; it hands them to the stepds in the step's environment. */
+ * ranks each runs and its NodeAddr, as the bootstrap's job.nodes. Only
+ * srun knows every node's ranks; it hands them to the stepds in the
+ * step's environment. The nodes link to each other at their NodeAddr
+ * (without one, at their name). */
 static char *layout_json(const slurm_step_layout_t *lay)
 {
 	hostlist_t hl = hostlist_create(lay->node_list);
-	char *b = xstrdup("["), *name;
+	char *b = xstrdup("["), *name, *addr;
 
 	for (uint32_t n = 0; n < lay->node_cnt; n++) {
 		name = hostlist_nth(hl, n);
 		xstrfmtcat(b, "%s{\"id\":%u,\"name\":", n ? "," : "", n);
 		json_str(&b, name ? name : "");
+		addr = name ? slurm_conf_get_address(name) : NULL;
+		if (addr && addr[0] && (!name || strcmp(addr, name))) {
+			xstrcat(b, ",\"addr\":");
+			json_str(&b, addr);
+		}
+		xfree(addr);
 		free(name);
 		xstrcat(b, ",\"ranks\":[");
 		for (uint32_t t = 0; t < lay->tasks[n]; t++)
@@ -991,6 +1001,10 @@ static char *bootstrap(const stepd_step_rec_t *job, char **env, const char *coor
 		t = timeout;
 	xstrcat(b, ",\"-tree-width\",");
 	json_str(&b, t);
+	if (gconf.tree_ports) {
+		xstrcat(b, ",\"-tree-ports\",");
+		json_str(&b, gconf.tree_ports);
+	}
 	/* A spawned step's backend starts at once: the coordinator counts its
 	 * nodes in to know that the spawn started; so does a PMIx face's,
 	 * whose clients' calls come through libpmix, not the shim's reads. */
@@ -1625,6 +1639,7 @@ extern void mpi_p_conf_set(s_p_hashtbl_t *tbl)
 	s_p_get_uint32(&gconf.tree_width, "GopmiTreeWidth", tbl);
 	s_p_get_string(&gconf.pmix, "GopmiPMIx", tbl);
 	s_p_get_string(&gconf.on_demand, "GopmiOnDemand", tbl);
+	s_p_get_string(&gconf.tree_ports, "GopmiTreePorts", tbl);
 	if (!gconf.start_timeout)
 		gconf.start_timeout = 30;
 	if (!gconf.tree_width)
@@ -1646,6 +1661,8 @@ extern s_p_hashtbl_t *mpi_p_conf_get(void)
 		s_p_parse_pair(tbl, "GopmiPMIx", gconf.pmix);
 	if (gconf.on_demand)
 		s_p_parse_pair(tbl, "GopmiOnDemand", gconf.on_demand);
+	if (gconf.tree_ports)
+		s_p_parse_pair(tbl, "GopmiTreePorts", gconf.tree_ports);
 	v = xstrdup_printf("%u", gconf.timeout);
 	s_p_parse_pair(tbl, "GopmiTimeout", v);
 	xfree(v);
@@ -1684,6 +1701,7 @@ extern List mpi_p_conf_get_printable(void)
 	add_pair(l, "GopmiStartTimeout", xstrdup_printf("%u", gconf.start_timeout));
 	add_pair(l, "GopmiTimeout", xstrdup_printf("%u", gconf.timeout));
 	add_pair(l, "GopmiTreeWidth", xstrdup_printf("%u", gconf.tree_width));
+	add_pair(l, "GopmiTreePorts", xstrdup(gconf.tree_ports ? gconf.tree_ports : "20000-32767"));
 	add_pair(l, "GopmiValMax", xstrdup_printf("%u", gconf.val_max));
 	add_pair(l, "GopmiKVSMaxMiB", xstrdup_printf("%u", gconf.kvs_max_mib));
 	return l;

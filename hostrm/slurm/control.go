@@ -2,29 +2,27 @@ package slurm
 
 import (
 	"context"
-	"strconv"
 	"time"
 
 	"github.com/gopmi/gopmi/plugin"
 )
 
-// The fence tree's control protocol. A job's fence tree needs two facts
-// that no node knows alone; both travel through the coordinator's name
-// service, in the job's namespace range, under names that begin with a
-// NUL. PMI clients cannot send a NUL, so no task can publish, look up or
-// unpublish them, and the coordinator needs no call of its own for them.
+// The fence tree's control protocol. A node must learn of its job's
+// abort, which the coordinator decides: the fences it gathers and the
+// reads of its data it answers must fail. It asks up its link, as a
+// lookup in the job's namespace range of a name that begins with a NUL.
+// PMI clients cannot send a NUL, so no task can publish, look up or
+// unpublish it, and the coordinator needs no call of its own for it.
 //
-//	"\x00gopmi-slurm-tree/<nspace>/<i>"  node index i's address ("host:port")
-//	                                     for its children: published by node i
-//	                                     once it listens, looked up (waiting)
-//	                                     by each child before its first fence
-//	"\x00gopmi-slurm-watch/<nspace>"     never published: a node with children
-//	                                     looks it up, waiting, and the job's
-//	                                     abort fails that lookup at once
+//	"\x00gopmi-slurm-watch/<nspace>"     never published: a node looks it up,
+//	                                     waiting; the job's abort fails that
+//	                                     lookup at once. A parent node answers
+//	                                     its children's watches itself, from
+//	                                     its own, so the coordinator holds
+//	                                     only the top nodes'.
 //
-// A node with children holds its subtree's fence calls, which the
-// coordinator does not see; the watch is how it learns of an abort the
-// coordinator decided. treeControl is the protocol's only speaker.
+// treeControl is the protocol's only speaker; subtreeServer.Lookup its
+// only answerer below the coordinator.
 
 // controlPrefix begins every control name.
 const controlPrefix = "\x00gopmi-slurm-"
@@ -36,10 +34,6 @@ type treeControl struct {
 	self int // the node's index in job.Nodes
 }
 
-func addrName(nspace string, node int) string {
-	return controlPrefix + "tree/" + nspace + "/" + strconv.Itoa(node)
-}
-
 func watchName(nspace string) string {
 	return controlPrefix + "watch/" + nspace
 }
@@ -48,30 +42,6 @@ func watchName(nspace string) string {
 // rank, a process of the job, so that the job's range applies.
 func (c treeControl) caller() plugin.Proc {
 	return plugin.Proc{Nspace: c.job.Nspace, Rank: c.job.Nodes[c.self].Ranks[0]}
-}
-
-// publishAddr tells this node's children where it listens.
-func (c treeControl) publishAddr(ctx context.Context, addr string) error {
-	return c.root.Publish(ctx, &plugin.PublishRequest{
-		Proc:  c.caller(),
-		Data:  []plugin.Info{{Key: addrName(c.job.Nspace, c.self), Value: addr}},
-		Range: plugin.RangeNamespace,
-	})
-}
-
-// lookupAddr waits up to wait for node index i's address.
-func (c treeControl) lookupAddr(ctx context.Context, node int, wait time.Duration) (string, error) {
-	resp, err := c.root.Lookup(ctx, &plugin.LookupRequest{
-		Proc: c.caller(), Keys: []string{addrName(c.job.Nspace, node)},
-		Range: plugin.RangeNamespace, Wait: true, Timeout: wait,
-	})
-	if err != nil {
-		return "", err
-	}
-	if len(resp.Data) == 0 {
-		return "", plugin.Errorf(plugin.ErrNotFound, "no address for node %s", c.job.Nodes[node].Name)
-	}
-	return resp.Data[0].Value, nil
 }
 
 // watchAbort waits up to wait for the job's abort: it returns an error

@@ -22,11 +22,14 @@
 // one process per node, as every gopmi backend (package plugin, "Process
 // model").
 //
-// Collecting fences go up the fence tree (tree.go): a node joins its part
-// with its children's and sends one call up. Every other call goes to the
-// coordinator (package coord), which holds the fences across the tree's
-// top, every node's data for direct modex, the name service, spawn,
-// connects and aborts.
+// Every call of a node goes up the fence tree (tree.go): a node joins its
+// part of a fence with its children's and sends one call up, and passes
+// its children's other calls (names, spawn, abort, Configure) on up its
+// own link, so that the coordinator (package coord), which holds the
+// fences across the tree's top, the name service, spawn, connects and
+// aborts, hears only the top nodes. In a job on several nodes each node
+// keeps its own fence data and serves the direct-modex reads of it
+// (modex.go); nodes find each other without the coordinator (peers.go).
 //
 // # The node's log
 //
@@ -48,8 +51,9 @@
 // # The link
 //
 // The coordinator listens on TCP (every interface; the stepds reach it at
-// srun's address, SLURM_SRUN_COMM_HOST). Every link of the step, a
-// node's to the coordinator and a tree child's to its parent node, is
+// srun's address, SLURM_SRUN_COMM_HOST). Every link of the step, a top
+// node's to the coordinator, a tree child's to its parent node and a
+// reader's to the node it reads, is
 // gopmi's authenticated link (package plugin/seclink) keyed with the step
 // secret: TLS 1.3, inside which both ends prove the secret, each in its
 // role (coordinator and node, tree-parent and tree-child), bound to the
@@ -58,8 +62,8 @@
 // encrypted, and a relay in the middle fails. A peer that cannot prove
 // the secret is closed and logged, and a silent one is dropped after 2 s
 // without holding up others. Then the link carries the gopmi.rm.v1 gRPC
-// service (package direct); each node keeps its one link to the
-// coordinator, and to its parent, for the step. The secret reaches the
+// service (package direct); each node keeps its one link up, and one to
+// each node it reads, for the step. The secret reaches the
 // node processes in their environment (GOPMI_SLURM_SECRET), never on a
 // command line, and the tasks never see it.
 //

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"io"
 	"net"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -14,9 +15,9 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/gopmi/gopmi/hostrm/local"
 	"github.com/gopmi/gopmi/plugin"
 	"github.com/gopmi/gopmi/plugin/grpcplugin/direct"
+	"github.com/gopmi/gopmi/plugin/plugintest"
 	"github.com/gopmi/gopmi/plugin/seclink"
 )
 
@@ -99,53 +100,55 @@ func TestImpostorCoordinator(t *testing.T) {
 	}
 }
 
-// A tree child looks its parent's address up at the coordinator and
-// talks to no parent that cannot prove the step secret, nor to an end
-// that proves it in another role (the coordinator's).
+// A tree child talks to no parent that cannot prove the step secret,
+// nor to an end that proves it in another role: the coordinator's, or
+// another node's of the same step (several nodes on one host).
 func TestImpostorTreeParent(t *testing.T) {
-	root := local.NewUniverse(local.UniverseOptions{Prefix: "slurm.9", LayoutByRM: true})
-	defer root.Close()
-	job := plugin.Job{Nspace: "slurm.9.0", Size: 2, Nodes: []plugin.Node{{ID: 0, Name: "n1", Ranks: []int32{0}}, {ID: 1, Name: "n2", Ranks: []int32{1}}}}
+	job := plugin.Job{Nspace: "slurm.9.0", Size: 3, Nodes: []plugin.Node{{ID: 0, Name: "n1", Ranks: []int32{0}, Addr: "127.0.0.1"},
+		{ID: 1, Name: "n2", Ranks: []int32{1}, Addr: "127.0.0.1"}, {ID: 2, Name: "n3", Ranks: []int32{2}, Addr: "127.0.0.1"}}}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	if _, err := root.Configure(ctx, &plugin.ConfigureRequest{Job: job, NodeID: 1}); err != nil {
-		t.Fatal(err)
+	listenAs := func(wrap func(net.Listener) (net.Listener, error)) (net.Listener, int) {
+		raw, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			t.Fatal(err)
+		}
+		l, err := wrap(raw)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sctx, stop := context.WithCancel(ctx)
+		served := make(chan struct{})
+		go func() {
+			defer close(served)
+			_ = direct.Serve(sctx, l, &plugintest.Fake{})
+		}()
+		t.Cleanup(func() { stop(); <-served })
+		return l, raw.Addr().(*net.TCPAddr).Port
 	}
-	// A server of the coordinator's role, with the right secret.
-	raw, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	coordLike, err := AuthListener(raw, testSecret, zerolog.Nop())
-	if err != nil {
-		t.Fatal(err)
-	}
-	sctx, stop := context.WithCancel(ctx)
-	served := make(chan struct{})
-	go func() {
-		defer close(served)
-		_ = direct.Serve(sctx, coordLike, root)
-	}()
-	defer func() { stop(); <-served }()
-	fake, _ := impostor(t, roleTreeParent)
+	_, coordPort := listenAs(func(l net.Listener) (net.Listener, error) { return AuthListener(l, testSecret, zerolog.Nop()) })
+	_, otherPort := listenAs(func(l net.Listener) (net.Listener, error) {
+		return listen(l, testSecret, parentRole(job.Nspace, 1), roleTreeChild, zerolog.Nop())
+	})
+	fake, _ := impostor(t, parentRole(job.Nspace, 0))
+	_, fakePort, _ := net.SplitHostPort(fake)
+	port, _ := strconv.Atoi(fakePort)
 
-	for _, c := range []struct{ name, addr, want string }{
-		{"an impostor parent", fake, "the tree-parent does not prove it holds the key"},
-		{"the coordinator's role", raw.Addr().String(), "not a tree-parent: it says it is a coordinator"},
+	for _, c := range []struct {
+		name string
+		port int
+		want string
+	}{
+		{"an impostor parent", port, "the " + parentRole(job.Nspace, 0) + " does not prove it holds the key"},
+		{"the coordinator's role", coordPort, "not a " + parentRole(job.Nspace, 0) + ": it says it is a coordinator"},
+		{"another node of the step", otherPort, "not a " + parentRole(job.Nspace, 0) + ": it says it is a " + parentRole(job.Nspace, 1)},
 	} {
-		if err := root.Publish(ctx, &plugin.PublishRequest{Proc: plugin.Proc{Nspace: job.Nspace, Rank: 0},
-			Data: []plugin.Info{{Key: addrName(job.Nspace, 0), Value: c.addr}}, Range: plugin.RangeNamespace}); err != nil {
-			t.Fatal(err)
+		if c.port+portTries > 65535 {
+			t.Skipf("port %d: no room for a range of %d", c.port, portTries)
 		}
-		tr := newTree(treeConfig{width: 1, job: job, self: 1, toRoot: root, secret: testSecret, log: zerolog.Nop()})
-		_, err := tr.parent(ctx, 3*time.Second)
-		if !errors.Is(err, plugin.ErrUnavailable) || !strings.Contains(err.Error(), "fence tree: the parent node n1 at "+c.addr) || !strings.Contains(err.Error(), c.want) {
+		_, err := dialNode(ctx, job, testSecret, portRange{c.port, c.port + portTries - 1}, 0, time.Second)
+		if !errors.Is(err, plugin.ErrUnavailable) || !strings.Contains(err.Error(), "fence tree: node n1") || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %v", c.name, err)
-		}
-		tr.close()
-		if err := root.Unpublish(ctx, &plugin.UnpublishRequest{Proc: plugin.Proc{Nspace: job.Nspace, Rank: 0},
-			Keys: []string{addrName(job.Nspace, 0)}, Range: plugin.RangeNamespace}); err != nil {
-			t.Fatal(err)
 		}
 	}
 }

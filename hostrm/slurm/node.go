@@ -4,9 +4,9 @@ import (
 	"context"
 	"flag"
 	"io"
-	"net"
 	"os"
 	"sync"
+	"time"
 
 	"github.com/rs/zerolog"
 
@@ -25,10 +25,12 @@ const (
 )
 
 // Node is the backend in a node's gopmi-rm-slurm: a plugin.Relay that
-// dials the step's coordinator, proves the step secret and forwards every
-// call. It is one process per job per node, as every gopmi backend (see
-// package plugin, "Process model"); what spans nodes happens in the
-// coordinator.
+// links to the node's parent in the fence tree (the nodes at its top to
+// the step's coordinator), proves the step secret and forwards every
+// call there; in a job on several nodes it keeps its own fence data and
+// serves it to the nodes that read it. It is one process per job per
+// node, as every gopmi backend (see package plugin, "Process model");
+// what spans nodes is decided in the coordinator.
 type Node struct {
 	*plugin.Relay
 
@@ -42,10 +44,18 @@ type Node struct {
 	// (DrainBeforeFinalize) instead of every fence's answer.
 	drainAtFinalize bool
 
+	ports portRange // where the nodes of a step listen for their children
+	// ancestorWait is how long the node tries an ancestor before the
+	// next one up (peers.go).
+	ancestorWait time.Duration
+
 	cfgMu sync.Mutex // one Configure at a time: one tree
 	mu    sync.Mutex
-	host  string // this node's address towards the coordinator
-	tree  *tree  // set by Configure for a job on several nodes
+	tree  *tree // set by Configure for a job on several nodes
+	// above are the nodes this node's calls go up through, nearest
+	// first (set by Configure for a job on several nodes); the
+	// coordinator when none answers.
+	above []int
 }
 
 // NodeOption configures a Node.
@@ -102,6 +112,7 @@ func newNode(args []string, getenv func(string) string, opts ...NodeOption) *Nod
 	fs.SetOutput(io.Discard)
 	addr := fs.String("coordinator", "", "")
 	width := fs.Int("tree-width", DefaultTreeWidth, "")
+	ports := fs.String("tree-ports", "", "")
 	if fs.Parse(args) != nil || *addr == "" {
 		*addr = getenv(EnvCoordinator)
 	}
@@ -109,7 +120,7 @@ func newNode(args []string, getenv func(string) string, opts ...NodeOption) *Nod
 		*width = DefaultTreeWidth
 	}
 	secret := getenv(EnvSecret)
-	n := &Node{width: *width, secret: secret}
+	n := &Node{width: *width, secret: secret, ports: parsePorts(*ports), ancestorWait: ancestorWait}
 	for _, o := range opts {
 		o(n)
 	}
@@ -120,18 +131,10 @@ func newNode(args []string, getenv func(string) string, opts ...NodeOption) *Nod
 		case n.secret == "":
 			return nil, nil, plugin.Errorf(plugin.ErrUnavailable, "gopmi-rm-slurm: no step secret in %s", EnvSecret)
 		}
-		dial := AuthDialer(n.secret)
-		c, err := direct.Dial(ctx, *addr, direct.WithDialer(func(ctx context.Context, a string) (net.Conn, error) {
-			conn, err := dial(ctx, a)
-			if err == nil {
-				if la, ok := conn.LocalAddr().(*net.TCPAddr); ok {
-					n.mu.Lock()
-					n.host = la.IP.String()
-					n.mu.Unlock()
-				}
-			}
-			return conn, err
-		}))
+		if c := n.dialAbove(ctx); c != nil {
+			return c.Backend(), c, nil
+		}
+		c, err := direct.Dial(ctx, *addr, direct.WithDialer(AuthDialer(n.secret)))
 		if err != nil {
 			return nil, nil, plugin.Wrapf(err, plugin.ErrUnavailable, "gopmi-rm-slurm: coordinator %s", *addr)
 		}
@@ -140,46 +143,71 @@ func newNode(args []string, getenv func(string) string, opts ...NodeOption) *Nod
 	return n
 }
 
-// Configure forwards the job's layout to the coordinator, and for a job on
-// several nodes takes this node's place in the fence tree: a node with
-// children listens for them and publishes its address.
+// Configure forwards the job's layout to the coordinator. For a job on
+// several nodes the node first takes its place in the fence tree: a node
+// with children listens for them, and every call of a node goes up
+// through its parent (tree.go), so that the coordinator hears only the
+// nodes at the top of the tree.
 func (n *Node) Configure(ctx context.Context, req *plugin.ConfigureRequest) (*plugin.ConfigureResponse, error) {
 	n.cfgMu.Lock()
 	defer n.cfgMu.Unlock()
-	resp, err := n.Relay.Configure(ctx, req)
-	if err != nil || len(req.Job.Nodes) < 2 {
-		return resp, err
+	if len(req.Job.Nodes) < 2 {
+		return n.Relay.Configure(ctx, req)
 	}
-	n.mu.Lock()
-	if n.tree != nil {
+	t := n.placed()
+	if t == nil {
+		log := zerolog.Ctx(ctx)
+		if n.log != nil {
+			log = n.log
+		}
+		self := req.Job.NodeIndex(req.NodeID)
+		if self < 0 {
+			return nil, plugin.Errorf(plugin.ErrInvalidArgument, "configure: node %d is not in job %s's layout", req.NodeID, req.Job.Nspace)
+		}
+		t = newTree(treeConfig{width: n.width, job: req.Job, self: self, toRoot: n.Relay,
+			secret: n.secret, ports: n.ports, log: *log, clock: n.clock})
+		// Placed before it serves: its abort watch, or a child's
+		// call, may dial up at once, and must go to the parent.
+		n.mu.Lock()
+		n.tree = t
+		n.above = ancestors(self, n.width)
 		n.mu.Unlock()
-		return resp, nil // Configure is idempotent
+		if err := t.serve(ctx); err != nil {
+			n.mu.Lock()
+			n.tree, n.above = nil, nil
+			n.mu.Unlock()
+			t.close()
+			return nil, err
+		}
 	}
-	log := zerolog.Ctx(ctx)
-	if n.log != nil {
-		log = n.log
-	}
-	t := newTree(treeConfig{width: n.width, job: req.Job, self: req.Job.NodeIndex(req.NodeID), toRoot: n.Relay,
-		secret: n.secret, log: *log, clock: n.clock})
-	host := n.host
-	n.mu.Unlock()
-	if err := t.serveChildren(ctx, host); err != nil {
-		t.close()
-		return nil, err
-	}
+	// The coordinator reads the job's data from its nodes for readers
+	// outside the job: it learns their port range here.
+	fwd := *req
+	fwd.Config = []byte(configTreePorts + n.ports.String())
+	return n.Relay.Configure(ctx, &fwd)
+}
+
+// placed is the node's place in its job's fence tree, nil before
+// Configure (or for a job on one node).
+func (n *Node) placed() *tree {
 	n.mu.Lock()
-	n.tree = t
-	n.mu.Unlock()
-	return resp, nil
+	defer n.mu.Unlock()
+	return n.tree
 }
 
 // Fence goes up the fence tree once Configure placed this node in it.
 func (n *Node) Fence(ctx context.Context, req *plugin.FenceRequest) (*plugin.FenceResponse, error) {
-	n.mu.Lock()
-	t := n.tree
-	n.mu.Unlock()
+	t := n.placed()
 	if t == nil {
 		return n.Relay.Fence(ctx, req)
+	}
+	// This node's data stays here for the nodes that read it
+	// (modex.go); only a collecting fence's goes up.
+	t.mine.add(req.Data)
+	if !req.Collect && len(req.Data) > 0 {
+		bare := *req
+		bare.Data = nil
+		req = &bare
 	}
 	resp, err := t.fence(ctx, req)
 	if err == nil && !n.drainAtFinalize {
@@ -188,13 +216,32 @@ func (n *Node) Fence(ctx context.Context, req *plugin.FenceRequest) (*plugin.Fen
 	return resp, err
 }
 
+// DirectModex reads a rank's data from the node that holds it: in a job
+// on several nodes, this node's own store or a peer node's over a link
+// kept for the step; else (another job's rank) through the coordinator.
+func (n *Node) DirectModex(ctx context.Context, req *plugin.ModexRequest) (*plugin.ModexResponse, error) {
+	t := n.placed()
+	if t == nil {
+		return n.Relay.DirectModex(ctx, req)
+	}
+	return t.directModex(ctx, req)
+}
+
+// DropReadLinks closes the links this node made to read other nodes'
+// data; later reads make new ones. Package scale, which runs thousands of
+// nodes in one process, frees their files with it.
+func (n *Node) DropReadLinks() {
+	t := n.placed()
+	if t != nil {
+		t.peers.drop()
+	}
+}
+
 // DrainBeforeFinalize returns once no child's answer is on its way
 // through this node (at most 2 s, or ctx), with WithFinalizeDrain: a
 // host calls it before it answers a rank's finalize.
 func (n *Node) DrainBeforeFinalize(ctx context.Context) {
-	n.mu.Lock()
-	t := n.tree
-	n.mu.Unlock()
+	t := n.placed()
 	if t != nil && n.drainAtFinalize {
 		t.awaitChildren(ctx, "")
 	}
@@ -204,7 +251,7 @@ func (n *Node) DrainBeforeFinalize(ctx context.Context) {
 func (n *Node) Close() error {
 	n.mu.Lock()
 	t := n.tree
-	n.tree = nil
+	n.tree, n.above = nil, nil
 	n.mu.Unlock()
 	if t != nil {
 		t.close()
@@ -212,13 +259,19 @@ func (n *Node) Close() error {
 	return n.Relay.Close()
 }
 
-// GetInfo answers as the coordinator does, under the name "slurm".
-func (n *Node) GetInfo(ctx context.Context) (*plugin.BackendInfo, error) {
-	info, err := n.Relay.GetInfo(ctx)
-	if err != nil {
-		return nil, err
+// Info is what the Slurm backend answers GetInfo with: the coordinator's
+// universe (package coord) with its spawn, under the name "slurm". A node
+// answers it itself, so that a node below the tree's top asks nothing of
+// the coordinator before its Configure places it in the tree.
+func Info() *plugin.BackendInfo {
+	return &plugin.BackendInfo{
+		Name:         "slurm",
+		APIVersions:  []string{plugin.APIVersion1, plugin.APIVersion11},
+		Capabilities: []string{plugin.CapPublish, plugin.CapConnect, plugin.CapQuery, plugin.CapLog, plugin.CapNotify, plugin.CapSpawn},
 	}
-	out := *info
-	out.Name = "slurm"
-	return &out, nil
+}
+
+// GetInfo answers Info, without a call to the coordinator.
+func (n *Node) GetInfo(context.Context) (*plugin.BackendInfo, error) {
+	return Info(), nil
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/gopmi/gopmi/hostrm/local"
 	"github.com/gopmi/gopmi/plugin"
 	"github.com/gopmi/gopmi/plugin/grpcplugin/direct"
+	"github.com/gopmi/gopmi/plugin/plugintest"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -64,12 +65,15 @@ func TestTreeShape(t *testing.T) {
 // A node process without its coordinator or secret says what is missing.
 func TestNodeNeedsItsEnvironment(t *testing.T) {
 	ctx := context.Background()
-	_, err := newNode(nil, func(string) string { return "" }).GetInfo(ctx)
+	call := func(n *Node) error {
+		return n.Publish(ctx, &plugin.PublishRequest{Proc: plugin.Proc{Nspace: "j", Rank: 0}, Data: []plugin.Info{{Key: "k", Value: "v"}}})
+	}
+	err := call(newNode(nil, func(string) string { return "" }))
 	if !errors.Is(err, plugin.ErrUnavailable) || !strings.Contains(err.Error(), "no coordinator address") {
 		t.Fatalf("no address: %v", err)
 	}
 	env := map[string]string{EnvCoordinator: "127.0.0.1:1"}
-	_, err = newNode(nil, func(k string) string { return env[k] }).GetInfo(ctx)
+	err = call(newNode(nil, func(k string) string { return env[k] }))
 	if !errors.Is(err, plugin.ErrUnavailable) || !strings.Contains(err.Error(), "no step secret") {
 		t.Fatalf("no secret: %v", err)
 	}
@@ -89,10 +93,12 @@ func (c *counting) Fence(ctx context.Context, req *plugin.FenceRequest) (*plugin
 	return c.Full.Fence(ctx, req)
 }
 
-// At width 1, three nodes form a chain: a barrier's parts go up one by
-// one, each node's data its own for direct modex; a collecting fence
+// At width 1, three nodes form a chain: a barrier reaches the coordinator
+// as one call without data, each node's data its own, read from it by
+// direct modex; a collecting fence
 // reaches the coordinator as one call carrying every node's part, and
-// every node gets all the data.
+// every node gets all the data. Every call goes up the chain: the
+// coordinator holds one link, the top node's.
 func TestTreeJoinsFences(t *testing.T) {
 	root := local.NewUniverse(local.UniverseOptions{Prefix: "slurm.7", LayoutByRM: true})
 	defer root.Close()
@@ -115,7 +121,8 @@ func TestTreeJoinsFences(t *testing.T) {
 	defer func() { cancel(); <-served }()
 
 	job := plugin.Job{Nspace: "slurm.7.0", Size: 3, Nodes: []plugin.Node{
-		{ID: 0, Name: "n1", Ranks: []int32{0}}, {ID: 1, Name: "n2", Ranks: []int32{1}}, {ID: 2, Name: "n3", Ranks: []int32{2}},
+		{ID: 0, Name: "n1", Ranks: []int32{0}, Addr: "127.0.0.1"}, {ID: 1, Name: "n2", Ranks: []int32{1}, Addr: "127.0.0.1"},
+		{ID: 2, Name: "n3", Ranks: []int32{2}, Addr: "127.0.0.1"},
 	}}
 	env := map[string]string{EnvSecret: testSecret}
 	var nodes []*Node
@@ -148,11 +155,11 @@ func TestTreeJoinsFences(t *testing.T) {
 	}
 	fenceAll("world/1", false)
 	count.mu.Lock()
-	n := len(count.fences)
+	got := count.fences
 	count.fences = nil
 	count.mu.Unlock()
-	if n != 3 {
-		t.Fatalf("a barrier reached the coordinator in %d calls, want 3 (each node's data its own)", n)
+	if len(got) != 1 || len(got[0].LocalProcs) != 3 || len(got[0].Data) != 0 {
+		t.Fatalf("a barrier reached the coordinator as %+v, want one call carrying 3 ranks and no data (each node's data stays its own)", got)
 	}
 	resp, err := nodes[0].DirectModex(ctx, &plugin.ModexRequest{Requestor: plugin.Proc{Nspace: job.Nspace, Rank: 0}, Proc: plugin.Proc{Nspace: job.Nspace, Rank: 2}, Timeout: time.Second})
 	if err != nil || string(resp.Data) != "d2;" {
@@ -170,9 +177,10 @@ func TestTreeJoinsFences(t *testing.T) {
 		t.Fatalf("the coordinator saw %d fence calls (%+v), want one carrying 3 ranks", len(count.fences), count.fences)
 	}
 	count.mu.Unlock()
-	// Each node keeps its one link to the coordinator for every call.
-	if n := accepted.n.Load(); n != 3 {
-		t.Errorf("the coordinator accepted %d connections from 3 nodes, want 3: one link per node for the step", n)
+	// The top node keeps its one link to the coordinator for every
+	// call of the chain.
+	if n := accepted.n.Load(); n != 1 {
+		t.Errorf("the coordinator accepted %d connections from a chain of 3 nodes, want 1: the top node's", n)
 	}
 }
 
@@ -193,26 +201,56 @@ func (l *countingListener) Accept() (net.Conn, error) {
 	return c, err
 }
 
-// A caller waiting for the tree's parent to be found leaves when its own
-// deadline passes, not when the lookup in flight gives up.
-func TestTreeParentHonoursCallerDeadline(t *testing.T) {
+// A node whose parent never comes up (its tasks never speak PMI, so its
+// gopmi never starts) goes up past it to the next ancestor, and says so
+// in its log; the coordinator still hears only the top of the tree.
+func TestNodeGoesPastASilentParent(t *testing.T) {
 	root := local.NewUniverse(local.UniverseOptions{Prefix: "slurm.8", LayoutByRM: true})
-	job := plugin.Job{Nspace: "slurm.8.0", Size: 2, Nodes: []plugin.Node{{ID: 0, Name: "n1", Ranks: []int32{0}}, {ID: 1, Name: "n2", Ranks: []int32{1}}}}
-	ctx := context.Background()
-	if _, err := root.Configure(ctx, &plugin.ConfigureRequest{Job: job, NodeID: 1}); err != nil {
+	defer root.Close()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
 		t.Fatal(err)
 	}
-	// Node n2 at width 1 waits for n1's address, which n1 never publishes.
-	tr := newTree(treeConfig{width: 1, job: job, self: 1, toRoot: root, secret: testSecret, log: zerolog.Nop()})
-	defer tr.close()
-	go func() { _, _ = tr.parent(ctx, 3*time.Second) }()
-	time.Sleep(50 * time.Millisecond) // the first lookup is in flight
-	short, cancel := context.WithTimeout(ctx, 200*time.Millisecond)
-	defer cancel()
-	start := time.Now()
-	_, err := tr.parent(short, 3*time.Second)
-	if err == nil || time.Since(start) > 2*time.Second {
-		t.Fatalf("second caller: %v after %s, want an error near its 200 ms deadline", err, time.Since(start))
+	accepted := &countingListener{Listener: l}
+	al, err := AuthListener(accepted, testSecret, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
 	}
-	root.Close() // ends the first lookup
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		_ = direct.Serve(ctx, al, root)
+	}()
+	defer func() { cancel(); <-served }()
+
+	job := plugin.Job{Nspace: "slurm.8.0", Size: 3, Nodes: []plugin.Node{
+		{ID: 0, Name: "n1", Ranks: []int32{0}, Addr: "127.0.0.1"}, {ID: 1, Name: "n2", Ranks: []int32{1}, Addr: "127.0.0.1"},
+		{ID: 2, Name: "n3", Ranks: []int32{2}, Addr: "127.0.0.1"},
+	}}
+	env := map[string]string{EnvSecret: testSecret}
+	args := []string{"-coordinator", l.Addr().String(), "-tree-width", "1"}
+	top := newNode(args, func(k string) string { return env[k] })
+	defer top.Close()
+	if _, err := top.Configure(ctx, &plugin.ConfigureRequest{Job: job, NodeID: 0}); err != nil {
+		t.Fatal(err)
+	}
+	log := &plugintest.Buffer{}
+	leaf := newNode(args, func(k string) string { return env[k] }, WithLogger(zerolog.New(log)))
+	leaf.ancestorWait = 200 * time.Millisecond
+	defer leaf.Close()
+	if _, err := leaf.Configure(ctx, &plugin.ConfigureRequest{Job: job, NodeID: 2}); err != nil {
+		t.Fatal(err)
+	}
+	if err := leaf.Publish(ctx, &plugin.PublishRequest{Proc: plugin.Proc{Nspace: job.Nspace, Rank: 2},
+		Data: []plugin.Info{{Key: "from-n3", Value: "v"}}}); err != nil {
+		t.Fatal(err)
+	}
+	want := "fence tree: node n2 did not answer in 200ms; going up past it"
+	if !strings.Contains(log.String(), want) {
+		t.Errorf("the leaf's log lacks %q:\n%s", want, log.String())
+	}
+	if n := accepted.n.Load(); n != 1 {
+		t.Errorf("the coordinator accepted %d connections, want 1: the leaf went through n1", n)
+	}
 }

@@ -23,18 +23,20 @@ import (
 // shim and from its children's subtrees, and sends one call up with the
 // parts concatenated and the local participants joined; the answer comes
 // back down the same calls. A fence costs one message up and one down per
-// tree edge, and the coordinator hears at most w calls per fence. Nodes
-// with children listen on TCP for them (the step's authenticated, private
-// link, as the coordinator's, in the roles tree-parent and tree-child)
-// and publish their address through the coordinator (control.go says
-// how), where their children find it.
+// tree edge, and the coordinator hears at most w calls per fence. Every
+// node of a job on several nodes listens on TCP, for its children and for
+// the nodes that read its data (the step's authenticated, private link,
+// as the coordinator's, in the roles tree-parent and tree-child), at an
+// address and port the others compute (peers.go).
 //
-// Only collecting fences are joined: a barrier's parts (modex mode) go up
-// one by one, because the coordinator keeps each node's data for direct
-// modex. After a collecting fence, a direct modex of a rank may answer its
-// subtree's data, a superset of its node's (the host finds its keys by
-// rank in it). A node with children also watches for its job's abort,
-// which fails the fences it holds.
+// Every other call of a node goes up the same link: a node with children
+// passes its children's calls (names, spawn, abort, Configure) on to its
+// own parent, so that the coordinator holds at most w links.
+//
+// Barriers (modex mode) are joined as collecting fences are, without
+// their data: each node keeps its own and serves it (modex.go). Every
+// node watches for its job's abort at its parent, which fails the fences
+// it holds and the reads of its data.
 //
 // A subtree still missing a part when half the fence's Timeout has passed
 // sends what it has up, with the rest of the Timeout, and logs whom it
@@ -99,8 +101,9 @@ type treeConfig struct {
 	width  int
 	job    plugin.Job
 	self   int         // this node's index in job.Nodes
-	toRoot plugin.Full // the coordinator
+	toRoot plugin.Full // the node's link up: its parent, or the coordinator
 	secret string
+	ports  portRange
 	log    zerolog.Logger
 	clock  clock // nil: the wall clock
 	// listen makes the children's listener; nil: net.Listen (tests
@@ -116,20 +119,22 @@ type tree struct {
 	log    zerolog.Logger
 	clock  clock
 	crew   *crew
-	toRoot plugin.Full
+	toRoot plugin.Full // the node's link up (Node.dialAbove)
 	ctl    treeControl
 	secret string
+	ports  portRange
 	listen func(network, addr string) (net.Listener, error)
+	addr   string // where the children reach this node, once it listens
+	mine   store  // this node's own contributions (modex.go)
+	peers  *peers // links to the nodes read from (modex.go)
 
-	resolved wake.Cond // broadcast when a lookup of the parent ends
-
-	mu        sync.Mutex
-	up        plugin.Full // the parent: a node's subtree server, or the coordinator
-	upClose   func() error
-	resolving bool // a lookup of the parent is in flight
-	open      map[string]*gather
-	abortErr  error // the job was aborted: every fence fails with it
-	closed    bool
+	mu       sync.Mutex
+	open     map[string]*gather
+	abortErr error // the job was aborted: every fence fails with it
+	closed   bool
+	// abortSeen is closed once abortErr is set (or the tree closed):
+	// it answers the children's abort watches.
+	abortSeen wake.Cond
 
 	// children counts, per fence ID, the children's parts this node is
 	// passing up and down; childDone is broadcast as each ends. Guarded
@@ -147,7 +152,7 @@ func newTree(c treeConfig) *tree {
 		c.listen = net.Listen
 	}
 	return &tree{
-		width: c.width, job: c.job, self: c.self, toRoot: c.toRoot, secret: c.secret,
+		width: c.width, job: c.job, self: c.self, toRoot: c.toRoot, secret: c.secret, ports: c.ports,
 		// No job or node fields: the shim's logger has them.
 		log:    c.log,
 		clock:  c.clock,
@@ -155,6 +160,7 @@ func newTree(c treeConfig) *tree {
 		ctl:    treeControl{root: c.toRoot, job: c.job, self: c.self},
 		listen: c.listen,
 		open:   map[string]*gather{},
+		peers:  &peers{job: c.job, secret: c.secret, ports: c.ports},
 	}
 }
 
@@ -258,11 +264,9 @@ func (t *tree) fence(ctx context.Context, req *plugin.FenceRequest) (*plugin.Fen
 // alone, or joins its subtree's gather, which goes up when complete or at
 // half its time-out.
 func (t *tree) arrive(req *plugin.FenceRequest) arrival {
-	if !t.involves(req) || !req.Collect {
-		// Another job's fence (a connect's), no participant here, or a
-		// barrier whose parts the coordinator keeps per node for direct
-		// modex: the part goes up as it is, so that a node's data stays
-		// its own.
+	if !t.involves(req) {
+		// Another job's fence (a connect's), or no participant here:
+		// the part goes up as it is.
 		return arrival{up: req}
 	}
 	key := fenceKey(req)
@@ -472,8 +476,8 @@ func (t *tree) timeoutErr(g *gather) error {
 	return plugin.Errorf(plugin.ErrTimeout, "fence %s: %s did not answer in %s", g.req.ID, t.parentName(), d)
 }
 
-// close leaves the tree: the fences it holds fail, its goroutines and
-// timers end, and the link to the parent closes.
+// close leaves the tree: the fences it holds fail, and its goroutines
+// and timers end. The link up is the node's, which closes it.
 func (t *tree) close() {
 	t.mu.Lock()
 	t.closed = true
@@ -481,15 +485,10 @@ func (t *tree) close() {
 		t.answerAll(g, plugin.Errorf(plugin.ErrAborted, "fence %s: the node's fence tree has closed", g.req.ID))
 	}
 	t.mu.Unlock()
-	t.resolved.Close()
+	t.mine.fail(plugin.Errorf(plugin.ErrAborted, "the node has left the job"))
+	t.abortSeen.Close()
 	t.crew.close()
-	t.mu.Lock()
-	upClose := t.upClose
-	t.up, t.upClose = nil, nil
-	t.mu.Unlock()
-	if upClose != nil {
-		_ = upClose()
-	}
+	t.peers.close()
 }
 
 // childCall counts a child's part of fence id in (+1) or out (-1).

@@ -89,7 +89,8 @@ func (c *fakeClock) Advance(d time.Duration) {
 // The job of the tree tests: at width 1, node n1 (ranks 0-1) is under the
 // coordinator, n2 (ranks 2-3) under n1, n3 (rank 4) under n2.
 var treeJob = plugin.Job{Nspace: "slurm.9.0", Size: 5, Nodes: []plugin.Node{
-	{ID: 0, Name: "n1", Ranks: []int32{0, 1}}, {ID: 1, Name: "n2", Ranks: []int32{2, 3}}, {ID: 2, Name: "n3", Ranks: []int32{4}},
+	{ID: 0, Name: "n1", Ranks: []int32{0, 1}, Addr: "127.0.0.1"}, {ID: 1, Name: "n2", Ranks: []int32{2, 3}, Addr: "127.0.0.1"},
+	{ID: 2, Name: "n3", Ranks: []int32{4}, Addr: "127.0.0.1"},
 }}
 
 const treeTimeout = 10 * time.Second
@@ -358,7 +359,7 @@ func TestSubtreeServerFailureIsLogged(t *testing.T) {
 			return brokenListener{l}, err
 		}})
 	defer tr.close()
-	if err := tr.serveChildren(context.Background(), "127.0.0.1"); err != nil {
+	if err := tr.serve(context.Background()); err != nil {
 		t.Fatal(err)
 	}
 	want := "fence tree: serving node n1's subtree failed: the fences of ranks 2-3 (node n2), rank 4 (node n3) cannot reach it"
@@ -377,9 +378,9 @@ func TestTreeLostParentNamesSubtree(t *testing.T) {
 	r := newTreeRig(t, 0, func(context.Context, *plugin.FenceRequest) (*plugin.FenceResponse, error) {
 		return nil, plugin.Errorf(plugin.ErrUnavailable, "connection refused")
 	})
-	// A barrier part goes up as it is.
+	// A fence of this node's ranks alone goes up as it is.
 	req := part("n1", 0, 1)
-	req.Collect = false
+	req.Procs = req.LocalProcs
 	_, err := r.tree.fence(context.Background(), req)
 	want := "fence world/1: ranks 0-1 (node n1) cannot reach the coordinator: connection refused"
 	if !errors.Is(err, plugin.ErrUnavailable) || err.Error() != want {
@@ -463,7 +464,8 @@ func TestNodeLoggerReachesTheTree(t *testing.T) {
 	}()
 	defer func() { cancel(); <-served }()
 
-	job := plugin.Job{Nspace: "slurm.10.0", Size: 2, Nodes: []plugin.Node{{ID: 0, Name: "n1", Ranks: []int32{0}}, {ID: 1, Name: "n2", Ranks: []int32{1}}}}
+	job := plugin.Job{Nspace: "slurm.10.0", Size: 2, Nodes: []plugin.Node{{ID: 0, Name: "n1", Ranks: []int32{0}, Addr: "127.0.0.1"},
+		{ID: 1, Name: "n2", Ranks: []int32{1}, Addr: "127.0.0.1"}}}
 	env := map[string]string{EnvSecret: testSecret}
 	args := []string{"-coordinator", l.Addr().String(), "-tree-width", "1"}
 	given, fromCtx := &plugintest.Buffer{}, &plugintest.Buffer{}
@@ -479,10 +481,9 @@ func TestNodeLoggerReachesTheTree(t *testing.T) {
 	}
 
 	// n1 listens for n2; a stranger without the secret knocks.
-	addr, err := treeControl{root: root, job: job, self: 1}.lookupAddr(ctx, 0, 5*time.Second)
-	if err != nil {
-		t.Fatal(err)
-	}
+	n1.mu.Lock()
+	addr := n1.tree.addr
+	n1.mu.Unlock()
 	dctx, dcancel := context.WithTimeout(ctx, 5*time.Second)
 	defer dcancel()
 	if c, err := treeDialer(strings.Repeat("w", len(testSecret)))(dctx, addr); err == nil {

@@ -1,15 +1,14 @@
 package slurm
 
-// The tree's links: each node's to its parent (found through the
-// coordinator, control.go), and the listener a node with children serves
-// them on; both are the step's private link (auth.go, plugin/seclink), in
-// the roles tree-parent and tree-child.
+// The tree's links: each node's to its parent (peers.go finds it), and
+// the listener a node with children serves them on; both are the step's
+// private link (auth.go, plugin/seclink), in the roles tree-parent and
+// tree-child.
 
 import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"strings"
 	"sync"
 	"time"
@@ -83,68 +82,17 @@ func (t *tree) procGroups(procs []plugin.Proc) string {
 	return rankGroups(t.job, ranks, maxGroups)
 }
 
-// parent is the backend fences go up to: the coordinator for the nodes
-// under it, else the parent node's subtree server, whose address the
-// coordinator's name service holds. One lookup runs at a time, without
-// the tree's lock; callers waiting for it leave when their ctx ends.
-func (t *tree) parent(ctx context.Context, wait time.Duration) (plugin.Full, error) {
-	p := treeParent(t.self, t.width)
-	if p < 0 {
-		return t.toRoot, nil
-	}
-	for {
-		changed := t.resolved.C()
-		t.mu.Lock()
-		switch {
-		case t.up != nil:
-			up := t.up
-			t.mu.Unlock()
-			return up, nil
-		case t.closed:
-			t.mu.Unlock()
-			return nil, plugin.Errorf(plugin.ErrAborted, "fence tree: the node's fence tree has closed")
-		case !t.resolving:
-			t.resolving = true
-			t.mu.Unlock()
-			up, closer, err := t.resolve(ctx, p, wait)
-			t.mu.Lock()
-			t.resolving = false
-			if err == nil && t.closed {
-				_ = closer()
-				up, err = nil, plugin.Errorf(plugin.ErrAborted, "fence tree: the node's fence tree has closed")
-			} else if err == nil {
-				t.up, t.upClose = up, closer
-			}
-			t.mu.Unlock()
-			t.resolved.Broadcast()
-			return up, err
-		}
-		t.mu.Unlock()
-		select {
-		case <-changed:
-		case <-ctx.Done():
-			return nil, plugin.Errorf(plugin.ErrTimeout, "fence tree: the parent node %s: %v", t.job.Nodes[p].Name, ctx.Err())
-		}
-	}
+// parent is the backend fences go up to: the node's link up, to its
+// parent node (or, when that never answered, an ancestor or the
+// coordinator).
+func (t *tree) parent(context.Context, time.Duration) (plugin.Full, error) {
+	return t.toRoot, nil
 }
 
-// resolve looks the parent's address up and dials it.
-func (t *tree) resolve(ctx context.Context, p int, wait time.Duration) (plugin.Full, func() error, error) {
-	addr, err := t.ctl.lookupAddr(ctx, p, wait)
-	if err != nil {
-		return nil, nil, plugin.Wrapf(err, plugin.ErrUnavailable, "fence tree: the parent node %s", t.job.Nodes[p].Name)
-	}
-	c, err := direct.Dial(ctx, addr, direct.WithDialer(treeDialer(t.secret)))
-	if err != nil {
-		return nil, nil, plugin.Wrapf(err, plugin.ErrUnavailable, "fence tree: the parent node %s at %s", t.job.Nodes[p].Name, addr)
-	}
-	return c.Backend(), c.Close, nil
-}
-
-// watchAbort waits, at the coordinator, for the job's abort, which fails
-// a pending lookup of the job at once: then every fence gathered here
-// fails, and every later one. A node with children holds the only calls
-// of its subtree that the coordinator does not see.
+// watchAbort waits, up the node's link (at its parent, or at the
+// coordinator for a top node), for the job's abort, which fails a pending
+// watch at once: then every fence gathered here fails, and every later
+// one, and every read of this node's data.
 func (t *tree) watchAbort(ctx context.Context) {
 	for ctx.Err() == nil {
 		err := t.ctl.watchAbort(ctx, time.Hour)
@@ -168,37 +116,57 @@ func (t *tree) watchAbort(ctx context.Context) {
 	}
 }
 
-// aborted fails every gathered fence and every later one with err.
+// aborted fails every gathered fence and every later one with err, and
+// every read of this node's data, and tells the children watching.
 func (t *tree) aborted(err error) {
 	t.mu.Lock()
-	defer t.mu.Unlock()
 	t.abortErr = err
 	for _, g := range t.open {
 		t.answerAll(g, err)
 	}
+	t.mu.Unlock()
+	t.mine.fail(err)
+	t.abortSeen.Close()
 }
 
-// serveChildren listens for this node's children, when it has any, and
-// publishes where. host is this node's address as the coordinator sees
-// it.
-func (t *tree) serveChildren(ctx context.Context, host string) error {
-	if len(treeChildren(t.self, t.width, len(t.job.Nodes))) == 0 {
-		return nil
+// awaitAbort answers a child's abort watch (control.go) from what this
+// node knows: ErrAborted once the job was aborted, ErrTimeout when wait
+// passed without, so that the coordinator hears only the top nodes'.
+func (t *tree) awaitAbort(ctx context.Context, wait time.Duration) error {
+	timer := time.NewTimer(wait)
+	defer timer.Stop()
+	select {
+	case <-t.abortSeen.C():
+	case <-timer.C:
+		return plugin.Errorf(plugin.ErrTimeout, "no abort in %s", wait)
+	case <-ctx.Done():
+		return plugin.Errorf(plugin.ErrAborted, "abort watch: caller went away: %v", ctx.Err())
 	}
-	l, err := t.listen("tcp", net.JoinHostPort(host, "0"))
-	if err != nil {
-		return fmt.Errorf("fence tree: listen for the children: %w", err)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.abortErr != nil {
+		return t.abortErr
 	}
-	sl, err := treeListener(l, t.secret, t.log)
+	return plugin.Errorf(plugin.ErrUnavailable, "node %s has left the job", t.job.Nodes[t.self].Name)
+}
+
+// serve listens, at the address and port the other nodes compute
+// (peers.go), for this node's children and for the nodes that read its
+// data (modex.go).
+func (t *tree) serve(context.Context) error {
+	l, err := t.listenTree()
 	if err != nil {
-		_ = l.Close()
+		return fmt.Errorf("fence tree: listen for the other nodes: %w", err)
+	}
+	sl, err := listen(l, t.secret, parentRole(t.job.Nspace, t.self), roleTreeChild, t.log)
+	if err != nil {
 		return fmt.Errorf("fence tree: %w", err)
 	}
 	served := t.crew.spawn(func(ctx context.Context) {
 		var wg sync.WaitGroup
 		wg.Go(func() { t.watchAbort(ctx) })
 		defer wg.Wait()
-		err := direct.Serve(ctx, sl, subtreeServer{t: t}, direct.WithLogger(t.log), direct.WithGracePeriod(time.Second))
+		err := direct.Serve(ctx, sl, subtreeServer{Full: t.toRoot, t: t}, direct.WithLogger(t.log), direct.WithGracePeriod(time.Second))
 		if err != nil && ctx.Err() == nil {
 			// The children's fences fail, naming this node; the
 			// operator reads here which ranks they cut off.
@@ -209,9 +177,6 @@ func (t *tree) serveChildren(ctx context.Context, host string) error {
 	if !served {
 		_ = sl.Close()
 		return plugin.Errorf(plugin.ErrAborted, "fence tree: the node's fence tree has closed")
-	}
-	if err := t.ctl.publishAddr(ctx, l.Addr().String()); err != nil {
-		return plugin.Wrapf(err, plugin.ErrUnavailable, "fence tree: publish this node's address")
 	}
 	return nil
 }
@@ -232,14 +197,29 @@ func (t *tree) belowGroups() string {
 	return rankGroups(t.job, ranks, maxGroups)
 }
 
-// subtreeServer is what a node serves its children: their fences.
+// subtreeServer is what a node serves the other nodes of its job: its
+// children's fences, which it gathers, reads of its own data, and every
+// other call of its children, which it passes on up its own link.
 type subtreeServer struct {
-	plugin.Unimplemented
-	t *tree
+	plugin.Full // the node's link up
+	t           *tree
 }
 
 func (subtreeServer) GetInfo(context.Context) (*plugin.BackendInfo, error) {
-	return &plugin.BackendInfo{Name: "slurm-subtree", APIVersions: []string{plugin.APIVersion1}}, nil
+	return Info(), nil
+}
+
+// Lookup answers a child's abort watch here; any other goes up.
+func (s subtreeServer) Lookup(ctx context.Context, req *plugin.LookupRequest) (*plugin.LookupResponse, error) {
+	if len(req.Keys) == 1 && req.Keys[0] == watchName(s.t.job.Nspace) {
+		return nil, s.t.awaitAbort(ctx, req.TimeoutOrDefault())
+	}
+	return s.Full.Lookup(ctx, req)
+}
+
+// DirectModex answers a read of this node's data; any other goes up.
+func (s subtreeServer) DirectModex(ctx context.Context, req *plugin.ModexRequest) (*plugin.ModexResponse, error) {
+	return s.t.nodeRead(ctx, req)
 }
 
 // Fence serves a child's part. A child whose call ends before the

@@ -22,8 +22,8 @@ func runScale(ctx context.Context, c *config, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "bench: -scale: calibrate:", err)
 		return 1
 	}
-	fmt.Fprintf(stdout, "scale costs hop_us=%.1f part_us=%.1f read_us=%.1f byte_ns=%.3f (measured here uncontended; see package scale)\n",
-		us(costs.Hop), us(costs.Part), us(costs.Read), costs.ByteNs)
+	fmt.Fprintf(stdout, "scale costs hop_us=%.1f part_us=%.1f read_us=%.1f dial_us=%.1f byte_ns=%.3f (measured here uncontended; see package scale)\n",
+		us(costs.Hop), us(costs.Part), us(costs.Read), us(costs.Dial), costs.ByteNs)
 	// The model against the real thing: the lab's eight-node cluster at
 	// width 2, one rank a node, pmi2_bench k=8 v=200 (about 1.7 KB of
 	// KVS a node); the README has the measured fence beside it.

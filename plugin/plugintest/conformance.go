@@ -173,8 +173,10 @@ func newEnv(t *testing.T, h Harness, overGRPC bool) *env {
 		Size:         4,
 		UniverseSize: 4,
 		Nodes: []plugin.Node{
-			{ID: 0, Name: "n0", Ranks: []int32{0, 1}},
-			{ID: 1, Name: "n1", Ranks: []int32{2, 3}},
+			// Both on this machine: a backend that links its nodes
+			// to each other dials their Addr.
+			{ID: 0, Name: "n0", Ranks: []int32{0, 1}, Addr: "127.0.0.1"},
+			{ID: 1, Name: "n1", Ranks: []int32{2, 3}, Addr: "127.0.0.1"},
 		},
 		Apps: []plugin.App{{FirstRank: 0, Size: 4, Cmd: "conformance-app"}},
 	}

@@ -423,12 +423,15 @@ static pmix_status_t cb_direct_modex(const pmix_proc_t *proc, const pmix_info_t 
                                      pmix_modex_cbfunc_t cbfunc, void *cbdata)
 {
     int timeout = 0;
+    char *key = NULL;
     for (size_t i = 0; i < ninfo; i++) {
         if (PMIX_CHECK_KEY(&info[i], PMIX_TIMEOUT)) {
             timeout = as_int(&info[i].value);
+        } else if (PMIX_CHECK_KEY(&info[i], PMIX_REQUIRED_KEY) && info[i].value.type == PMIX_STRING) {
+            key = info[i].value.data.string;
         }
     }
-    return goDirectModex((char *)proc->nspace, proc->rank, timeout, cbfunc, cbdata);
+    return goDirectModex((char *)proc->nspace, proc->rank, timeout, key, cbfunc, cbdata);
 }
 
 static void dmodex_answer(pmix_status_t status, char *data, size_t sz, void *cbdata)

@@ -9,6 +9,7 @@ package pmix
 import "C"
 
 import (
+	"bytes"
 	"context"
 	"crypto/sha256"
 	"errors"
@@ -129,6 +130,44 @@ func (s *Server) handOver() {
 	defer cancel()
 	if _, err := s.be.Fence(ctx, req); err != nil {
 		s.log.Warn().Err(err).Int("clients", len(procs)).Msg("pmix: hand the committed data to the backend")
+		return
+	}
+	s.lateCommits(procs)
+}
+
+// lateCommitChecks are when, after a hand-over, the clients' data is
+// asked again: a client that commits again soon (Open MPI does, once its
+// transports are up, and then reads its peers with no fence between)
+// has the newer data handed over too, so that a reader elsewhere finds
+// the keys of its later commit (directModex waits keyWait for them).
+var lateCommitChecks = []time.Duration{20 * time.Millisecond, 40 * time.Millisecond, 80 * time.Millisecond,
+	160 * time.Millisecond, 320 * time.Millisecond, 640 * time.Millisecond, 1280 * time.Millisecond}
+
+// lateCommits hands over, at each of lateCommitChecks, the data of procs
+// that changed since it was last handed over.
+func (s *Server) lateCommits(procs []plugin.Proc) {
+	for _, d := range lateCommitChecks {
+		select {
+		case <-time.After(d):
+		case <-s.ctx.Done():
+			return
+		}
+		ctx, cancel := s.newsContext()
+		data := s.dmodexFrames(ctx, procs, nil, true)
+		if len(data) > 0 {
+			s.mu.Lock()
+			node, _ := s.localProcsLocked(procs)
+			s.published++
+			req := &plugin.FenceRequest{ID: fmt.Sprintf("pmix:modex:%s/%d", node, s.published), Procs: procs, LocalProcs: procs,
+				Node: node, Data: data, Timeout: s.opts.FenceTimeout}
+			s.mu.Unlock()
+			if _, err := s.be.Fence(ctx, req); err != nil {
+				s.log.Warn().Err(err).Int("clients", len(procs)).Msg("pmix: hand a later commit to the backend")
+				cancel()
+				return
+			}
+		}
+		cancel()
 	}
 }
 
@@ -256,7 +295,7 @@ func goDmodexAnswer(id C.uintptr_t, st C.int, data *C.char, n C.size_t) {
 // process's newest direct-modex frame is libpmix's answer.
 //
 //export goDirectModex
-func goDirectModex(ns *C.char, rank C.uint32_t, timeout C.int, cbfunc C.pmix_modex_cbfunc_t, cbdata unsafe.Pointer) C.int {
+func goDirectModex(ns *C.char, rank C.uint32_t, timeout C.int, key *C.char, cbfunc C.pmix_modex_cbfunc_t, cbdata unsafe.Pointer) C.int {
 	s := server()
 	if s == nil {
 		return C.PMIX_ERR_NOT_AVAILABLE
@@ -268,13 +307,17 @@ func goDirectModex(ns *C.char, rank C.uint32_t, timeout C.int, cbfunc C.pmix_mod
 		return C.PMIX_ERR_NOT_FOUND
 	}
 	req := &plugin.ModexRequest{Requestor: s.requestor(), Proc: p, Timeout: s.opts.FenceTimeout}
+	need := ""
+	if key != nil {
+		need = C.GoString(key)
+	}
 	if timeout > 0 {
 		req.Timeout = time.Duration(timeout) * time.Second
 	}
 	ok := s.spawn(func() {
 		ctx, cancel := context.WithTimeout(s.ctx, req.Timeout+5*time.Second)
 		defer cancel()
-		data, err := s.directModex(ctx, req)
+		data, err := s.directModex(ctx, req, need)
 		if err != nil {
 			ev := s.log.Warn()
 			if errors.Is(err, plugin.ErrNotFound) {
@@ -392,12 +435,22 @@ const (
 	dmodexPollMax = 500 * time.Millisecond
 )
 
+// keyWait is how long directModex waits, once it has data of the
+// process, for the key libpmix needs (PMIX_REQUIRED_KEY) to appear in
+// it: the process's server hands over its later commits (lateCommits).
+// A key the process never puts (a transport it lacks) costs this much.
+const keyWait = time.Second
+
 // directModex reads req.Proc's data from the frames its node gave the
 // backend. Its server hands them over when one of its clients connects
 // (publishModex), which may come after this server's own client asked:
-// until then, and within req.Timeout, it asks again.
-func (s *Server) directModex(ctx context.Context, req *plugin.ModexRequest) ([]byte, error) {
+// until then, and within req.Timeout, it asks again. Data without the
+// key libpmix needs (PMIX_REQUIRED_KEY, key) is a commit of the process's before the
+// one that puts the key: libpmix would keep it and answer the key not
+// found, so it waits up to keyWait for newer data with the key.
+func (s *Server) directModex(ctx context.Context, req *plugin.ModexRequest, key string) ([]byte, error) {
 	deadline := time.Now().Add(req.Timeout)
+	var keyDeadline time.Time
 	p := req.Proc
 	for wait := dmodexPoll; ; wait = min(2*wait, dmodexPollMax) {
 		resp, err := s.be.DirectModex(ctx, req)
@@ -409,9 +462,17 @@ func (s *Server) directModex(ctx context.Context, req *plugin.ModexRequest) ([]b
 			return nil, err
 		}
 		if data := dmodexOf(frames, p.Nspace, uint32(p.Rank)); data != nil {
-			return data, nil
-		}
-		if time.Now().Add(wait).After(deadline) {
+			if key == "" || holdsKey(data, key) {
+				return data, nil
+			}
+			if keyDeadline.IsZero() {
+				keyDeadline = time.Now().Add(keyWait)
+			}
+			if !time.Now().Add(wait).Before(keyDeadline) {
+				return data, nil // libpmix says what it lacks
+			}
+			wait = min(wait, time.Until(keyDeadline))
+		} else if time.Now().Add(wait).After(deadline) {
 			return nil, plugin.Errorf(plugin.ErrNotFound, "direct modex of %s: its server handed over no data of it in %s", p, plugin.RoundDuration(req.Timeout))
 		}
 		select {
@@ -420,6 +481,12 @@ func (s *Server) directModex(ctx context.Context, req *plugin.ModexRequest) ([]b
 			return nil, plugin.Errorf(plugin.ErrAborted, "direct modex of %s: %v", p, ctx.Err())
 		}
 	}
+}
+
+// holdsKey reports whether data, libpmix's packed key-values of one
+// process, holds key: a packed key is its bytes and a NUL.
+func holdsKey(data []byte, key string) bool {
+	return bytes.Contains(data, append([]byte(key), 0))
 }
 
 // requestor names this server in requests that are no client's: the

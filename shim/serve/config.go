@@ -220,7 +220,7 @@ func (c *Config) setJob(j *shimv1.Job) error {
 		Parent:       j.GetParent(),
 	}
 	for _, n := range j.GetNodes() {
-		node := plugin.Node{ID: n.GetId(), Name: n.GetName(), Ranks: append([]int32(nil), n.GetRanks()...)}
+		node := plugin.Node{ID: n.GetId(), Name: n.GetName(), Ranks: append([]int32(nil), n.GetRanks()...), Addr: n.GetAddr()}
 		if node.Name == "" {
 			node.Name = fmt.Sprintf("node%d", n.GetId())
 		}

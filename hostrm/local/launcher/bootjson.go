@@ -53,6 +53,7 @@ func bootstrapJSON(b *shimv1.Bootstrap) ([]byte, error) {
 		ID    int32   `json:"id,omitempty"`
 		Name  string  `json:"name,omitempty"`
 		Ranks []int32 `json:"ranks,omitempty"`
+		Addr  string  `json:"addr,omitempty"`
 	}
 	type app struct {
 		FirstRank int32   `json:"firstRank,omitempty"`
@@ -124,7 +125,7 @@ func bootstrapJSON(b *shimv1.Bootstrap) ([]byte, error) {
 		o := &job{Nspace: str(j.GetNspace()), Size: j.GetSize(), UniverseSize: j.GetUniverseSize(), Parent: str(j.GetParent()),
 			Preput: kvs(j.GetPreput()), Attrs: kvs(j.GetAttrs())}
 		for _, n := range j.GetNodes() {
-			o.Nodes = append(o.Nodes, node{n.GetId(), str(n.GetName()), n.GetRanks()})
+			o.Nodes = append(o.Nodes, node{n.GetId(), str(n.GetName()), n.GetRanks(), str(n.GetAddr())})
 		}
 		for _, a := range j.GetApps() {
 			o.Apps = append(o.Apps, app{a.GetFirstRank(), a.GetSize(), str(a.GetCmd()), a.GetRanks()})

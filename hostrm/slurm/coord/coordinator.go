@@ -82,6 +82,9 @@ type Coordinator struct {
 	spawned sync.WaitGroup
 	sruns   map[*exec.Cmd]bool // spawned steps' sruns still running
 	known   map[string]bool    // jobs told to OnJob
+	// readers read the data of the jobs on several nodes, which their
+	// nodes hold (package slurm, modex.go), for readers outside them.
+	readers map[string]*slurm.JobReader
 }
 
 // New returns a coordinator; Run serves it.
@@ -144,12 +147,42 @@ func (b *stepBackend) Configure(ctx context.Context, req *plugin.ConfigureReques
 			b.c.known = map[string]bool{}
 		}
 		b.c.known[req.Job.Nspace] = true
+		if slurm.HoldsOwnData(req.Job) {
+			if b.c.readers == nil {
+				b.c.readers = map[string]*slurm.JobReader{}
+			}
+			b.c.readers[req.Job.Nspace] = slurm.NewJobReader(req.Job, b.c.opts.Secret, slurm.ConfigTreePorts(req.Config))
+		}
 	}
 	b.c.mu.Unlock()
 	if first && b.c.opts.OnJob != nil {
 		b.c.opts.OnJob(req.Job, b.c.served)
 	}
 	return resp, err
+}
+
+// DirectModex reads a rank of a job on several nodes from the node that
+// holds its data (the reader is outside that job: its own nodes read
+// each other directly); other jobs' data is the universe's.
+func (b *stepBackend) DirectModex(ctx context.Context, req *plugin.ModexRequest) (*plugin.ModexResponse, error) {
+	b.c.mu.Lock()
+	r := b.c.readers[req.Proc.Nspace]
+	b.c.mu.Unlock()
+	if r == nil {
+		return b.Universe.DirectModex(ctx, req)
+	}
+	return r.DirectModex(ctx, req)
+}
+
+// closeReaders closes the links the readers made.
+func (c *Coordinator) closeReaders() {
+	c.mu.Lock()
+	rs := c.readers
+	c.readers = nil
+	c.mu.Unlock()
+	for _, r := range rs {
+		r.Close()
+	}
 }
 
 // Backend is the coordinator's backend, for tests that call it directly.
@@ -181,6 +214,7 @@ func (c *Coordinator) Run(ctx context.Context) error {
 		return fmt.Errorf("coordinator: %w", err)
 	}
 	defer c.u.Close()
+	defer c.closeReaders()
 	if c.opts.OnJob != nil {
 		// The node daemon relays other runs' connects to the step's jobs
 		// and their reads of its keys here.
@@ -191,7 +225,7 @@ func (c *Coordinator) Run(ctx context.Context) error {
 			c.served = addr
 			sctx, stop := context.WithCancel(ctx)
 			served := make(chan error, 1)
-			go func() { served <- link.Serve(sctx, ul, c.u) }()
+			go func() { served <- link.Serve(sctx, ul, c.be) }()
 			defer func() {
 				stop()
 				if err := <-served; err != nil {

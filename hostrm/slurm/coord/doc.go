@@ -1,9 +1,12 @@
 // Package coord is the step coordinator of gopmi under Slurm: the
 // step-wide side that every node's backend (package slurm's Node) talks
-// to over an authenticated TCP link. Its state (fences across the fence
-// tree's top, every node's data for direct modex, the name service,
-// connects, aborts) lives in one local.Universe, the same that `gopmi run`
-// hosts (package hostrm/local, which imports only the SDK).
+// to, through the fence tree, over authenticated TCP links: it holds
+// only the top nodes' links. Its state (fences across the fence tree's
+// top, the name service, connects, aborts; the data of jobs on one node)
+// lives in one local.Universe, the same that `gopmi run` hosts (package
+// hostrm/local, which imports only the SDK). A job on several nodes keeps
+// its data on its nodes: the coordinator reads it from them for readers
+// outside the job (slurm.JobReader).
 //
 // The coordinator runs beside srun for the step's life, as `gopmi-slurm
 // coordinate`: srun's mpi/gopmi plugin makes its listening socket, starts
@@ -32,9 +35,4 @@
 // (srunArgs), so its stepds give each child its command's place as
 // appnum; a working directory or environment that differs between the
 // commands is refused by name.
-//
-// # Not yet
-//
-// In modex mode a barrier's parts reach the coordinator one per node,
-// since it serves direct modex from each node's own data.
 package coord

@@ -131,7 +131,10 @@ func start(ctx context.Context, o Options) (*step, error) {
 
 	s.job = plugin.Job{Nspace: "slurm.scale.0", Size: int32(o.Nodes), UniverseSize: int32(o.Nodes)}
 	for i := range o.Nodes {
-		s.job.Nodes = append(s.job.Nodes, plugin.Node{ID: int32(i), Name: "n" + strconv.Itoa(i), Ranks: []int32{int32(i)}})
+		// Each node its own loopback address, as each has its own
+		// host on a cluster: the nodes listen on the same ports.
+		addr := fmt.Sprintf("127.1.%d.%d", i/250, i%250+1)
+		s.job.Nodes = append(s.job.Nodes, plugin.Node{ID: int32(i), Name: "n" + strconv.Itoa(i), Ranks: []int32{int32(i)}, Addr: addr})
 	}
 	s.job.Apps = []plugin.App{{FirstRank: 0, Size: int32(o.Nodes), Cmd: "sim"}}
 	args := []string{"-coordinator", l.Addr().String(), "-tree-width", strconv.Itoa(o.Width)}
@@ -200,6 +203,21 @@ func (s *step) fence(ctx context.Context, id string, collect bool, part func(i i
 	return time.Since(begin), errors.Join(errs...)
 }
 
+// read times node i's read of node j's part by direct modex, checked.
+func (s *step) read(ctx context.Context, i, j int) (time.Duration, error) {
+	begin := time.Now()
+	resp, err := s.nodes[i].DirectModex(ctx, &plugin.ModexRequest{Requestor: plugin.Proc{Nspace: s.job.Nspace, Rank: int32(i)},
+		Proc: plugin.Proc{Nspace: s.job.Nspace, Rank: int32(j)}, Timeout: s.o.Timeout})
+	d := time.Since(begin)
+	if err != nil {
+		return 0, fmt.Errorf("node %d reading node %d: %w", i, j, err)
+	}
+	if want := partOf(j, s.o.PartBytes); !slices.Equal(resp.Data[max(0, len(resp.Data)-len(want)):], want) {
+		return 0, fmt.Errorf("node %d reading node %d: got %d bytes, not its part", i, j, len(resp.Data))
+	}
+	return d, nil
+}
+
 // partOf is node i's part: its index, padded to size bytes.
 func partOf(i, size int) []byte {
 	b := make([]byte, size)
@@ -207,13 +225,30 @@ func partOf(i, size int) []byte {
 	return b
 }
 
+// readBatch is how many nodes read at once in reads: each read makes a
+// link, two open files, which thousands of nodes in one process would
+// run out of; a batch's links are closed before the next batch reads.
+const readBatch = 512
+
 // reads has every node read k random other nodes' parts by direct modex,
-// each checked.
+// each checked, each over a new link, readBatch nodes at a time.
 func (s *step) reads(ctx context.Context, k int, seed uint64) (time.Duration, error) {
 	errs := make([]error, len(s.nodes))
 	begin := time.Now()
+	for from := 0; from < len(s.nodes); from += readBatch {
+		s.readSome(ctx, k, seed, from, min(from+readBatch, len(s.nodes)), errs)
+		for _, n := range s.nodes[from:min(from+readBatch, len(s.nodes))] {
+			n.DropReadLinks()
+		}
+	}
+	return time.Since(begin), errors.Join(errs...)
+}
+
+// readSome has nodes from..to-1 read as reads says.
+func (s *step) readSome(ctx context.Context, k int, seed uint64, from, to int, errs []error) {
 	var wg sync.WaitGroup
-	for i, n := range s.nodes {
+	for i := from; i < to; i++ {
+		n := s.nodes[i]
 		wg.Go(func() {
 			rng := rand.New(rand.NewPCG(seed, uint64(i)))
 			for range k {
@@ -235,7 +270,6 @@ func (s *step) reads(ctx context.Context, k int, seed uint64) (time.Duration, er
 		})
 	}
 	wg.Wait()
-	return time.Since(begin), errors.Join(errs...)
 }
 
 // Run simulates one step and measures it.
@@ -270,20 +304,20 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 		}
 		collect = append(collect, d)
 	}
-	// The modex round: parts go up with a barrier and stay per node at
-	// the coordinator; then reads. Once: a node's data accumulates over
+	// The modex round: a barrier with the parts, which stay each on its
+	// node; then reads, each from the node that holds the part. Once: a node's data accumulates over
 	// fences.
 	d, err := s.fence(ctx, "modex", false, func(i int) []byte { return partOf(i, o.PartBytes) })
 	if err != nil {
 		return nil, fmt.Errorf("scale: modex barrier: %w", err)
 	}
-	for round := range o.Rounds {
-		rd, err := s.reads(ctx, o.Reads, uint64(round))
-		if err != nil {
-			return nil, fmt.Errorf("scale: direct modex: %w", err)
-		}
-		modex = append(modex, d+rd)
+	// Once too: every read makes a new link, as a step's first reads
+	// do.
+	rd, err := s.reads(ctx, o.Reads, 1)
+	if err != nil {
+		return nil, fmt.Errorf("scale: direct modex: %w", err)
 	}
+	modex = append(modex, d+rd)
 	r.Barrier, r.Collect, r.Modex = median(barrier), median(collect), median(modex)
 	r.CoordConns = s.cl.n.Load()
 	return r, nil
@@ -348,9 +382,12 @@ type Costs struct {
 	// upper bound, since the nodes' sending shares this machine's cores
 	// with it.
 	Part time.Duration
-	// Read is the coordinator's time per direct-modex read it answers
-	// (64 nodes reading at once against 2).
+	// Read is one direct-modex read of another node over a link made
+	// before: a round trip to the node that holds the data.
 	Read time.Duration
+	// Dial is what a read of a node not read before adds: its link
+	// (TCP, TLS and the secret's proof both ways).
+	Dial time.Duration
 	// ByteNs is the nanoseconds per byte of a collecting fence's answer
 	// that a node (or the coordinator) sends down to a child (64 nodes'
 	// parts of 4 KiB against 64 B, per byte of the answers sent).
@@ -396,13 +433,21 @@ func Calibrate(ctx context.Context) (*Costs, error) {
 			return s.fence(ctx, fmt.Sprintf("cal-collect/%d", round), true, func(i int) []byte { return partOf(i, size) })
 		}
 	}
-	reads := func(s *step, round int) (time.Duration, error) {
-		if round == 0 {
-			if _, err := s.fence(ctx, "cal-modex", false, func(i int) []byte { return partOf(i, s.o.PartBytes) }); err != nil {
-				return 0, err
+	// Node 0 reads one node per round: the same one (warm), or one it
+	// never read (cold, a new link each round).
+	read := func(cold bool) phase {
+		return func(s *step, round int) (time.Duration, error) {
+			if round == 0 {
+				if _, err := s.fence(ctx, "cal-modex", false, func(i int) []byte { return partOf(i, s.o.PartBytes) }); err != nil {
+					return 0, err
+				}
 			}
+			j := 1
+			if cold {
+				j = round + 1
+			}
+			return s.read(ctx, 0, j)
 		}
-		return s.reads(ctx, 1, uint64(round))
 	}
 	// Each cost is the difference between two shapes' medians.
 	shapes := []struct {
@@ -411,8 +456,13 @@ func Calibrate(ctx context.Context) (*Costs, error) {
 	}{
 		{2, 1, collect(64)}, {3, 1, collect(64)}, // a chain: one more level
 		{2, 64, barrier}, {64, 64, barrier}, // a star: 62 more parts
-		{2, 64, reads}, {64, 64, reads}, // 62 more readers
+		{calibrationRounds + 2, 64, read(false)}, {calibrationRounds + 2, 64, read(true)}, // a new link per read
 		{64, 64, collect(64)}, {64, 64, collect(4096)}, // bigger parts
+	}
+	// The process's first step runs slower (its heap and the TLS
+	// code warm up): a step is run once untimed first.
+	if _, err := timeFences(ctx, 2, 1, collect(64)); err != nil {
+		return nil, err
 	}
 	t := make([]time.Duration, len(shapes))
 	for i, sh := range shapes {
@@ -424,7 +474,8 @@ func Calibrate(ctx context.Context) (*Costs, error) {
 	return &Costs{
 		Hop:  max(t[1]-t[0], 0),
 		Part: max((t[3]-t[2])/62, 0),
-		Read: max((t[5]-t[4])/62, 0),
+		Read: t[4],
+		Dial: max(t[5]-t[4], 0),
 		// The coordinator sent every node the 64 parts:
 		// 64*64*(4096-64) bytes more.
 		ByteNs: max(float64(t[7]-t[6])/float64(64*64*(4096-64)), 0),
@@ -439,27 +490,28 @@ type Estimate struct {
 
 // Model estimates each phase's critical path for n nodes of width w, with
 // parts of partBytes and reads direct-modex reads per node (d is the
-// tree's depth). It is a lower bound: it counts the tree's and the
-// coordinator's work, not a host's own (its PMI wire, its shim) nor
-// waiting for a core.
-//   - barrier: d hops, and every node's part at the coordinator (a
-//     barrier's parts go up one by one, kept per node for direct modex):
-//     d*Hop + n*Part;
-//   - collect: d hops, the coordinator's w parts, and at each level the
-//     whole answer (n parts) sent to each of a node's w children in turn:
+// tree's depth). It is a lower bound: it counts the tree's work and the
+// links', not a host's own (its PMI wire, its shim) nor waiting for a
+// core.
+//   - barrier: d hops, and the coordinator's w parts (a barrier's parts
+//     are joined at each level, without data: each node keeps its own):
+//     d*Hop + w*Part;
+//   - collect: the same, and at each level the whole answer (n parts)
+//     sent to each of a node's w children in turn:
 //     d*Hop + w*Part + d*w*n*partBytes*ByteNs;
-//   - modex: a barrier carrying the parts, then every node's reads, each
-//     a round trip to the coordinator, which answers all of them:
-//     barrier + reads*Hop + n*reads*Read.
+//   - modex: a barrier, then each node's reads, each from a node it did
+//     not read before, straight from that node (every node serves about
+//     as many reads as it makes, all at once across the cluster):
+//     barrier + reads*(Dial+Read).
 func Model(c *Costs, n, w, partBytes, reads int) Estimate {
 	depth := Depth(n, w)
 	d := time.Duration(depth)
 	fan := min(w, n)
-	barrier := d*c.Hop + time.Duration(n)*c.Part
+	barrier := d*c.Hop + time.Duration(fan)*c.Part
 	bytes := float64(depth) * float64(fan) * float64(n*partBytes) * c.ByteNs
 	return Estimate{
 		Barrier: barrier,
-		Collect: d*c.Hop + time.Duration(fan)*c.Part + time.Duration(bytes),
-		Modex:   barrier + time.Duration(reads)*c.Hop + time.Duration(n*reads)*c.Read,
+		Collect: barrier + time.Duration(bytes),
+		Modex:   barrier + time.Duration(reads)*(c.Dial+c.Read),
 	}
 }

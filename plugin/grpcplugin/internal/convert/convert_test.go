@@ -47,7 +47,7 @@ var (
 func TestRoundTrip(t *testing.T) {
 	job := plugin.Job{
 		Nspace: "job", Size: 4, UniverseSize: 8, Parent: "parent",
-		Nodes: []plugin.Node{{ID: 3, Name: "n3", Ranks: []int32{1, 0}}, {ID: 1, Name: "n1", Ranks: []int32{2, 3}}},
+		Nodes: []plugin.Node{{ID: 3, Name: "n3", Ranks: []int32{1, 0}, Addr: "10.0.0.3"}, {ID: 1, Name: "n1", Ranks: []int32{2, 3}}},
 		Apps:  []plugin.App{{FirstRank: 1, Size: 3, Cmd: "a", Ranks: []int32{1, 2, 3}}, {FirstRank: 0, Size: 2, Cmd: "b", Ranks: []int32{4, 0}}},
 	}
 	tests := []struct {

@@ -74,7 +74,7 @@ func toJob(j plugin.Job) *rmv1.Job {
 		Size:         j.Size,
 		UniverseSize: j.UniverseSize,
 		Nodes: mapSlice(j.Nodes, func(n plugin.Node) *rmv1.Node {
-			return &rmv1.Node{Id: n.ID, Name: n.Name, Ranks: clone(n.Ranks)}
+			return &rmv1.Node{Id: n.ID, Name: n.Name, Ranks: clone(n.Ranks), Addr: n.Addr}
 		}),
 		Apps: mapSlice(j.Apps, func(a plugin.App) *rmv1.App {
 			return &rmv1.App{FirstRank: a.FirstRank, Size: a.Size, Cmd: a.Cmd, Ranks: clone(a.Ranks)}
@@ -89,7 +89,7 @@ func fromJob(j *rmv1.Job) plugin.Job {
 		Size:         j.GetSize(),
 		UniverseSize: j.GetUniverseSize(),
 		Nodes: mapSlice(j.GetNodes(), func(n *rmv1.Node) plugin.Node {
-			return plugin.Node{ID: n.GetId(), Name: n.GetName(), Ranks: clone(n.GetRanks())}
+			return plugin.Node{ID: n.GetId(), Name: n.GetName(), Ranks: clone(n.GetRanks()), Addr: n.GetAddr()}
 		}),
 		Apps: mapSlice(j.GetApps(), func(a *rmv1.App) plugin.App {
 			return plugin.App{FirstRank: a.GetFirstRank(), Size: a.GetSize(), Cmd: a.GetCmd(), Ranks: clone(a.GetRanks())}

@@ -468,7 +468,12 @@ type Node struct {
 	// name is the node's host name, for messages and PMI_process_mapping.
 	Name string `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
 	// ranks are the ranks of the job this node hosts.
-	Ranks         []int32 `protobuf:"varint,3,rep,packed,name=ranks,proto3" json:"ranks,omitempty"`
+	Ranks []int32 `protobuf:"varint,3,rep,packed,name=ranks,proto3" json:"ranks,omitempty"`
+	// addr is the node's network address as the resource manager knows it
+	// (Slurm's NodeAddr), when it gives one: a backend that links its
+	// nodes to each other dials it. Empty: name is the address. Added in
+	// 1.1; a 1.0 peer ignores it.
+	Addr          string `protobuf:"bytes,4,opt,name=addr,proto3" json:"addr,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -522,6 +527,13 @@ func (x *Node) GetRanks() []int32 {
 		return x.Ranks
 	}
 	return nil
+}
+
+func (x *Node) GetAddr() string {
+	if x != nil {
+		return x.Addr
+	}
+	return ""
 }
 
 // App is one executable of a job: its ranks are first_rank to
@@ -2656,11 +2668,12 @@ const file_gopmi_rm_v1_rm_proto_rawDesc = "" +
 	"\x04name\x18\x01 \x01(\tR\x04name\x12\x18\n" +
 	"\aversion\x18\x02 \x01(\tR\aversion\x12!\n" +
 	"\fapi_versions\x18\x03 \x03(\tR\vapiVersions\x12\"\n" +
-	"\fcapabilities\x18\x04 \x03(\tR\fcapabilities\"@\n" +
+	"\fcapabilities\x18\x04 \x03(\tR\fcapabilities\"T\n" +
 	"\x04Node\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x05R\x02id\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x14\n" +
-	"\x05ranks\x18\x03 \x03(\x05R\x05ranks\"`\n" +
+	"\x05ranks\x18\x03 \x03(\x05R\x05ranks\x12\x12\n" +
+	"\x04addr\x18\x04 \x01(\tR\x04addr\"`\n" +
 	"\x03App\x12\x1d\n" +
 	"\n" +
 	"first_rank\x18\x01 \x01(\x05R\tfirstRank\x12\x12\n" +

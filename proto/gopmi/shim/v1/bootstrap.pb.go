@@ -357,10 +357,13 @@ func (x *Job) GetAttrs() []*KeyValue {
 }
 
 type Node struct {
-	state         protoimpl.MessageState `protogen:"open.v1"`
-	Id            int32                  `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
-	Name          string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
-	Ranks         []int32                `protobuf:"varint,3,rep,packed,name=ranks,proto3" json:"ranks,omitempty"`
+	state protoimpl.MessageState `protogen:"open.v1"`
+	Id    int32                  `protobuf:"varint,1,opt,name=id,proto3" json:"id,omitempty"`
+	Name  string                 `protobuf:"bytes,2,opt,name=name,proto3" json:"name,omitempty"`
+	Ranks []int32                `protobuf:"varint,3,rep,packed,name=ranks,proto3" json:"ranks,omitempty"`
+	// addr is the node's network address as the resource manager knows it
+	// (Slurm's NodeAddr), for a backend that links its nodes; empty: name.
+	Addr          string `protobuf:"bytes,4,opt,name=addr,proto3" json:"addr,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -414,6 +417,13 @@ func (x *Node) GetRanks() []int32 {
 		return x.Ranks
 	}
 	return nil
+}
+
+func (x *Node) GetAddr() string {
+	if x != nil {
+		return x.Addr
+	}
+	return ""
 }
 
 // App is one executable: ranks first_rank..first_rank+size-1, or those in
@@ -891,11 +901,12 @@ const file_gopmi_shim_v1_bootstrap_proto_rawDesc = "" +
 	"\x04apps\x18\x05 \x03(\v2\x12.gopmi.shim.v1.AppR\x04apps\x12\x16\n" +
 	"\x06parent\x18\x06 \x01(\tR\x06parent\x12/\n" +
 	"\x06preput\x18\a \x03(\v2\x17.gopmi.shim.v1.KeyValueR\x06preput\x12-\n" +
-	"\x05attrs\x18\b \x03(\v2\x17.gopmi.shim.v1.KeyValueR\x05attrs\"@\n" +
+	"\x05attrs\x18\b \x03(\v2\x17.gopmi.shim.v1.KeyValueR\x05attrs\"T\n" +
 	"\x04Node\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\x05R\x02id\x12\x12\n" +
 	"\x04name\x18\x02 \x01(\tR\x04name\x12\x14\n" +
-	"\x05ranks\x18\x03 \x03(\x05R\x05ranks\"`\n" +
+	"\x05ranks\x18\x03 \x03(\x05R\x05ranks\x12\x12\n" +
+	"\x04addr\x18\x04 \x01(\tR\x04addr\"`\n" +
 	"\x03App\x12\x1d\n" +
 	"\n" +
 	"first_rank\x18\x01 \x01(\x05R\tfirstRank\x12\x12\n" +

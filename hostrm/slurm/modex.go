@@ -1,0 +1,328 @@
+package slurm
+
+// Direct modex without a hub. In a job on several nodes each node keeps
+// its own contributions to the job's fences (what its ranks put) and
+// serves them itself: a barrier's parts go up without their data, joined
+// at each level as a collecting fence's are, and no process holds the
+// whole job's data. A read of a rank of the node's own job goes straight
+// to the node that hosts it, over a link kept for the step (one per peer
+// node read from); a read of another job's rank (after a connect, or of
+// a spawned job) goes up to the coordinator, which reads it from that
+// job's node the same way (JobReader).
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"sync"
+	"time"
+
+	"github.com/gopmi/gopmi/plugin"
+	"github.com/gopmi/gopmi/plugin/grpcplugin/direct"
+	"github.com/gopmi/gopmi/plugin/wake"
+)
+
+// store is one node's own contributions to its job's fences, in order.
+type store struct {
+	mu      sync.Mutex
+	data    []byte
+	some    bool  // a fence was contributed to, with data or without
+	err     error // the job was aborted, or the node left: reads fail
+	changed wake.Cond
+}
+
+// fail makes every read, waiting or later, fail with err.
+func (s *store) fail(err error) {
+	s.mu.Lock()
+	if s.err == nil {
+		s.err = err
+	}
+	s.mu.Unlock()
+	s.changed.Broadcast()
+}
+
+func (s *store) add(data []byte) {
+	s.mu.Lock()
+	s.data = append(s.data, data...)
+	s.some = true
+	s.mu.Unlock()
+	s.changed.Broadcast()
+}
+
+// read returns the contributions, waiting (up to timeout, or ctx) for
+// the first one unless now is set. The answer is a copy.
+func (s *store) read(ctx context.Context, timeout time.Duration, now bool, what string) ([]byte, error) {
+	timer := time.NewTimer(timeout)
+	defer timer.Stop()
+	for {
+		s.mu.Lock()
+		some, data, err, ch := s.some, s.data, s.err, s.changed.C()
+		s.mu.Unlock()
+		if err != nil {
+			return nil, plugin.Wrapf(err, plugin.ErrAborted, "%s", what)
+		}
+		if some || now {
+			return append([]byte(nil), data...), nil
+		}
+		select {
+		case <-ch:
+		case <-timer.C:
+			return nil, plugin.Errorf(plugin.ErrTimeout, "%s contributed no data in %s", what, plugin.RoundDuration(timeout))
+		case <-ctx.Done():
+			return nil, plugin.Errorf(plugin.ErrAborted, "%s: caller went away: %v", what, ctx.Err())
+		}
+	}
+}
+
+// peers are the links to the nodes of one job, made on first use and
+// kept until close.
+type peers struct {
+	job    plugin.Job
+	secret string
+	ports  portRange
+
+	mu     sync.Mutex
+	links  map[int]*peerLink
+	closed bool
+}
+
+type peerLink struct {
+	ready chan struct{} // closed once c or err is set
+	c     *direct.Conn
+	err   error
+}
+
+// link returns the link to node index i, dialling it (for at most wait)
+// on first use. A failed dial is not kept: the next read tries again.
+func (p *peers) link(ctx context.Context, i int, wait time.Duration) (plugin.Full, error) {
+	p.mu.Lock()
+	if p.closed {
+		p.mu.Unlock()
+		return nil, plugin.Errorf(plugin.ErrAborted, "node %s: the node's links have closed", p.job.Nodes[i].Name)
+	}
+	if p.links == nil {
+		p.links = map[int]*peerLink{}
+	}
+	l := p.links[i]
+	if l == nil {
+		l = &peerLink{ready: make(chan struct{})}
+		p.links[i] = l
+		p.mu.Unlock()
+		l.c, l.err = dialNode(ctx, p.job, p.secret, p.ports, i, wait)
+		p.mu.Lock()
+		if (l.err != nil || p.closed) && p.links[i] == l {
+			delete(p.links, i)
+		}
+		closed := p.closed
+		p.mu.Unlock()
+		close(l.ready)
+		if l.err == nil && closed {
+			_ = l.c.Close()
+			return nil, plugin.Errorf(plugin.ErrAborted, "node %s: the node's links have closed", p.job.Nodes[i].Name)
+		}
+	} else {
+		p.mu.Unlock()
+		select {
+		case <-l.ready:
+		case <-ctx.Done():
+			return nil, plugin.Errorf(plugin.ErrAborted, "node %s: caller went away: %v", p.job.Nodes[i].Name, ctx.Err())
+		}
+	}
+	if l.err != nil {
+		return nil, l.err
+	}
+	return l.c.Backend(), nil
+}
+
+// close closes every link made; one still being dialled is closed by
+// its dialler, which sees closed.
+func (p *peers) close() {
+	p.mu.Lock()
+	p.closed = true
+	links := p.links
+	p.links = nil
+	p.mu.Unlock()
+	for _, l := range links {
+		select {
+		case <-l.ready:
+			if l.c != nil {
+				_ = l.c.Close()
+			}
+		default:
+		}
+	}
+}
+
+// drop closes every link made; later reads make new ones.
+func (p *peers) drop() {
+	p.mu.Lock()
+	links := p.links
+	p.links = nil
+	p.mu.Unlock()
+	for _, l := range links {
+		<-l.ready
+		if l.c != nil {
+			_ = l.c.Close()
+		}
+	}
+}
+
+// modexNodes are the node indexes whose data answers req: the node of
+// its rank, or every node for RankWildcard.
+func modexNodes(job plugin.Job, req *plugin.ModexRequest) ([]int, error) {
+	if req.Proc.Rank == plugin.RankWildcard {
+		out := make([]int, len(job.Nodes))
+		for i := range out {
+			out[i] = i
+		}
+		return out, nil
+	}
+	rankNode := job.RankNodes()
+	if r := req.Proc.Rank; r >= 0 && int(r) < len(rankNode) && rankNode[r] >= 0 {
+		return []int{int(rankNode[r])}, nil
+	}
+	return nil, plugin.Errorf(plugin.ErrInvalidArgument, "direct modex of %s for %s: job %s has no rank %d", req.Proc, req.Requestor, job.Nspace, req.Proc.Rank)
+}
+
+// read answers req, a read of a rank of p's job, from the nodes that
+// hold the data: local answers for node index self (-1: none), the
+// others are asked over their links, each for its own data only.
+func (p *peers) read(ctx context.Context, req *plugin.ModexRequest, self int, local func(now bool) ([]byte, error)) (*plugin.ModexResponse, error) {
+	nodes, err := modexNodes(p.job, req)
+	if err != nil {
+		return nil, err
+	}
+	timeout := req.TimeoutOrDefault()
+	parts := make([][]byte, len(nodes))
+	errs := make([]error, len(nodes))
+	var wg sync.WaitGroup
+	for k, i := range nodes {
+		one := func() {
+			if i == self {
+				// For the whole job, the requestor's own node is not
+				// waited for: its data is at the requestor already.
+				parts[k], errs[k] = local(req.Proc.Rank == plugin.RankWildcard)
+				return
+			}
+			up, err := p.link(ctx, i, timeout)
+			if err != nil {
+				errs[k] = err
+				return
+			}
+			one := *req
+			if one.Proc.Rank == plugin.RankWildcard {
+				// Each node answers for itself: its data.
+				one.Proc.Rank = p.job.Nodes[i].Ranks[0]
+			}
+			resp, err := up.DirectModex(ctx, &one)
+			if err != nil {
+				errs[k] = err
+				return
+			}
+			parts[k] = resp.Data
+		}
+		if len(nodes) == 1 {
+			one()
+		} else {
+			wg.Go(one)
+		}
+	}
+	wg.Wait()
+	var data []byte
+	for k := range nodes {
+		if errs[k] != nil {
+			return nil, plugin.Wrapf(errs[k], plugin.ErrUnavailable, "direct modex of %s for %s", req.Proc, req.Requestor)
+		}
+		data = append(data, parts[k]...)
+	}
+	return &plugin.ModexResponse{Data: data}, nil
+}
+
+// JobReader reads direct modex from the nodes of a job on several nodes,
+// which hold their data themselves: the coordinator's way to answer a
+// reader outside the job. Close closes its links.
+type JobReader struct{ p peers }
+
+// NewJobReader returns a reader of job's nodes, which prove secret;
+// ports is their port range ("LOW-HIGH", "" for the default).
+func NewJobReader(job plugin.Job, secret, ports string) *JobReader {
+	return &JobReader{p: peers{job: job, secret: secret, ports: parsePorts(ports)}}
+}
+
+// HoldsOwnData reports whether job's nodes keep their own data: a job
+// on several nodes does.
+func HoldsOwnData(job plugin.Job) bool { return len(job.Nodes) >= 2 }
+
+// DirectModex reads req from the node that hosts its rank (every node's
+// data, in node order, for RankWildcard).
+func (r *JobReader) DirectModex(ctx context.Context, req *plugin.ModexRequest) (*plugin.ModexResponse, error) {
+	return r.p.read(ctx, req, -1, nil)
+}
+
+// Close closes the links made.
+func (r *JobReader) Close() { r.p.close() }
+
+// dialNode links to node index i of job, trying its ports until one
+// proves to be that node, for at most wait.
+func dialNode(ctx context.Context, job plugin.Job, secret string, ports portRange, i int, wait time.Duration) (*direct.Conn, error) {
+	name := job.Nodes[i].Name
+	fctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel()
+	conn, err := findNode(fctx, job, secret, ports, i)
+	if err != nil {
+		return nil, plugin.Wrapf(err, plugin.ErrUnavailable, "fence tree: node %s", name)
+	}
+	// The link made is the first; gRPC's later ones (after a break)
+	// look again.
+	var once sync.Once
+	c, err := direct.Dial(ctx, name, direct.WithDialer(func(ctx context.Context, _ string) (net.Conn, error) {
+		var first net.Conn
+		once.Do(func() { first, conn = conn, nil })
+		if first != nil {
+			return first, nil
+		}
+		return findNode(ctx, job, secret, ports, i)
+	}))
+	if err != nil {
+		once.Do(func() { _ = conn.Close() }) // never handed to gRPC
+		return nil, plugin.Wrapf(err, plugin.ErrUnavailable, "fence tree: node %s", name)
+	}
+	return c, nil
+}
+
+// nodeRead answers a read that reached this node's listener: its own
+// data for a rank it hosts; anything else goes up.
+func (t *tree) nodeRead(ctx context.Context, req *plugin.ModexRequest) (*plugin.ModexResponse, error) {
+	if req.Proc.Nspace == t.job.Nspace && req.Proc.Rank >= 0 {
+		rankNode := t.job.RankNodes()
+		if r := req.Proc.Rank; int(r) < len(rankNode) && int(rankNode[r]) == t.self {
+			data, err := t.mine.read(ctx, req.TimeoutOrDefault(), false, t.readWhat(req))
+			if err != nil {
+				return nil, err
+			}
+			return &plugin.ModexResponse{Data: data}, nil
+		}
+	}
+	return t.toRoot.DirectModex(ctx, req)
+}
+
+func (t *tree) readWhat(req *plugin.ModexRequest) string {
+	return fmt.Sprintf("direct modex of %s for %s: node %s", req.Proc, req.Requestor, t.job.Nodes[t.self].Name)
+}
+
+// directModex is a read by this node's own ranks: of its own job, from
+// the nodes that hold the data; of another job, up to the coordinator.
+func (t *tree) directModex(ctx context.Context, req *plugin.ModexRequest) (*plugin.ModexResponse, error) {
+	if req.Proc.Nspace != t.job.Nspace {
+		return t.toRoot.DirectModex(ctx, req)
+	}
+	t.mu.Lock()
+	err := t.abortErr
+	t.mu.Unlock()
+	if err != nil {
+		return nil, plugin.Wrapf(err, plugin.ErrAborted, "direct modex of %s for %s", req.Proc, req.Requestor)
+	}
+	return t.peers.read(ctx, req, t.self, func(now bool) ([]byte, error) {
+		return t.mine.read(ctx, req.TimeoutOrDefault(), now, t.readWhat(req))
+	})
+}

@@ -1,0 +1,210 @@
+package slurm
+
+// How a step's nodes find each other without the coordinator. A node
+// with children listens at its own address (the layout's Addr, Slurm's
+// NodeAddr, else its name) on a port every node of the step can compute:
+// the first free one of a short list drawn from the step secret and the
+// job's namespace. A child tries its parent's list in order; the
+// step's private link proves, in the listener's role, which job and node
+// it is, so another step's listener, or another node of the step on the
+// same host, is refused at once and the next port tried. Nothing is
+// published anywhere: at a thousand nodes the coordinator sees only the
+// nodes at the top of the tree.
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/binary"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/gopmi/gopmi/plugin"
+	"github.com/gopmi/gopmi/plugin/grpcplugin/direct"
+	"github.com/gopmi/gopmi/plugin/seclink"
+)
+
+const (
+	// portTries is how many ports of the range a node tries to listen
+	// on, and a child tries to reach its parent at.
+	portTries = 16
+	// ancestorWait is how long a node tries its parent before it goes
+	// to the parent's parent, and so on up to the coordinator: a node
+	// whose tasks never speak PMI (an MPMD step's other program) starts
+	// no gopmi, and its subtree must still reach the coordinator.
+	ancestorWait = 2 * time.Second
+	// retryFirst and retryMax pace the tries of a parent that does not
+	// listen yet (its gopmi starts with its tasks' first PMI call).
+	retryFirst = time.Millisecond
+	retryMax   = 50 * time.Millisecond
+)
+
+// portRange is the ports the step's nodes draw their listening ports
+// from, inclusive (-tree-ports LOW-HIGH, mpi.conf's GopmiTreePorts).
+type portRange struct{ low, high int }
+
+// defaultPorts lies below Linux's ephemeral range (32768-60999), where
+// outgoing connections take their ports.
+var defaultPorts = portRange{20000, 32767}
+
+func (r portRange) String() string {
+	if r.high == 0 {
+		r = defaultPorts
+	}
+	return strconv.Itoa(r.low) + "-" + strconv.Itoa(r.high)
+}
+
+// configTreePorts begins the Configure config a node sends up: its port
+// range (ConfigTreePorts reads it at the coordinator).
+const configTreePorts = "tree-ports="
+
+// ConfigTreePorts is the port range a node's Configure config names, for
+// NewJobReader ("" when it names none).
+func ConfigTreePorts(config []byte) string {
+	s, ok := strings.CutPrefix(string(config), configTreePorts)
+	if !ok {
+		return ""
+	}
+	return s
+}
+
+// parsePorts reads "LOW-HIGH"; anything else is the default range.
+func parsePorts(s string) portRange {
+	lo, hi, ok := strings.Cut(s, "-")
+	l, err1 := strconv.Atoi(strings.TrimSpace(lo))
+	h, err2 := strconv.Atoi(strings.TrimSpace(hi))
+	if !ok || err1 != nil || err2 != nil || l < 1 || h > 65535 || h-l+1 < portTries {
+		return defaultPorts
+	}
+	return portRange{l, h}
+}
+
+// ports are the ports node index i's listener may be at, in the order
+// it tries them and its children do: portTries consecutive ones
+// (wrapping in the range) from a start drawn from the secret and the
+// namespace, so that a step and the steps it spawned, which share the
+// secret, start apart, and turned by the node's index, so that nodes
+// sharing a host (several slurmd on one machine) each find theirs first.
+func (r portRange) ports(secret, nspace string, i int) []int {
+	if r.high == 0 {
+		r = defaultPorts
+	}
+	h := sha256.Sum256([]byte(secret + "\x00" + nspace))
+	n := r.high - r.low + 1
+	start := int(binary.BigEndian.Uint32(h[:4]) % uint32(n))
+	out := make([]int, portTries)
+	for k := range out {
+		out[k] = r.low + (start+(i+k)%portTries)%n
+	}
+	return out
+}
+
+// parentRole is the role node index i of job nspace proves at its
+// listener: a child reaching another job's or another node's listener
+// (same host, same secret) is refused in the handshake.
+func parentRole(nspace string, i int) string {
+	h := sha256.Sum256([]byte(nspace))
+	return roleTreeParent + "/" + hex.EncodeToString(h[:6]) + "/" + strconv.Itoa(i)
+}
+
+// nodeHost is where node index i is reached: its Addr, else its name.
+func nodeHost(job plugin.Job, i int) string {
+	if a := job.Nodes[i].Addr; a != "" {
+		return a
+	}
+	return job.Nodes[i].Name
+}
+
+// ancestors are node index i's parent, its parent's parent, and so on
+// to the top of the tree, nearest first.
+func ancestors(i, width int) []int {
+	var out []int
+	for p := treeParent(i, width); p >= 0; p = treeParent(p, width) {
+		out = append(out, p)
+	}
+	return out
+}
+
+// listenTree listens at this node's host on the first of its ports that
+// is free, or, when the host is not one of this machine's addresses, on
+// every address with that port.
+func (t *tree) listenTree() (net.Listener, error) {
+	host := nodeHost(t.job, t.self)
+	var last error
+	for _, p := range t.ports.ports(t.secret, t.job.Nspace, t.self) {
+		l, err := t.listen("tcp", net.JoinHostPort(host, strconv.Itoa(p)))
+		if err != nil && !errors.Is(err, syscall.EADDRINUSE) {
+			l, err = t.listen("tcp", net.JoinHostPort("", strconv.Itoa(p)))
+		}
+		if err == nil {
+			t.addr = l.Addr().String()
+			return l, nil
+		}
+		last = err
+	}
+	ps := t.ports.ports(t.secret, t.job.Nspace, t.self)
+	return nil, fmt.Errorf("at %s, none of %d ports from %d (in %d-%d) is free: %w", host, len(ps), ps[0], t.ports.low, t.ports.high, last)
+}
+
+// dialAbove links this node to the nearest of its ancestors that answers
+// in time: its parent, else after ancestorWait the parent's parent, and
+// so on. Nil: none did (or this node is at the top, or not configured):
+// the caller links to the coordinator.
+func (n *Node) dialAbove(ctx context.Context) *direct.Conn {
+	n.mu.Lock()
+	above, t := n.above, n.tree
+	n.mu.Unlock()
+	for _, a := range above {
+		c, err := dialNode(ctx, t.job, t.secret, t.ports, a, n.ancestorWait)
+		if err == nil {
+			return c
+		}
+		if ctx.Err() != nil {
+			return nil
+		}
+		t.log.Warn().Err(err).Msgf("fence tree: node %s did not answer in %s; going up past it", t.job.Nodes[a].Name, n.ancestorWait)
+	}
+	return nil
+}
+
+// findNode tries node index i's ports, again and again, until one
+// proves to be that node or ctx ends.
+func findNode(ctx context.Context, job plugin.Job, secret string, r portRange, i int) (net.Conn, error) {
+	host := nodeHost(job, i)
+	ports := r.ports(secret, job.Nspace, i)
+	dial := dialer(secret, roleTreeChild, parentRole(job.Nspace, i))
+	pause := retryFirst
+	// A listener that answered (another step's, another node's) says
+	// more than a refused connection.
+	var last, answered error
+	for {
+		for _, p := range ports {
+			conn, err := dial(ctx, net.JoinHostPort(host, strconv.Itoa(p)))
+			if err == nil {
+				return conn, nil
+			}
+			last = err
+			if answered == nil && errors.Is(err, seclink.ErrRefused) {
+				answered = err
+			}
+			if ctx.Err() != nil {
+				break
+			}
+		}
+		if answered != nil {
+			last = answered
+		}
+		select {
+		case <-ctx.Done():
+			// The text, not the kind: a node not reached is unavailable.
+			return nil, fmt.Errorf("at %s, %d ports from %d: %v", host, len(ports), ports[0], last)
+		case <-time.After(pause):
+		}
+		pause = min(2*pause, retryMax)
+	}
+}
