@@ -123,7 +123,12 @@ func TestOpenMPIUnderGopmiRun(t *testing.T) {
 				// Through a shell: gopmi cannot see the program's MPI.
 				prog = []string{"sh", "-c", hello}
 			}
-			r := runArgv(t, runOpts{env: env}, append([]string{gopmiBin, "run"}, append(c.args, prog...)...))
+			argv := append([]string{gopmiBin, "run"}, append(c.args, prog...)...)
+			r := runArgv(t, runOpts{env: env}, argv)
+			for try := 2; c.name == "async modex" && try <= asyncModexTries && asyncModexFlake(r.Stderr); try++ {
+				t.Logf("Open MPI's own async-modex failure (mpirun.openmpi has it too), run %d of %d:\n%s", try, asyncModexTries, output(r))
+				r = runArgv(t, runOpts{env: env}, argv)
+			}
 			n := 4
 			if c.name == "by the environment" {
 				n = 2
@@ -251,6 +256,21 @@ var ompiLab = []string{"OMPI_MCA_btl=self,tcp"}
 // peer's data when it first needs it (direct modex).
 var ompiAsyncModex = []string{"OMPI_MCA_pmix_base_async_modex=1", "OMPI_MCA_pmix_base_collect_data=0"}
 
+// asyncModexFlake reports Open MPI 4.1's own failure of its async modex
+// on a loaded machine: a rank's MPI_Init gets "not found" for a peer's
+// transport key. mpirun.openmpi fails the same way on this VM with both
+// cores busy (1 run in 30, every rank on one node, no direct modex
+// across nodes at all), so the async-modex cases run again, up to
+// asyncModexTries times, when that is the failure; any other failure, or
+// this one every time, fails the test. pmix_late (TestPMIxDirectModex)
+// covers gopmi's part: a later commit read with no fence.
+func asyncModexFlake(stderr string) bool {
+	return strings.Contains(stderr, "PML add procs failed") && strings.Contains(stderr, `Returned "Not found" (-13)`)
+}
+
+// asyncModexTries is how many runs an async-modex case gets.
+const asyncModexTries = 3
+
 // Open MPI 4.1 programs under srun --mpi=gopmi on the two-node cluster,
 // unasked (their programs link Open MPI): mpi/gopmi starts
 // gopmi-slurm-pmix on each node, which registers the step with libpmix
@@ -318,6 +338,10 @@ func TestOpenMPIUnderSrun(t *testing.T) {
 	}
 	// Open MPI's async modex across the nodes (no fence in MPI_Init).
 	r = runOn(t, c, time.Minute, []string{"srun", "--mpi=gopmi", "-N2", "-n4", hello}, append(ompiLab, ompiAsyncModex...)...)
+	for try := 2; try <= asyncModexTries && asyncModexFlake(r.Stderr); try++ {
+		t.Logf("Open MPI's own async-modex failure (mpirun.openmpi has it too), run %d of %d:\n%s", try, asyncModexTries, r.Summary())
+		r = runOn(t, c, time.Minute, []string{"srun", "--mpi=gopmi", "-N2", "-n4", hello}, append(ompiLab, ompiAsyncModex...)...)
+	}
 	for rank := range 4 {
 		if want := fmt.Sprintf("ok hello rank=%d size=4 sum=10", rank); r.ExitCode != 0 || !strings.Contains(r.Stdout, want) {
 			t.Fatalf("hello with Open MPI's async modex lacks %q: %s", want, slurmFailure(c, r))
