@@ -113,9 +113,12 @@ func (p *peers) link(ctx context.Context, i int, wait time.Duration) (plugin.Ful
 		if (l.err != nil || p.closed) && p.links[i] == l {
 			delete(p.links, i)
 		}
+		// Ready under the lock: close, which takes the map under it
+		// too, either sees this link ready and closes it, or came
+		// first and this dialler sees closed.
 		closed := p.closed
-		p.mu.Unlock()
 		close(l.ready)
+		p.mu.Unlock()
 		if l.err == nil && closed {
 			_ = l.c.Close()
 			return nil, plugin.Errorf(plugin.ErrAborted, "node %s: the node's links have closed", p.job.Nodes[i].Name)
