@@ -56,6 +56,11 @@ type Node struct {
 	// first (set by Configure for a job on several nodes); the
 	// coordinator when none answers.
 	above []int
+	// up is the link up while it lasts; lost are the ancestors whose
+	// link broke, passed over from then on.
+	up     *direct.Conn
+	upNode int // the node index up links to; -1: the coordinator
+	lost   map[int]bool
 }
 
 // NodeOption configures a Node.
@@ -131,16 +136,47 @@ func newNode(args []string, getenv func(string) string, opts ...NodeOption) *Nod
 		case n.secret == "":
 			return nil, nil, plugin.Errorf(plugin.ErrUnavailable, "gopmi-rm-slurm: no step secret in %s", EnvSecret)
 		}
-		if c := n.dialAbove(ctx); c != nil {
-			return c.Backend(), c, nil
+		c, to := n.dialAbove(ctx)
+		if c == nil {
+			var err error
+			if c, err = direct.Dial(ctx, *addr, direct.WithDialer(AuthDialer(n.secret))); err != nil {
+				return nil, nil, plugin.Wrapf(err, plugin.ErrUnavailable, "gopmi-rm-slurm: coordinator %s", *addr)
+			}
 		}
-		c, err := direct.Dial(ctx, *addr, direct.WithDialer(AuthDialer(n.secret)))
-		if err != nil {
-			return nil, nil, plugin.Wrapf(err, plugin.ErrUnavailable, "gopmi-rm-slurm: coordinator %s", *addr)
-		}
+		n.mu.Lock()
+		n.up, n.upNode = c, to
+		n.mu.Unlock()
 		return c.Backend(), c, nil
 	})
+	resolve := n.Relay.Resolve
+	n.Relay.Resolve = func(ctx context.Context, call string) (plugin.Full, error) {
+		n.relink()
+		return resolve(ctx, call)
+	}
 	return n
+}
+
+// relink drops the link up when it broke (its node went away: a parent
+// node's gopmi ends with its own ranks, while its children may still
+// call), so that the next call links past that node: to the next
+// ancestor, or the coordinator.
+func (n *Node) relink() {
+	n.mu.Lock()
+	c := n.up
+	lost := c != nil && c.Lost()
+	if lost {
+		n.up = nil
+		if n.lost == nil {
+			n.lost = map[int]bool{}
+		}
+		if n.upNode >= 0 {
+			n.lost[n.upNode] = true
+		}
+	}
+	n.mu.Unlock()
+	if lost {
+		_ = n.Relay.Close()
+	}
 }
 
 // Configure forwards the job's layout to the coordinator. For a job on

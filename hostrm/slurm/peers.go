@@ -152,24 +152,31 @@ func (t *tree) listenTree() (net.Listener, error) {
 }
 
 // dialAbove links this node to the nearest of its ancestors that answers
-// in time: its parent, else after ancestorWait the parent's parent, and
-// so on. Nil: none did (or this node is at the top, or not configured):
-// the caller links to the coordinator.
-func (n *Node) dialAbove(ctx context.Context) *direct.Conn {
+// in time (and whose link never broke): its parent, else after
+// ancestorWait the parent's parent, and so on; it returns the link and
+// the ancestor's index. Nil and -1: none did (or this node is at the
+// top, or not configured): the caller links to the coordinator.
+func (n *Node) dialAbove(ctx context.Context) (*direct.Conn, int) {
 	n.mu.Lock()
 	above, t := n.above, n.tree
-	n.mu.Unlock()
+	var alive []int
 	for _, a := range above {
+		if !n.lost[a] {
+			alive = append(alive, a)
+		}
+	}
+	n.mu.Unlock()
+	for _, a := range alive {
 		c, err := dialNode(ctx, t.job, t.secret, t.ports, a, n.ancestorWait)
 		if err == nil {
-			return c
+			return c, a
 		}
 		if ctx.Err() != nil {
-			return nil
+			return nil, -1
 		}
 		t.log.Warn().Err(err).Msgf("fence tree: node %s did not answer in %s; going up past it", t.job.Nodes[a].Name, n.ancestorWait)
 	}
-	return nil
+	return nil, -1
 }
 
 // findNode tries node index i's ports, again and again, until one

@@ -254,3 +254,67 @@ func TestNodeGoesPastASilentParent(t *testing.T) {
 		t.Errorf("the coordinator accepted %d connections, want 1: the leaf went through n1", n)
 	}
 }
+
+// A node whose parent's gopmi ended (its ranks exited, its stepd killed
+// it) links past it on its next call: to the parent's parent, here the
+// top node, not failing every later call of its subtree.
+func TestNodeRelinksPastALostParent(t *testing.T) {
+	root := local.NewUniverse(local.UniverseOptions{Prefix: "slurm.11", LayoutByRM: true})
+	defer root.Close()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	accepted := &countingListener{Listener: l}
+	al, err := AuthListener(accepted, testSecret, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		_ = direct.Serve(ctx, al, root)
+	}()
+	defer func() { cancel(); <-served }()
+
+	job := plugin.Job{Nspace: "slurm.11.0", Size: 3, Nodes: []plugin.Node{
+		{ID: 0, Name: "n1", Ranks: []int32{0}, Addr: "127.0.0.1"}, {ID: 1, Name: "n2", Ranks: []int32{1}, Addr: "127.0.0.1"},
+		{ID: 2, Name: "n3", Ranks: []int32{2}, Addr: "127.0.0.1"},
+	}}
+	env := map[string]string{EnvSecret: testSecret}
+	args := []string{"-coordinator", l.Addr().String(), "-tree-width", "1"}
+	var nodes []*Node
+	for i := range job.Nodes {
+		n := newNode(args, func(k string) string { return env[k] })
+		n.ancestorWait = 300 * time.Millisecond
+		defer n.Close()
+		if _, err := n.Configure(ctx, &plugin.ConfigureRequest{Job: job, NodeID: int32(i)}); err != nil {
+			t.Fatal(err)
+		}
+		nodes = append(nodes, n)
+	}
+	publish := func(key string) error {
+		return nodes[2].Publish(ctx, &plugin.PublishRequest{Proc: plugin.Proc{Nspace: job.Nspace, Rank: 2},
+			Data: []plugin.Info{{Key: key, Value: "v"}}})
+	}
+	if err := publish("before"); err != nil {
+		t.Fatal(err)
+	}
+	nodes[1].Close() // n2's gopmi ends
+	deadline := time.Now().Add(10 * time.Second)
+	for err := publish("after"); err != nil; err = publish("after") {
+		// The call in flight when the link broke may fail; the next
+		// ones go past n2.
+		if time.Now().After(deadline) {
+			t.Fatalf("n3's calls after its parent ended: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if _, err := root.Lookup(ctx, &plugin.LookupRequest{Proc: plugin.Proc{Nspace: job.Nspace, Rank: 0}, Keys: []string{"after"}}); err != nil {
+		t.Fatalf("the name n3 published through n1 is not at the coordinator: %v", err)
+	}
+	if n := accepted.n.Load(); n != 1 {
+		t.Errorf("the coordinator accepted %d connections, want 1: n3 went through n1", n)
+	}
+}

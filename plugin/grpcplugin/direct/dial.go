@@ -9,6 +9,7 @@ import (
 
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/connectivity"
 	"google.golang.org/grpc/credentials/insecure"
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 	"google.golang.org/grpc/status"
@@ -75,6 +76,9 @@ func Dial(ctx context.Context, target string, opts ...DialOption) (_ *Conn, retE
 	gopts := []grpc.DialOption{
 		grpc.WithTransportCredentials(insecure.NewCredentials()),
 		grpc.WithDefaultCallOptions(grpc.MaxCallRecvMsgSize(cfg.maxMsg), grpc.MaxCallSendMsgSize(cfg.maxMsg)),
+		// A link is kept until Close, never idled: an idle one is one
+		// whose peer went away (Lost).
+		grpc.WithIdleTimeout(0),
 	}
 	if cfg.dialer != nil {
 		gopts = append(gopts, grpc.WithContextDialer(cfg.dialer))
@@ -104,6 +108,18 @@ func Dial(ctx context.Context, target string, opts ...DialOption) (_ *Conn, retE
 	c := &Conn{cc: cc, target: target, closed: make(chan struct{})}
 	c.backend = service.NewBackend(rmv1.NewResourceManagerServiceClient(cc), c.gone)
 	return c, nil
+}
+
+// Lost reports whether the connection is no longer usable as it was:
+// closed, or idle or reconnecting after the peer went away or broke it. A caller
+// with somewhere else to go may close it and dial there.
+func (c *Conn) Lost() bool {
+	select {
+	case <-c.closed:
+		return true
+	default:
+	}
+	return c.cc.GetState() != connectivity.Ready
 }
 
 // Backend returns the remote backend. Calls fail with an error wrapping
