@@ -13,14 +13,15 @@ import (
 	"github.com/gopmi/gopmi/plugin/seclink"
 )
 
-// The step's links, a node's to the coordinator and a tree child's to
-// its parent node, are TCP through gopmi's authenticated link layer
-// (plugin/seclink), keyed with the step's secret, which only the step's
-// processes get (srun's plugin makes it and hands it to the stepds in the
-// step's environment): TLS 1.3, inside which both ends prove the secret,
-// each in its role, bound to the TLS session. A node talks to no
-// coordinator or parent that cannot prove it, fence data and names cross
-// the network encrypted, and a relay in the middle fails. The secret
+// The step's links, a top node's to the coordinator, a tree child's to
+// its parent node and a reader's to the node whose data it reads, are
+// TCP through gopmi's authenticated link layer (plugin/seclink), keyed
+// with the step's secret, which only the step's processes get (srun's
+// plugin makes it and hands it to the stepds in the step's environment):
+// TLS 1.3, inside which both ends prove the secret, each in its role,
+// bound to the TLS session. A node talks to no coordinator or parent
+// that cannot prove it, fence data and names cross the network
+// encrypted, and a relay in the middle fails. The secret
 // never crosses the wire.
 
 // Roles in the step's links: a proof made in one cannot pass for another.
@@ -29,8 +30,9 @@ const (
 	// RoleNode the node's.
 	RoleCoordinator = "coordinator"
 	RoleNode        = "node"
-	// roleTreeParent is a node's end of its children's links, and
-	// roleTreeChild a child's.
+	// roleTreeParent begins a node's role at its listener (parentRole
+	// adds which job and node), and roleTreeChild is the role of the
+	// nodes that link to it: its children and its data's readers.
 	roleTreeParent = "tree-parent"
 	roleTreeChild  = "tree-child"
 )
@@ -56,16 +58,6 @@ func AuthListener(l net.Listener, secret string, log zerolog.Logger) (net.Listen
 // keeps its TLS sessions: a link made again resumes one.
 func AuthDialer(secret string) func(ctx context.Context, addr string) (net.Conn, error) {
 	return dialer(secret, RoleNode, RoleCoordinator)
-}
-
-// treeListener is a parent node's listener for its children.
-func treeListener(l net.Listener, secret string, log zerolog.Logger) (net.Listener, error) {
-	return listen(l, secret, roleTreeParent, roleTreeChild, log)
-}
-
-// treeDialer links a child to its parent node.
-func treeDialer(secret string) func(ctx context.Context, addr string) (net.Conn, error) {
-	return dialer(secret, roleTreeChild, roleTreeParent)
 }
 
 func listen(l net.Listener, secret, role, peer string, log zerolog.Logger) (net.Listener, error) {

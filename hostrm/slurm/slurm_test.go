@@ -103,31 +103,14 @@ func TestTreeJoinsFences(t *testing.T) {
 	root := local.NewUniverse(local.UniverseOptions{Prefix: "slurm.7", LayoutByRM: true})
 	defer root.Close()
 	count := &counting{Full: root}
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	accepted := &countingListener{Listener: l}
-	al, err := AuthListener(accepted, testSecret, zerolog.Nop())
-	if err != nil {
-		t.Fatal(err)
-	}
-	served := make(chan struct{})
-	go func() {
-		defer close(served)
-		_ = direct.Serve(ctx, al, count)
-	}()
-	defer func() { cancel(); <-served }()
-
-	job := plugin.Job{Nspace: "slurm.7.0", Size: 3, Nodes: []plugin.Node{
-		{ID: 0, Name: "n1", Ranks: []int32{0}, Addr: "127.0.0.1"}, {ID: 1, Name: "n2", Ranks: []int32{1}, Addr: "127.0.0.1"},
-		{ID: 2, Name: "n3", Ranks: []int32{2}, Addr: "127.0.0.1"},
-	}}
+	addr, accepted := serveCoordinator(t, count)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	job := hostJob("slurm.7.0", 3)
 	env := map[string]string{EnvSecret: testSecret}
 	var nodes []*Node
 	for i := range job.Nodes {
-		n := newNode([]string{"-coordinator", l.Addr().String(), "-tree-width", "1"}, func(k string) string { return env[k] })
+		n := newNode([]string{"-coordinator", addr, "-tree-width", "1"}, func(k string) string { return env[k] })
 		defer n.Close()
 		if _, err := n.Configure(ctx, &plugin.ConfigureRequest{Job: job, NodeID: int32(i)}); err != nil {
 			t.Fatal(err)
@@ -187,6 +170,40 @@ func TestTreeJoinsFences(t *testing.T) {
 // testSecret is a step secret as srun's plugin makes one.
 const testSecret = "00112233445566778899aabbccddeeff00112233445566778899aabbccddeeff"
 
+// serveCoordinator serves be as a step's coordinator on loopback, behind
+// the step secret as gopmi-slurm coordinate does, until the test ends; it
+// returns its address and the connections it accepted.
+func serveCoordinator(t *testing.T, be plugin.Full) (string, *countingListener) {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	accepted := &countingListener{Listener: l}
+	al, err := AuthListener(accepted, testSecret, zerolog.Nop())
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		_ = direct.Serve(ctx, al, be)
+	}()
+	t.Cleanup(func() { cancel(); <-served })
+	return l.Addr().String(), accepted
+}
+
+// hostJob is a job of one rank on each of n nodes, n1, n2, ..., all on
+// this host.
+func hostJob(nspace string, n int) plugin.Job {
+	job := plugin.Job{Nspace: nspace, Size: int32(n)}
+	for i := range n {
+		job.Nodes = append(job.Nodes, plugin.Node{ID: int32(i), Name: fmt.Sprintf("n%d", i+1), Ranks: []int32{int32(i)}, Addr: "127.0.0.1"})
+	}
+	return job
+}
+
 // countingListener counts the connections it accepts.
 type countingListener struct {
 	net.Listener
@@ -207,29 +224,12 @@ func (l *countingListener) Accept() (net.Conn, error) {
 func TestNodeGoesPastASilentParent(t *testing.T) {
 	root := local.NewUniverse(local.UniverseOptions{Prefix: "slurm.8", LayoutByRM: true})
 	defer root.Close()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	accepted := &countingListener{Listener: l}
-	al, err := AuthListener(accepted, testSecret, zerolog.Nop())
-	if err != nil {
-		t.Fatal(err)
-	}
+	addr, accepted := serveCoordinator(t, root)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	served := make(chan struct{})
-	go func() {
-		defer close(served)
-		_ = direct.Serve(ctx, al, root)
-	}()
-	defer func() { cancel(); <-served }()
-
-	job := plugin.Job{Nspace: "slurm.8.0", Size: 3, Nodes: []plugin.Node{
-		{ID: 0, Name: "n1", Ranks: []int32{0}, Addr: "127.0.0.1"}, {ID: 1, Name: "n2", Ranks: []int32{1}, Addr: "127.0.0.1"},
-		{ID: 2, Name: "n3", Ranks: []int32{2}, Addr: "127.0.0.1"},
-	}}
+	defer cancel()
+	job := hostJob("slurm.8.0", 3)
 	env := map[string]string{EnvSecret: testSecret}
-	args := []string{"-coordinator", l.Addr().String(), "-tree-width", "1"}
+	args := []string{"-coordinator", addr, "-tree-width", "1"}
 	top := newNode(args, func(k string) string { return env[k] })
 	defer top.Close()
 	if _, err := top.Configure(ctx, &plugin.ConfigureRequest{Job: job, NodeID: 0}); err != nil {
@@ -261,29 +261,12 @@ func TestNodeGoesPastASilentParent(t *testing.T) {
 func TestNodeRelinksPastALostParent(t *testing.T) {
 	root := local.NewUniverse(local.UniverseOptions{Prefix: "slurm.11", LayoutByRM: true})
 	defer root.Close()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	accepted := &countingListener{Listener: l}
-	al, err := AuthListener(accepted, testSecret, zerolog.Nop())
-	if err != nil {
-		t.Fatal(err)
-	}
+	addr, accepted := serveCoordinator(t, root)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	served := make(chan struct{})
-	go func() {
-		defer close(served)
-		_ = direct.Serve(ctx, al, root)
-	}()
-	defer func() { cancel(); <-served }()
-
-	job := plugin.Job{Nspace: "slurm.11.0", Size: 3, Nodes: []plugin.Node{
-		{ID: 0, Name: "n1", Ranks: []int32{0}, Addr: "127.0.0.1"}, {ID: 1, Name: "n2", Ranks: []int32{1}, Addr: "127.0.0.1"},
-		{ID: 2, Name: "n3", Ranks: []int32{2}, Addr: "127.0.0.1"},
-	}}
+	defer cancel()
+	job := hostJob("slurm.11.0", 3)
 	env := map[string]string{EnvSecret: testSecret}
-	args := []string{"-coordinator", l.Addr().String(), "-tree-width", "1"}
+	args := []string{"-coordinator", addr, "-tree-width", "1"}
 	var nodes []*Node
 	for i := range job.Nodes {
 		n := newNode(args, func(k string) string { return env[k] })

@@ -18,7 +18,6 @@ import (
 
 	"github.com/gopmi/gopmi/hostrm/local"
 	"github.com/gopmi/gopmi/plugin"
-	"github.com/gopmi/gopmi/plugin/grpcplugin/direct"
 	"github.com/gopmi/gopmi/plugin/plugintest"
 )
 
@@ -448,26 +447,12 @@ func TestRankGroups(t *testing.T) {
 func TestNodeLoggerReachesTheTree(t *testing.T) {
 	root := local.NewUniverse(local.UniverseOptions{Prefix: "slurm.10", LayoutByRM: true})
 	defer root.Close()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	al, err := AuthListener(l, testSecret, zerolog.Nop())
-	if err != nil {
-		t.Fatal(err)
-	}
+	addr, _ := serveCoordinator(t, root)
 	ctx, cancel := context.WithCancel(context.Background())
-	served := make(chan struct{})
-	go func() {
-		defer close(served)
-		_ = direct.Serve(ctx, al, root)
-	}()
-	defer func() { cancel(); <-served }()
-
-	job := plugin.Job{Nspace: "slurm.10.0", Size: 2, Nodes: []plugin.Node{{ID: 0, Name: "n1", Ranks: []int32{0}, Addr: "127.0.0.1"},
-		{ID: 1, Name: "n2", Ranks: []int32{1}, Addr: "127.0.0.1"}}}
+	defer cancel()
+	job := hostJob("slurm.10.0", 2)
 	env := map[string]string{EnvSecret: testSecret}
-	args := []string{"-coordinator", l.Addr().String(), "-tree-width", "1"}
+	args := []string{"-coordinator", addr, "-tree-width", "1"}
 	given, fromCtx := &plugintest.Buffer{}, &plugintest.Buffer{}
 	n1 := newNode(args, func(k string) string { return env[k] }, WithLogger(zerolog.New(given)))
 	defer n1.Close()
@@ -481,12 +466,11 @@ func TestNodeLoggerReachesTheTree(t *testing.T) {
 	}
 
 	// n1 listens for n2; a stranger without the secret knocks.
-	n1.mu.Lock()
-	addr := n1.tree.addr
-	n1.mu.Unlock()
+	listening := n1.placed().addr
 	dctx, dcancel := context.WithTimeout(ctx, 5*time.Second)
 	defer dcancel()
-	if c, err := treeDialer(strings.Repeat("w", len(testSecret)))(dctx, addr); err == nil {
+	wrong := dialer(strings.Repeat("w", len(testSecret)), roleTreeChild, parentRole(job.Nspace, 0))
+	if c, err := wrong(dctx, listening); err == nil {
 		c.Close()
 		t.Fatal("a wrong secret was accepted")
 	}

@@ -40,16 +40,14 @@ func (t *tree) cutSubtree() string {
 	return ", so its subtree is lost: " + rankGroups(t.job, ranks, maxGroups)
 }
 
-// send passes a call to the parent, finding it first. A parent that
+// send passes a call up the node's link: to its parent node (or, when
+// that never answered, an ancestor or the coordinator). A parent that
 // cannot be reached cuts off every rank the call carries: the error names
 // them and the parent.
 func (t *tree) send(ctx context.Context, req *plugin.FenceRequest) (*plugin.FenceResponse, error) {
-	up, err := t.parent(ctx, req.TimeoutOrDefault())
+	resp, err := t.toRoot.Fence(ctx, req)
 	if err == nil {
-		var resp *plugin.FenceResponse
-		if resp, err = up.Fence(ctx, req); err == nil {
-			return resp, nil
-		}
+		return resp, nil
 	}
 	if ctx.Err() != nil || !lostLink(err) {
 		return nil, err
@@ -80,13 +78,6 @@ func (t *tree) procGroups(procs []plugin.Proc) string {
 		}
 	}
 	return rankGroups(t.job, ranks, maxGroups)
-}
-
-// parent is the backend fences go up to: the node's link up, to its
-// parent node (or, when that never answered, an ancestor or the
-// coordinator).
-func (t *tree) parent(context.Context, time.Duration) (plugin.Full, error) {
-	return t.toRoot, nil
 }
 
 // watchAbort waits, up the node's link (at its parent, or at the

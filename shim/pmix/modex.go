@@ -117,22 +117,30 @@ func (s *Server) handOver() {
 	s.mu.Lock()
 	data, procs := s.dmodex.handing, s.dmodex.handingProcs
 	s.dmodex.handing, s.dmodex.handingProcs, s.dmodex.flushing = nil, nil, false
+	s.mu.Unlock()
 	if len(procs) == 0 {
-		s.mu.Unlock()
 		return
 	}
-	node, _ := s.localProcsLocked(procs)
-	s.published++
-	req := &plugin.FenceRequest{ID: fmt.Sprintf("pmix:modex:%s/%d", node, s.published), Procs: procs, LocalProcs: procs,
-		Node: node, Data: data, Timeout: s.opts.FenceTimeout}
-	s.mu.Unlock()
 	ctx, cancel := s.newsContext()
 	defer cancel()
-	if _, err := s.be.Fence(ctx, req); err != nil {
+	if err := s.handData(ctx, procs, data, s.opts.FenceTimeout); err != nil {
 		s.log.Warn().Err(err).Int("clients", len(procs)).Msg("pmix: hand the committed data to the backend")
 		return
 	}
 	s.lateCommits(procs)
+}
+
+// handData gives the backend data, frames of procs (this node's
+// clients): a fence of theirs alone, which completes at once and keeps
+// its data for DirectModex as every fence's.
+func (s *Server) handData(ctx context.Context, procs []plugin.Proc, data []byte, timeout time.Duration) error {
+	s.mu.Lock()
+	node, _ := s.localProcsLocked(procs)
+	s.published++
+	id := fmt.Sprintf("pmix:modex:%s/%d", node, s.published)
+	s.mu.Unlock()
+	_, err := s.be.Fence(ctx, &plugin.FenceRequest{ID: id, Procs: procs, LocalProcs: procs, Node: node, Data: data, Timeout: timeout})
+	return err
 }
 
 // lateCommitChecks are when, after a hand-over, the clients' data is
@@ -153,21 +161,15 @@ func (s *Server) lateCommits(procs []plugin.Proc) {
 			return
 		}
 		ctx, cancel := s.newsContext()
-		data := s.dmodexFrames(ctx, procs, nil, true)
-		if len(data) > 0 {
-			s.mu.Lock()
-			node, _ := s.localProcsLocked(procs)
-			s.published++
-			req := &plugin.FenceRequest{ID: fmt.Sprintf("pmix:modex:%s/%d", node, s.published), Procs: procs, LocalProcs: procs,
-				Node: node, Data: data, Timeout: s.opts.FenceTimeout}
-			s.mu.Unlock()
-			if _, err := s.be.Fence(ctx, req); err != nil {
-				s.log.Warn().Err(err).Int("clients", len(procs)).Msg("pmix: hand a later commit to the backend")
-				cancel()
-				return
-			}
+		var err error
+		if data := s.dmodexFrames(ctx, procs, nil, true); len(data) > 0 {
+			err = s.handData(ctx, procs, data, s.opts.FenceTimeout)
 		}
 		cancel()
+		if err != nil {
+			s.log.Warn().Err(err).Int("clients", len(procs)).Msg("pmix: hand a later commit to the backend")
+			return
+		}
 	}
 }
 
@@ -343,16 +345,12 @@ func goDirectModex(ns *C.char, rank C.uint32_t, timeout C.int, key *C.char, cbfu
 // its data for DirectModex as every fence's.
 func (s *Server) publishModex(ctx context.Context, procs []plugin.Proc, timeout time.Duration) error {
 	s.mu.Lock()
-	node, local := s.localProcsLocked(procs)
-	s.published++
-	req := &plugin.FenceRequest{ID: fmt.Sprintf("pmix:modex:%s/%d", node, s.published), Procs: local, LocalProcs: local,
-		Node: node, Timeout: timeout}
+	_, local := s.localProcsLocked(procs)
 	s.mu.Unlock()
 	if len(local) == 0 {
 		return nil
 	}
-	req.Data = s.dmodexFrames(ctx, req.LocalProcs, nil, false)
-	if _, err := s.be.Fence(ctx, req); err != nil {
+	if err := s.handData(ctx, local, s.dmodexFrames(ctx, local, nil, false), timeout); err != nil {
 		return fmt.Errorf("hand the clients' data to the backend: %w", err)
 	}
 	return nil
