@@ -131,7 +131,7 @@ bench: build
 	else echo "bench: Open MPI not measured: needs openmpi-bin, libopenmpi-dev and libpmix-dev (make deps)"; fi
 	@if [ "$$(id -u)" = 0 ] && command -v slurmd >/dev/null && command -v munged >/dev/null; then \
 		$(GO) run ./integration/bench -gopmi $(BIN)/gopmi -slurm $(BENCHFLAGS); \
-		$(GO) run ./integration/bench -gopmi $(BIN)/gopmi -slurm -nodes 8 -tree-width 2 -hello 16,64 -pmi2 64,128 $(BENCHFLAGS); \
+		$(GO) run ./integration/bench -gopmi $(BIN)/gopmi -slurm -nodes 8 -tree-width 2 -hello 16 -pmi2 64,128 $(BENCHFLAGS); \
 		if test -x $(BIN)/gopmi-slurm-pmix && command -v mpicc.openmpi >/dev/null; then \
 			$(GO) run ./integration/bench -gopmi $(BIN)/gopmi -slurm -openmpi $(BENCHFLAGS); \
 		else echo "bench: Open MPI under srun not measured: needs openmpi-bin, libopenmpi-dev and libpmix-dev (make deps)"; fi; \

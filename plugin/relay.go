@@ -54,6 +54,20 @@ func (r *Relay) Close() error {
 	return err
 }
 
+// Replace makes full (closed by closer) the connection later calls use,
+// if the one in use is still old's, and reports whether it did; a nil
+// full makes the next call dial. It does not close old: calls in flight
+// on it finish there, and the caller closes it when it will.
+func (r *Relay) Replace(old io.Closer, full Full, closer io.Closer) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closer != old || old == nil {
+		return false
+	}
+	r.full, r.closer = full, closer
+	return true
+}
+
 // resolve dials once; the connection lives until Close.
 func (r *Relay) resolve(ctx context.Context, call string) (Full, error) {
 	r.mu.Lock()

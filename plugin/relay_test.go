@@ -50,3 +50,42 @@ func TestRelay(t *testing.T) {
 		t.Errorf("after Close: %v, %d dials", err, dials)
 	}
 }
+
+// Replace moves later calls to a new connection without closing the one
+// in use (its calls in flight finish there), and only if that is still
+// the one the caller saw.
+func TestRelayReplace(t *testing.T) {
+	ctx := context.Background()
+	var got []string
+	backend := func(name string) *plugintest.Fake {
+		return &plugintest.Fake{PublishF: func(context.Context, *plugin.PublishRequest) error {
+			got = append(got, name)
+			return nil
+		}}
+	}
+	firstCloses, secondCloses := 0, 0
+	first := closer{&firstCloses}
+	r := plugin.NewRelay(func(context.Context) (plugin.Full, io.Closer, error) { return backend("first"), first, nil })
+	second := closer{&secondCloses}
+	if r.Replace(first, backend("second"), second) {
+		t.Fatal("Replace before any dial replaced")
+	}
+	if err := r.Publish(ctx, &plugin.PublishRequest{}); err != nil {
+		t.Fatal(err)
+	}
+	if r.Replace(second, backend("second"), second) {
+		t.Fatal("Replace of a connection not in use replaced")
+	}
+	if !r.Replace(first, backend("second"), second) {
+		t.Fatal("Replace of the connection in use did not replace")
+	}
+	if err := r.Publish(ctx, &plugin.PublishRequest{}); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if want := "first second"; strings.Join(got, " ") != want || firstCloses != 0 || secondCloses != 1 {
+		t.Errorf("calls went to %q, want %q; closes: first %d, second %d, want 0 and 1", got, want, firstCloses, secondCloses)
+	}
+}

@@ -12,6 +12,7 @@ package slurm
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"sync"
@@ -195,7 +196,15 @@ func (p *peers) read(ctx context.Context, req *plugin.ModexRequest, self int, lo
 	if err != nil {
 		return nil, err
 	}
+	// One time-out for the whole read: each node's dial and its call,
+	// which is given what is left of it; the grace lets its answer (a
+	// time-out that says why) come back.
 	timeout := req.TimeoutOrDefault()
+	start := time.Now()
+	ctx, cancel := context.WithTimeout(ctx, timeout+sendGrace)
+	defer cancel()
+	dialCtx, dialCancel := context.WithTimeout(ctx, timeout)
+	defer dialCancel()
 	parts := make([][]byte, len(nodes))
 	errs := make([]error, len(nodes))
 	var wg sync.WaitGroup
@@ -207,12 +216,19 @@ func (p *peers) read(ctx context.Context, req *plugin.ModexRequest, self int, lo
 				parts[k], errs[k] = local(req.Proc.Rank == plugin.RankWildcard)
 				return
 			}
-			up, err := p.link(ctx, i, timeout)
+			up, err := p.link(dialCtx, i, timeout)
 			if err != nil {
+				if errors.Is(dialCtx.Err(), context.DeadlineExceeded) {
+					// Nothing listens there: its gopmi is not up, since
+					// none of its ranks has spoken PMI yet.
+					err = plugin.Errorf(plugin.ErrTimeout, "node %s did not answer in %s (no rank of it has spoken PMI?): %v",
+						p.job.Nodes[i].Name, plugin.RoundDuration(timeout), err)
+				}
 				errs[k] = err
 				return
 			}
 			one := *req
+			one.Timeout = max(timeout-time.Since(start), time.Millisecond)
 			if one.Proc.Rank == plugin.RankWildcard {
 				// Each node answers for itself: its data.
 				one.Proc.Rank = p.job.Nodes[i].Ranks[0]

@@ -61,6 +61,11 @@ type Node struct {
 	up     *direct.Conn
 	upNode int // the node index up links to; -1: the coordinator
 	lost   map[int]bool
+	// rejoining: a goroutine tries the ancestors the link up went
+	// past (rejoin); retired are the links up it replaced, closed
+	// with the node (calls may still be in flight on them).
+	rejoining bool
+	retired   []io.Closer
 }
 
 // NodeOption configures a Node.
@@ -145,6 +150,7 @@ func newNode(args []string, getenv func(string) string, opts ...NodeOption) *Nod
 		}
 		n.mu.Lock()
 		n.up, n.upNode = c, to
+		n.rejoinLocked()
 		n.mu.Unlock()
 		return c.Backend(), c, nil
 	})
@@ -163,8 +169,14 @@ func newNode(args []string, getenv func(string) string, opts ...NodeOption) *Nod
 func (n *Node) relink() {
 	n.mu.Lock()
 	c := n.up
-	lost := c != nil && c.Lost()
-	if lost {
+	n.mu.Unlock()
+	// Dropped only if it is still the relay's (rejoin may have moved
+	// the calls on).
+	if c == nil || !c.Lost() || !n.Relay.Replace(c, nil, nil) {
+		return
+	}
+	n.mu.Lock()
+	if n.up == c {
 		n.up = nil
 		if n.lost == nil {
 			n.lost = map[int]bool{}
@@ -174,9 +186,7 @@ func (n *Node) relink() {
 		}
 	}
 	n.mu.Unlock()
-	if lost {
-		_ = n.Relay.Close()
-	}
+	_ = c.Close()
 }
 
 // Configure forwards the job's layout to the coordinator. For a job on
@@ -290,7 +300,14 @@ func (n *Node) Close() error {
 	n.tree, n.above = nil, nil
 	n.mu.Unlock()
 	if t != nil {
-		t.close()
+		t.close() // ends rejoin
+	}
+	n.mu.Lock()
+	retired := n.retired
+	n.retired = nil
+	n.mu.Unlock()
+	for _, c := range retired {
+		_ = c.Close()
 	}
 	return n.Relay.Close()
 }

@@ -42,6 +42,11 @@ const (
 	// listen yet (its gopmi starts with its tasks' first PMI call).
 	retryFirst = time.Millisecond
 	retryMax   = 50 * time.Millisecond
+	// rejoinFirst and rejoinMax pace a node's tries of the ancestors its
+	// link up went past (Node.rejoin), each try at most rejoinTry.
+	rejoinFirst = 100 * time.Millisecond
+	rejoinMax   = 2 * time.Second
+	rejoinTry   = 100 * time.Millisecond
 )
 
 // portRange is the ports the step's nodes draw their listening ports
@@ -177,6 +182,82 @@ func (n *Node) dialAbove(ctx context.Context) (*direct.Conn, int) {
 		t.log.Warn().Err(err).Msgf("fence tree: node %s did not answer in %s; going up past it", t.job.Nodes[a].Name, n.ancestorWait)
 	}
 	return nil, -1
+}
+
+// rejoinLocked starts rejoin when the link up went past ancestors that
+// did not answer in time. Called with n.mu held.
+func (n *Node) rejoinLocked() {
+	if n.rejoining || n.tree == nil || len(n.passedLocked()) == 0 {
+		return
+	}
+	t := n.tree
+	n.rejoining = t.crew.spawn(func(ctx context.Context) { n.rejoin(ctx, t) })
+}
+
+// passedLocked are the ancestors nearer than the one the link up goes
+// to whose link never broke, nearest first; none while there is no link
+// up. Called with n.mu held.
+func (n *Node) passedLocked() []int {
+	if n.up == nil {
+		return nil
+	}
+	var out []int
+	for _, a := range n.above {
+		if a == n.upNode {
+			break
+		}
+		if !n.lost[a] {
+			out = append(out, a)
+		}
+	}
+	return out
+}
+
+// rejoin tries, now and then, the ancestors the link up went past,
+// nearest first, and moves the node's later calls to the first that
+// answers: a parent that came up late (a loaded node, its gopmi started
+// on demand by its first task) would otherwise wait in every fence, until
+// half its time-out, for this node's ranks, whose parts go around it.
+// Calls in flight on the link it replaces finish there. It ends when none
+// is left to try (the parent reached, or the link up broke: the next call
+// dials from the parent up again), or when the tree closes.
+func (n *Node) rejoin(ctx context.Context, t *tree) {
+	defer func() {
+		n.mu.Lock()
+		n.rejoining = false
+		n.mu.Unlock()
+	}()
+	for pause := rejoinFirst; ; pause = min(2*pause, rejoinMax) {
+		timer := time.NewTimer(pause)
+		select {
+		case <-ctx.Done():
+			timer.Stop()
+			return
+		case <-timer.C:
+		}
+		n.mu.Lock()
+		c, passed := n.up, n.passedLocked()
+		n.mu.Unlock()
+		if len(passed) == 0 {
+			return
+		}
+		for _, a := range passed {
+			nc, err := dialNode(ctx, t.job, t.secret, t.ports, a, rejoinTry)
+			if err != nil {
+				continue
+			}
+			if !n.Relay.Replace(c, nc.Backend(), nc) {
+				_ = nc.Close() // the link up changed meanwhile: look again
+				break
+			}
+			n.mu.Lock()
+			n.up, n.upNode = nc, a
+			n.retired = append(n.retired, c)
+			n.mu.Unlock()
+			t.log.Info().Msgf("fence tree: node %s answers now; this node's calls go through it again", t.job.Nodes[a].Name)
+			break
+		}
+	}
 }
 
 // findNode tries node index i's ports, again and again, until one

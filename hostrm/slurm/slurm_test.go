@@ -255,6 +255,70 @@ func TestNodeGoesPastASilentParent(t *testing.T) {
 	}
 }
 
+// A node that went past a parent that was late (its gopmi came up after
+// the child's first call) goes back to it once it answers, so that the
+// parent's fences do not wait, until half their time-out, for the
+// child's ranks, whose parts would go around it.
+func TestNodeRejoinsALateParent(t *testing.T) {
+	root := local.NewUniverse(local.UniverseOptions{Prefix: "slurm.12", LayoutByRM: true})
+	defer root.Close()
+	addr, _ := serveCoordinator(t, root)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	job := hostJob("slurm.12.0", 3)
+	env := map[string]string{EnvSecret: testSecret}
+	args := []string{"-coordinator", addr, "-tree-width", "1"}
+	logs := make([]*plugintest.Buffer, 3)
+	nodes := make([]*Node, 3)
+	for i := range nodes {
+		logs[i] = &plugintest.Buffer{}
+		nodes[i] = newNode(args, func(k string) string { return env[k] }, WithLogger(zerolog.New(logs[i])))
+		nodes[i].ancestorWait = 200 * time.Millisecond
+		defer nodes[i].Close()
+	}
+	configure := func(i int) {
+		if _, err := nodes[i].Configure(ctx, &plugin.ConfigureRequest{Job: job, NodeID: int32(i)}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	configure(0)
+	configure(2) // n2, its parent, is not up: n3 goes past it to n1
+	if err := nodes[2].Publish(ctx, &plugin.PublishRequest{Proc: plugin.Proc{Nspace: job.Nspace, Rank: 2},
+		Data: []plugin.Info{{Key: "early", Value: "v"}}}); err != nil {
+		t.Fatal(err)
+	}
+	configure(1)
+	want := "fence tree: node n2 answers now; this node's calls go through it again"
+	for !strings.Contains(logs[2].String(), want) {
+		if ctx.Err() != nil {
+			t.Fatalf("n3 never went back to n2; its log:\n%s", logs[2].String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	// A fence of the three: n2 gets n3's part and goes up at once. Had
+	// n3 stayed with n1, n2 would send its own part up only at half the
+	// time-out (20 s), past this fence's 10 s.
+	fctx, fcancel := context.WithTimeout(ctx, 10*time.Second)
+	defer fcancel()
+	var wg sync.WaitGroup
+	for i, n := range nodes {
+		wg.Go(func() {
+			_, err := n.Fence(fctx, &plugin.FenceRequest{
+				ID: "world/1", Procs: []plugin.Proc{{Nspace: job.Nspace, Rank: plugin.RankWildcard}},
+				LocalProcs: []plugin.Proc{{Nspace: job.Nspace, Rank: int32(i)}}, Node: job.Nodes[i].Name,
+				Collect: true, Data: []byte{byte('a' + i)}, Timeout: 40 * time.Second,
+			})
+			if err != nil {
+				t.Errorf("node %d: %v", i, err)
+			}
+		})
+	}
+	wg.Wait()
+	if strings.Contains(logs[1].String(), "did not arrive") {
+		t.Errorf("n2 waited for n3's part:\n%s", logs[1].String())
+	}
+}
+
 // A node whose parent's gopmi ended (its ranks exited, its stepd killed
 // it) links past it on its next call: to the parent's parent, here the
 // top node, not failing every later call of its subtree.
@@ -299,5 +363,33 @@ func TestNodeRelinksPastALostParent(t *testing.T) {
 	}
 	if n := accepted.n.Load(); n != 1 {
 		t.Errorf("the coordinator accepted %d connections, want 1: n3 went through n1", n)
+	}
+}
+
+// A read of a rank whose node has no gopmi up (none of its ranks spoke
+// PMI yet) ends at the read's own time-out, dial and call together, as
+// a time-out that names the node, as the universe's read of a rank that
+// contributed nothing does.
+func TestReadOfANodeNotUp(t *testing.T) {
+	root := local.NewUniverse(local.UniverseOptions{Prefix: "slurm.13", LayoutByRM: true})
+	defer root.Close()
+	addr, _ := serveCoordinator(t, root)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	job := hostJob("slurm.13.0", 2)
+	env := map[string]string{EnvSecret: testSecret}
+	n := newNode([]string{"-coordinator", addr}, func(k string) string { return env[k] })
+	defer n.Close()
+	if _, err := n.Configure(ctx, &plugin.ConfigureRequest{Job: job, NodeID: 0}); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	_, err := n.DirectModex(ctx, &plugin.ModexRequest{Requestor: plugin.Proc{Nspace: job.Nspace, Rank: 0},
+		Proc: plugin.Proc{Nspace: job.Nspace, Rank: 1}, Timeout: 300 * time.Millisecond})
+	if !errors.Is(err, plugin.ErrTimeout) || !strings.Contains(err.Error(), "node n2 did not answer in 300ms") {
+		t.Fatalf("read of a rank on a node not up: %v, want a time-out naming node n2", err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Errorf("the read took %s, far past its 300ms time-out", d)
 	}
 }

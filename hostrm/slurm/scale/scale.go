@@ -27,6 +27,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -61,6 +62,11 @@ type Result struct {
 	Barrier, Collect, Modex time.Duration
 	// Setup is how long the nodes took to connect and configure.
 	Setup time.Duration
+	// CollectCPU is the CPU time (user and system, this process) a
+	// collecting fence cost per node: every node's tree work, both ends
+	// of its links and the coordinator's share, without a host's own
+	// (its PMI wire, its ranks).
+	CollectCPU time.Duration
 	// CoordConns is how many connections the coordinator accepted.
 	CoordConns int64
 	// NodeMiB and NodeFiles are the memory (Go heap and stacks) and the
@@ -292,18 +298,22 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	r.NodeMiB = float64(int64(memNow())-int64(m0)) / float64(o.Nodes) / (1 << 20)
 	r.NodeFiles = float64(openFiles()-f0) / float64(o.Nodes)
 	var barrier, collect, modex []time.Duration
+	var collectCPU time.Duration
 	for round := range o.Rounds {
 		d, err := s.fence(ctx, fmt.Sprintf("barrier/%d", round), false, nil)
 		if err != nil {
 			return nil, fmt.Errorf("scale: barrier: %w", err)
 		}
 		barrier = append(barrier, d)
+		c0 := cpuNow()
 		d, err = s.fence(ctx, fmt.Sprintf("collect/%d", round), true, func(i int) []byte { return partOf(i, o.PartBytes) })
 		if err != nil {
 			return nil, fmt.Errorf("scale: collecting fence: %w", err)
 		}
+		collectCPU += cpuNow() - c0
 		collect = append(collect, d)
 	}
+	r.CollectCPU = collectCPU / time.Duration(o.Rounds*o.Nodes)
 	// The modex round: a barrier with the parts, which stay each on its
 	// node; then reads, each from the node that holds the part. Once: a node's data accumulates over
 	// fences.
@@ -346,6 +356,15 @@ func memNow() uint64 {
 	var m runtime.MemStats
 	runtime.ReadMemStats(&m)
 	return m.HeapInuse + m.StackInuse
+}
+
+// cpuNow is the CPU time this process used so far, user and system.
+func cpuNow() time.Duration {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // openFiles counts this process's open files.
