@@ -43,9 +43,9 @@ func runScale(ctx context.Context, c *config, stdout, stderr io.Writer) int {
 				continue
 			}
 			e := scale.Model(costs, n, w, 64, 4)
-			fmt.Fprintf(stdout, "scale nodes=%d width=%d depth=%d barrier_ms=%.1f collect_ms=%.1f modex_ms=%.1f coord_conns=%d node_mib=%.2f node_files=%.1f sim_barrier_ms=%.1f sim_collect_ms=%.1f sim_modex_ms=%.1f sim_setup_ms=%.0f\n",
+			fmt.Fprintf(stdout, "scale nodes=%d width=%d depth=%d barrier_ms=%.1f collect_ms=%.1f modex_ms=%.1f coord_conns=%d node_mib=%.2f node_files=%.1f sim_barrier_ms=%.1f sim_collect_ms=%.1f sim_modex_ms=%.1f sim_setup_ms=%.0f sim_cpu_us_node=%.0f\n",
 				n, w, r.Depth, ms(e.Barrier), ms(e.Collect), ms(e.Modex), r.CoordConns, r.NodeMiB, r.NodeFiles,
-				ms(r.Barrier), ms(r.Collect), ms(r.Modex), ms(r.Setup))
+				ms(r.Barrier), ms(r.Collect), ms(r.Modex), ms(r.Setup), us(r.CollectCPU))
 		}
 	}
 	return code
