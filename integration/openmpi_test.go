@@ -364,6 +364,12 @@ func TestOpenMPIUnderSrun(t *testing.T) {
 	if r.ExitCode != 0 || strings.Count(r.Stdout, "ok late rank=") != 2 {
 		t.Errorf("pmix_late: %s", slurmFailure(c, r))
 	}
+	// An event rank 0 raises for its job reaches the other node's rank.
+	event := buildPMIxClientFrom(t, filepath.Join("testdata", "src"), "pmix_event")
+	r = runOn(t, c, time.Minute, []string{"srun", "--mpi=gopmi", "-N2", "-n3", event}, "GOPMI_PMIX=1")
+	if r.ExitCode != 0 || strings.Count(r.Stdout, "ok event rank=") != 3 {
+		t.Errorf("pmix_event: %s", slurmFailure(c, r))
+	}
 	// Each PMIx step's node shim worked in a directory its stepd made,
 	// which the stepd removes when it ends, also after killing the shim.
 	waitFor(t, "the stepds to remove their PMIx shims' directories", func() bool {

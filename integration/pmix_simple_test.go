@@ -148,7 +148,8 @@ func runningPMIxJob(t *testing.T) (string, *bgRun) {
 // A fence that collects nothing leaves each rank's data on its node; a
 // rank on another node reads it by direct modex, which its server answers
 // from what the owner's server handed the backend (pmix_bench collect=0
-// checks every value it reads).
+// checks every value it reads). Events raised for the job cross the
+// nodes too.
 func TestPMIxDirectModex(t *testing.T) {
 	begin(t)
 	if err := pmixShim(); err != nil {
@@ -168,5 +169,12 @@ func TestPMIxDirectModex(t *testing.T) {
 	r := runArgv(t, runOpts{timeout: time.Minute}, []string{gopmiBin, "run", "-pmix", "-ppn", "1", "-n", "3", late})
 	if r.ExitCode != 0 || strings.Count(r.Stdout, "ok late rank=") != 3 {
 		t.Errorf("pmix_late across 3 nodes: %s", output(r))
+	}
+	// An event rank 0 raises for its job reaches the handlers of the
+	// ranks on the other nodes (the backend's AwaitEvents).
+	event := buildPMIxClientFrom(t, filepath.Join("testdata", "src"), "pmix_event")
+	r = runArgv(t, runOpts{timeout: time.Minute}, []string{gopmiBin, "run", "-pmix", "-ppn", "1", "-n", "3", event})
+	if r.ExitCode != 0 || strings.Count(r.Stdout, "ok event rank=") != 3 {
+		t.Errorf("pmix_event across 3 nodes: %s", output(r))
 	}
 }

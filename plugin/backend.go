@@ -63,6 +63,16 @@ type EventNotifier interface {
 	NotifyEvent(ctx context.Context, req *EventRequest) error
 }
 
+// EventWatcher hands a node's host the clients' events raised beyond
+// other nodes, so that it gives them to its own clients (PMIx event
+// notification).
+type EventWatcher interface {
+	// AwaitEvents waits for events a job's processes are to hear. A
+	// host keeps one such call open per job it serves, from the Seq of
+	// the last event it got.
+	AwaitEvents(ctx context.Context, req *AwaitEventsRequest) (*AwaitEventsResponse, error)
+}
+
 // FinalizeDrainer is a backend in its host's own process through which
 // other nodes' answers pass (a fence tree's interior node: package
 // hostrm/slurm, WithFinalizeDrain). Its host answers a rank's finalize
@@ -84,6 +94,7 @@ type Full interface {
 	Querier
 	Logger
 	EventNotifier
+	EventWatcher
 }
 
 // Complete returns b as a Full: optional methods b lacks answer

@@ -11,7 +11,9 @@
 //
 // A backend implements Backend, the core every job needs, and any of the
 // optional capability interfaces (Publisher, Spawner, Connector, Querier,
-// Logger, EventNotifier). It embeds Unimplemented so that methods it leaves
+// Logger, EventNotifier, EventWatcher: the last carries events PMIx
+// clients raise for processes on other nodes to those nodes' hosts, new
+// in 1.1). It embeds Unimplemented so that methods it leaves
 // out answer ErrNotSupported, which the shim turns into a PMI error whose
 // message names the missing capability. GetInfo advertises the capabilities
 // by name (the Cap* constants) so the host knows, before a task asks, what

@@ -148,6 +148,15 @@ func (d Deferred) NotifyEvent(ctx context.Context, req *EventRequest) error {
 	return b.NotifyEvent(ctx, req)
 }
 
+// AwaitEvents forwards.
+func (d Deferred) AwaitEvents(ctx context.Context, req *AwaitEventsRequest) (*AwaitEventsResponse, error) {
+	b, err := d.Resolve(ctx, "await events")
+	if err != nil {
+		return nil, err
+	}
+	return b.AwaitEvents(ctx, req)
+}
+
 func (c *completed) Publish(ctx context.Context, req *PublishRequest) error {
 	if b, ok := c.Backend.(Publisher); ok {
 		return b.Publish(ctx, req)
@@ -211,6 +220,13 @@ func (c *completed) NotifyEvent(ctx context.Context, req *EventRequest) error {
 	return unsupported("notify event")
 }
 
+func (c *completed) AwaitEvents(ctx context.Context, req *AwaitEventsRequest) (*AwaitEventsResponse, error) {
+	if b, ok := c.Backend.(EventWatcher); ok {
+		return b.AwaitEvents(ctx, req)
+	}
+	return nil, unsupported("await events")
+}
+
 // Abort answers ErrNotSupported.
 func (Unimplemented) Abort(context.Context, *AbortRequest) error {
 	return unsupported("abort")
@@ -269,4 +285,9 @@ func (Unimplemented) Log(context.Context, *LogRequest) error {
 // NotifyEvent answers ErrNotSupported.
 func (Unimplemented) NotifyEvent(context.Context, *EventRequest) error {
 	return unsupported("notify event")
+}
+
+// AwaitEvents answers ErrNotSupported.
+func (Unimplemented) AwaitEvents(context.Context, *AwaitEventsRequest) (*AwaitEventsResponse, error) {
+	return nil, unsupported("await events")
 }

@@ -18,7 +18,9 @@ const (
 	// answers its keys by their PMIx names (and 1.0's), in its formats,
 	// the proc table as JSON rows of ProcInfo, not text lines. The
 	// conformance suite checks it of a backend that lists 1.1. Node.Addr
-	// is new in 1.1 too.
+	// is new in 1.1 too, and so is AwaitEvents (EventWatcher, capability
+	// "events"), with EventRequest.Node and clients' events
+	// (EventClientPrefix).
 	APIVersion11 = "1.1"
 )
 
@@ -31,6 +33,7 @@ const (
 	CapQuery   = "query"   // Querier
 	CapLog     = "log"     // Logger
 	CapNotify  = "notify"  // EventNotifier
+	CapEvents  = "events"  // EventWatcher
 )
 
 // RankWildcard in a Proc means every rank of the namespace.
@@ -428,12 +431,53 @@ const (
 	EventProcTerminated EventCode = "proc-terminated"
 )
 
+// EventClientPrefix begins the code of an event a client raised for
+// processes beyond its node (PMIx_Notify_event with a range wider than
+// the node): "pmix:" and the PMIx status in decimal ("pmix:-131"). A
+// backend with the capability "events" keeps such events for
+// AwaitEvents; one without ignores them, as any code it does not know.
+const EventClientPrefix = "pmix:"
+
 // EventRequest reports an event beyond the node.
 type EventRequest struct {
 	Code   EventCode
 	Source Proc
 	Range  Range
 	Info   []Info
+	// Node is the node whose host reports it (new in 1.1): that host
+	// gave the event to its own clients already, and skips it when it
+	// comes back through AwaitEvents.
+	Node string
+}
+
+// AwaitEventsRequest asks for the clients' events that a job's processes
+// are to hear (EventClientPrefix): those whose source is in the job and
+// whose range is RangeNamespace, and those of range RangeSession,
+// RangeGlobal or RangeDefault from any job of the backend's.
+type AwaitEventsRequest struct {
+	Nspace string
+	// After is the Seq of the last event the caller has; 0: from the
+	// oldest the backend keeps.
+	After uint64
+	// Timeout is how long to wait when there is none after After; zero:
+	// answer at once.
+	Timeout time.Duration
+}
+
+// AwaitEventsResponse is the events after the request's After, oldest
+// first; none when its Timeout passed first.
+type AwaitEventsResponse struct {
+	Events []Event
+	// Missed: the backend no longer keeps some events after After (it
+	// keeps a bounded number).
+	Missed bool
+}
+
+// Event is one event kept for AwaitEvents, numbered in the order the
+// backend got them (Seq counts from 1).
+type Event struct {
+	Seq uint64
+	EventRequest
 }
 
 // Default time-outs, the contract's answer to a zero Timeout: a backend

@@ -26,6 +26,7 @@ var handlers = map[string]handler{
 	"query":            method(plugin.Full.Query),
 	"log":              notice(plugin.Full.Log),
 	"notify-event":     notice(plugin.Full.NotifyEvent),
+	"await-events":     method(plugin.Full.AwaitEvents),
 }
 
 var _ plugin.Full = remote{}
@@ -100,4 +101,8 @@ func (r remote) Log(ctx context.Context, req *plugin.LogRequest) error {
 func (r remote) NotifyEvent(ctx context.Context, req *plugin.EventRequest) error {
 	_, err := call[struct{}](ctx, r.c, "notify event", "notify-event", req)
 	return err
+}
+
+func (r remote) AwaitEvents(ctx context.Context, req *plugin.AwaitEventsRequest) (*plugin.AwaitEventsResponse, error) {
+	return call[plugin.AwaitEventsResponse](ctx, r.c, "await events", "await-events", req)
 }

@@ -260,8 +260,15 @@ func (u *Universe) Log(_ context.Context, req *plugin.LogRequest) error {
 // ended before finalize) fails the job: pending fences and waits of the
 // job fail with ErrAborted and the launcher ends the run (OnProcFailed).
 // EventProcTerminated marks the task and drops its PersistProc names.
-// Other codes are accepted and ignored.
+// A client's event (EventClientPrefix) of a range wider than its node is
+// kept for AwaitEvents. Other codes are accepted and ignored.
 func (u *Universe) NotifyEvent(_ context.Context, req *plugin.EventRequest) error {
+	if isClientEvent(req.Code) && req.Range != plugin.RangeLocal {
+		u.mu.Lock()
+		u.keepEvent(req)
+		u.mu.Unlock()
+		return nil
+	}
 	switch req.Code {
 	case plugin.EventProcAborted:
 		reason := eventReason(req.Info)

@@ -113,6 +113,7 @@ type Universe struct {
 	fences map[string]*fence // pending and failed collectives; guarded by mu
 	conns  map[jobPair]int   // Connects not yet undone, per pair of jobs; guarded by mu
 
+	events  events         // clients' events for AwaitEvents; guarded by mu
 	names   *names.Service // the run's published names (its own lock)
 	changed wake.Cond      // woken on every change waiters watch
 }
@@ -199,7 +200,7 @@ func (u *Universe) broadcast() {
 
 // GetInfo names the backend "local" and lists what it implements.
 func (u *Universe) GetInfo(context.Context) (*plugin.BackendInfo, error) {
-	caps := []string{plugin.CapPublish, plugin.CapConnect, plugin.CapQuery, plugin.CapLog, plugin.CapNotify}
+	caps := []string{plugin.CapPublish, plugin.CapConnect, plugin.CapQuery, plugin.CapLog, plugin.CapNotify, plugin.CapEvents}
 	if u.opts.Launch != nil {
 		caps = append(caps, plugin.CapSpawn)
 	}

@@ -320,7 +320,7 @@ func Info() *plugin.BackendInfo {
 	return &plugin.BackendInfo{
 		Name:         "slurm",
 		APIVersions:  []string{plugin.APIVersion1, plugin.APIVersion11},
-		Capabilities: []string{plugin.CapPublish, plugin.CapConnect, plugin.CapQuery, plugin.CapLog, plugin.CapNotify, plugin.CapSpawn},
+		Capabilities: []string{plugin.CapPublish, plugin.CapConnect, plugin.CapQuery, plugin.CapLog, plugin.CapNotify, plugin.CapEvents, plugin.CapSpawn},
 	}
 }
 

@@ -40,7 +40,7 @@ const DefaultTimeout = 2 * time.Second
 // knownCaps are the capability names a backend may advertise.
 var knownCaps = []string{
 	plugin.CapPublish, plugin.CapSpawn, plugin.CapConnect,
-	plugin.CapQuery, plugin.CapLog, plugin.CapNotify,
+	plugin.CapQuery, plugin.CapLog, plugin.CapNotify, plugin.CapEvents,
 }
 
 // jobSeq makes namespaces unique within a process; the time makes them
@@ -102,6 +102,7 @@ var conformanceCases = slices.Concat([]conformanceCase{
 	{"QueryVocabulary", testQueryVocabulary},
 	{"Abort", testAbort},
 	{"AbortFailsWaits", testAbortFailsWaits},
+	{"Events", testEvents},
 })
 
 // conformanceCase is one case of the suite.
@@ -437,6 +438,10 @@ func testCapabilities(t *testing.T, e *env) {
 		}},
 		{plugin.CapNotify, "NotifyEvent", func(ctx context.Context) error {
 			return b.NotifyEvent(ctx, &plugin.EventRequest{Code: plugin.EventCode(unknown), Source: p})
+		}},
+		{plugin.CapEvents, "AwaitEvents", func(ctx context.Context) error {
+			_, err := b.AwaitEvents(ctx, &plugin.AwaitEventsRequest{Nspace: e.job.Nspace, After: ^uint64(0)})
+			return err
 		}},
 	}
 	for _, c := range calls {

@@ -29,6 +29,7 @@ type Fake struct {
 	QueryF           func(ctx context.Context, req *plugin.QueryRequest) (*plugin.QueryResponse, error)
 	LogF             func(ctx context.Context, req *plugin.LogRequest) error
 	NotifyEventF     func(ctx context.Context, req *plugin.EventRequest) error
+	AwaitEventsF     func(ctx context.Context, req *plugin.AwaitEventsRequest) (*plugin.AwaitEventsResponse, error)
 }
 
 var _ plugin.Full = (*Fake)(nil)
@@ -153,6 +154,14 @@ func (f *Fake) NotifyEvent(ctx context.Context, req *plugin.EventRequest) error 
 	return f.NotifyEventF(ctx, req)
 }
 
+// AwaitEvents calls AwaitEventsF.
+func (f *Fake) AwaitEvents(ctx context.Context, req *plugin.AwaitEventsRequest) (*plugin.AwaitEventsResponse, error) {
+	if f.AwaitEventsF == nil {
+		return nil, notSupported("await events")
+	}
+	return f.AwaitEventsF(ctx, req)
+}
+
 // capabilities are the optional interfaces' capabilities, each with
 // whether f sets a field of its interface.
 func (f *Fake) capabilities() []struct {
@@ -169,5 +178,6 @@ func (f *Fake) capabilities() []struct {
 		{plugin.CapQuery, f.QueryF != nil},
 		{plugin.CapLog, f.LogF != nil},
 		{plugin.CapNotify, f.NotifyEventF != nil},
+		{plugin.CapEvents, f.AwaitEventsF != nil},
 	}
 }

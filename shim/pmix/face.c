@@ -519,6 +519,76 @@ static pmix_status_t cb_disconnect(const pmix_proc_t procs[], size_t nprocs, con
     return goConnect((pmix_proc_t *)procs, nprocs, timeout, 0, cbfunc, cbdata);
 }
 
+/* libpmix's mark on an event it relayed from a client (its private
+ * src/event/pmix_event.h). */
+#define GOPMI_INTERNAL_NOTIFY "pmix.srvr.internal.notify"
+
+/* Notify event: a client raised an event for processes beyond its node
+ * (libpmix gave it to this node's clients already). Its info travels as
+ * published values do; libpmix's own mark of an event it relayed stays
+ * here. Answered at once (PMIX_OPERATION_SUCCEEDED): the completion
+ * libpmix passes for it does not move onto libpmix's thread, so no Go
+ * thread may call it; the Go side tells the backend on its own. */
+static pmix_status_t cb_notify_event(pmix_status_t code, const pmix_proc_t *source, pmix_data_range_t range,
+                                     pmix_info_t info[], size_t ninfo, pmix_op_cbfunc_t cbfunc, void *cbdata)
+{
+    char **keys = calloc(ninfo + 1, sizeof(char *)), **vals = calloc(ninfo + 1, sizeof(char *));
+    if (keys == NULL || vals == NULL) {
+        free(keys); free(vals);
+        return PMIX_ERR_NOMEM;
+    }
+    size_t n = 0;
+    for (size_t i = 0; i < ninfo; i++) {
+        if (PMIX_CHECK_KEY(&info[i], GOPMI_INTERNAL_NOTIFY) || info[i].value.type == PMIX_POINTER) {
+            continue;
+        }
+        char *v = info[i].value.type == PMIX_STRING ? strdup(info[i].value.data.string) : encode_value(&info[i].value);
+        if (v != NULL) {
+            keys[n] = (char *)info[i].key;
+            vals[n++] = v;
+        }
+    }
+    (void)cbfunc; (void)cbdata;
+    pmix_status_t rc = goNotifyEvent(code, (char *)source->nspace, source->rank, (int)range, keys, vals, n);
+    for (size_t i = 0; i < n; i++) free(vals[i]);
+    free(keys); free(vals);
+    return rc;
+}
+
+struct notify_info {
+    pmix_info_t *info;
+    size_t n;
+};
+
+static void notify_done(pmix_status_t status, void *cbdata)
+{
+    (void)status;
+    struct notify_info *ni = cbdata;
+    if (ni->info != NULL) PMIX_INFO_FREE(ni->info, ni->n);
+    free(ni);
+}
+
+int gopmi_notify(int code, const char *nspace, uint32_t rank, int range, char **keys, char **vals, size_t n)
+{
+    struct notify_info *ni = calloc(1, sizeof *ni);
+    if (ni == NULL) return PMIX_ERR_NOMEM;
+    if (n > 0) {
+        PMIX_INFO_CREATE(ni->info, n);
+        ni->n = n;
+        for (size_t i = 0; i < n; i++) {
+            PMIX_LOAD_KEY(ni->info[i].key, keys[i]);
+            load_value(&ni->info[i].value, vals[i]);
+        }
+    }
+    pmix_proc_t source;
+    PMIX_LOAD_PROCID(&source, nspace, rank);
+    pmix_status_t rc = PMIx_Notify_event(code, &source, (pmix_data_range_t)range, ni->info, ni->n, notify_done, ni);
+    if (rc != PMIX_SUCCESS) {
+        notify_done(rc, ni); /* not called back */
+    }
+    return rc == PMIX_OPERATION_SUCCEEDED ? PMIX_SUCCESS : rc;
+}
+
 static pmix_server_module_t gopmi_module = {
     .client_connected = cb_client_connected,
     .client_finalized = cb_client_finalized,
@@ -534,6 +604,7 @@ static pmix_server_module_t gopmi_module = {
     .query = cb_query,
     .tool_connected = cb_tool_connected,
     .log = cb_log,
+    .notify_event = cb_notify_event,
 };
 
 void gopmi_lookup_done(pmix_lookup_cbfunc_t f, int status, size_t n, char **nspaces, uint32_t *ranks,

@@ -29,6 +29,9 @@ const char *gopmi_error_string(int status);
 int gopmi_dmodex_request(const char *nspace, uint32_t rank, uintptr_t id);
 void gopmi_spawn_done(pmix_spawn_cbfunc_t f, int status, const char *nspace, void *cbdata);
 void gopmi_query_done(pmix_info_cbfunc_t f, int status, size_t n, char **keys, char **vals, void *cbdata);
+/* gopmi_notify gives this node's clients an event raised on another
+ * node, with its info as published values travel. */
+int gopmi_notify(int code, const char *nspace, uint32_t rank, int range, char **keys, char **vals, size_t n);
 void gopmi_lookup_done(pmix_lookup_cbfunc_t f, int status, size_t n, char **nspaces, uint32_t *ranks,
                        char **keys, char **vals, void *cbdata);
 

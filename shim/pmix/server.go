@@ -192,8 +192,9 @@ func (s *Server) RegisterJob(job plugin.Job, node int32) (map[int32][]string, er
 	}
 	if len(job.Nodes) > 1 {
 		// Clients on other nodes may read these clients' data by
-		// direct modex.
+		// direct modex, and raise events for them.
 		s.watchCommits(job.Nspace, local)
+		s.watchEvents(job.Nspace, job.Nodes[ni].Name)
 	}
 	return envs, nil
 }

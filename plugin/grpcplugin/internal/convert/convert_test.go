@@ -150,9 +150,18 @@ func TestRoundTrip(t *testing.T) {
 			func(t *testing.T, in any) any {
 				return roundTrip(t, in.(*plugin.LogRequest), ToLogRequest, FromLogRequest)
 			}},
-		{"EventRequest", &plugin.EventRequest{Code: plugin.EventProcAborted, Source: procs[0], Range: plugin.RangeSession, Info: infos},
+		{"EventRequest", &plugin.EventRequest{Code: plugin.EventProcAborted, Source: procs[0], Range: plugin.RangeSession, Info: infos, Node: "n1"},
 			func(t *testing.T, in any) any {
 				return roundTrip(t, in.(*plugin.EventRequest), ToNotifyEventRequest, FromNotifyEventRequest)
+			}},
+		{"AwaitEventsRequest", &plugin.AwaitEventsRequest{Nspace: "a", After: 7, Timeout: 3 * time.Second},
+			func(t *testing.T, in any) any {
+				return roundTrip(t, in.(*plugin.AwaitEventsRequest), ToAwaitEventsRequest, FromAwaitEventsRequest)
+			}},
+		{"AwaitEventsResponse", &plugin.AwaitEventsResponse{Missed: true, Events: []plugin.Event{{Seq: 8,
+			EventRequest: plugin.EventRequest{Code: "pmix:-1007", Source: procs[0], Range: plugin.RangeNamespace, Info: infos, Node: "n0"}}}},
+			func(t *testing.T, in any) any {
+				return roundTrip(t, in.(*plugin.AwaitEventsResponse), ToAwaitEventsResponse, FromAwaitEventsResponse)
 			}},
 	}
 	for _, tt := range tests {

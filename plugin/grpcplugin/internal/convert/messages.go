@@ -450,6 +450,7 @@ func ToNotifyEventRequest(in *plugin.EventRequest) *rmv1.NotifyEventRequest {
 		Source: toProc(in.Source),
 		Range:  toRange(in.Range),
 		Info:   mapSlice(in.Info, toInfo),
+		Node:   in.Node,
 	}
 }
 
@@ -460,5 +461,42 @@ func FromNotifyEventRequest(in *rmv1.NotifyEventRequest) *plugin.EventRequest {
 		Source: fromProc(in.GetSource()),
 		Range:  fromRange(in.GetRange()),
 		Info:   mapSlice(in.GetInfo(), fromInfo),
+		Node:   in.GetNode(),
+	}
+}
+
+// ToAwaitEventsRequest converts an AwaitEvents request.
+func ToAwaitEventsRequest(in *plugin.AwaitEventsRequest) *rmv1.AwaitEventsRequest {
+	if in == nil {
+		in = &plugin.AwaitEventsRequest{}
+	}
+	return &rmv1.AwaitEventsRequest{Nspace: in.Nspace, After: in.After, Timeout: toDuration(in.Timeout)}
+}
+
+// FromAwaitEventsRequest converts an AwaitEvents request.
+func FromAwaitEventsRequest(in *rmv1.AwaitEventsRequest) *plugin.AwaitEventsRequest {
+	return &plugin.AwaitEventsRequest{Nspace: in.GetNspace(), After: in.GetAfter(), Timeout: fromDuration(in.GetTimeout())}
+}
+
+// ToAwaitEventsResponse converts an AwaitEvents answer.
+func ToAwaitEventsResponse(in *plugin.AwaitEventsResponse) *rmv1.AwaitEventsResponse {
+	if in == nil {
+		in = &plugin.AwaitEventsResponse{}
+	}
+	return &rmv1.AwaitEventsResponse{
+		Events: mapSlice(in.Events, func(e plugin.Event) *rmv1.Event {
+			return &rmv1.Event{Seq: e.Seq, Event: ToNotifyEventRequest(&e.EventRequest)}
+		}),
+		Missed: in.Missed,
+	}
+}
+
+// FromAwaitEventsResponse converts an AwaitEvents answer.
+func FromAwaitEventsResponse(in *rmv1.AwaitEventsResponse) *plugin.AwaitEventsResponse {
+	return &plugin.AwaitEventsResponse{
+		Events: mapSlice(in.GetEvents(), func(e *rmv1.Event) plugin.Event {
+			return plugin.Event{Seq: e.GetSeq(), EventRequest: *FromNotifyEventRequest(e.GetEvent())}
+		}),
+		Missed: in.GetMissed(),
 	}
 }

@@ -145,3 +145,13 @@ func (r *remote) NotifyEvent(ctx context.Context, req *plugin.EventRequest) erro
 	_, err := call(ctx, r, "notify event", convert.ToNotifyEventRequest(req), r.c.NotifyEvent)
 	return err
 }
+
+// AwaitEvents converts the request, calls the service and converts the
+// answer or the error back.
+func (r *remote) AwaitEvents(ctx context.Context, req *plugin.AwaitEventsRequest) (*plugin.AwaitEventsResponse, error) {
+	resp, err := call(ctx, r, "await events", convert.ToAwaitEventsRequest(req), r.c.AwaitEvents)
+	if err != nil {
+		return nil, err
+	}
+	return convert.FromAwaitEventsResponse(resp), nil
+}

@@ -160,3 +160,13 @@ func (s *server) NotifyEvent(ctx context.Context, req *rmv1.NotifyEventRequest) 
 	}
 	return &rmv1.NotifyEventResponse{}, nil
 }
+
+// AwaitEvents converts the request, calls the backend and converts its
+// answer; an error travels as a status.
+func (s *server) AwaitEvents(ctx context.Context, req *rmv1.AwaitEventsRequest) (*rmv1.AwaitEventsResponse, error) {
+	resp, err := s.b.AwaitEvents(ctx, convert.FromAwaitEventsRequest(req))
+	if err != nil {
+		return nil, convert.ToStatus(err)
+	}
+	return convert.ToAwaitEventsResponse(resp), nil
+}

@@ -396,7 +396,8 @@ type GetInfoResponse struct {
 	// capabilities names the optional call groups the backend implements:
 	// "publish" (Publish, Lookup, Unpublish), "spawn" (Spawn), "connect"
 	// (Connect, Disconnect), "query" (Query), "log" (Log), "notify"
-	// (NotifyEvent). Calls of a group not listed answer UNIMPLEMENTED.
+	// (NotifyEvent), "events" (AwaitEvents). Calls of a group not listed
+	// answer UNIMPLEMENTED.
 	Capabilities  []string `protobuf:"bytes,4,rep,name=capabilities,proto3" json:"capabilities,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
@@ -2545,14 +2546,19 @@ type NotifyEventRequest struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
 	// code names the event: "proc-aborted" (a task ended before finalize, or
 	// aborted), "proc-terminated" (a task finalized and its connection
-	// closed); backends ignore codes they do not know.
+	// closed), "pmix:<status>" (a client's event for processes beyond its
+	// node, kept for AwaitEvents by a backend with "events"); backends
+	// ignore codes they do not know.
 	Code string `protobuf:"bytes,1,opt,name=code,proto3" json:"code,omitempty"`
 	// source is the process the event is about.
 	Source *Proc `protobuf:"bytes,2,opt,name=source,proto3" json:"source,omitempty"`
 	// range scopes who should hear of it.
 	Range Range `protobuf:"varint,3,opt,name=range,proto3,enum=gopmi.rm.v1.Range" json:"range,omitempty"`
 	// info carries detail (e.g. an exit status).
-	Info          []*Info `protobuf:"bytes,4,rep,name=info,proto3" json:"info,omitempty"`
+	Info []*Info `protobuf:"bytes,4,rep,name=info,proto3" json:"info,omitempty"`
+	// node is the node whose host reports it (new in 1.1): it gave the
+	// event to its own clients already.
+	Node          string `protobuf:"bytes,5,opt,name=node,proto3" json:"node,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -2615,6 +2621,13 @@ func (x *NotifyEventRequest) GetInfo() []*Info {
 	return nil
 }
 
+func (x *NotifyEventRequest) GetNode() string {
+	if x != nil {
+		return x.Node
+	}
+	return ""
+}
+
 // NotifyEventResponse is empty.
 type NotifyEventResponse struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
@@ -2650,6 +2663,184 @@ func (x *NotifyEventResponse) ProtoReflect() protoreflect.Message {
 // Deprecated: Use NotifyEventResponse.ProtoReflect.Descriptor instead.
 func (*NotifyEventResponse) Descriptor() ([]byte, []int) {
 	return file_gopmi_rm_v1_rm_proto_rawDescGZIP(), []int{39}
+}
+
+// AwaitEventsRequest asks for the clients' events a job's processes are
+// to hear: those whose source is in the job, of range NAMESPACE, and
+// those of range SESSION, GLOBAL or DEFAULT from any job.
+type AwaitEventsRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// nspace is the job.
+	Nspace string `protobuf:"bytes,1,opt,name=nspace,proto3" json:"nspace,omitempty"`
+	// after is the seq of the last event the caller has; 0: from the
+	// oldest kept.
+	After uint64 `protobuf:"varint,2,opt,name=after,proto3" json:"after,omitempty"`
+	// timeout is how long to wait when there is none after after; zero:
+	// answer at once.
+	Timeout       *durationpb.Duration `protobuf:"bytes,3,opt,name=timeout,proto3" json:"timeout,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AwaitEventsRequest) Reset() {
+	*x = AwaitEventsRequest{}
+	mi := &file_gopmi_rm_v1_rm_proto_msgTypes[40]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AwaitEventsRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AwaitEventsRequest) ProtoMessage() {}
+
+func (x *AwaitEventsRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_gopmi_rm_v1_rm_proto_msgTypes[40]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AwaitEventsRequest.ProtoReflect.Descriptor instead.
+func (*AwaitEventsRequest) Descriptor() ([]byte, []int) {
+	return file_gopmi_rm_v1_rm_proto_rawDescGZIP(), []int{40}
+}
+
+func (x *AwaitEventsRequest) GetNspace() string {
+	if x != nil {
+		return x.Nspace
+	}
+	return ""
+}
+
+func (x *AwaitEventsRequest) GetAfter() uint64 {
+	if x != nil {
+		return x.After
+	}
+	return 0
+}
+
+func (x *AwaitEventsRequest) GetTimeout() *durationpb.Duration {
+	if x != nil {
+		return x.Timeout
+	}
+	return nil
+}
+
+// AwaitEventsResponse carries the events after the request's after,
+// oldest first; none when the timeout passed first.
+type AwaitEventsResponse struct {
+	state  protoimpl.MessageState `protogen:"open.v1"`
+	Events []*Event               `protobuf:"bytes,1,rep,name=events,proto3" json:"events,omitempty"`
+	// missed: events after after are no longer kept.
+	Missed        bool `protobuf:"varint,2,opt,name=missed,proto3" json:"missed,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *AwaitEventsResponse) Reset() {
+	*x = AwaitEventsResponse{}
+	mi := &file_gopmi_rm_v1_rm_proto_msgTypes[41]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *AwaitEventsResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*AwaitEventsResponse) ProtoMessage() {}
+
+func (x *AwaitEventsResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_gopmi_rm_v1_rm_proto_msgTypes[41]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use AwaitEventsResponse.ProtoReflect.Descriptor instead.
+func (*AwaitEventsResponse) Descriptor() ([]byte, []int) {
+	return file_gopmi_rm_v1_rm_proto_rawDescGZIP(), []int{41}
+}
+
+func (x *AwaitEventsResponse) GetEvents() []*Event {
+	if x != nil {
+		return x.Events
+	}
+	return nil
+}
+
+func (x *AwaitEventsResponse) GetMissed() bool {
+	if x != nil {
+		return x.Missed
+	}
+	return false
+}
+
+// Event is one kept event.
+type Event struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// seq numbers the events in the order the backend got them, from 1.
+	Seq uint64 `protobuf:"varint,1,opt,name=seq,proto3" json:"seq,omitempty"`
+	// event is the event as NotifyEvent reported it.
+	Event         *NotifyEventRequest `protobuf:"bytes,2,opt,name=event,proto3" json:"event,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *Event) Reset() {
+	*x = Event{}
+	mi := &file_gopmi_rm_v1_rm_proto_msgTypes[42]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Event) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Event) ProtoMessage() {}
+
+func (x *Event) ProtoReflect() protoreflect.Message {
+	mi := &file_gopmi_rm_v1_rm_proto_msgTypes[42]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Event.ProtoReflect.Descriptor instead.
+func (*Event) Descriptor() ([]byte, []int) {
+	return file_gopmi_rm_v1_rm_proto_rawDescGZIP(), []int{42}
+}
+
+func (x *Event) GetSeq() uint64 {
+	if x != nil {
+		return x.Seq
+	}
+	return 0
+}
+
+func (x *Event) GetEvent() *NotifyEventRequest {
+	if x != nil {
+		return x.Event
+	}
+	return nil
 }
 
 var File_gopmi_rm_v1_rm_proto protoreflect.FileDescriptor
@@ -2796,13 +2987,24 @@ const file_gopmi_rm_v1_rm_proto_rawDesc = "" +
 	"\n" +
 	"directives\x18\x03 \x03(\v2\x11.gopmi.rm.v1.InfoR\n" +
 	"directives\"\r\n" +
-	"\vLogResponse\"\xa4\x01\n" +
+	"\vLogResponse\"\xb8\x01\n" +
 	"\x12NotifyEventRequest\x12\x12\n" +
 	"\x04code\x18\x01 \x01(\tR\x04code\x12)\n" +
 	"\x06source\x18\x02 \x01(\v2\x11.gopmi.rm.v1.ProcR\x06source\x12(\n" +
 	"\x05range\x18\x03 \x01(\x0e2\x12.gopmi.rm.v1.RangeR\x05range\x12%\n" +
-	"\x04info\x18\x04 \x03(\v2\x11.gopmi.rm.v1.InfoR\x04info\"\x15\n" +
-	"\x13NotifyEventResponse*i\n" +
+	"\x04info\x18\x04 \x03(\v2\x11.gopmi.rm.v1.InfoR\x04info\x12\x12\n" +
+	"\x04node\x18\x05 \x01(\tR\x04node\"\x15\n" +
+	"\x13NotifyEventResponse\"w\n" +
+	"\x12AwaitEventsRequest\x12\x16\n" +
+	"\x06nspace\x18\x01 \x01(\tR\x06nspace\x12\x14\n" +
+	"\x05after\x18\x02 \x01(\x04R\x05after\x123\n" +
+	"\atimeout\x18\x03 \x01(\v2\x19.google.protobuf.DurationR\atimeout\"Y\n" +
+	"\x13AwaitEventsResponse\x12*\n" +
+	"\x06events\x18\x01 \x03(\v2\x12.gopmi.rm.v1.EventR\x06events\x12\x16\n" +
+	"\x06missed\x18\x02 \x01(\bR\x06missed\"P\n" +
+	"\x05Event\x12\x10\n" +
+	"\x03seq\x18\x01 \x01(\x04R\x03seq\x125\n" +
+	"\x05event\x18\x02 \x01(\v2\x1f.gopmi.rm.v1.NotifyEventRequestR\x05event*i\n" +
 	"\x05Range\x12\x15\n" +
 	"\x11RANGE_UNSPECIFIED\x10\x00\x12\x0f\n" +
 	"\vRANGE_LOCAL\x10\x01\x12\x13\n" +
@@ -2815,7 +3017,8 @@ const file_gopmi_rm_v1_rm_proto_rawDesc = "" +
 	"\x16PERSISTENCE_FIRST_READ\x10\x02\x12\x14\n" +
 	"\x10PERSISTENCE_PROC\x10\x03\x12\x13\n" +
 	"\x0fPERSISTENCE_APP\x10\x04\x12\x17\n" +
-	"\x13PERSISTENCE_SESSION\x10\x052\xae\t\n" +
+	"\x13PERSISTENCE_SESSION\x10\x052\x80\n" +
+	"\n" +
 	"\x16ResourceManagerService\x12D\n" +
 	"\aGetInfo\x12\x1b.gopmi.rm.v1.GetInfoRequest\x1a\x1c.gopmi.rm.v1.GetInfoResponse\x12J\n" +
 	"\tConfigure\x12\x1d.gopmi.rm.v1.ConfigureRequest\x1a\x1e.gopmi.rm.v1.ConfigureResponse\x12\\\n" +
@@ -2833,7 +3036,8 @@ const file_gopmi_rm_v1_rm_proto_rawDesc = "" +
 	"Disconnect\x12\x1e.gopmi.rm.v1.DisconnectRequest\x1a\x1f.gopmi.rm.v1.DisconnectResponse\x12>\n" +
 	"\x05Query\x12\x19.gopmi.rm.v1.QueryRequest\x1a\x1a.gopmi.rm.v1.QueryResponse\x128\n" +
 	"\x03Log\x12\x17.gopmi.rm.v1.LogRequest\x1a\x18.gopmi.rm.v1.LogResponse\x12P\n" +
-	"\vNotifyEvent\x12\x1f.gopmi.rm.v1.NotifyEventRequest\x1a .gopmi.rm.v1.NotifyEventResponseB/Z-github.com/gopmi/gopmi/proto/gopmi/rm/v1;rmv1b\x06proto3"
+	"\vNotifyEvent\x12\x1f.gopmi.rm.v1.NotifyEventRequest\x1a .gopmi.rm.v1.NotifyEventResponse\x12P\n" +
+	"\vAwaitEvents\x12\x1f.gopmi.rm.v1.AwaitEventsRequest\x1a .gopmi.rm.v1.AwaitEventsResponseB/Z-github.com/gopmi/gopmi/proto/gopmi/rm/v1;rmv1b\x06proto3"
 
 var (
 	file_gopmi_rm_v1_rm_proto_rawDescOnce sync.Once
@@ -2848,7 +3052,7 @@ func file_gopmi_rm_v1_rm_proto_rawDescGZIP() []byte {
 }
 
 var file_gopmi_rm_v1_rm_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_gopmi_rm_v1_rm_proto_msgTypes = make([]protoimpl.MessageInfo, 40)
+var file_gopmi_rm_v1_rm_proto_msgTypes = make([]protoimpl.MessageInfo, 43)
 var file_gopmi_rm_v1_rm_proto_goTypes = []any{
 	(Range)(0),                      // 0: gopmi.rm.v1.Range
 	(Persistence)(0),                // 1: gopmi.rm.v1.Persistence
@@ -2892,7 +3096,10 @@ var file_gopmi_rm_v1_rm_proto_goTypes = []any{
 	(*LogResponse)(nil),             // 39: gopmi.rm.v1.LogResponse
 	(*NotifyEventRequest)(nil),      // 40: gopmi.rm.v1.NotifyEventRequest
 	(*NotifyEventResponse)(nil),     // 41: gopmi.rm.v1.NotifyEventResponse
-	(*durationpb.Duration)(nil),     // 42: google.protobuf.Duration
+	(*AwaitEventsRequest)(nil),      // 42: gopmi.rm.v1.AwaitEventsRequest
+	(*AwaitEventsResponse)(nil),     // 43: gopmi.rm.v1.AwaitEventsResponse
+	(*Event)(nil),                   // 44: gopmi.rm.v1.Event
+	(*durationpb.Duration)(nil),     // 45: google.protobuf.Duration
 }
 var file_gopmi_rm_v1_rm_proto_depIdxs = []int32{
 	6,  // 0: gopmi.rm.v1.Job.nodes:type_name -> gopmi.rm.v1.Node
@@ -2907,10 +3114,10 @@ var file_gopmi_rm_v1_rm_proto_depIdxs = []int32{
 	2,  // 9: gopmi.rm.v1.AbortRequest.targets:type_name -> gopmi.rm.v1.Proc
 	2,  // 10: gopmi.rm.v1.FenceRequest.procs:type_name -> gopmi.rm.v1.Proc
 	2,  // 11: gopmi.rm.v1.FenceRequest.local_procs:type_name -> gopmi.rm.v1.Proc
-	42, // 12: gopmi.rm.v1.FenceRequest.timeout:type_name -> google.protobuf.Duration
+	45, // 12: gopmi.rm.v1.FenceRequest.timeout:type_name -> google.protobuf.Duration
 	2,  // 13: gopmi.rm.v1.DirectModexRequest.requestor:type_name -> gopmi.rm.v1.Proc
 	2,  // 14: gopmi.rm.v1.DirectModexRequest.proc:type_name -> gopmi.rm.v1.Proc
-	42, // 15: gopmi.rm.v1.DirectModexRequest.timeout:type_name -> google.protobuf.Duration
+	45, // 15: gopmi.rm.v1.DirectModexRequest.timeout:type_name -> google.protobuf.Duration
 	2,  // 16: gopmi.rm.v1.PublishRequest.proc:type_name -> gopmi.rm.v1.Proc
 	3,  // 17: gopmi.rm.v1.PublishRequest.data:type_name -> gopmi.rm.v1.Info
 	0,  // 18: gopmi.rm.v1.PublishRequest.range:type_name -> gopmi.rm.v1.Range
@@ -2918,7 +3125,7 @@ var file_gopmi_rm_v1_rm_proto_depIdxs = []int32{
 	3,  // 20: gopmi.rm.v1.PublishRequest.info:type_name -> gopmi.rm.v1.Info
 	2,  // 21: gopmi.rm.v1.LookupRequest.proc:type_name -> gopmi.rm.v1.Proc
 	0,  // 22: gopmi.rm.v1.LookupRequest.range:type_name -> gopmi.rm.v1.Range
-	42, // 23: gopmi.rm.v1.LookupRequest.timeout:type_name -> google.protobuf.Duration
+	45, // 23: gopmi.rm.v1.LookupRequest.timeout:type_name -> google.protobuf.Duration
 	3,  // 24: gopmi.rm.v1.LookupRequest.info:type_name -> gopmi.rm.v1.Info
 	2,  // 25: gopmi.rm.v1.Published.publisher:type_name -> gopmi.rm.v1.Proc
 	24, // 26: gopmi.rm.v1.LookupResponse.data:type_name -> gopmi.rm.v1.Published
@@ -2930,13 +3137,13 @@ var file_gopmi_rm_v1_rm_proto_depIdxs = []int32{
 	3,  // 32: gopmi.rm.v1.SpawnRequest.job_info:type_name -> gopmi.rm.v1.Info
 	28, // 33: gopmi.rm.v1.SpawnRequest.apps:type_name -> gopmi.rm.v1.SpawnApp
 	3,  // 34: gopmi.rm.v1.SpawnRequest.preput:type_name -> gopmi.rm.v1.Info
-	42, // 35: gopmi.rm.v1.SpawnRequest.timeout:type_name -> google.protobuf.Duration
+	45, // 35: gopmi.rm.v1.SpawnRequest.timeout:type_name -> google.protobuf.Duration
 	2,  // 36: gopmi.rm.v1.ConnectRequest.procs:type_name -> gopmi.rm.v1.Proc
 	3,  // 37: gopmi.rm.v1.ConnectRequest.info:type_name -> gopmi.rm.v1.Info
-	42, // 38: gopmi.rm.v1.ConnectRequest.timeout:type_name -> google.protobuf.Duration
+	45, // 38: gopmi.rm.v1.ConnectRequest.timeout:type_name -> google.protobuf.Duration
 	2,  // 39: gopmi.rm.v1.DisconnectRequest.procs:type_name -> gopmi.rm.v1.Proc
 	3,  // 40: gopmi.rm.v1.DisconnectRequest.info:type_name -> gopmi.rm.v1.Info
-	42, // 41: gopmi.rm.v1.DisconnectRequest.timeout:type_name -> google.protobuf.Duration
+	45, // 41: gopmi.rm.v1.DisconnectRequest.timeout:type_name -> google.protobuf.Duration
 	3,  // 42: gopmi.rm.v1.Query.qualifiers:type_name -> gopmi.rm.v1.Info
 	2,  // 43: gopmi.rm.v1.QueryRequest.proc:type_name -> gopmi.rm.v1.Proc
 	35, // 44: gopmi.rm.v1.QueryRequest.queries:type_name -> gopmi.rm.v1.Query
@@ -2947,43 +3154,48 @@ var file_gopmi_rm_v1_rm_proto_depIdxs = []int32{
 	2,  // 49: gopmi.rm.v1.NotifyEventRequest.source:type_name -> gopmi.rm.v1.Proc
 	0,  // 50: gopmi.rm.v1.NotifyEventRequest.range:type_name -> gopmi.rm.v1.Range
 	3,  // 51: gopmi.rm.v1.NotifyEventRequest.info:type_name -> gopmi.rm.v1.Info
-	4,  // 52: gopmi.rm.v1.ResourceManagerService.GetInfo:input_type -> gopmi.rm.v1.GetInfoRequest
-	9,  // 53: gopmi.rm.v1.ResourceManagerService.Configure:input_type -> gopmi.rm.v1.ConfigureRequest
-	11, // 54: gopmi.rm.v1.ResourceManagerService.ClientConnected:input_type -> gopmi.rm.v1.ClientConnectedRequest
-	13, // 55: gopmi.rm.v1.ResourceManagerService.ClientFinalized:input_type -> gopmi.rm.v1.ClientFinalizedRequest
-	15, // 56: gopmi.rm.v1.ResourceManagerService.Abort:input_type -> gopmi.rm.v1.AbortRequest
-	17, // 57: gopmi.rm.v1.ResourceManagerService.Fence:input_type -> gopmi.rm.v1.FenceRequest
-	19, // 58: gopmi.rm.v1.ResourceManagerService.DirectModex:input_type -> gopmi.rm.v1.DirectModexRequest
-	21, // 59: gopmi.rm.v1.ResourceManagerService.Publish:input_type -> gopmi.rm.v1.PublishRequest
-	23, // 60: gopmi.rm.v1.ResourceManagerService.Lookup:input_type -> gopmi.rm.v1.LookupRequest
-	26, // 61: gopmi.rm.v1.ResourceManagerService.Unpublish:input_type -> gopmi.rm.v1.UnpublishRequest
-	29, // 62: gopmi.rm.v1.ResourceManagerService.Spawn:input_type -> gopmi.rm.v1.SpawnRequest
-	31, // 63: gopmi.rm.v1.ResourceManagerService.Connect:input_type -> gopmi.rm.v1.ConnectRequest
-	33, // 64: gopmi.rm.v1.ResourceManagerService.Disconnect:input_type -> gopmi.rm.v1.DisconnectRequest
-	36, // 65: gopmi.rm.v1.ResourceManagerService.Query:input_type -> gopmi.rm.v1.QueryRequest
-	38, // 66: gopmi.rm.v1.ResourceManagerService.Log:input_type -> gopmi.rm.v1.LogRequest
-	40, // 67: gopmi.rm.v1.ResourceManagerService.NotifyEvent:input_type -> gopmi.rm.v1.NotifyEventRequest
-	5,  // 68: gopmi.rm.v1.ResourceManagerService.GetInfo:output_type -> gopmi.rm.v1.GetInfoResponse
-	10, // 69: gopmi.rm.v1.ResourceManagerService.Configure:output_type -> gopmi.rm.v1.ConfigureResponse
-	12, // 70: gopmi.rm.v1.ResourceManagerService.ClientConnected:output_type -> gopmi.rm.v1.ClientConnectedResponse
-	14, // 71: gopmi.rm.v1.ResourceManagerService.ClientFinalized:output_type -> gopmi.rm.v1.ClientFinalizedResponse
-	16, // 72: gopmi.rm.v1.ResourceManagerService.Abort:output_type -> gopmi.rm.v1.AbortResponse
-	18, // 73: gopmi.rm.v1.ResourceManagerService.Fence:output_type -> gopmi.rm.v1.FenceResponse
-	20, // 74: gopmi.rm.v1.ResourceManagerService.DirectModex:output_type -> gopmi.rm.v1.DirectModexResponse
-	22, // 75: gopmi.rm.v1.ResourceManagerService.Publish:output_type -> gopmi.rm.v1.PublishResponse
-	25, // 76: gopmi.rm.v1.ResourceManagerService.Lookup:output_type -> gopmi.rm.v1.LookupResponse
-	27, // 77: gopmi.rm.v1.ResourceManagerService.Unpublish:output_type -> gopmi.rm.v1.UnpublishResponse
-	30, // 78: gopmi.rm.v1.ResourceManagerService.Spawn:output_type -> gopmi.rm.v1.SpawnResponse
-	32, // 79: gopmi.rm.v1.ResourceManagerService.Connect:output_type -> gopmi.rm.v1.ConnectResponse
-	34, // 80: gopmi.rm.v1.ResourceManagerService.Disconnect:output_type -> gopmi.rm.v1.DisconnectResponse
-	37, // 81: gopmi.rm.v1.ResourceManagerService.Query:output_type -> gopmi.rm.v1.QueryResponse
-	39, // 82: gopmi.rm.v1.ResourceManagerService.Log:output_type -> gopmi.rm.v1.LogResponse
-	41, // 83: gopmi.rm.v1.ResourceManagerService.NotifyEvent:output_type -> gopmi.rm.v1.NotifyEventResponse
-	68, // [68:84] is the sub-list for method output_type
-	52, // [52:68] is the sub-list for method input_type
-	52, // [52:52] is the sub-list for extension type_name
-	52, // [52:52] is the sub-list for extension extendee
-	0,  // [0:52] is the sub-list for field type_name
+	45, // 52: gopmi.rm.v1.AwaitEventsRequest.timeout:type_name -> google.protobuf.Duration
+	44, // 53: gopmi.rm.v1.AwaitEventsResponse.events:type_name -> gopmi.rm.v1.Event
+	40, // 54: gopmi.rm.v1.Event.event:type_name -> gopmi.rm.v1.NotifyEventRequest
+	4,  // 55: gopmi.rm.v1.ResourceManagerService.GetInfo:input_type -> gopmi.rm.v1.GetInfoRequest
+	9,  // 56: gopmi.rm.v1.ResourceManagerService.Configure:input_type -> gopmi.rm.v1.ConfigureRequest
+	11, // 57: gopmi.rm.v1.ResourceManagerService.ClientConnected:input_type -> gopmi.rm.v1.ClientConnectedRequest
+	13, // 58: gopmi.rm.v1.ResourceManagerService.ClientFinalized:input_type -> gopmi.rm.v1.ClientFinalizedRequest
+	15, // 59: gopmi.rm.v1.ResourceManagerService.Abort:input_type -> gopmi.rm.v1.AbortRequest
+	17, // 60: gopmi.rm.v1.ResourceManagerService.Fence:input_type -> gopmi.rm.v1.FenceRequest
+	19, // 61: gopmi.rm.v1.ResourceManagerService.DirectModex:input_type -> gopmi.rm.v1.DirectModexRequest
+	21, // 62: gopmi.rm.v1.ResourceManagerService.Publish:input_type -> gopmi.rm.v1.PublishRequest
+	23, // 63: gopmi.rm.v1.ResourceManagerService.Lookup:input_type -> gopmi.rm.v1.LookupRequest
+	26, // 64: gopmi.rm.v1.ResourceManagerService.Unpublish:input_type -> gopmi.rm.v1.UnpublishRequest
+	29, // 65: gopmi.rm.v1.ResourceManagerService.Spawn:input_type -> gopmi.rm.v1.SpawnRequest
+	31, // 66: gopmi.rm.v1.ResourceManagerService.Connect:input_type -> gopmi.rm.v1.ConnectRequest
+	33, // 67: gopmi.rm.v1.ResourceManagerService.Disconnect:input_type -> gopmi.rm.v1.DisconnectRequest
+	36, // 68: gopmi.rm.v1.ResourceManagerService.Query:input_type -> gopmi.rm.v1.QueryRequest
+	38, // 69: gopmi.rm.v1.ResourceManagerService.Log:input_type -> gopmi.rm.v1.LogRequest
+	40, // 70: gopmi.rm.v1.ResourceManagerService.NotifyEvent:input_type -> gopmi.rm.v1.NotifyEventRequest
+	42, // 71: gopmi.rm.v1.ResourceManagerService.AwaitEvents:input_type -> gopmi.rm.v1.AwaitEventsRequest
+	5,  // 72: gopmi.rm.v1.ResourceManagerService.GetInfo:output_type -> gopmi.rm.v1.GetInfoResponse
+	10, // 73: gopmi.rm.v1.ResourceManagerService.Configure:output_type -> gopmi.rm.v1.ConfigureResponse
+	12, // 74: gopmi.rm.v1.ResourceManagerService.ClientConnected:output_type -> gopmi.rm.v1.ClientConnectedResponse
+	14, // 75: gopmi.rm.v1.ResourceManagerService.ClientFinalized:output_type -> gopmi.rm.v1.ClientFinalizedResponse
+	16, // 76: gopmi.rm.v1.ResourceManagerService.Abort:output_type -> gopmi.rm.v1.AbortResponse
+	18, // 77: gopmi.rm.v1.ResourceManagerService.Fence:output_type -> gopmi.rm.v1.FenceResponse
+	20, // 78: gopmi.rm.v1.ResourceManagerService.DirectModex:output_type -> gopmi.rm.v1.DirectModexResponse
+	22, // 79: gopmi.rm.v1.ResourceManagerService.Publish:output_type -> gopmi.rm.v1.PublishResponse
+	25, // 80: gopmi.rm.v1.ResourceManagerService.Lookup:output_type -> gopmi.rm.v1.LookupResponse
+	27, // 81: gopmi.rm.v1.ResourceManagerService.Unpublish:output_type -> gopmi.rm.v1.UnpublishResponse
+	30, // 82: gopmi.rm.v1.ResourceManagerService.Spawn:output_type -> gopmi.rm.v1.SpawnResponse
+	32, // 83: gopmi.rm.v1.ResourceManagerService.Connect:output_type -> gopmi.rm.v1.ConnectResponse
+	34, // 84: gopmi.rm.v1.ResourceManagerService.Disconnect:output_type -> gopmi.rm.v1.DisconnectResponse
+	37, // 85: gopmi.rm.v1.ResourceManagerService.Query:output_type -> gopmi.rm.v1.QueryResponse
+	39, // 86: gopmi.rm.v1.ResourceManagerService.Log:output_type -> gopmi.rm.v1.LogResponse
+	41, // 87: gopmi.rm.v1.ResourceManagerService.NotifyEvent:output_type -> gopmi.rm.v1.NotifyEventResponse
+	43, // 88: gopmi.rm.v1.ResourceManagerService.AwaitEvents:output_type -> gopmi.rm.v1.AwaitEventsResponse
+	72, // [72:89] is the sub-list for method output_type
+	55, // [55:72] is the sub-list for method input_type
+	55, // [55:55] is the sub-list for extension type_name
+	55, // [55:55] is the sub-list for extension extendee
+	0,  // [0:55] is the sub-list for field type_name
 }
 
 func init() { file_gopmi_rm_v1_rm_proto_init() }
@@ -2997,7 +3209,7 @@ func file_gopmi_rm_v1_rm_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_gopmi_rm_v1_rm_proto_rawDesc), len(file_gopmi_rm_v1_rm_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   40,
+			NumMessages:   43,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

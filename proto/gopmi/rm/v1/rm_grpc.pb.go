@@ -122,6 +122,7 @@ const (
 	ResourceManagerService_Query_FullMethodName           = "/gopmi.rm.v1.ResourceManagerService/Query"
 	ResourceManagerService_Log_FullMethodName             = "/gopmi.rm.v1.ResourceManagerService/Log"
 	ResourceManagerService_NotifyEvent_FullMethodName     = "/gopmi.rm.v1.ResourceManagerService/NotifyEvent"
+	ResourceManagerService_AwaitEvents_FullMethodName     = "/gopmi.rm.v1.ResourceManagerService/AwaitEvents"
 )
 
 // ResourceManagerServiceClient is the client API for ResourceManagerService service.
@@ -167,6 +168,9 @@ type ResourceManagerServiceClient interface {
 	Log(ctx context.Context, in *LogRequest, opts ...grpc.CallOption) (*LogResponse, error)
 	// NotifyEvent reports an event beyond the node (capability "notify").
 	NotifyEvent(ctx context.Context, in *NotifyEventRequest, opts ...grpc.CallOption) (*NotifyEventResponse, error)
+	// AwaitEvents waits for the clients' events a job's processes are to
+	// hear (capability "events"; new in 1.1).
+	AwaitEvents(ctx context.Context, in *AwaitEventsRequest, opts ...grpc.CallOption) (*AwaitEventsResponse, error)
 }
 
 type resourceManagerServiceClient struct {
@@ -337,6 +341,16 @@ func (c *resourceManagerServiceClient) NotifyEvent(ctx context.Context, in *Noti
 	return out, nil
 }
 
+func (c *resourceManagerServiceClient) AwaitEvents(ctx context.Context, in *AwaitEventsRequest, opts ...grpc.CallOption) (*AwaitEventsResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(AwaitEventsResponse)
+	err := c.cc.Invoke(ctx, ResourceManagerService_AwaitEvents_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // ResourceManagerServiceServer is the server API for ResourceManagerService service.
 // All implementations must embed UnimplementedResourceManagerServiceServer
 // for forward compatibility.
@@ -380,6 +394,9 @@ type ResourceManagerServiceServer interface {
 	Log(context.Context, *LogRequest) (*LogResponse, error)
 	// NotifyEvent reports an event beyond the node (capability "notify").
 	NotifyEvent(context.Context, *NotifyEventRequest) (*NotifyEventResponse, error)
+	// AwaitEvents waits for the clients' events a job's processes are to
+	// hear (capability "events"; new in 1.1).
+	AwaitEvents(context.Context, *AwaitEventsRequest) (*AwaitEventsResponse, error)
 	mustEmbedUnimplementedResourceManagerServiceServer()
 }
 
@@ -437,6 +454,9 @@ func (UnimplementedResourceManagerServiceServer) Log(context.Context, *LogReques
 }
 func (UnimplementedResourceManagerServiceServer) NotifyEvent(context.Context, *NotifyEventRequest) (*NotifyEventResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method NotifyEvent not implemented")
+}
+func (UnimplementedResourceManagerServiceServer) AwaitEvents(context.Context, *AwaitEventsRequest) (*AwaitEventsResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method AwaitEvents not implemented")
 }
 func (UnimplementedResourceManagerServiceServer) mustEmbedUnimplementedResourceManagerServiceServer() {
 }
@@ -748,6 +768,24 @@ func _ResourceManagerService_NotifyEvent_Handler(srv interface{}, ctx context.Co
 	return interceptor(ctx, in, info, handler)
 }
 
+func _ResourceManagerService_AwaitEvents_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(AwaitEventsRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ResourceManagerServiceServer).AwaitEvents(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ResourceManagerService_AwaitEvents_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ResourceManagerServiceServer).AwaitEvents(ctx, req.(*AwaitEventsRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // ResourceManagerService_ServiceDesc is the grpc.ServiceDesc for ResourceManagerService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -818,6 +856,10 @@ var ResourceManagerService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "NotifyEvent",
 			Handler:    _ResourceManagerService_NotifyEvent_Handler,
+		},
+		{
+			MethodName: "AwaitEvents",
+			Handler:    _ResourceManagerService_AwaitEvents_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},
