@@ -24,7 +24,6 @@ import (
 	"net"
 	"os"
 	"os/signal"
-	"runtime"
 	"syscall"
 	"time"
 
@@ -40,7 +39,6 @@ import (
 
 func main() {
 	zerolog.TimeFieldFormat = time.RFC3339Nano // sub-second log times
-	oneProc()
 	if len(os.Args) > 1 {
 		switch os.Args[1] {
 		case "coordinate":
@@ -51,22 +49,6 @@ func main() {
 	}
 	fmt.Fprintln(os.Stderr, "usage: gopmi-slurm coordinate -step J.S | gopmi-slurm shim (run by Slurm's mpi/gopmi plugin)")
 	os.Exit(exitSetup)
-}
-
-// oneProc runs the process's Go code on one thread at a time
-// (GOMAXPROCS=1) unless GOMAXPROCS says otherwise. Both roles shuttle
-// small messages between tasks and links; with more procs Go's scheduler
-// wakes another thread for nearly every one, which costs CPU that a
-// node's ranks could use. On the eight-node lab (2 cores; medians of
-// interleaved runs), the libpmi2 job at -N 8 -n 8 used 0.9x the
-// machine's CPU per fence and its fences took 0.78x the time; at -n 64
-// and -n 128 its reads took 0.71x and 0.87x the time, its wall 1.05x and
-// 0.95x (noise). Not in gopmi-slurm-pmix: libpmix's threads call into Go
-// while Go code waits in libpmix, and a second proc serves them at once.
-func oneProc() {
-	if pmixFace == nil && os.Getenv("GOMAXPROCS") == "" {
-		runtime.GOMAXPROCS(1)
-	}
 }
 
 // serveNode is gopmi-shim with the node's backend in its own process.
