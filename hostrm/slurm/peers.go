@@ -47,6 +47,9 @@ const (
 	rejoinFirst = 100 * time.Millisecond
 	rejoinMax   = 2 * time.Second
 	rejoinTry   = 100 * time.Millisecond
+	// otherRecheck is how long a child looking for its parent leaves
+	// alone a port where another listener answered.
+	otherRecheck = time.Second
 )
 
 // portRange is the ports the step's nodes draw their listening ports
@@ -268,17 +271,28 @@ func findNode(ctx context.Context, job plugin.Job, secret string, r portRange, i
 	dial := dialer(secret, roleTreeChild, parentRole(job.Nspace, i))
 	pause := retryFirst
 	// A listener that answered (another step's, another node's) says
-	// more than a refused connection.
+	// more than a refused connection. It holds its port, so it is asked
+	// again only now and then: each ask is a TLS handshake on both sides,
+	// which a child waiting for its parent would otherwise repeat every
+	// few milliseconds (the lab's nodes share one address and one set of
+	// ports, and so do a shared node's steps).
 	var last, answered error
+	other := map[int]time.Time{}
 	for {
 		for _, p := range ports {
+			if t, ok := other[p]; ok && time.Since(t) < otherRecheck {
+				continue
+			}
 			conn, err := dial(ctx, net.JoinHostPort(host, strconv.Itoa(p)))
 			if err == nil {
 				return conn, nil
 			}
 			last = err
-			if answered == nil && errors.Is(err, seclink.ErrRefused) {
-				answered = err
+			if errors.Is(err, seclink.ErrRefused) {
+				other[p] = time.Now()
+				if answered == nil {
+					answered = err
+				}
 			}
 			if ctx.Err() != nil {
 				break
