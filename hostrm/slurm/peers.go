@@ -41,7 +41,7 @@ const (
 	// retryFirst and retryMax pace the tries of a parent that does not
 	// listen yet (its gopmi starts with its tasks' first PMI call).
 	retryFirst = time.Millisecond
-	retryMax   = 50 * time.Millisecond
+	retryMax   = 10 * time.Millisecond
 	// rejoinFirst and rejoinMax pace a node's tries of the ancestors its
 	// link up went past (Node.rejoin), each try at most rejoinTry.
 	rejoinFirst = 100 * time.Millisecond
