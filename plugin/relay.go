@@ -10,8 +10,9 @@ import (
 // doc, "Process model"): a thin per-node client that forwards every call
 // to a backend in the resource manager's daemon, which sees every node and
 // job. It dials on the first call, through its dial function, and keeps
-// the connection until Close; a call while the daemon cannot be reached
-// fails with the dial's error, and the next call dials again.
+// the connection until Close (or until Replace swaps it); a call while
+// the daemon cannot be reached fails with the dial's error, and the next
+// call dials again.
 //
 // Embed a *Relay and override what the client decides itself. gopmi's
 // gopmi-rm-local overrides Configure to learn the daemon's address from the

@@ -2,6 +2,7 @@ package local
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"time"
 
@@ -44,8 +45,10 @@ func hears(nspace string, e *plugin.EventRequest) bool {
 }
 
 // AwaitEvents answers the clients' events job req.Nspace is to hear
-// after req.After, waiting up to req.Timeout for one; a job that ended
-// (or was never made) fails the wait as a lookup's.
+// after req.After, waiting up to req.Timeout for one. A job hears only
+// events kept after it was made (a job spawned later does not get its
+// elders' old news). An aborted or failed job's wait fails at once, as
+// its lookups do; the run's end ends every wait.
 func (u *Universe) AwaitEvents(ctx context.Context, req *plugin.AwaitEventsRequest) (*plugin.AwaitEventsResponse, error) {
 	step := "await events of " + req.Nspace
 	timer := time.NewTimer(req.Timeout)
@@ -56,12 +59,24 @@ func (u *Universe) AwaitEvents(ctx context.Context, req *plugin.AwaitEventsReque
 			u.mu.Unlock()
 			return nil, err
 		}
-		resp := &plugin.AwaitEventsResponse{}
-		if len(u.events.log) > 0 && u.events.log[0].Seq > req.After+1 {
-			resp.Missed = true
+		from := req.After
+		if j := u.jobs[req.Nspace]; j != nil {
+			from = max(from, j.eventsFrom)
 		}
-		for _, e := range u.events.log {
-			if e.Seq > req.After && hears(req.Nspace, &e.EventRequest) {
+		resp := &plugin.AwaitEventsResponse{}
+		log := u.events.log
+		if len(log) > 0 && log[0].Seq-1 > from {
+			resp.Missed = true // some after from were dropped
+		}
+		// The log is in Seq order: only its tail after from is looked at.
+		i, _ := slices.BinarySearchFunc(log, from, func(e plugin.Event, seq uint64) int {
+			if e.Seq <= seq {
+				return -1
+			}
+			return 1
+		})
+		for _, e := range log[i:] {
+			if hears(req.Nspace, &e.EventRequest) {
 				resp.Events = append(resp.Events, e)
 			}
 		}

@@ -127,6 +127,7 @@ type job struct {
 	procs      []procInfo              // by rank
 	modex      map[int32]*contribution // node ID -> its fence data so far
 	state      string                  // running, finished, aborted, failed
+	eventsFrom uint64                  // the clients' events kept before the job was made: not its to hear
 	detail     string                  // why it is not running
 	abort      *AbortEvent
 }
@@ -254,6 +255,7 @@ func (u *Universe) addJob(layout plugin.Job) *job {
 		procs:      make([]procInfo, layout.Size),
 		modex:      make(map[int32]*contribution),
 		state:      jobRunning,
+		eventsFrom: u.events.next,
 	}
 	for i, n := range layout.Nodes {
 		j.nodeIndex[n.ID] = i

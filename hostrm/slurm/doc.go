@@ -62,8 +62,10 @@
 // encrypted, and a relay in the middle fails. A peer that cannot prove
 // the secret is closed and logged, and a silent one is dropped after 2 s
 // without holding up others. Then the link carries the gopmi.rm.v1 gRPC
-// service (package direct); each node keeps its one link up, and one to
-// each node it reads, for the step. The secret reaches the
+// service (package direct); each node keeps its link up (a node that
+// moved its calls to a parent that came up late keeps the link it left
+// open for the calls still on it), and one to each node it reads, for
+// the step. The secret reaches the
 // node processes in their environment (GOPMI_SLURM_SECRET), never on a
 // command line, and the tasks never see it.
 //

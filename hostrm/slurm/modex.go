@@ -12,7 +12,6 @@ package slurm
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"sync"
@@ -218,10 +217,11 @@ func (p *peers) read(ctx context.Context, req *plugin.ModexRequest, self int, lo
 			}
 			up, err := p.link(dialCtx, i, timeout)
 			if err != nil {
-				if errors.Is(dialCtx.Err(), context.DeadlineExceeded) {
-					// Nothing listens there: its gopmi is not up, since
-					// none of its ranks has spoken PMI yet.
-					err = plugin.Errorf(plugin.ErrTimeout, "node %s did not answer in %s (no rank of it has spoken PMI?): %v",
+				if time.Since(start) >= timeout {
+					// Nothing listened there for the whole time-out: its
+					// gopmi is not up (none of its ranks has spoken PMI
+					// yet), or gone.
+					err = plugin.Errorf(plugin.ErrTimeout, "node %s did not answer in %s (its gopmi is not up yet, or gone): %v",
 						p.job.Nodes[i].Name, plugin.RoundDuration(timeout), err)
 				}
 				errs[k] = err

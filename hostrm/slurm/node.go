@@ -168,22 +168,28 @@ func newNode(args []string, getenv func(string) string, opts ...NodeOption) *Nod
 // ancestor, or the coordinator.
 func (n *Node) relink() {
 	n.mu.Lock()
-	c := n.up
+	c, to := n.up, n.upNode
+	if c == nil || !c.Lost() {
+		n.mu.Unlock()
+		return
+	}
+	// Its node is passed over from now on, before any call can dial
+	// again.
+	if to >= 0 {
+		if n.lost == nil {
+			n.lost = map[int]bool{}
+		}
+		n.lost[to] = true
+	}
 	n.mu.Unlock()
 	// Dropped only if it is still the relay's (rejoin may have moved
 	// the calls on).
-	if c == nil || !c.Lost() || !n.Relay.Replace(c, nil, nil) {
+	if !n.Relay.Replace(c, nil, nil) {
 		return
 	}
 	n.mu.Lock()
 	if n.up == c {
 		n.up = nil
-		if n.lost == nil {
-			n.lost = map[int]bool{}
-		}
-		if n.upNode >= 0 {
-			n.lost[n.upNode] = true
-		}
 	}
 	n.mu.Unlock()
 	_ = c.Close()

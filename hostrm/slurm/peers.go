@@ -43,10 +43,12 @@ const (
 	retryFirst = time.Millisecond
 	retryMax   = 10 * time.Millisecond
 	// rejoinFirst and rejoinMax pace a node's tries of the ancestors its
-	// link up went past (Node.rejoin), each try at most rejoinTry.
+	// link up went past (Node.rejoin), each try at most rejoinTry: a
+	// parent that never comes (an MPMD step's program that speaks no
+	// PMI) costs a few refused connections every rejoinMax.
 	rejoinFirst = 100 * time.Millisecond
-	rejoinMax   = 2 * time.Second
-	rejoinTry   = 100 * time.Millisecond
+	rejoinMax   = 10 * time.Second
+	rejoinTry   = 500 * time.Millisecond
 	// otherRecheck is how long a child looking for its parent leaves
 	// alone a port where another listener answered.
 	otherRecheck = time.Second
@@ -225,25 +227,27 @@ func (n *Node) passedLocked() []int {
 // is left to try (the parent reached, or the link up broke: the next call
 // dials from the parent up again), or when the tree closes.
 func (n *Node) rejoin(ctx context.Context, t *tree) {
-	defer func() {
-		n.mu.Lock()
-		n.rejoining = false
-		n.mu.Unlock()
-	}()
 	for pause := rejoinFirst; ; pause = min(2*pause, rejoinMax) {
 		timer := time.NewTimer(pause)
 		select {
 		case <-ctx.Done():
 			timer.Stop()
+			n.mu.Lock()
+			n.rejoining = false
+			n.mu.Unlock()
 			return
 		case <-timer.C:
 		}
 		n.mu.Lock()
 		c, passed := n.up, n.passedLocked()
-		n.mu.Unlock()
 		if len(passed) == 0 {
+			// Cleared under the lock that found nothing to try: a link
+			// made past a parent from now on starts another.
+			n.rejoining = false
+			n.mu.Unlock()
 			return
 		}
+		n.mu.Unlock()
 		for _, a := range passed {
 			nc, err := dialNode(ctx, t.job, t.secret, t.ports, a, rejoinTry)
 			if err != nil {

@@ -34,7 +34,11 @@ func goNotifyEvent(code C.int, ns *C.char, rank C.uint32_t, rng C.int, keys, val
 	}
 	r, err := rangeOf(rng)
 	if err != nil {
-		return rcOf(err)
+		// A range the contract does not carry (one process, a custom
+		// list, the RM itself): libpmix gave it to this node's clients,
+		// which is all that is done with it.
+		s.log.Debug().Err(err).Int("status", int(code)).Msg("pmix: an event not passed on to other nodes")
+		return C.PMIX_OPERATION_SUCCEEDED
 	}
 	req := &plugin.EventRequest{Code: plugin.EventCode(plugin.EventClientPrefix + strconv.Itoa(int(code))), Source: procOf(ns, rank), Range: r}
 	ks, vs := unsafe.Slice(keys, int(n)), unsafe.Slice(vals, int(n))
@@ -42,9 +46,7 @@ func goNotifyEvent(code C.int, ns *C.char, rank C.uint32_t, rng C.int, keys, val
 		req.Info = append(req.Info, plugin.Info{Key: C.GoString(ks[i]), Value: C.GoString(vs[i])})
 	}
 	s.mu.Lock()
-	if j := s.jobs[req.Source.Nspace]; j != nil {
-		req.Node = j.node
-	}
+	req.Node = s.node
 	s.mu.Unlock()
 	ok := s.spawn(func() {
 		ctx, cancel := s.newsContext()
@@ -59,9 +61,10 @@ func goNotifyEvent(code C.int, ns *C.char, rank C.uint32_t, rng C.int, keys, val
 	return C.PMIX_OPERATION_SUCCEEDED
 }
 
-// watchEvents gives this node's clients the events that clients on other
-// nodes raise for job nspace's processes (AwaitEvents), until the server
-// closes, the job ends or the backend does not keep events.
+// watchEvents gives this server's clients the events raised for job
+// nspace's processes elsewhere (AwaitEvents): on other nodes, or by
+// another job's server on this node. It ends when the server closes, the
+// job is aborted or failed, or the backend does not keep events.
 func (s *Server) watchEvents(nspace, node string) {
 	s.spawn(func() {
 		var after uint64
@@ -77,7 +80,7 @@ func (s *Server) watchEvents(nspace, node string) {
 				s.log.Debug().Err(err).Msg("pmix: the backend does not carry clients' events between nodes")
 				return
 			case errors.Is(err, plugin.ErrAborted):
-				return // the job ended
+				return // the job was aborted or failed, or the run ends
 			case err != nil:
 				// One failure is the usual end of a step (the link up
 				// went with its node); more say the events are lost.
@@ -99,7 +102,9 @@ func (s *Server) watchEvents(nspace, node string) {
 			}
 			for _, e := range resp.Events {
 				after = max(after, e.Seq)
-				if e.Node != node {
+				// This server raised it (libpmix gave it to its clients
+				// then) when it comes from this node and this job.
+				if e.Node != node || e.Source.Nspace != nspace {
 					s.deliver(e)
 				}
 			}

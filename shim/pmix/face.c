@@ -542,7 +542,8 @@ static pmix_status_t cb_notify_event(pmix_status_t code, const pmix_proc_t *sour
         if (PMIX_CHECK_KEY(&info[i], GOPMI_INTERNAL_NOTIFY) || info[i].value.type == PMIX_POINTER) {
             continue;
         }
-        char *v = info[i].value.type == PMIX_STRING ? strdup(info[i].value.data.string) : encode_value(&info[i].value);
+        char *v = info[i].value.type != PMIX_STRING ? encode_value(&info[i].value)
+                  : info[i].value.data.string != NULL ? strdup(info[i].value.data.string) : NULL;
         if (v != NULL) {
             keys[n] = (char *)info[i].key;
             vals[n++] = v;

@@ -65,6 +65,7 @@ type Server struct {
 	// apart; guarded by mu.
 	published int
 	jobs      map[string]*jobOnNode // the jobs registered, by namespace; guarded by mu
+	node      string                // the node's name, from the first job registered; guarded by mu
 	fin       finalizes             // guarded by mu
 	// connects holds, per client, what is closed once the backend heard
 	// of its connect: its finalize is reported after. Guarded by mu.
@@ -171,6 +172,9 @@ func (s *Server) RegisterJob(job plugin.Job, node int32) (map[int32][]string, er
 	}
 	s.mu.Lock()
 	s.jobs[job.Nspace] = &jobOnNode{node: job.Nodes[ni].Name, ranks: local}
+	if s.node == "" {
+		s.node = job.Nodes[ni].Name
+	}
 	s.expectClients(job.Nspace, local)
 	s.mu.Unlock()
 	ns := C.CString(job.Nspace)
