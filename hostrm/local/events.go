@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/gopmi/gopmi/plugin"
+	"github.com/gopmi/gopmi/plugin/wake"
 )
 
 // keptEvents bounds the clients' events the universe keeps for
@@ -18,6 +19,10 @@ const keptEvents = 1024
 type events struct {
 	log  []plugin.Event // the newest keptEvents, oldest first
 	next uint64         // the Seq the next event gets, less 1
+	// changed wakes the watchers: on an event, a job's abort or failure
+	// (failFences) and the run's end, not on every change of the
+	// universe (a step's coordinator holds a watch per PMIx node).
+	changed wake.Cond
 }
 
 // keepEvent logs a client's event for the jobs that are to hear it.
@@ -28,7 +33,7 @@ func (u *Universe) keepEvent(req *plugin.EventRequest) {
 	if n := len(u.events.log); n > keptEvents {
 		u.events.log = append(u.events.log[:0:0], u.events.log[n-keptEvents:]...)
 	}
-	u.broadcast()
+	u.events.changed.Broadcast()
 }
 
 // hears reports whether a process of job nspace is to hear e: its own
@@ -80,7 +85,7 @@ func (u *Universe) AwaitEvents(ctx context.Context, req *plugin.AwaitEventsReque
 				resp.Events = append(resp.Events, e)
 			}
 		}
-		ch := u.changed.C()
+		ch := u.events.changed.C()
 		u.mu.Unlock()
 		if len(resp.Events) > 0 || req.Timeout <= 0 {
 			return resp, nil

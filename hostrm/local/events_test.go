@@ -2,8 +2,10 @@ package local
 
 import (
 	"context"
+	"errors"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/gopmi/gopmi/plugin"
 )
@@ -54,6 +56,23 @@ func TestAwaitEvents(t *testing.T) {
 	}
 	for i := range keptEvents + 10 {
 		notify(a, plugin.RangeNamespace, 100+i)
+	}
+	// A waiting watcher ends with its job's abort, at once.
+	done := make(chan error, 1)
+	go func() {
+		_, err := u.AwaitEvents(ctx, &plugin.AwaitEventsRequest{Nspace: b, After: ^uint64(0), Timeout: time.Minute})
+		done <- err
+	}()
+	if err := u.Abort(ctx, &plugin.AbortRequest{Proc: plugin.Proc{Nspace: b, Rank: 0}, Status: 3, Message: "test"}); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-done:
+		if !errors.Is(err, plugin.ErrAborted) {
+			t.Errorf("a watcher of an aborted job: %v, want ErrAborted", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("a watcher of an aborted job still waits")
 	}
 	got := await(a, 0)
 	if !got.Missed || len(got.Events) != keptEvents || got.Events[len(got.Events)-1].Info[0].Value != strconv.Itoa(100+keptEvents+9) {

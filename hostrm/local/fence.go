@@ -269,6 +269,7 @@ func (u *Universe) missing(f *fence, limit int) string {
 // failFences fails and forgets every fence one of whose participants is
 // in job ns. Called with mu held.
 func (u *Universe) failFences(ns string, err error) {
+	u.events.changed.Broadcast() // the job's event watchers end too
 	for key, f := range u.fences {
 		if slices.Contains(f.nspaces, ns) {
 			f.fail(err)

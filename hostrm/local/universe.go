@@ -495,6 +495,7 @@ func (u *Universe) Close() {
 		delete(u.fences, key)
 	}
 	u.broadcast()
+	u.events.changed.Broadcast()
 }
 
 // Abort records an abort request and fails the pending fences, lookups

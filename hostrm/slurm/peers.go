@@ -228,15 +228,16 @@ func (n *Node) passedLocked() []int {
 // dials from the parent up again), or when the tree closes.
 func (n *Node) rejoin(ctx context.Context, t *tree) {
 	for pause := rejoinFirst; ; pause = min(2*pause, rejoinMax) {
-		timer := time.NewTimer(pause)
+		due := make(chan struct{})
+		stop := t.clock.AfterFunc(pause, func() { close(due) })
 		select {
 		case <-ctx.Done():
-			timer.Stop()
+			stop()
 			n.mu.Lock()
 			n.rejoining = false
 			n.mu.Unlock()
 			return
-		case <-timer.C:
+		case <-due:
 		}
 		n.mu.Lock()
 		c, passed := n.up, n.passedLocked()
