@@ -76,24 +76,7 @@ func TestDaemonHub(t *testing.T) {
 		if err := pmixShim(); err != nil {
 			t.Fatal(err)
 		}
-		prog := buildOpenMPI(t, "mpi_connect")
-		ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
-		defer cancel()
-		server := startRun(ctx, daemonArgv(node.sock, "-n", "2", prog, "accept"), nil, nil, "")
-		client := startRun(ctx, daemonArgv(hub.sock, "-n", "3", prog, "connect"), nil, nil, "")
-		cr := client.wait(t, "the connecting run")
-		sr := server.wait(t, "the accepting run")
-		for _, c := range []struct {
-			r    clients.Result
-			want string
-		}{
-			{sr, "ok connect rank=0 role=accept remote=3 merged=5 sum=303"},
-			{cr, "ok connect rank=0 role=connect remote=2 merged=5 sum=201"},
-		} {
-			if c.r.ExitCode != 0 || !strings.Contains(c.r.Stdout, c.want) {
-				t.Fatalf("lacks %q:\n%s\nnode:\n%s", c.want, twoRuns(cr, sr, hub), node.log.String())
-			}
-		}
+		openMPIConnect(t, node.sock, hub.sock, hub, func() string { return "\nnode:\n" + node.log.String() })
 	})
 
 	t.Run("killed", func(t *testing.T) {

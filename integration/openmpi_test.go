@@ -522,12 +522,21 @@ func TestOpenMPIConnectAcrossRuns(t *testing.T) {
 	if err := pmixShim(); err != nil {
 		t.Fatal(err)
 	}
-	prog := buildOpenMPI(t, "mpi_connect")
 	d, _ := testDaemon(t)
+	openMPIConnect(t, d.sock, d.sock, d, nil)
+}
+
+// openMPIConnect runs Open MPI's mpi_connect: accept (2 ranks) through
+// the daemon at acceptSock, connect (3 ranks) through the one at
+// connectSock, and checks both runs' merged communicators; on failure it
+// shows both runs, d's log and what more (if set) adds then.
+func openMPIConnect(t *testing.T, acceptSock, connectSock string, d *nodeDaemon, more func() string) {
+	t.Helper()
+	prog := buildOpenMPI(t, "mpi_connect")
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	server := startRun(ctx, daemonArgv(d.sock, "-n", "2", prog, "accept"), nil, nil, "")
-	client := startRun(ctx, daemonArgv(d.sock, "-n", "3", prog, "connect"), nil, nil, "")
+	server := startRun(ctx, daemonArgv(acceptSock, "-n", "2", prog, "accept"), nil, nil, "")
+	client := startRun(ctx, daemonArgv(connectSock, "-n", "3", prog, "connect"), nil, nil, "")
 	cr := client.wait(t, "the connecting run")
 	sr := server.wait(t, "the accepting run")
 	for _, c := range []struct {
@@ -539,7 +548,11 @@ func TestOpenMPIConnectAcrossRuns(t *testing.T) {
 	} {
 		for _, w := range c.want {
 			if c.r.ExitCode != 0 || !strings.Contains(c.r.Stdout, w) {
-				t.Fatalf("lacks %q:\n%s", w, twoRuns(cr, sr, d))
+				extra := ""
+				if more != nil {
+					extra = more()
+				}
+				t.Fatalf("lacks %q:\n%s%s", w, twoRuns(cr, sr, d), extra)
 			}
 		}
 	}

@@ -139,31 +139,28 @@ func (p *peers) link(ctx context.Context, i int, wait time.Duration) (plugin.Ful
 
 // close closes every link made; one still being dialled is closed by
 // its dialler, which sees closed.
-func (p *peers) close() {
-	p.mu.Lock()
-	p.closed = true
-	links := p.links
-	p.links = nil
-	p.mu.Unlock()
-	for _, l := range links {
-		select {
-		case <-l.ready:
-			if l.c != nil {
-				_ = l.c.Close()
-			}
-		default:
-		}
-	}
-}
+func (p *peers) close() { p.closeLinks(true) }
 
-// drop closes every link made; later reads make new ones.
-func (p *peers) drop() {
+// drop closes every link made, waiting for those being dialled (their
+// dialler, not closed, would keep them); later reads make new ones.
+func (p *peers) drop() { p.closeLinks(false) }
+
+func (p *peers) closeLinks(final bool) {
 	p.mu.Lock()
+	p.closed = p.closed || final
 	links := p.links
 	p.links = nil
 	p.mu.Unlock()
 	for _, l := range links {
-		<-l.ready
+		if final {
+			select {
+			case <-l.ready:
+			default:
+				continue
+			}
+		} else {
+			<-l.ready
+		}
 		if l.c != nil {
 			_ = l.c.Close()
 		}

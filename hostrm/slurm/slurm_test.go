@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -100,21 +101,15 @@ func (c *counting) Fence(ctx context.Context, req *plugin.FenceRequest) (*plugin
 // every node gets all the data. Every call goes up the chain: the
 // coordinator holds one link, the top node's.
 func TestTreeJoinsFences(t *testing.T) {
-	root := local.NewUniverse(local.UniverseOptions{Prefix: "slurm.7", LayoutByRM: true})
-	defer root.Close()
-	count := &counting{Full: root}
-	addr, accepted := serveCoordinator(t, count)
+	var count *counting
+	step := newTestStep(t, 7, 3, 1, func(root plugin.Full) plugin.Full { count = &counting{Full: root}; return count })
+	accepted, job := step.accepted, step.job
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	job := hostJob("slurm.7.0", 3)
-	env := map[string]string{EnvSecret: testSecret}
 	var nodes []*Node
 	for i := range job.Nodes {
-		n := newNode([]string{"-coordinator", addr, "-tree-width", "1"}, func(k string) string { return env[k] })
-		defer n.Close()
-		if _, err := n.Configure(ctx, &plugin.ConfigureRequest{Job: job, NodeID: int32(i)}); err != nil {
-			t.Fatal(err)
-		}
+		n := step.node(t)
+		step.configure(ctx, t, n, i)
 		nodes = append(nodes, n)
 	}
 	fenceAll := func(id string, collect bool) []*plugin.FenceResponse {
@@ -194,6 +189,52 @@ func serveCoordinator(t *testing.T, be plugin.Full) (string, *countingListener) 
 	return l.Addr().String(), accepted
 }
 
+// testStep is a step for the node tests: its coordinator (a universe
+// served behind the step secret) and a job of one rank on each of its
+// nodes, all on this host. Its nodes close before the coordinator stops.
+type testStep struct {
+	root     *local.Universe
+	accepted *countingListener
+	job      plugin.Job
+	args     []string // a node's: the coordinator, and the tree width if set
+}
+
+// newTestStep starts step id's coordinator (serving wrap(root) when wrap
+// is set) for a job on nodes nodes; width 0 leaves the default.
+func newTestStep(t *testing.T, id, nodes, width int, wrap func(plugin.Full) plugin.Full) *testStep {
+	t.Helper()
+	prefix := fmt.Sprintf("slurm.%d", id)
+	s := &testStep{root: local.NewUniverse(local.UniverseOptions{Prefix: prefix, LayoutByRM: true}), job: hostJob(prefix+".0", nodes)}
+	t.Cleanup(s.root.Close)
+	var be plugin.Full = s.root
+	if wrap != nil {
+		be = wrap(s.root)
+	}
+	var addr string
+	addr, s.accepted = serveCoordinator(t, be)
+	s.args = []string{"-coordinator", addr}
+	if width > 0 {
+		s.args = append(s.args, "-tree-width", strconv.Itoa(width))
+	}
+	return s
+}
+
+// node makes a node of the step, with the step secret in its
+// environment; the test's end closes it.
+func (s *testStep) node(t *testing.T, opts ...NodeOption) *Node {
+	n := newNode(s.args, func(k string) string { return map[string]string{EnvSecret: testSecret}[k] }, opts...)
+	t.Cleanup(func() { _ = n.Close() })
+	return n
+}
+
+// configure places n as the job's node index i.
+func (s *testStep) configure(ctx context.Context, t *testing.T, n *Node, i int) {
+	t.Helper()
+	if _, err := n.Configure(ctx, &plugin.ConfigureRequest{Job: s.job, NodeID: int32(i)}); err != nil {
+		t.Fatal(err)
+	}
+}
+
 // hostJob is a job of one rank on each of n nodes, n1, n2, ..., all on
 // this host.
 func hostJob(nspace string, n int) plugin.Job {
@@ -222,26 +263,15 @@ func (l *countingListener) Accept() (net.Conn, error) {
 // gopmi never starts) goes up past it to the next ancestor, and says so
 // in its log; the coordinator still hears only the top of the tree.
 func TestNodeGoesPastASilentParent(t *testing.T) {
-	root := local.NewUniverse(local.UniverseOptions{Prefix: "slurm.8", LayoutByRM: true})
-	defer root.Close()
-	addr, accepted := serveCoordinator(t, root)
+	step := newTestStep(t, 8, 3, 1, nil)
+	accepted, job := step.accepted, step.job
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	job := hostJob("slurm.8.0", 3)
-	env := map[string]string{EnvSecret: testSecret}
-	args := []string{"-coordinator", addr, "-tree-width", "1"}
-	top := newNode(args, func(k string) string { return env[k] })
-	defer top.Close()
-	if _, err := top.Configure(ctx, &plugin.ConfigureRequest{Job: job, NodeID: 0}); err != nil {
-		t.Fatal(err)
-	}
+	step.configure(ctx, t, step.node(t), 0)
 	log := &plugintest.Buffer{}
-	leaf := newNode(args, func(k string) string { return env[k] }, WithLogger(zerolog.New(log)))
+	leaf := step.node(t, WithLogger(zerolog.New(log)))
 	leaf.ancestorWait = 200 * time.Millisecond
-	defer leaf.Close()
-	if _, err := leaf.Configure(ctx, &plugin.ConfigureRequest{Job: job, NodeID: 2}); err != nil {
-		t.Fatal(err)
-	}
+	step.configure(ctx, t, leaf, 2)
 	if err := leaf.Publish(ctx, &plugin.PublishRequest{Proc: plugin.Proc{Nspace: job.Nspace, Rank: 2},
 		Data: []plugin.Info{{Key: "from-n3", Value: "v"}}}); err != nil {
 		t.Fatal(err)
@@ -260,27 +290,18 @@ func TestNodeGoesPastASilentParent(t *testing.T) {
 // parent's fences do not wait, until half their time-out, for the
 // child's ranks, whose parts would go around it.
 func TestNodeRejoinsALateParent(t *testing.T) {
-	root := local.NewUniverse(local.UniverseOptions{Prefix: "slurm.12", LayoutByRM: true})
-	defer root.Close()
-	addr, _ := serveCoordinator(t, root)
+	step := newTestStep(t, 12, 3, 1, nil)
+	job := step.job
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	job := hostJob("slurm.12.0", 3)
-	env := map[string]string{EnvSecret: testSecret}
-	args := []string{"-coordinator", addr, "-tree-width", "1"}
 	logs := make([]*plugintest.Buffer, 3)
 	nodes := make([]*Node, 3)
 	for i := range nodes {
 		logs[i] = &plugintest.Buffer{}
-		nodes[i] = newNode(args, func(k string) string { return env[k] }, WithLogger(zerolog.New(logs[i])))
+		nodes[i] = step.node(t, WithLogger(zerolog.New(logs[i])))
 		nodes[i].ancestorWait = 200 * time.Millisecond
-		defer nodes[i].Close()
 	}
-	configure := func(i int) {
-		if _, err := nodes[i].Configure(ctx, &plugin.ConfigureRequest{Job: job, NodeID: int32(i)}); err != nil {
-			t.Fatal(err)
-		}
-	}
+	configure := func(i int) { step.configure(ctx, t, nodes[i], i) }
 	configure(0)
 	configure(2) // n2, its parent, is not up: n3 goes past it to n1
 	if err := nodes[2].Publish(ctx, &plugin.PublishRequest{Proc: plugin.Proc{Nspace: job.Nspace, Rank: 2},
@@ -323,22 +344,15 @@ func TestNodeRejoinsALateParent(t *testing.T) {
 // it) links past it on its next call: to the parent's parent, here the
 // top node, not failing every later call of its subtree.
 func TestNodeRelinksPastALostParent(t *testing.T) {
-	root := local.NewUniverse(local.UniverseOptions{Prefix: "slurm.11", LayoutByRM: true})
-	defer root.Close()
-	addr, accepted := serveCoordinator(t, root)
+	step := newTestStep(t, 11, 3, 1, nil)
+	root, accepted, job := step.root, step.accepted, step.job
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	job := hostJob("slurm.11.0", 3)
-	env := map[string]string{EnvSecret: testSecret}
-	args := []string{"-coordinator", addr, "-tree-width", "1"}
 	var nodes []*Node
 	for i := range job.Nodes {
-		n := newNode(args, func(k string) string { return env[k] })
+		n := step.node(t)
 		n.ancestorWait = 300 * time.Millisecond
-		defer n.Close()
-		if _, err := n.Configure(ctx, &plugin.ConfigureRequest{Job: job, NodeID: int32(i)}); err != nil {
-			t.Fatal(err)
-		}
+		step.configure(ctx, t, n, i)
 		nodes = append(nodes, n)
 	}
 	publish := func(key string) error {
@@ -371,18 +385,12 @@ func TestNodeRelinksPastALostParent(t *testing.T) {
 // a time-out that names the node, as the universe's read of a rank that
 // contributed nothing does.
 func TestReadOfANodeNotUp(t *testing.T) {
-	root := local.NewUniverse(local.UniverseOptions{Prefix: "slurm.13", LayoutByRM: true})
-	defer root.Close()
-	addr, _ := serveCoordinator(t, root)
+	step := newTestStep(t, 13, 2, 0, nil)
+	job := step.job
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	job := hostJob("slurm.13.0", 2)
-	env := map[string]string{EnvSecret: testSecret}
-	n := newNode([]string{"-coordinator", addr}, func(k string) string { return env[k] })
-	defer n.Close()
-	if _, err := n.Configure(ctx, &plugin.ConfigureRequest{Job: job, NodeID: 0}); err != nil {
-		t.Fatal(err)
-	}
+	n := step.node(t)
+	step.configure(ctx, t, n, 0)
 	start := time.Now()
 	_, err := n.DirectModex(ctx, &plugin.ModexRequest{Requestor: plugin.Proc{Nspace: job.Nspace, Rank: 0},
 		Proc: plugin.Proc{Nspace: job.Nspace, Rank: 1}, Timeout: 300 * time.Millisecond})
