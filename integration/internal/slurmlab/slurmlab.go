@@ -13,6 +13,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
@@ -82,37 +83,17 @@ func pluginDir() (string, error) {
 	return filepath.Dir(m[0]), nil
 }
 
-func freePorts(n int) ([]int, error) {
-	var ls []net.Listener
-	defer func() {
-		for _, l := range ls {
-			l.Close()
-		}
-	}()
-	var out []int
-	for len(out) < n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, err
-		}
-		ls = append(ls, l)
-		out = append(out, l.Addr().(*net.TCPAddr).Port)
-	}
-	return out, nil
-}
+// labPorts bounds the ports a cluster's daemons listen on: below Linux's
+// ephemeral ports (32768 and up), which any connection of the tests may
+// take as its source port between the choice and slurmd's bind (a node
+// then never comes up), and below mpi/gopmi's tree ports (20000 and up).
+const labPortLow, labPortHigh = 10000, 19999
 
-// consecutive finds n free consecutive ports (slurmd -N takes its port
-// from a range in the node line).
+// consecutive finds n free consecutive ports in the lab's range (slurmd
+// -N takes its port from a range in the node line; slurmctld takes one).
 func consecutive(n int) (int, error) {
-	for try := 0; try < 50; try++ {
-		p, err := freePorts(1)
-		if err != nil {
-			return 0, err
-		}
-		base := p[0]
-		if base+n > 65535 {
-			continue
-		}
+	for try := 0; try < 200; try++ {
+		base := labPortLow + rand.IntN(labPortHigh-labPortLow-n)
 		ok := true
 		var ls []net.Listener
 		for i := 0; i < n && ok; i++ {
@@ -255,14 +236,12 @@ func Start(ctx context.Context, dir string, o Options) (c *Cluster, err error) {
 	if err := waitFile(ctx, sock); err != nil {
 		return c, fmt.Errorf("munged: %w", err)
 	}
-	ports, err := freePorts(1)
+	// slurmctld's port, then one per slurmd.
+	ctld, err := consecutive(o.Nodes + 1)
 	if err != nil {
 		return c, err
 	}
-	base, err := consecutive(o.Nodes)
-	if err != nil {
-		return c, err
-	}
+	base := ctld + 1
 	nodes := "n[1-" + strconv.Itoa(o.Nodes) + "]"
 	for i := 1; i <= o.Nodes; i++ {
 		c.Nodes = append(c.Nodes, "n"+strconv.Itoa(i))
@@ -309,7 +288,7 @@ SlurmdDebug=debug
 KillWait=2
 NodeName=%[7]s NodeHostname=%[1]s NodeAddr=127.0.0.1 Port=%[5]d-%[8]d CPUs=%[9]d State=UNKNOWN
 PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP
-`, host, sock, dir, ports[0], base, pdir, nodes, base+o.Nodes-1, o.CPUs)
+`, host, sock, dir, ctld, base, pdir, nodes, base+o.Nodes-1, o.CPUs)
 	if err := os.WriteFile(c.Conf, []byte(conf), 0o644); err != nil {
 		return c, err
 	}
