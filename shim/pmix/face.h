@@ -10,7 +10,7 @@
 
 int gopmi_server_init(const char *tmpdir, const char *server_nspace, int tools);
 int gopmi_server_finalize(void);
-/* gopmi_topology_xml probes this node's hwloc topology, without I/O
+/* gopmi_topology_xml is this node's hwloc topology, without I/O
  * devices, as XML (malloc'd), or returns NULL. */
 char *gopmi_topology_xml(void);
 int gopmi_register_nspace(const char *nspace, const char *nodes, const char *ppn,

@@ -257,8 +257,8 @@ func (s *Server) registerNspace(job plugin.Job, ni int) ([]int32, error) {
 		}
 		return &xs[0]
 	}
-	// The node's hwloc topology, probed once here (without I/O devices:
-	// 3 ms on this VM): Open MPI otherwise probes the machine in each
+	// The node's hwloc topology, probed once per process (without I/O
+	// devices: 3 ms on this VM; face.c): Open MPI otherwise probes the machine in each
 	// rank, PCI bus included, which at 64 ranks on 2 nodes of 2 cores
 	// doubled a hello's CPU time (1.5x the wall of Slurm's --mpi=pmix,
 	// which hands its topology over too). nil: each rank probes.
