@@ -178,3 +178,33 @@ func TestPMIxDirectModex(t *testing.T) {
 		t.Errorf("pmix_event across 3 nodes: %s", output(r))
 	}
 }
+
+// TestPMIxFenceTimeout holds a PMIx fence open (rank 3 never joins) on
+// the second of two simulated nodes under -timeout 2s: the first node's
+// clients get PMIX_ERR_TIMEOUT within the time-out, the job ends
+// non-zero, and gopmi's line names the node whose ranks did not arrive.
+// (libpmix completes each node's part of a fence itself and knows no
+// time-out unless the client gives one, so the backend sees the node,
+// not the rank, that is missing; a job on one node waits as it does
+// under mpirun or Slurm's --mpi=pmix: see the README.)
+func TestPMIxFenceTimeout(t *testing.T) {
+	begin(t)
+	if err := pmixShim(); err != nil {
+		t.Fatal(err)
+	}
+	hold := buildPMIxClientFrom(t, filepath.Join("testdata", "src"), "pmix_hold")
+	start := time.Now()
+	r := runArgv(t, runOpts{timeout: time.Minute}, []string{gopmiBin, "run", "-pmix", "-ppn", "2", "-timeout", "2s", "-n", "4", hold})
+	took := time.Since(start)
+	if r.ExitCode == 0 || took > 15*time.Second {
+		t.Errorf("the run ended with %d after %v; want non-zero within the time-out: %s", r.ExitCode, took, output(r))
+	}
+	for _, rank := range []int{0, 1} {
+		if want := fmt.Sprintf("fence-error rank=%d status=TIMEOUT", rank); !strings.Contains(r.Stdout, want) {
+			t.Errorf("stdout lacks %q: %s", want, output(r))
+		}
+	}
+	if !strings.Contains(r.Stdout, "holding rank=3") || !strings.Contains(r.Stderr, "ranks 2-3 (node ") || !strings.Contains(r.Stderr, "did not arrive in 2s") {
+		t.Errorf("no line names the node whose ranks did not arrive: %s", output(r))
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/rs/zerolog"
 
@@ -17,8 +18,9 @@ import (
 // the tasks need (the same for every rank but PMIX_RANK, which the step
 // daemon adds), and wait, which returns once every local task finalized,
 // ctx ended, or the face failed, after it stopped serving.
-// node is the job's node this shim serves.
-type PMIxFace func(ctx context.Context, job plugin.Job, node int32, be plugin.Full, log zerolog.Logger) (env []string, wait func(context.Context) error, err error)
+// node is the job's node this shim serves; fence bounds a fence whose
+// clients gave no time-out (the shim's fence time-out).
+type PMIxFace func(ctx context.Context, job plugin.Job, node int32, fence time.Duration, be plugin.Full, log zerolog.Logger) (env []string, wait func(context.Context) error, err error)
 
 // errTasksEnded is a stop on SIGHUP: the step daemon saw every task of
 // the node end.
@@ -73,7 +75,7 @@ func (s *server) runPMIx(ctx context.Context) error {
 			}
 		}()
 	}
-	env, wait, err := s.rc.PMIx(fctx, c.Job, c.NodeID, st.Backend, s.log)
+	env, wait, err := s.rc.PMIx(fctx, c.Job, c.NodeID, c.Timeouts.Fence, st.Backend, s.log)
 	if err != nil {
 		return fmt.Errorf("%w: %w", serve.ErrJobFailed, err)
 	}

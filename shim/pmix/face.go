@@ -8,6 +8,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/rs/zerolog"
 
@@ -24,15 +25,17 @@ const DirPrefix = "gopmi-pmix-"
 // private directory, registers the job, and returns the tasks'
 // environment without PMIX_RANK (the same for every rank otherwise), and
 // wait, which returns once every local task finalized or ctx ended, after
-// the server stopped.
-func Face(ctx context.Context, job plugin.Job, node int32, be plugin.Full, log zerolog.Logger) ([]string, func(context.Context) error, error) {
+// the server stopped. fence bounds each fence the node's clients gave no
+// time-out (PMIX_TIMEOUT) once libpmix hands it over: libpmix itself
+// waits for every local client of a fence, without one.
+func Face(ctx context.Context, job plugin.Job, node int32, fence time.Duration, be plugin.Full, log zerolog.Logger) ([]string, func(context.Context) error, error) {
 	// Under the tools' system tmpdir, named for the job, so that a tool
 	// narrowed to it (PMIX_SYSTEM_TMPDIR=<dir> pps) finds this server.
 	dir, err := os.MkdirTemp("", fmt.Sprintf("%s%s.%d-", DirPrefix, job.Nspace, node))
 	if err != nil {
 		return nil, nil, fmt.Errorf("pmix: server directory: %w", err)
 	}
-	s, err := Start(Options{Backend: be, TmpDir: dir, ID: fmt.Sprintf("%s.%d", job.Nspace, node), Tools: true, Logger: log})
+	s, err := Start(Options{Backend: be, TmpDir: dir, ID: fmt.Sprintf("%s.%d", job.Nspace, node), Tools: true, Logger: log, FenceTimeout: fence})
 	if err != nil {
 		os.RemoveAll(dir)
 		return nil, nil, err
