@@ -697,12 +697,15 @@ static void load_topology(void)
     node_topo_loaded = 1;
 }
 
-int gopmi_server_init(const char *tmpdir, const char *server_nspace, int tools)
+int gopmi_server_init(const char *tmpdir, const char *dstpath, const char *server_nspace, int tools)
 {
     void *list = PMIx_Info_list_start();
     pmix_rank_t rank = 0;
     bool yes = true;
     PMIx_Info_list_add(list, PMIX_SERVER_TMPDIR, tmpdir, PMIX_STRING);
+    if (dstpath[0] != '\0') {
+        PMIx_Info_list_add(list, PMIX_DSTPATH, dstpath, PMIX_STRING);
+    }
     PMIx_Info_list_add(list, PMIX_SERVER_NSPACE, server_nspace, PMIX_STRING);
     PMIx_Info_list_add(list, PMIX_SERVER_RANK, &rank, PMIX_PROC_RANK);
     if (tools) {

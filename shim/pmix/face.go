@@ -4,10 +4,14 @@ package pmix
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -35,9 +39,13 @@ func Face(ctx context.Context, job plugin.Job, node int32, fence time.Duration, 
 	if err != nil {
 		return nil, nil, fmt.Errorf("pmix: server directory: %w", err)
 	}
-	s, err := Start(Options{Backend: be, TmpDir: dir, ID: fmt.Sprintf("%s.%d", job.Nspace, node), Tools: true, Logger: log, FenceTimeout: fence})
+	data := memoryDir(fmt.Sprintf("%s%s.%d-", DirPrefix, job.Nspace, node))
+	s, err := Start(Options{Backend: be, TmpDir: dir, DataDir: data, ID: fmt.Sprintf("%s.%d", job.Nspace, node), Tools: true, Logger: log, FenceTimeout: fence})
 	if err != nil {
 		os.RemoveAll(dir)
+		if data != "" {
+			os.RemoveAll(data)
+		}
 		return nil, nil, err
 	}
 	stop := func() {
@@ -45,6 +53,9 @@ func Face(ctx context.Context, job plugin.Job, node int32, fence time.Duration, 
 			log.Warn().Err(err).Msg("pmix: close the server")
 		}
 		os.RemoveAll(dir)
+		if data != "" {
+			os.RemoveAll(data)
+		}
 	}
 	done := s.watchFinalized(job.Nspace)
 	envs, err := s.RegisterJob(job, node)
@@ -136,3 +147,64 @@ func (s *Server) finalized(p plugin.Proc) {
 		close(s.fin.done[p.Nspace])
 	}
 }
+
+// shmDir is where memoryDir makes the shared data store's directory.
+const shmDir = "/dev/shm"
+
+// memoryDir makes a directory for libpmix's shared data store in
+// /dev/shm when that is a tmpfs, named from prefix and this process's
+// ID, or returns "" (the store then stays in the server's directory in
+// TMPDIR). Where TMPDIR is on a disk, as on this VM's ext4, every page
+// of the store that the server or a client first touches costs a block
+// of the file system: a third of the 11 ms of a node's CPU that libpmix
+// takes when a job's first client connects (it zeroes its segments), as
+// Slurm's mpi/pmix pays in its TmpFS. A server killed before it cleans
+// up (a step's end by SIGKILL) leaves its directory: the next server of
+// the same user removes those whose process is gone (sweepMemoryDirs).
+func memoryDir(prefix string) string {
+	var st syscall.Statfs_t
+	if err := syscall.Statfs(shmDir, &st); err != nil || st.Type != tmpfsMagic {
+		return ""
+	}
+	sweepMemoryDirs()
+	dir, err := os.MkdirTemp(shmDir, fmt.Sprintf("%s%d.", prefix, os.Getpid()))
+	if err != nil {
+		return ""
+	}
+	return dir
+}
+
+// sweepMemoryDirs removes the data-store directories in /dev/shm of this
+// user's servers that are gone: their names end in "<pid>.<random>".
+func sweepMemoryDirs() {
+	ents, err := os.ReadDir(shmDir)
+	if err != nil {
+		return
+	}
+	for _, e := range ents {
+		name := e.Name()
+		if !e.IsDir() || !strings.HasPrefix(name, DirPrefix) {
+			continue
+		}
+		i := strings.LastIndexByte(name, '.')
+		j := strings.LastIndexAny(name[:max(i, 0)], "-.")
+		if i < 0 || j < 0 {
+			continue
+		}
+		pid, err := strconv.Atoi(name[j+1 : i])
+		if err != nil || pid <= 0 {
+			continue
+		}
+		dir := filepath.Join(shmDir, name)
+		var st syscall.Stat_t
+		if syscall.Stat(dir, &st) != nil || int(st.Uid) != os.Getuid() {
+			continue
+		}
+		if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
+			os.RemoveAll(dir)
+		}
+	}
+}
+
+// tmpfsMagic is a tmpfs's f_type (linux/magic.h).
+const tmpfsMagic = 0x01021994

@@ -8,7 +8,9 @@
 #include <pmix.h>
 #include <pmix_server.h>
 
-int gopmi_server_init(const char *tmpdir, const char *server_nspace, int tools);
+/* gopmi_server_init makes the process a PMIx server in tmpdir, with its
+ * shared data store in dstpath unless that is empty. */
+int gopmi_server_init(const char *tmpdir, const char *dstpath, const char *server_nspace, int tools);
 int gopmi_server_finalize(void);
 /* gopmi_topology_xml is this node's hwloc topology, without I/O
  * devices, as XML (malloc'd), or returns NULL. */

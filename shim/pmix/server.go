@@ -36,6 +36,11 @@ type Options struct {
 	// TmpDir is the server's own directory (rendezvous files, the shared
 	// data store); it is made if missing and should be private to the job.
 	TmpDir string
+	// DataDir, if set, holds the shared data store instead of TmpDir
+	// (PMIX_DSTPATH): a directory in memory (tmpfs), where the clients'
+	// and the server's page faults on the store's files cost no disk
+	// blocks. It must exist.
+	DataDir string
 	// ID names the server to libpmix and its tools, unique on the node:
 	// "gopmi.<job>.<node>".
 	ID string
@@ -115,14 +120,15 @@ func Start(opts Options) (*Server, error) {
 	// that comes during the init finds the server.
 	current.Store(s)
 	started = true
-	tmp, id := C.CString(opts.TmpDir), C.CString(opts.ID)
+	tmp, id, data := C.CString(opts.TmpDir), C.CString(opts.ID), C.CString(opts.DataDir)
 	defer C.free(unsafe.Pointer(tmp))
 	defer C.free(unsafe.Pointer(id))
+	defer C.free(unsafe.Pointer(data))
 	tools := C.int(0)
 	if opts.Tools {
 		tools = 1
 	}
-	if err := status(C.gopmi_server_init(tmp, id, tools)); err != nil {
+	if err := status(C.gopmi_server_init(tmp, data, id, tools)); err != nil {
 		current.Store(nil)
 		stop()
 		return nil, fmt.Errorf("pmix: server init: %w", err)
