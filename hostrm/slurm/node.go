@@ -5,6 +5,7 @@ import (
 	"flag"
 	"io"
 	"os"
+	"slices"
 	"sync"
 	"time"
 
@@ -256,6 +257,15 @@ func (n *Node) Fence(ctx context.Context, req *plugin.FenceRequest) (*plugin.Fen
 	// This node's data stays here for the nodes that read it
 	// (modex.go); only a collecting fence's goes up.
 	t.mine.add(req.Data)
+	if !req.Collect && allHere(req) {
+		// Every participant is this node's and here (a PMIx server's
+		// hand-over of its clients' data): nothing to wait for, and
+		// nothing the coordinator needs: a reader asks this node.
+		if err := t.refusal(); err != nil {
+			return nil, err
+		}
+		return &plugin.FenceResponse{}, nil
+	}
 	if !req.Collect && len(req.Data) > 0 {
 		bare := *req
 		bare.Data = nil
@@ -333,4 +343,18 @@ func Info() *plugin.BackendInfo {
 // GetInfo answers Info, without a call to the coordinator.
 func (n *Node) GetInfo(context.Context) (*plugin.BackendInfo, error) {
 	return Info(), nil
+}
+
+// allHere reports whether every participant of req is named, not a
+// whole job, and is among its LocalProcs: the part of this node only.
+func allHere(req *plugin.FenceRequest) bool {
+	if len(req.Procs) == 0 {
+		return false
+	}
+	for _, p := range req.Procs {
+		if p.Rank == plugin.RankWildcard || !slices.Contains(req.LocalProcs, p) {
+			return false
+		}
+	}
+	return true
 }

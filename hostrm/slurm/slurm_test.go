@@ -155,6 +155,23 @@ func TestTreeJoinsFences(t *testing.T) {
 		t.Fatalf("the coordinator saw %d fence calls (%+v), want one carrying 3 ranks", len(count.fences), count.fences)
 	}
 	count.mu.Unlock()
+	// A fence of one node's own ranks that collects nothing (a PMIx
+	// server's hand-over of its clients' data) ends at that node: the
+	// coordinator hears nothing, and the other nodes read the data.
+	mine := []plugin.Proc{{Nspace: job.Nspace, Rank: 2}}
+	if _, err := nodes[2].Fence(ctx, &plugin.FenceRequest{ID: "pmix:modex:n3/1", Procs: mine, LocalProcs: mine, Node: job.Nodes[2].Name,
+		Data: []byte("h2;"), Timeout: 5 * time.Second}); err != nil {
+		t.Fatalf("node 3's hand-over: %v", err)
+	}
+	count.mu.Lock()
+	if len(count.fences) != 1 {
+		t.Errorf("a node's hand-over reached the coordinator: %+v", count.fences[1:])
+	}
+	count.mu.Unlock()
+	resp, err = nodes[0].DirectModex(ctx, &plugin.ModexRequest{Requestor: plugin.Proc{Nspace: job.Nspace, Rank: 0}, Proc: plugin.Proc{Nspace: job.Nspace, Rank: 2}, Timeout: time.Second})
+	if err != nil || !strings.HasSuffix(string(resp.Data), "h2;") {
+		t.Fatalf("DirectModex(rank 2) after its node's hand-over = %v, %v", resp, err)
+	}
 	// The top node keeps its one link to the coordinator for every
 	// call of the chain.
 	if n := accepted.n.Load(); n != 1 {

@@ -581,3 +581,17 @@ func rankGroups(job plugin.Job, ranks []int32, limit int) string {
 	}
 	return s
 }
+
+// refusal is why the tree takes no more fences (the job's abort, or its
+// close), or nil.
+func (t *tree) refusal() error {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.abortErr != nil {
+		return t.abortErr
+	}
+	if t.closed {
+		return plugin.Errorf(plugin.ErrAborted, "the node's fence tree has closed")
+	}
+	return nil
+}

@@ -47,12 +47,7 @@ type dmodexWaits struct {
 	// a hand-over is due.
 	handing      []byte
 	handingProcs []plugin.Proc
-	handingSums  map[plugin.Proc][sha256.Size]byte
 	flushing     bool
-	// collecting are the jobs whose clients began a collecting fence
-	// (goFence): every node's server then has their data, so their
-	// first commits are not handed over, nor checked for later ones.
-	collecting map[string]bool
 }
 
 // dmodexData is one of libpmix's answers and its version.
@@ -122,24 +117,6 @@ func (s *Server) handOver() {
 	s.mu.Lock()
 	data, procs := s.dmodex.handing, s.dmodex.handingProcs
 	s.dmodex.handing, s.dmodex.handingProcs, s.dmodex.flushing = nil, nil, false
-	if len(procs) > 0 && s.dmodex.collecting[procs[0].Nspace] && !slices.ContainsFunc(procs, func(p plugin.Proc) bool {
-		return !s.dmodex.collecting[p.Nspace]
-	}) {
-		// A collecting fence follows the commits (Open MPI's MPI_Init
-		// without async modex): it gives every node their data, and
-		// the backend's copy would cost the clients CPU they need
-		// (17 ms of 177 from a 128-rank put to its last read on two
-		// nodes). A fence that collects nothing, or a connect, still
-		// hands over the newest data: the first after this carries
-		// theirs (none was sent).
-		procs = nil
-	}
-	for _, p := range procs {
-		if s.dmodex.sent[p] == ([sha256.Size]byte{}) {
-			s.dmodex.sent[p] = s.dmodex.handingSums[p]
-		}
-	}
-	clear(s.dmodex.handingSums)
 	s.mu.Unlock()
 	if len(procs) == 0 {
 		return
@@ -294,15 +271,7 @@ func goDmodexAnswer(id C.uintptr_t, st C.int, data *C.char, n C.size_t) {
 		// nodes), which a reader elsewhere is then told at once.
 		s.dmodex.handing = appendDmodex(s.dmodex.handing, p.Nspace, uint32(p.Rank), d.version, d.data)
 		s.dmodex.handingProcs = append(s.dmodex.handingProcs, p)
-		// Committed, nothing sent yet (zeros match no digest): the
-		// digest is the hand-over's to record, if it sends the data.
-		if _, ok := s.dmodex.sent[p]; !ok {
-			s.dmodex.sent[p] = [sha256.Size]byte{}
-		}
-		if s.dmodex.handingSums == nil {
-			s.dmodex.handingSums = map[plugin.Proc][sha256.Size]byte{}
-		}
-		s.dmodex.handingSums[p] = sha256.Sum256(d.data)
+		s.dmodex.sent[p] = sha256.Sum256(d.data)
 		flush := !s.dmodex.flushing
 		s.dmodex.flushing = true
 		s.mu.Unlock()

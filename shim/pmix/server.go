@@ -557,14 +557,6 @@ func goFence(procs *C.pmix_proc_t, nprocs C.size_t, collect C.int, timeout C.int
 		if req.Collect {
 			// The node's part: libpmix's blob, framed (frames.go).
 			req.Data = appendFrame(nil, frameFence, "", 0, blob)
-			s.mu.Lock()
-			if s.dmodex.collecting == nil {
-				s.dmodex.collecting = map[string]bool{}
-			}
-			for _, p := range req.LocalProcs {
-				s.dmodex.collecting[p.Nspace] = true
-			}
-			s.mu.Unlock()
 		} else {
 			// A fence that collects nothing (PMIx_Fence without
 			// PMIX_COLLECT_DATA) leaves each process's data where it
