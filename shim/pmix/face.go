@@ -4,12 +4,10 @@ package pmix
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -39,13 +37,14 @@ func Face(ctx context.Context, job plugin.Job, node int32, fence time.Duration, 
 	if err != nil {
 		return nil, nil, fmt.Errorf("pmix: server directory: %w", err)
 	}
-	data := memoryDir(fmt.Sprintf("%s%s.%d-", DirPrefix, job.Nspace, node))
+	data, release := memoryDir(job.Nspace, node)
 	s, err := Start(Options{Backend: be, TmpDir: dir, DataDir: data, ID: fmt.Sprintf("%s.%d", job.Nspace, node), Tools: true, Logger: log, FenceTimeout: fence})
 	if err != nil {
 		os.RemoveAll(dir)
 		if data != "" {
 			os.RemoveAll(data)
 		}
+		release()
 		return nil, nil, err
 	}
 	stop := func() {
@@ -56,6 +55,7 @@ func Face(ctx context.Context, job plugin.Job, node int32, fence time.Duration, 
 		if data != "" {
 			os.RemoveAll(data)
 		}
+		release()
 	}
 	done := s.watchFinalized(job.Nspace)
 	envs, err := s.RegisterJob(job, node)
@@ -151,58 +151,82 @@ func (s *Server) finalized(p plugin.Proc) {
 // shmDir is where memoryDir makes the shared data store's directory.
 const shmDir = "/dev/shm"
 
+// DataDirPrefix begins the name of a server's data-store directory in
+// /dev/shm: DataDirPrefix + "<job>.<node>-<random>".
+const DataDirPrefix = "gopmi-pmixds-"
+
+// shmMinFree is the free space /dev/shm must have for the data store to
+// go there: a job's store starts at 8 MB (libpmix's segments, sparse
+// until written) and grows with its data, and a client that touches a
+// page a full tmpfs cannot give dies of SIGBUS (Docker's /dev/shm is 64
+// MB), where a disk would only be slower.
+const shmMinFree = 256 << 20
+
 // memoryDir makes a directory for libpmix's shared data store in
-// /dev/shm when that is a tmpfs, named from prefix and this process's
-// ID, or returns "" (the store then stays in the server's directory in
-// TMPDIR). Where TMPDIR is on a disk, as on this VM's ext4, every page
-// of the store that the server or a client first touches costs a block
-// of the file system: a third of the 11 ms of a node's CPU that libpmix
-// takes when a job's first client connects (it zeroes its segments), as
-// Slurm's mpi/pmix pays in its TmpFS. A server killed before it cleans
-// up (a step's end by SIGKILL) leaves its directory: the next server of
-// the same user removes those whose process is gone (sweepMemoryDirs).
-func memoryDir(prefix string) string {
+// /dev/shm when that is a tmpfs with room, named for node of job, and
+// returns it with a release that the server's stop calls after it
+// removed the directory; or "" (the store then stays in the server's
+// directory in TMPDIR). Where TMPDIR is on a disk, as on this VM's ext4,
+// every page of the store that the server or a client first touches
+// costs a block of the file system: a third of the 11 ms of a node's CPU
+// that libpmix takes when a job's first client connects (it zeroes its
+// segments), as Slurm's mpi/pmix pays in its TmpFS. The directory is
+// locked (flock) while its server lives: a server killed before it
+// cleans up (a step's end by SIGKILL) leaves it unlocked, and the next
+// server of the same user removes it (sweepMemoryDirs).
+func memoryDir(job string, node int32) (string, func()) {
 	var st syscall.Statfs_t
-	if err := syscall.Statfs(shmDir, &st); err != nil || st.Type != tmpfsMagic {
-		return ""
+	if err := syscall.Statfs(shmDir, &st); err != nil || st.Type != tmpfsMagic || st.Bavail*uint64(st.Bsize) < shmMinFree {
+		return "", func() {}
 	}
 	sweepMemoryDirs()
-	dir, err := os.MkdirTemp(shmDir, fmt.Sprintf("%s%d.", prefix, os.Getpid()))
+	dir, err := os.MkdirTemp(shmDir, fmt.Sprintf("%s%s.%d-", DataDirPrefix, job, node))
 	if err != nil {
-		return ""
+		return "", func() {}
 	}
-	return dir
+	f, err := os.Open(dir)
+	if err == nil {
+		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+	}
+	if err != nil {
+		if f != nil {
+			f.Close()
+		}
+		os.RemoveAll(dir)
+		return "", func() {}
+	}
+	return dir, func() { f.Close() }
 }
 
-// sweepMemoryDirs removes the data-store directories in /dev/shm of this
-// user's servers that are gone: their names end in "<pid>.<random>".
+// sweepAge is how old an unlocked data-store directory must be before
+// sweepMemoryDirs removes it: one just made is locked a moment later.
+const sweepAge = 30 * time.Second
+
+// sweepMemoryDirs removes this user's data-store directories in /dev/shm
+// that no live server holds locked.
 func sweepMemoryDirs() {
 	ents, err := os.ReadDir(shmDir)
 	if err != nil {
 		return
 	}
 	for _, e := range ents {
-		name := e.Name()
-		if !e.IsDir() || !strings.HasPrefix(name, DirPrefix) {
+		if !e.IsDir() || !strings.HasPrefix(e.Name(), DataDirPrefix) {
 			continue
 		}
-		i := strings.LastIndexByte(name, '.')
-		j := strings.LastIndexAny(name[:max(i, 0)], "-.")
-		if i < 0 || j < 0 {
-			continue
-		}
-		pid, err := strconv.Atoi(name[j+1 : i])
-		if err != nil || pid <= 0 {
-			continue
-		}
-		dir := filepath.Join(shmDir, name)
+		dir := filepath.Join(shmDir, e.Name())
 		var st syscall.Stat_t
-		if syscall.Stat(dir, &st) != nil || int(st.Uid) != os.Getuid() {
+		if syscall.Stat(dir, &st) != nil || int(st.Uid) != os.Getuid() ||
+			time.Since(time.Unix(st.Mtim.Sec, st.Mtim.Nsec)) < sweepAge {
 			continue
 		}
-		if err := syscall.Kill(pid, 0); errors.Is(err, syscall.ESRCH) {
+		f, err := os.Open(dir)
+		if err != nil {
+			continue
+		}
+		if syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) == nil {
 			os.RemoveAll(dir)
 		}
+		f.Close()
 	}
 }
 

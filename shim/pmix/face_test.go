@@ -3,46 +3,61 @@
 package pmix
 
 import (
-	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
+	"syscall"
 	"testing"
+	"time"
 )
 
-// A data-store directory in /dev/shm whose server is gone is removed by
-// the next server's memoryDir; one whose server runs, and the new one,
-// stay.
+// memoryDir's sweep removes this user's data-store directories in
+// /dev/shm that no server holds locked and are past sweepAge; a locked
+// one, a young one, a server's rendezvous directory (when TMPDIR is
+// /dev/shm) and the new one stay.
 func TestMemoryDirSweepsTheGone(t *testing.T) {
-	probe := memoryDir(DirPrefix + "probe-")
+	probe, release := memoryDir("probe", 0)
 	if probe == "" {
-		t.Skip("/dev/shm is not a tmpfs here")
+		t.Skip("/dev/shm is not a tmpfs with room here")
 	}
 	os.RemoveAll(probe)
-	gone := exec.Command("true")
-	if err := gone.Run(); err != nil {
-		t.Fatal(err)
-	}
-	prefix := fmt.Sprintf("%stest.%d.0-", DirPrefix, os.Getpid())
-	dead := filepath.Join(shmDir, fmt.Sprintf("%s%d.1", prefix, gone.Process.Pid))
-	alive := filepath.Join(shmDir, fmt.Sprintf("%s%d.2", prefix, os.Getpid()))
-	for _, d := range []string{dead, alive} {
+	release()
+	old := time.Now().Add(-2 * sweepAge)
+	mk := func(name string, age time.Time) string {
+		d := filepath.Join(shmDir, name)
 		if err := os.MkdirAll(filepath.Join(d, "pmix_dstor_ds21_1"), 0o700); err != nil {
 			t.Fatal(err)
 		}
+		if err := os.Chtimes(d, age, age); err != nil {
+			t.Fatal(err)
+		}
 		t.Cleanup(func() { os.RemoveAll(d) })
+		return d
 	}
-	made := memoryDir(prefix)
+	dead := mk(DataDirPrefix+"test.sweep.0-1", old)
+	held := mk(DataDirPrefix+"test.sweep.1-2", old)
+	young := mk(DataDirPrefix+"test.sweep.2-3", time.Now())
+	rendezvous := mk(DirPrefix+"slurm.5.417.0-123", old)
+	f, err := os.Open(held)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		t.Fatal(err)
+	}
+	// flock locks belong to the open file: the sweep's own open of the
+	// held directory is another, and must find it taken.
+	made, release := memoryDir("test.sweep", 9)
 	if made == "" {
 		t.Fatal("memoryDir made no directory")
 	}
-	t.Cleanup(func() { os.RemoveAll(made) })
+	t.Cleanup(func() { os.RemoveAll(made); release() })
 	if _, err := os.Stat(dead); !os.IsNotExist(err) {
 		t.Errorf("the gone server's directory %s is still there (%v)", dead, err)
 	}
-	for _, d := range []string{alive, made} {
+	for _, d := range []string{held, young, rendezvous, made} {
 		if _, err := os.Stat(d); err != nil {
-			t.Errorf("a live server's directory: %v", err)
+			t.Errorf("%s was removed: %v", d, err)
 		}
 	}
 }

@@ -144,12 +144,18 @@ func openMPIApps(apps []local.AppSpec, wdir string) bool {
 // DirPrefix, which this package cannot import: it links libpmix).
 const pmixDirPrefix = "gopmi-pmix-"
 
-// removePMIxDirs removes what a gopmi-pmix of node of job left in TMPDIR:
-// one killed could not remove its server's directory, whose rendezvous
-// files PMIx tools would go on finding. The shim has been reaped.
+// pmixDataDirPrefix begins a PMIx server's data-store directory in
+// /dev/shm (shim/pmix's DataDirPrefix).
+const pmixDataDirPrefix = "gopmi-pmixds-"
+
+// removePMIxDirs removes what a gopmi-pmix of node of job left in TMPDIR
+// and in /dev/shm: one killed could not remove its server's directory,
+// whose rendezvous files PMIx tools would go on finding, nor its data
+// store, which holds memory. The shim has been reaped.
 func removePMIxDirs(nspace string, node int32) {
 	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), fmt.Sprintf("%s%s.%d-*", pmixDirPrefix, nspace, node)))
-	for _, d := range dirs {
+	data, _ := filepath.Glob(filepath.Join("/dev/shm", fmt.Sprintf("%s%s.%d-*", pmixDataDirPrefix, nspace, node)))
+	for _, d := range append(dirs, data...) {
 		os.RemoveAll(d)
 	}
 }

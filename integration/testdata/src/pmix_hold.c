@@ -1,8 +1,8 @@
 /*
  * pmix_hold - a PMIx fence that one rank never joins.
  *
- * Every rank but H calls PMIx_Fence over the whole job (collecting data
- * with collect=1); rank H prints "holding rank=H" and sleeps, so the
+ * Every rank but H calls PMIx_Fence over the whole job (one that collects
+ * nothing; with collect=1, data); rank H prints "holding rank=H" and sleeps, so the
  * fence can only end by the server's time-out or by the job's end.
  * Args (name=value): hold=H (default: the last rank), collect=0.
  * Output: a fencing rank prints "fence-error rank=R status=<PMIx status>"
