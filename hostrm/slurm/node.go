@@ -261,7 +261,7 @@ func (n *Node) Fence(ctx context.Context, req *plugin.FenceRequest) (*plugin.Fen
 		// Every participant is this node's and here (a PMIx server's
 		// hand-over of its clients' data): nothing to wait for, and
 		// nothing the coordinator needs: a reader asks this node.
-		if err := t.refusal(); err != nil {
+		if err := t.refusal(req.ID); err != nil {
 			return nil, err
 		}
 		return &plugin.FenceResponse{}, nil

@@ -273,11 +273,8 @@ func (t *tree) arrive(req *plugin.FenceRequest) arrival {
 	now := t.clock.Now()
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if t.abortErr != nil {
-		return arrival{err: t.abortErr}
-	}
-	if t.closed {
-		return arrival{err: plugin.Errorf(plugin.ErrAborted, "fence %s: the node's fence tree has closed", req.ID)}
+	if err := t.refusalLocked(req.ID); err != nil {
+		return arrival{err: err}
 	}
 	g := t.open[key]
 	if g == nil {
@@ -582,16 +579,21 @@ func rankGroups(job plugin.Job, ranks []int32, limit int) string {
 	return s
 }
 
-// refusal is why the tree takes no more fences (the job's abort, or its
-// close), or nil.
-func (t *tree) refusal() error {
+// refusal is why the tree takes fence id no more (the job's abort, or
+// the tree's close), or nil.
+func (t *tree) refusal(id string) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	return t.refusalLocked(id)
+}
+
+// refusalLocked is refusal with mu held.
+func (t *tree) refusalLocked(id string) error {
 	if t.abortErr != nil {
 		return t.abortErr
 	}
 	if t.closed {
-		return plugin.Errorf(plugin.ErrAborted, "the node's fence tree has closed")
+		return plugin.Errorf(plugin.ErrAborted, "fence %s: the node's fence tree has closed", id)
 	}
 	return nil
 }

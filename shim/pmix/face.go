@@ -6,7 +6,6 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"syscall"
@@ -15,6 +14,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/gopmi/gopmi/plugin"
+	"github.com/gopmi/gopmi/shim/sockdir"
 )
 
 // DirPrefix begins the name of a PMIx server's directory in TMPDIR:
@@ -37,14 +37,14 @@ func Face(ctx context.Context, job plugin.Job, node int32, fence time.Duration, 
 	if err != nil {
 		return nil, nil, fmt.Errorf("pmix: server directory: %w", err)
 	}
-	data, release := memoryDir(job.Nspace, node)
+	data, dropData := memoryDir(job.Nspace, node)
+	if data == "" {
+		log.Debug().Str("dir", dir).Msg("pmix: the shared data store stays in TMPDIR (no tmpfs with room at " + shmDir + ")")
+	}
 	s, err := Start(Options{Backend: be, TmpDir: dir, DataDir: data, ID: fmt.Sprintf("%s.%d", job.Nspace, node), Tools: true, Logger: log, FenceTimeout: fence})
 	if err != nil {
 		os.RemoveAll(dir)
-		if data != "" {
-			os.RemoveAll(data)
-		}
-		release()
+		dropData()
 		return nil, nil, err
 	}
 	stop := func() {
@@ -52,10 +52,7 @@ func Face(ctx context.Context, job plugin.Job, node int32, fence time.Duration, 
 			log.Warn().Err(err).Msg("pmix: close the server")
 		}
 		os.RemoveAll(dir)
-		if data != "" {
-			os.RemoveAll(data)
-		}
-		release()
+		dropData()
 	}
 	done := s.watchFinalized(job.Nspace)
 	envs, err := s.RegisterJob(job, node)
@@ -164,71 +161,35 @@ const shmMinFree = 256 << 20
 
 // memoryDir makes a directory for libpmix's shared data store in
 // /dev/shm when that is a tmpfs with room, named for node of job, and
-// returns it with a release that the server's stop calls after it
-// removed the directory; or "" (the store then stays in the server's
-// directory in TMPDIR). Where TMPDIR is on a disk, as on this VM's ext4,
+// returns it with drop, which removes it and gives up its lock once the
+// server stopped; or "" and a drop that does nothing (the store then
+// stays in the server's directory in TMPDIR). Where TMPDIR is on a disk, as on this VM's ext4,
 // every page of the store that the server or a client first touches
 // costs a block of the file system: a third of the 11 ms of a node's CPU
 // that libpmix takes when a job's first client connects (it zeroes its
 // segments), as Slurm's mpi/pmix pays in its TmpFS. The directory is
 // locked (flock) while its server lives: a server killed before it
 // cleans up (a step's end by SIGKILL) leaves it unlocked, and the next
-// server of the same user removes it (sweepMemoryDirs).
+// server of the same user removes it (sockdir.SweepUnlocked).
 func memoryDir(job string, node int32) (string, func()) {
 	var st syscall.Statfs_t
 	if err := syscall.Statfs(shmDir, &st); err != nil || st.Type != tmpfsMagic || st.Bavail*uint64(st.Bsize) < shmMinFree {
 		return "", func() {}
 	}
-	sweepMemoryDirs()
-	dir, err := os.MkdirTemp(shmDir, fmt.Sprintf("%s%s.%d-", DataDirPrefix, job, node))
+	// A directory just made is locked a moment later: spared while young.
+	sockdir.SweepUnlocked(shmDir, DataDirPrefix, func(_ string, st *syscall.Stat_t) bool {
+		return time.Since(time.Unix(st.Mtim.Sec, st.Mtim.Nsec)) < sweepAge
+	})
+	d, err := sockdir.Make(shmDir, fmt.Sprintf("%s%s.%d-", DataDirPrefix, job, node))
 	if err != nil {
 		return "", func() {}
 	}
-	f, err := os.Open(dir)
-	if err == nil {
-		err = syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
-	}
-	if err != nil {
-		if f != nil {
-			f.Close()
-		}
-		os.RemoveAll(dir)
-		return "", func() {}
-	}
-	return dir, func() { f.Close() }
+	return d.Path, func() { _ = d.Remove() }
 }
 
 // sweepAge is how old an unlocked data-store directory must be before
-// sweepMemoryDirs removes it: one just made is locked a moment later.
+// memoryDir removes it.
 const sweepAge = 30 * time.Second
-
-// sweepMemoryDirs removes this user's data-store directories in /dev/shm
-// that no live server holds locked.
-func sweepMemoryDirs() {
-	ents, err := os.ReadDir(shmDir)
-	if err != nil {
-		return
-	}
-	for _, e := range ents {
-		if !e.IsDir() || !strings.HasPrefix(e.Name(), DataDirPrefix) {
-			continue
-		}
-		dir := filepath.Join(shmDir, e.Name())
-		var st syscall.Stat_t
-		if syscall.Stat(dir, &st) != nil || int(st.Uid) != os.Getuid() ||
-			time.Since(time.Unix(st.Mtim.Sec, st.Mtim.Nsec)) < sweepAge {
-			continue
-		}
-		f, err := os.Open(dir)
-		if err != nil {
-			continue
-		}
-		if syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB) == nil {
-			os.RemoveAll(dir)
-		}
-		f.Close()
-	}
-}
 
 // tmpfsMagic is a tmpfs's f_type (linux/magic.h).
 const tmpfsMagic = 0x01021994

@@ -15,12 +15,14 @@ import (
 // one, a young one, a server's rendezvous directory (when TMPDIR is
 // /dev/shm) and the new one stay.
 func TestMemoryDirSweepsTheGone(t *testing.T) {
-	probe, release := memoryDir("probe", 0)
+	probe, drop := memoryDir("probe", 0)
 	if probe == "" {
 		t.Skip("/dev/shm is not a tmpfs with room here")
 	}
-	os.RemoveAll(probe)
-	release()
+	drop()
+	if _, err := os.Stat(probe); !os.IsNotExist(err) {
+		t.Errorf("drop left %s (%v)", probe, err)
+	}
 	old := time.Now().Add(-2 * sweepAge)
 	mk := func(name string, age time.Time) string {
 		d := filepath.Join(shmDir, name)
@@ -47,11 +49,11 @@ func TestMemoryDirSweepsTheGone(t *testing.T) {
 	}
 	// flock locks belong to the open file: the sweep's own open of the
 	// held directory is another, and must find it taken.
-	made, release := memoryDir("test.sweep", 9)
+	made, drop := memoryDir("test.sweep", 9)
 	if made == "" {
 		t.Fatal("memoryDir made no directory")
 	}
-	t.Cleanup(func() { os.RemoveAll(made); release() })
+	t.Cleanup(drop)
 	if _, err := os.Stat(dead); !os.IsNotExist(err) {
 		t.Errorf("the gone server's directory %s is still there (%v)", dead, err)
 	}

@@ -1,5 +1,6 @@
 // Package sockdir makes the private directory a shim gives its backend
-// process for its socket, and removes those a killed shim left.
+// process for its socket, and removes those a killed shim left; Make and
+// SweepUnlocked do the same for any directory whose maker must hold it.
 //
 // A shim removes its directory once the backend is connected, and when it
 // ends. A shim killed with SIGKILL while its backend was still starting
@@ -30,7 +31,15 @@ type Dir struct {
 
 // New makes this process's socket directory (0700) in os.TempDir, locked.
 func New() (*Dir, error) {
-	path, err := os.MkdirTemp("", prefix+strconv.Itoa(os.Getpid())+"-")
+	return Make(os.TempDir(), prefix+strconv.Itoa(os.Getpid())+"-")
+}
+
+// Make makes a directory (0700) named prefix and a random suffix in
+// base, held locked (flock) until Remove or this process's end: the lock
+// says that its maker lives, to SweepUnlocked. gopmi's PMIx server keeps
+// libpmix's shared data store in one in /dev/shm.
+func Make(base, prefix string) (*Dir, error) {
+	path, err := os.MkdirTemp(base, prefix)
 	if err != nil {
 		return nil, err
 	}
@@ -60,38 +69,49 @@ func (d *Dir) Remove() error {
 func Remove(pid int) {
 	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), prefix+strconv.Itoa(pid)+"-*"))
 	for _, d := range dirs {
-		removeIfDead(d)
+		removeUnlocked(d, pidLives)
 	}
 }
 
 // Sweep removes this user's socket directories whose shim is gone.
-func Sweep() {
-	entries, err := os.ReadDir(os.TempDir())
+func Sweep() { SweepUnlocked(os.TempDir(), prefix, pidLives) }
+
+// SweepUnlocked removes the directories in base whose name begins with
+// prefix that are this user's, that spare (if set) does not keep, and
+// whose lock no live process holds.
+func SweepUnlocked(base, prefix string, spare func(name string, st *syscall.Stat_t) bool) {
+	entries, err := os.ReadDir(base)
 	if err != nil {
 		return
 	}
 	for _, e := range entries {
 		if strings.HasPrefix(e.Name(), prefix) && e.IsDir() {
-			removeIfDead(filepath.Join(os.TempDir(), e.Name()))
+			removeUnlocked(filepath.Join(base, e.Name()), spare)
 		}
 	}
 }
 
-// removeIfDead removes dir when it is this user's, no live shim holds its
-// lock, and no process here has the pid its name gives: a shim between
-// making its directory and locking it is alive.
-func removeIfDead(dir string) {
-	rest := strings.TrimPrefix(filepath.Base(dir), prefix)
-	if pid, _, ok := strings.Cut(rest, "-"); !ok {
-		return
-	} else if _, err := os.Stat("/proc/" + pid); err == nil {
-		return
+// pidLives spares a socket directory whose name gives the pid of a
+// process here: a shim between making its directory and locking it is
+// alive.
+func pidLives(name string, _ *syscall.Stat_t) bool {
+	pid, _, ok := strings.Cut(strings.TrimPrefix(name, prefix), "-")
+	if !ok {
+		return true
 	}
+	_, err := os.Stat("/proc/" + pid)
+	return err == nil
+}
+
+// removeUnlocked removes dir when it is this user's, spare does not keep
+// it and no live process holds its lock.
+func removeUnlocked(dir string, spare func(name string, st *syscall.Stat_t) bool) {
 	st, err := os.Lstat(dir)
 	if err != nil || !st.IsDir() {
 		return
 	}
-	if sys, ok := st.Sys().(*syscall.Stat_t); !ok || int(sys.Uid) != os.Geteuid() {
+	sys, ok := st.Sys().(*syscall.Stat_t)
+	if !ok || int(sys.Uid) != os.Geteuid() || (spare != nil && spare(filepath.Base(dir), sys)) {
 		return
 	}
 	f, err := os.Open(dir)
@@ -100,7 +120,7 @@ func removeIfDead(dir string) {
 	}
 	defer f.Close()
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		return // a live shim's (EWOULDBLOCK), or not ours to judge
+		return // a live maker's (EWOULDBLOCK), or not ours to judge
 	}
 	_ = os.RemoveAll(dir)
 }
