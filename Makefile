@@ -30,13 +30,15 @@ build:
 		echo "CGO_ENABLED=1 $(GO) build -tags pmix ... ./shim/cmd/gopmi-pmix"; \
 		CGO_ENABLED=1 $(GO) build -trimpath -tags pmix -ldflags '$(LDFLAGS)' -o $(BIN)/ ./shim/cmd/gopmi-pmix && \
 		echo "CGO_ENABLED=1 $(GO) build -tags pmix -o $(BIN)/gopmi-slurm-pmix ./hostrm/slurm/cmd/gopmi-slurm" && \
-		CGO_ENABLED=1 $(GO) build -trimpath -tags pmix -ldflags '$(LDFLAGS)' -o $(BIN)/gopmi-slurm-pmix ./hostrm/slurm/cmd/gopmi-slurm; \
-	else echo "libpmix not found (apt-get install libpmix-dev): gopmi-pmix and gopmi-slurm-pmix not built, PMIx jobs unavailable"; rm -f $(BIN)/gopmi-pmix $(BIN)/gopmi-slurm-pmix; fi
+		CGO_ENABLED=1 $(GO) build -trimpath -tags pmix -ldflags '$(LDFLAGS)' -o $(BIN)/gopmi-slurm-pmix ./hostrm/slurm/cmd/gopmi-slurm && \
+		echo "CGO_ENABLED=1 $(GO) build -tags pmix ... ./hostrm/cmd/gopmi-pmix-tools" && \
+		CGO_ENABLED=1 $(GO) build -trimpath -tags pmix -ldflags '$(LDFLAGS)' -o $(BIN)/ ./hostrm/cmd/gopmi-pmix-tools; \
+	else echo "libpmix not found (apt-get install libpmix-dev): gopmi-pmix, gopmi-slurm-pmix and gopmi-pmix-tools not built, PMIx jobs unavailable"; rm -f $(BIN)/gopmi-pmix $(BIN)/gopmi-slurm-pmix $(BIN)/gopmi-pmix-tools; fi
 
 install: build
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(SYSTEMD_UNITDIR)
 	install -m 0755 $(BIN)/gopmi $(BIN)/gopmi-shim $(BIN)/gopmi-rm-local $(BIN)/gopmi-rm-slurm $(BIN)/gopmi-slurm $(DESTDIR)$(PREFIX)/bin/
-	if test -e $(BIN)/gopmi-pmix; then install -m 0755 $(BIN)/gopmi-pmix $(BIN)/gopmi-slurm-pmix $(DESTDIR)$(PREFIX)/bin/; fi
+	if test -e $(BIN)/gopmi-pmix; then install -m 0755 $(BIN)/gopmi-pmix $(BIN)/gopmi-slurm-pmix $(BIN)/gopmi-pmix-tools $(DESTDIR)$(PREFIX)/bin/; fi
 	install -m 0644 contrib/systemd/gopmi.socket $(DESTDIR)$(SYSTEMD_UNITDIR)/
 	sed 's|@BINDIR@|$(PREFIX)/bin|' contrib/systemd/gopmi.service > $(DESTDIR)$(SYSTEMD_UNITDIR)/gopmi.service
 	chmod 0644 $(DESTDIR)$(SYSTEMD_UNITDIR)/gopmi.service

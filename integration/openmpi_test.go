@@ -8,10 +8,12 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/gopmi/gopmi/integration/clients"
+	"github.com/gopmi/gopmi/plugin"
 )
 
 // openMPIHint is how the tests name what provides Open MPI.
@@ -61,9 +63,9 @@ func TestOpenMPIFailsLoudly(t *testing.T) {
 	}
 }
 
-// pmixShim builds gopmi-pmix and gopmi-slurm-pmix (cgo, libpmix) next to
-// the tests' gopmi,
-// once, or fails the test saying what is missing.
+// pmixShim builds gopmi-pmix, gopmi-slurm-pmix and gopmi-pmix-tools (cgo,
+// libpmix) next to the tests' gopmi, once, or fails the test saying what
+// is missing.
 var pmixShim = sync.OnceValue(func() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
@@ -74,6 +76,7 @@ var pmixShim = sync.OnceValue(func() error {
 	for _, b := range []struct{ out, pkg string }{
 		{binDir + string(filepath.Separator), "./shim/cmd/gopmi-pmix"},
 		{filepath.Join(binDir, "gopmi-slurm-pmix"), "./hostrm/slurm/cmd/gopmi-slurm"},
+		{binDir + string(filepath.Separator), "./hostrm/cmd/gopmi-pmix-tools"},
 	} {
 		cmd := exec.CommandContext(ctx, "go", "build", "-tags", "pmix", "-o", b.out, b.pkg)
 		cmd.Dir, cmd.Env = root, append(os.Environ(), "CGO_ENABLED=1")
@@ -222,6 +225,123 @@ func TestPMIxQueryLogAndTools(t *testing.T) {
 	}
 	if res := run.wait(t, "the sleeping run"); res.ExitCode != 0 {
 		t.Errorf("the sleeping run: exit %d\n%s", res.ExitCode, res.Stderr)
+	}
+}
+
+// Debian's pps, run by gopmi tools, lists through the node daemon the
+// running jobs of its user on the node: root's PMIx job for root, nothing
+// for another user (the daemon's per-user rules hold, since the tool's
+// server runs as the tool's user), and not the job once it ended.
+func TestPMIxToolsThroughDaemon(t *testing.T) {
+	begin(t)
+	if err := pmixShim(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := exec.LookPath("pps"); err != nil {
+		t.Fatal("pps not found: apt-get install libpmix-bin (make deps does)")
+	}
+	d, dir := testDaemon(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	// Each user's tool server makes its directory in that user's TMPDIR.
+	tmp := map[uint32]string{0: dir}
+	pps := func(bin string, cred *syscall.Credential) string {
+		t.Helper()
+		uid := uint32(0)
+		if cred != nil {
+			uid = cred.Uid
+		}
+		r, err := clients.Run(ctx, []string{bin, "tools", "-daemon", d.sock, "pps"}, clients.RunOptions{Credential: cred, Env: []string{"TMPDIR=" + tmp[uid], "HOME=" + dir}})
+		if err != nil || r.ExitCode != 0 || !strings.Contains(r.Stderr, "Active nspaces:") {
+			t.Fatalf("gopmi tools pps: %v, exit %d\n%s\n%s\ndaemon:\n%s", err, r.ExitCode, r.Stdout, r.Stderr, d.log.String())
+		}
+		_, after, _ := strings.Cut(r.Stderr, "Active nspaces:")
+		line, _, _ := strings.Cut(after, "\n")
+		return strings.TrimSpace(line)
+	}
+	// The job runs until the test makes the file stop.
+	stop := filepath.Join(dir, "stop")
+	run := startRun(ctx, daemonArgv(d.sock, "-pmix", "-n", "2", "sh", "-c", "while ! test -e "+stop+"; do sleep 0.05; done"), nil, nil, "")
+	var job string
+	waitFor(t, "the job at the node daemon", func() bool {
+		job = strings.TrimSpace(strings.TrimPrefix(ask(t, nil, "query", "-daemon", d.sock), plugin.QueryNamespaces+":"))
+		return job != ""
+	})
+	if got := pps(gopmiBin, nil); got != job {
+		t.Errorf("root's pps lists %q, want its job %q", got, job)
+	}
+	if os.Geteuid() != 0 {
+		t.Log("not root: another user's view is not checked (it needs root to create and become that user)")
+	} else {
+		cred := testUser(t)
+		bin := copyExec(t, gopmiBin, dir)
+		copyExec(t, filepath.Join(binDir, "gopmi-pmix-tools"), dir)
+		theirs := filepath.Join(dir, "tmp-other")
+		if err := os.Mkdir(theirs, 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chown(theirs, int(cred.Uid), int(cred.Gid)); err != nil {
+			t.Fatal(err)
+		}
+		tmp[cred.Uid] = theirs
+		if got := pps(bin, cred); got != "" {
+			t.Errorf("another user's pps lists %q: root's job is not theirs", got)
+		}
+		otherUserAtRootsServer(t, ctx, d.sock, dir, theirs, cred, job)
+	}
+	if err := os.WriteFile(stop, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if res := run.wait(t, "the waiting run"); res.ExitCode != 0 {
+		t.Fatalf("the waiting run: exit %d\n%s", res.ExitCode, res.Stderr)
+	}
+	waitFor(t, "the job's end at the node daemon", func() bool {
+		return strings.Contains(ask(t, nil, "ps", "-a", "-daemon", d.sock), "finished")
+	})
+	if got := pps(gopmiBin, nil); got != "" {
+		t.Errorf("after the job ended, pps lists %q", got)
+	}
+	if left, _ := filepath.Glob(filepath.Join(dir, "*", "gopmi-tools-*")); len(left) > 0 {
+		t.Errorf("gopmi tools left %v", left)
+	}
+	if left, _ := filepath.Glob(filepath.Join(dir, "gopmi-tools-*")); len(left) > 0 {
+		t.Errorf("gopmi tools left %v", left)
+	}
+}
+
+// otherUserAtRootsServer: another user's pps, given the address of
+// root's gopmi tools server (PMIX_SERVER_URI41; libpmix serves on TCP,
+// where any local user can connect), learns nothing of root's job: the
+// server refuses a tool's query while a connection of another user is
+// open to it, and root's own pps, once that user is gone, is answered.
+func otherUserAtRootsServer(t *testing.T, ctx context.Context, sock, dir, theirs string, cred *syscall.Credential, job string) {
+	t.Helper()
+	goOn := filepath.Join(dir, "go-on")
+	root := startRun(ctx, []string{gopmiBin, "tools", "-daemon", sock, "sh", "-c", "while ! test -e " + goOn + "; do sleep 0.05; done; pps"},
+		[]string{"TMPDIR=" + dir}, nil, "")
+	var uri string
+	waitFor(t, "root's gopmi tools server", func() bool {
+		files, _ := filepath.Glob(filepath.Join(dir, "gopmi-tools-*", "pmix.*.tool.gopmi-tools.*"))
+		if len(files) == 0 {
+			return false
+		}
+		b, _ := os.ReadFile(files[0])
+		uri, _, _ = strings.Cut(string(b), "\n")
+		return strings.Contains(uri, "tcp")
+	})
+	r, err := clients.Run(ctx, []string{"pps"}, clients.RunOptions{Credential: cred, Env: []string{"PMIX_SERVER_URI41=" + uri, "TMPDIR=" + theirs}})
+	if err != nil || strings.Contains(r.Stdout+r.Stderr, job) {
+		t.Errorf("another user's pps at root's server (%s): %v, exit %d, and it sees root's job %s:\n%s\n%s", uri, err, r.ExitCode, job, r.Stdout, r.Stderr)
+	}
+	if err := os.WriteFile(goOn, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	res := root.wait(t, "root's gopmi tools")
+	if res.ExitCode != 0 || !strings.Contains(res.Stderr, "Active nspaces: "+job) {
+		t.Errorf("root's pps after the other user's: exit %d\n%s", res.ExitCode, res.Stderr)
+	}
+	if !strings.Contains(res.Stderr, "refused: another user has a connection open to this server") {
+		t.Errorf("root's server did not say it refused the other user's query:\n%s", res.Stderr)
 	}
 }
 

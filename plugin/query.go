@@ -22,6 +22,9 @@ import (
 const (
 	// QueryNamespaces is every job the caller may see, comma-separated,
 	// oldest first: "gopmi.812.0,gopmi.812.1". PMIX_QUERY_NAMESPACES.
+	// The node daemon, which keeps a job an hour after it ended, lists
+	// only those that have not ended (PMIx's active namespaces); QueryJobs
+	// has the others.
 	QueryNamespaces = "pmix.qry.ns"
 	// QueryJobStatus is a job's state (qualifier QualNspace, default the
 	// requestor's job): a JobState, then ": " and why when it is not

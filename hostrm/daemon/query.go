@@ -108,9 +108,13 @@ func (s *Server) answerNode(p peer, key string, quals []plugin.Info) string {
 		sort.SliceStable(out, func(a, b int) bool { return out[a].Time.Before(out[b].Time) })
 		return plugin.EncodeAnswer(out)
 	}
+	// The jobs that have not ended: PMIx's active namespaces (pps lists
+	// them). An ended job stays an hour for gopmi ps -a and gopmi log.
 	var ns []string
 	for _, j := range jobs {
-		ns = append(ns, j.Nspace)
+		if j.Ended.IsZero() {
+			ns = append(ns, j.Nspace)
+		}
 	}
 	return strings.Join(ns, ",")
 }

@@ -216,6 +216,12 @@ func TestNamesEndWithTheirRun(t *testing.T) {
 			t.Errorf("%s after its run ended: %v, want %v", key, err, want)
 		}
 	}
+	// An ended job is no longer an active namespace (what pps lists), but
+	// gopmi ps -a still shows it.
+	resp, err := s.Query(a, &plugin.QueryRequest{Queries: []plugin.Query{{Keys: []string{plugin.QueryNamespaces, plugin.QueryJobs}}}})
+	if err != nil || len(resp.Results) != 2 || resp.Results[0].Value != "job.a" || !strings.Contains(resp.Results[1].Value, `"nspace":"job.b"`) {
+		t.Errorf("after job.b's run ended: %+v, %v; want namespaces job.a, and job.b in %s", resp, err, plugin.QueryJobs)
+	}
 	// Connection lost: kept for the grace, then gone.
 	if err := publish(a, s, "job.a", "a-run", "v", plugin.PersistDefault); err != nil {
 		t.Fatal(err)
@@ -239,7 +245,7 @@ func TestNamesEndWithTheirRun(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	resp, err := s.Query(c, &plugin.QueryRequest{Queries: []plugin.Query{{Keys: []string{"job-status"}, Qualifiers: []plugin.Info{{Key: "nspace", Value: "job.a"}}}}})
+	resp, err = s.Query(c, &plugin.QueryRequest{Queries: []plugin.Query{{Keys: []string{"job-status"}, Qualifiers: []plugin.Info{{Key: "nspace", Value: "job.a"}}}}})
 	if err != nil || !strings.HasPrefix(resp.Results[0].Value, "lost") {
 		t.Fatalf("job-status of the lost run: %+v, %v", resp, err)
 	}

@@ -32,6 +32,9 @@ func goNotifyEvent(code C.int, ns *C.char, rank C.uint32_t, rng C.int, keys, val
 	if s == nil {
 		return C.PMIX_ERR_NOT_AVAILABLE
 	}
+	if err := s.admitTool("event", procOf(ns, rank), false); err != nil {
+		return rcOf(err)
+	}
 	r, err := rangeOf(rng)
 	if err != nil {
 		// A range the contract does not carry (one process, a custom

@@ -387,7 +387,7 @@ static void cb_tool_connected(pmix_info_t *info, size_t ninfo, pmix_tool_connect
 {
     (void)info; (void)ninfo;
     pmix_proc_t proc;
-    PMIX_LOAD_PROCID(&proc, "gopmi-tool", goToolRank());
+    PMIX_LOAD_PROCID(&proc, "gopmi-tool", goToolConnect());
     if (cbfunc != NULL) {
         cbfunc(PMIX_SUCCESS, &proc, cbdata);
     }

@@ -27,6 +27,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/gopmi/gopmi/plugin"
+	"github.com/gopmi/gopmi/plugin/peercred"
 )
 
 // Options configure a Server.
@@ -492,6 +493,9 @@ func goAbort(ns *C.char, rank C.uint32_t, st C.int, msg *C.char, procs *C.pmix_p
 		return C.PMIX_ERR_NOT_AVAILABLE
 	}
 	req := &plugin.AbortRequest{Proc: procOf(ns, rank), Status: int32(st), Message: C.GoString(msg)}
+	if err := s.admitTool("abort", req.Proc, false); err != nil {
+		return rcOf(err)
+	}
 	if nprocs > 0 {
 		req.Targets = procsOf(procs, nprocs)
 	}
@@ -671,6 +675,9 @@ func goPublish(ns *C.char, rank C.uint32_t, keys, vals **C.char, n C.size_t, rng
 		return C.PMIX_ERR_NOT_AVAILABLE
 	}
 	req := &plugin.PublishRequest{Proc: procOf(ns, rank)}
+	if err := s.admitTool("publish", req.Proc, false); err != nil {
+		return rcOf(err)
+	}
 	ks, vs := unsafe.Slice(keys, int(n)), unsafe.Slice(vals, int(n))
 	for i := range ks {
 		req.Data = append(req.Data, plugin.Info{Key: C.GoString(ks[i]), Value: C.GoString(vs[i])})
@@ -693,8 +700,11 @@ func goUnpublish(ns *C.char, rank C.uint32_t, keys **C.char, rng C.int, cbfunc C
 		return C.PMIX_ERR_NOT_AVAILABLE
 	}
 	req := &plugin.UnpublishRequest{Proc: procOf(ns, rank), Keys: goStrings(keys)}
-	var err error
-	if req.Range, err = rangeOf(rng); err != nil {
+	err := s.admitTool("unpublish", req.Proc, false)
+	if err == nil {
+		req.Range, err = rangeOf(rng)
+	}
+	if err != nil {
 		return rcOf(err)
 	}
 	return s.opCall("unpublish", req.Proc, cbfunc, cbdata, func(ctx context.Context) error { return s.be.Unpublish(ctx, req) })
@@ -712,8 +722,11 @@ func goLookup(ns *C.char, rank C.uint32_t, keys **C.char, rng, wait, timeout C.i
 	if timeout > 0 {
 		req.Timeout = time.Duration(timeout) * time.Second
 	}
-	var err error
-	if req.Range, err = rangeOf(rng); err != nil {
+	err := s.admitTool("lookup", req.Proc, false)
+	if err == nil {
+		req.Range, err = rangeOf(rng)
+	}
+	if err != nil {
 		return rcOf(err)
 	}
 	ok := s.spawn(func() {
@@ -774,8 +787,16 @@ func (a cStrs) free() {
 // toolRanks numbers the tools that connected to this process's server.
 var toolRanks atomic.Uint32
 
-//export goToolRank
-func goToolRank() C.uint32_t {
+// toolNspace is the namespace of the tools that connect to the server.
+const toolNspace = "gopmi-tool"
+
+// goToolConnect numbers a tool that connects. It refuses none: libpmix
+// 4.2.2, refused a tool, stops listening (no client or tool can connect
+// after), so a tool of another user is refused its calls instead
+// (admitTool).
+//
+//export goToolConnect
+func goToolConnect() C.uint32_t {
 	n := toolRanks.Add(1) - 1
 	if s := server(); s != nil {
 		s.log.Debug().Uint32("rank", n).Msg("pmix: a tool connected")
@@ -783,11 +804,39 @@ func goToolRank() C.uint32_t {
 	return C.uint32_t(n)
 }
 
+// admitTool refuses what a tool asks (ErrPermission) while another
+// user, neither this server's nor root, has a connection open to the
+// server: libpmix serves on TCP, where any local user can connect, and
+// takes a tool's uid on its word. It may refuse this user's own tool
+// while another user's is connected: it cannot tell which is asking. A
+// query is checked whoever asks, since libpmix gives the host the
+// server's own ID for it, not the asker's; other calls only when a tool
+// (p in toolNspace) makes them.
+func (s *Server) admitTool(what string, p plugin.Proc, always bool) error {
+	if !always && p.Nspace != toolNspace {
+		return nil
+	}
+	uid, found, err := foreignPeer("/proc/self/net", "/proc/self/fd", os.Geteuid())
+	switch {
+	case err != nil:
+		s.log.Warn().Err(err).Str("call", what).Msg("pmix: refused: who is connected to this server is unknown")
+		return plugin.Errorf(plugin.ErrPermission, "%s: who is connected to this PMIx server is unknown: %v", what, err)
+	case found:
+		s.log.Warn().Int("uid", uid).Str("user", peercred.UserName(uint32(uid))).Str("call", what).
+			Msg("pmix: refused: another user has a connection open to this server")
+		return plugin.Errorf(plugin.ErrPermission, "%s: another user (uid %d) has a connection open to this PMIx server", what, uid)
+	}
+	return nil
+}
+
 //export goQuery
 func goQuery(keys **C.char, kq *C.int, nk C.size_t, qk, qv **C.char, qq *C.int, nq C.size_t, cbfunc C.pmix_info_cbfunc_t, cbdata unsafe.Pointer) C.int {
 	s := server()
 	if s == nil {
 		return C.PMIX_ERR_NOT_AVAILABLE
+	}
+	if err := s.admitTool("query", plugin.Proc{}, true); err != nil {
+		return rcOf(err)
 	}
 	req := &plugin.QueryRequest{}
 	at := func(i int) *plugin.Query {
@@ -839,6 +888,10 @@ func goLog(ns *C.char, rank C.uint32_t, keys, vals **C.char, n C.size_t, cbfunc 
 		return
 	}
 	req := &plugin.LogRequest{Proc: procOf(ns, rank)}
+	if err := s.admitTool("log", req.Proc, false); err != nil {
+		C.gopmi_op_done(cbfunc, rcOf(err), cbdata)
+		return
+	}
 	ks, vs := unsafe.Slice(keys, int(n)), unsafe.Slice(vals, int(n))
 	for i := range ks {
 		req.Data = append(req.Data, plugin.Info{Key: C.GoString(ks[i]), Value: C.GoString(vs[i])})

@@ -1,16 +1,12 @@
 package serve
 
 import (
-	"bufio"
 	"bytes"
-	"encoding/binary"
-	"encoding/hex"
 	"fmt"
 	"net"
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 
 	"github.com/gopmi/gopmi/bridge"
 	"github.com/gopmi/gopmi/plugin/peercred"
@@ -50,66 +46,19 @@ func portPeer(conn net.Conn, procDir string) bridge.PortPeer {
 	}
 }
 
-// findTCPSocket looks for the socket with local address local and remote
-// address remote in procDir/net/tcp and tcp6.
+// findTCPSocket looks for the live, established socket with local
+// address local and remote address remote in procDir/net/tcp and tcp6.
 func findTCPSocket(procDir string, local, remote *net.TCPAddr) (uid int, inode uint64, found bool) {
 	for _, name := range []string{"tcp", "tcp6"} {
-		f, err := os.Open(filepath.Join(procDir, "net", name))
-		if err != nil {
-			continue
-		}
-		// Lines without the local port are skipped before being split:
-		// a job of many ranks has many sockets, each accept reads them all.
-		port := []byte(fmt.Sprintf(":%04X ", local.Port))
-		sc := bufio.NewScanner(f)
-		sc.Scan() // the header
-		for sc.Scan() {
-			if !bytes.Contains(sc.Bytes(), port) {
-				continue
-			}
-			// sl local_address rem_address st tx:rx tr:when retrnsmt uid timeout inode
-			fs := strings.Fields(sc.Text())
-			if len(fs) < 10 {
-				continue
-			}
-			// Only a live socket says who owns it: a client that closed
-			// before the accept leaves a TIME_WAIT entry with uid 0
-			// and inode 0, which must not pass for root's.
-			if fs[3] != "01" || fs[9] == "0" || !sameAddr(fs[1], local) || !sameAddr(fs[2], remote) {
-				continue
-			}
-			u, err1 := strconv.Atoi(fs[7])
-			ino, err2 := strconv.ParseUint(fs[9], 10, 64)
-			if err1 == nil && err2 == nil {
-				f.Close()
-				return u, ino, true
+		socks, _ := peercred.ReadTCP(filepath.Join(procDir, "net", name), local.Port)
+		for _, s := range socks {
+			if s.State == peercred.TCPEstablished && s.Live() && s.Local.Port == local.Port && s.Local.IP.Equal(local.IP) &&
+				s.Remote.Port == remote.Port && s.Remote.IP.Equal(remote.IP) {
+				return s.UID, s.Inode, true
 			}
 		}
-		f.Close()
 	}
 	return 0, 0, false
-}
-
-// sameAddr compares a /proc/net/tcp address ("0100007F:1F90": the IP as
-// 32-bit words in host byte order, the port in hex) with a.
-func sameAddr(field string, a *net.TCPAddr) bool {
-	ipHex, portHex, ok := strings.Cut(field, ":")
-	if !ok {
-		return false
-	}
-	port, err := strconv.ParseUint(portHex, 16, 16)
-	if err != nil || int(port) != a.Port {
-		return false
-	}
-	raw, err := hex.DecodeString(ipHex)
-	if err != nil || len(raw)%4 != 0 {
-		return false
-	}
-	ip := make(net.IP, len(raw))
-	for i := 0; i < len(raw); i += 4 {
-		binary.BigEndian.PutUint32(ip[i:], binary.NativeEndian.Uint32(raw[i:]))
-	}
-	return ip.Equal(a.IP)
 }
 
 // socketOwnerPID finds a process holding the socket inode, for messages

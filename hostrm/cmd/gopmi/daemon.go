@@ -202,7 +202,7 @@ func queryCmd(args []string, stdout, stderr io.Writer) int {
 
 The contract's query vocabulary (PMIx RFC0010 names; README: "gopmi query"),
 answered alike by the node daemon, a gopmi run and a Slurm step:
-  %-18s the jobs you may see, comma-separated (the default; alias namespaces)
+  %-18s the running jobs you may see, comma-separated (the default; alias namespaces)
   %-18s the jobs, JSON (gopmi ps)
   %-18s the published names, JSON
   %-18s what your jobs logged, JSON (gopmi log)

@@ -8,6 +8,7 @@
 //	gopmi ps [-json] [-a] [-daemon PATH]
 //	gopmi query [-json] [-daemon PATH] [key...]
 //	gopmi log [-json] [-daemon PATH] [job]
+//	gopmi tools [-daemon PATH] [-log-level L] TOOL [ARGS...]
 //	gopmi version
 //	gopmi help
 package main
@@ -59,6 +60,9 @@ commands:
         and nodes ("gopmi query -h" lists the keys)
   log [-json] [-daemon PATH] [job]
         how your jobs on this node ended, and what the node daemon noted about them
+  tools [-daemon PATH] [-log-level L] TOOL [ARGS...]
+        run a PMIx tool (pps) whose queries see, through the node daemon,
+        your running jobs on this node (root: everyone's)
   mpiexec [gopmi run's flags] prog [args...]
   mpiexec -pmi_args PORT IFACE KEY PID
         what MPICH runs as "mpiexec": a job as gopmi run does, or the process
@@ -103,6 +107,8 @@ func run(args []string, stdin *os.File, stdout, stderr io.Writer) int {
 		return queryCmd(args[1:], stdout, stderr)
 	case "log":
 		return logCmd(args[1:], stdout, stderr)
+	case "tools":
+		return toolsCmd(args[1:], stderr)
 	case "version", "-version", "--version":
 		fmt.Fprintf(stdout, "gopmi %s\n", version)
 		return 0
