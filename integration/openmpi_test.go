@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -312,8 +313,8 @@ func TestPMIxToolsThroughDaemon(t *testing.T) {
 // otherUserAtRootsServer: another user's pps, given the address of
 // root's gopmi tools server (PMIX_SERVER_URI41; libpmix serves on TCP,
 // where any local user can connect), learns nothing of root's job: the
-// server refuses a tool's query while a connection of another user is
-// open to it, and root's own pps, once that user is gone, is answered.
+// server cuts another user's connection and refuses its query, and
+// root's own pps, after, is answered.
 func otherUserAtRootsServer(t *testing.T, ctx context.Context, sock, dir, theirs string, cred *syscall.Credential, job string) {
 	t.Helper()
 	goOn := filepath.Join(dir, "go-on")
@@ -340,8 +341,58 @@ func otherUserAtRootsServer(t *testing.T, ctx context.Context, sock, dir, theirs
 	if res.ExitCode != 0 || !strings.Contains(res.Stderr, "Active nspaces: "+job) {
 		t.Errorf("root's pps after the other user's: exit %d\n%s", res.ExitCode, res.Stderr)
 	}
-	if !strings.Contains(res.Stderr, "refused: another user has a connection open to this server") {
+	if !strings.Contains(res.Stderr, "pmix: refused, and cuts, a connection of another user to this server") {
 		t.Errorf("root's server did not say it refused the other user's query:\n%s", res.Stderr)
+	}
+}
+
+// Another user who claims a rank of root's PMIx job (libpmix takes a
+// client's uid on its word over TCP, and in a user namespace that maps
+// the user to 0 the client's getuid() says root) connects, but its abort
+// is refused and its connection cut: it cannot end the job with its own
+// status and message; the job fails loudly (the rank it claimed is lost),
+// saying that the server cut another user's connection.
+func TestPMIxOtherUserClientCut(t *testing.T) {
+	begin(t)
+	if err := pmixShim(); err != nil {
+		t.Fatal(err)
+	}
+	cred := testUser(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	if r, err := clients.Run(ctx, []string{"unshare", "-U", "--map-root-user", "true"}, clients.RunOptions{Credential: cred}); err != nil || r.ExitCode != 0 {
+		t.Skipf("SKIP (loud): an unprivileged user cannot make a user namespace here (unshare -U: %v, exit %d: %s), which the intruder needs", err, r.ExitCode, r.Stderr)
+	}
+	dir := worldDir(t)
+	prog := copyExec(t, buildPMIxClientFrom(t, filepath.Join("testdata", "src"), "pmix_intruder"), dir)
+	before, _ := filepath.Glob(filepath.Join(os.TempDir(), "gopmi-pmix-*", "pmix.*.tool.gopmi.*"))
+	run := startRun(ctx, []string{gopmiBin, "run", "-pmix", "-n", "1", "sleep", "5"}, nil, nil, "")
+	var uri string
+	waitFor(t, "the job's PMIx server", func() bool {
+		now, _ := filepath.Glob(filepath.Join(os.TempDir(), "gopmi-pmix-*", "pmix.*.tool.gopmi.*"))
+		for _, f := range now {
+			if !slices.Contains(before, f) {
+				b, _ := os.ReadFile(f)
+				uri, _, _ = strings.Cut(string(b), "\n")
+				return strings.Contains(uri, "tcp")
+			}
+		}
+		return false
+	})
+	// The server's ID is gopmi.<job>.<node>, the URI's gopmi.<job>.<node>.<rank>.
+	id, _, _ := strings.Cut(uri, ";")
+	job := id[:strings.LastIndex(id[:strings.LastIndex(id, ".")], ".")]
+	r, err := clients.Run(ctx, []string{"unshare", "-U", "--map-root-user", "env", "PMIX_NAMESPACE=" + job, "PMIX_RANK=0", "PMIX_SERVER_URI41=" + uri, "TMPDIR=" + dir, prog},
+		clients.RunOptions{Credential: cred})
+	// It connects (libpmix believes it), and its PMIx_Abort returns
+	// (libpmix answers it whatever the host says): the job tells.
+	if err != nil || !strings.Contains(r.Stdout, "init rc=0\n") {
+		t.Errorf("the intruder (job %s at %s): %v, exit %d:\n%s\n%s", job, uri, err, r.ExitCode, r.Stdout, r.Stderr)
+	}
+	res := run.wait(t, "root's job")
+	if res.ExitCode == 0 || strings.Contains(res.Stderr, "intruder abort") || !strings.Contains(res.Stderr, "pmix: refused, and cuts, a connection of another user to this server") ||
+		!strings.Contains(res.Stderr, "another user's connection, claiming this rank, that the server refused and cut") {
+		t.Errorf("root's job: exit %d\n%s", res.ExitCode, res.Stderr)
 	}
 }
 

@@ -98,14 +98,15 @@ func procAddr(field string) (net.TCPAddr, bool) {
 	return net.TCPAddr{IP: ip, Port: int(port)}, true
 }
 
-// SocketInodes are the inodes of the sockets among the descriptors in
-// fdDir (/proc/self/fd: this process's).
-func SocketInodes(fdDir string) (map[uint64]bool, error) {
+// SocketInodes maps the inodes of the sockets among the descriptors in
+// fdDir (/proc/self/fd: this process's) to the descriptors' names there
+// (their numbers).
+func SocketInodes(fdDir string) (map[uint64]string, error) {
 	fds, err := os.ReadDir(fdDir)
 	if err != nil {
 		return nil, err
 	}
-	out := map[uint64]bool{}
+	out := map[uint64]string{}
 	for _, fd := range fds {
 		l, err := os.Readlink(fdDir + "/" + fd.Name())
 		if err != nil {
@@ -113,7 +114,7 @@ func SocketInodes(fdDir string) (map[uint64]bool, error) {
 		}
 		if s, ok := strings.CutPrefix(l, "socket:["); ok {
 			if n, err := strconv.ParseUint(strings.TrimSuffix(s, "]"), 10, 64); err == nil {
-				out[n] = true
+				out[n] = fd.Name()
 			}
 		}
 	}

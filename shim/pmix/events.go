@@ -32,7 +32,7 @@ func goNotifyEvent(code C.int, ns *C.char, rank C.uint32_t, rng C.int, keys, val
 	if s == nil {
 		return C.PMIX_ERR_NOT_AVAILABLE
 	}
-	if err := s.admitTool("event", procOf(ns, rank), false); err != nil {
+	if err := s.guard("event"); err != nil {
 		return rcOf(err)
 	}
 	r, err := rangeOf(rng)

@@ -559,7 +559,7 @@ func goSpawn(ns *C.char, rank C.uint32_t, apps *C.pmix_app_t, napps C.size_t, ke
 		return C.PMIX_ERR_NOT_AVAILABLE
 	}
 	req := &plugin.SpawnRequest{Requestor: procOf(ns, rank), Timeout: s.opts.FenceTimeout}
-	if err := s.admitTool("spawn", req.Requestor, false); err != nil {
+	if err := s.guard("spawn"); err != nil {
 		return rcOf(err)
 	}
 	for _, a := range unsafe.Slice(apps, int(napps)) {

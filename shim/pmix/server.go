@@ -15,12 +15,15 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"net"
 	"os"
+	"os/signal"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 	"unsafe"
 
@@ -77,7 +80,14 @@ type Server struct {
 	// of its connect: its finalize is reported after. Guarded by mu.
 	connects map[plugin.Proc]chan struct{}
 	calls    sync.WaitGroup // backend calls in flight; Close waits for them
-	closed   bool           // guarded by mu
+	// lastCut and lastCutUID say when guard last cut another user's
+	// connection, and whose; guarded by mu.
+	lastCut    time.Time
+	lastCutUID int
+	// listening are libpmix's listening sockets, found at the first
+	// guard; guarded by mu.
+	listening []net.TCPAddr
+	closed    bool // guarded by mu
 }
 
 // current is the process's server: libpmix's callbacks find it here.
@@ -110,6 +120,11 @@ func Start(opts Options) (*Server, error) {
 	if started {
 		return nil, errors.New("pmix: this process already served PMIx: libpmix is a server once per process")
 	}
+	// libpmix writes to its clients' sockets without MSG_NOSIGNAL: one
+	// that a client closed, or that guard cut, must give EPIPE, not
+	// SIGPIPE, which would end the server (libpmix's threads are not
+	// Go's, whose writes the runtime keeps from it).
+	signal.Ignore(syscall.SIGPIPE)
 	// libpmix's shared data store makes its files with a plain mkdir: the
 	// directory must be there.
 	if err := os.MkdirAll(opts.TmpDir, 0o700); err != nil {
@@ -438,6 +453,11 @@ func goClientLost(ns *C.char, rank C.uint32_t, st C.int) {
 		return
 	}
 	why := C.GoString(C.gopmi_error_string(st))
+	s.mu.Lock()
+	if time.Since(s.lastCut) < cutRecent {
+		why += fmt.Sprintf("; perhaps it was another user's connection, claiming this rank, that the server refused and cut (uid %d)", s.lastCutUID)
+	}
+	s.mu.Unlock()
 	lost := func() {
 		ctx, cancel := s.newsContext()
 		defer cancel()
@@ -493,7 +513,7 @@ func goAbort(ns *C.char, rank C.uint32_t, st C.int, msg *C.char, procs *C.pmix_p
 		return C.PMIX_ERR_NOT_AVAILABLE
 	}
 	req := &plugin.AbortRequest{Proc: procOf(ns, rank), Status: int32(st), Message: C.GoString(msg)}
-	if err := s.admitTool("abort", req.Proc, false); err != nil {
+	if err := s.guard("abort"); err != nil {
 		return rcOf(err)
 	}
 	if nprocs > 0 {
@@ -675,7 +695,7 @@ func goPublish(ns *C.char, rank C.uint32_t, keys, vals **C.char, n C.size_t, rng
 		return C.PMIX_ERR_NOT_AVAILABLE
 	}
 	req := &plugin.PublishRequest{Proc: procOf(ns, rank)}
-	if err := s.admitTool("publish", req.Proc, false); err != nil {
+	if err := s.guard("publish"); err != nil {
 		return rcOf(err)
 	}
 	ks, vs := unsafe.Slice(keys, int(n)), unsafe.Slice(vals, int(n))
@@ -700,7 +720,7 @@ func goUnpublish(ns *C.char, rank C.uint32_t, keys **C.char, rng C.int, cbfunc C
 		return C.PMIX_ERR_NOT_AVAILABLE
 	}
 	req := &plugin.UnpublishRequest{Proc: procOf(ns, rank), Keys: goStrings(keys)}
-	err := s.admitTool("unpublish", req.Proc, false)
+	err := s.guard("unpublish")
 	if err == nil {
 		req.Range, err = rangeOf(rng)
 	}
@@ -722,7 +742,7 @@ func goLookup(ns *C.char, rank C.uint32_t, keys **C.char, rng, wait, timeout C.i
 	if timeout > 0 {
 		req.Timeout = time.Duration(timeout) * time.Second
 	}
-	err := s.admitTool("lookup", req.Proc, false)
+	err := s.guard("lookup")
 	if err == nil {
 		req.Range, err = rangeOf(rng)
 	}
@@ -790,10 +810,9 @@ var toolRanks atomic.Uint32
 // toolNspace is the namespace of the tools that connect to the server.
 const toolNspace = "gopmi-tool"
 
-// goToolConnect numbers a tool that connects. It refuses none: libpmix
-// 4.2.2, refused a tool, stops listening (no client or tool can connect
-// after), so a tool of another user is refused its calls instead
-// (admitTool).
+// goToolConnect numbers a tool that connects. It refuses none: libpmix,
+// refused a tool or failing to answer it, closes its socket twice and
+// may stop listening. Another user's tool is refused its calls (guard).
 //
 //export goToolConnect
 func goToolConnect() C.uint32_t {
@@ -804,29 +823,79 @@ func goToolConnect() C.uint32_t {
 	return C.uint32_t(n)
 }
 
-// admitTool refuses what a tool asks (ErrPermission) while another
-// user, neither this server's nor root, has a connection open to the
-// server: libpmix serves on TCP, where any local user can connect, and
-// takes a tool's uid on its word. It may refuse this user's own tool
-// while another user's is connected: it cannot tell which is asking. A
-// query is checked whoever asks, since libpmix gives the host the
-// server's own ID for it, not the asker's; other calls only when a tool
-// (p in toolNspace) makes them.
-func (s *Server) admitTool(what string, p plugin.Proc, always bool) error {
-	if !always && p.Nspace != toolNspace {
-		return nil
+// cutRecent is how long after a cut connection a client's loss is said to
+// be perhaps that connection's.
+const cutRecent = 10 * time.Second
+
+// cutAfter is how long guard lets a refused call's answer go out before
+// it cuts the caller's connection: libpmix cannot tell the caller that
+// its connection is gone, so a tool cut before its answer would wait for
+// ever.
+const cutAfter = 200 * time.Millisecond
+
+// guard refuses the call it is asked for (ErrPermission) while a
+// connection to the server has a peer of another user or not on this
+// host (intruders, toolpeer.go), or when it cannot tell: the call may be
+// theirs. It cuts (shutdown) those connections after cutAfter. It reads
+// the host's TCP table (/proc/net/tcp, a few ms on a busy host), so it
+// guards the calls that act beyond the node's data and are rare (query,
+// abort, spawn, publish, unpublish, lookup, log, event), not a client's
+// connect nor its fences.
+func (s *Server) guard(what string) error {
+	s.mu.Lock()
+	listening := s.listening
+	s.mu.Unlock()
+	var err error
+	if listening == nil {
+		// libpmix's listener is made at its init, once.
+		if listening, err = listeners("/proc/self/net", "/proc/self/fd"); err == nil {
+			s.mu.Lock()
+			s.listening = listening
+			s.mu.Unlock()
+		}
 	}
-	uid, found, err := foreignPeer("/proc/self/net", "/proc/self/fd", os.Geteuid())
-	switch {
-	case err != nil:
+	var in []intruder
+	if err == nil {
+		in, err = intruders("/proc/self/net", "/proc/self/fd", os.Geteuid(), listening)
+	}
+	if err != nil {
 		s.log.Warn().Err(err).Str("call", what).Msg("pmix: refused: who is connected to this server is unknown")
 		return plugin.Errorf(plugin.ErrPermission, "%s: who is connected to this PMIx server is unknown: %v", what, err)
-	case found:
-		s.log.Warn().Int("uid", uid).Str("user", peercred.UserName(uint32(uid))).Str("call", what).
-			Msg("pmix: refused: another user has a connection open to this server")
-		return plugin.Errorf(plugin.ErrPermission, "%s: another user (uid %d) has a connection open to this PMIx server", what, uid)
+	}
+	if len(in) > 0 {
+		time.AfterFunc(cutAfter, func() { cut(in) })
+	}
+	for _, c := range in {
+		user := "a peer not on this host"
+		if c.uid >= 0 {
+			user = peercred.UserName(uint32(c.uid))
+		}
+		s.log.Warn().Int("uid", c.uid).Str("user", user).Str("call", what).
+			Msg("pmix: refused, and cuts, a connection of another user to this server (libpmix takes the uid a client or tool claims on its word)")
+		s.mu.Lock()
+		s.lastCut, s.lastCutUID = time.Now(), c.uid
+		s.mu.Unlock()
+	}
+	if len(in) > 0 {
+		return plugin.Errorf(plugin.ErrPermission, "%s: another user connected to this PMIx server; its connection is cut", what)
 	}
 	return nil
+}
+
+// cut shuts the connections in down and returns those it did. The
+// descriptors are libpmix's: each is cut only while it is still the
+// socket that was found (it may have been closed and its number reused).
+func cut(in []intruder) []intruder {
+	var done []intruder
+	for _, c := range in {
+		var st syscall.Stat_t
+		if syscall.Fstat(c.fd, &st) != nil || st.Ino != c.inode {
+			continue
+		}
+		_ = syscall.Shutdown(c.fd, syscall.SHUT_RDWR)
+		done = append(done, c)
+	}
+	return done
 }
 
 //export goQuery
@@ -835,7 +904,7 @@ func goQuery(keys **C.char, kq *C.int, nk C.size_t, qk, qv **C.char, qq *C.int, 
 	if s == nil {
 		return C.PMIX_ERR_NOT_AVAILABLE
 	}
-	if err := s.admitTool("query", plugin.Proc{}, true); err != nil {
+	if err := s.guard("query"); err != nil {
 		return rcOf(err)
 	}
 	req := &plugin.QueryRequest{}
@@ -888,7 +957,7 @@ func goLog(ns *C.char, rank C.uint32_t, keys, vals **C.char, n C.size_t, cbfunc 
 		return
 	}
 	req := &plugin.LogRequest{Proc: procOf(ns, rank)}
-	if err := s.admitTool("log", req.Proc, false); err != nil {
+	if err := s.guard("log"); err != nil {
 		C.gopmi_op_done(cbfunc, rcOf(err), cbdata)
 		return
 	}

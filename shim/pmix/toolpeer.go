@@ -4,55 +4,132 @@ import (
 	"fmt"
 	"net"
 	"path/filepath"
+	"strconv"
+	"strings"
 
 	"github.com/gopmi/gopmi/plugin/peercred"
 )
 
 // libpmix 4.2.2 serves its clients and tools on TCP (127.0.0.1), where
-// any local user can connect, and takes a tool's uid on its word. So the
-// server accepts a tool only while every live connection to its
-// listening sockets comes from a socket of the server's user or of root
-// (foreignPeer): with another user's connection there, it refuses the
-// tool that is connecting, which may be that one (it cannot tell which).
-// Under Slurm the server runs as the job's user, as its tasks do.
+// any local user can connect, and takes the uid a client or a tool claims
+// on its word: another user could become a client of a job (and abort
+// it, publish, look up) or a tool (and query it). So before each call a
+// client or tool makes that acts beyond the node's data (a query, abort,
+// spawn, publish, unpublish, lookup, log, event) the server looks at who
+// holds the other end of each connection it accepted (intruders): while
+// one is another user's (neither the server's nor root's) or not on this
+// host, it refuses the call and cuts (shutdown) that connection. Not at
+// a client's connect: refusing it through libpmix closes the socket twice
+// (a refused tool made libpmix stop listening), and reading the host's
+// TCP table for every client costs milliseconds each on a host with many
+// sockets. Under Slurm the server runs as the job's user, as its tasks do.
 
-// foreignPeer returns the uid of a live TCP connection to a listening
-// socket of the process whose descriptors are in fdDir, from a socket
-// owned neither by uid self nor by root, reading netDir's tcp and tcp6
-// (the process's network namespace: /proc/self/net). found is false when
-// there is none; err says why it could not tell (no listening socket),
-// and the caller refuses then too.
-func foreignPeer(netDir, fdDir string, self int) (uid int, found bool, err error) {
-	ours, err := peercred.SocketInodes(fdDir)
+// intruder is an accepted connection the server must not serve.
+type intruder struct {
+	fd    int
+	inode uint64
+	uid   int // the peer socket's owner; -1: no peer socket on this host
+}
+
+// listeners returns the listening TCP sockets of the process whose
+// descriptors are in fdDir, from netDir's tcp and tcp6 (the process's
+// network namespace: /proc/self/net).
+func listeners(netDir, fdDir string) ([]net.TCPAddr, error) {
+	fds, err := peercred.SocketInodes(fdDir)
 	if err != nil {
-		return 0, false, err
+		return nil, err
 	}
-	var socks []peercred.TCPSocket
+	var out []net.TCPAddr
 	for _, name := range []string{"tcp", "tcp6"} {
-		s, err := peercred.ReadTCP(filepath.Join(netDir, name), 0)
+		socks, err := peercred.ReadTCP(filepath.Join(netDir, name), 0)
 		if err != nil && name == "tcp" {
-			return 0, false, err
+			return nil, err
 		}
-		socks = append(socks, s...)
-	}
-	var listening []net.TCPAddr
-	for _, s := range socks {
-		if s.State == peercred.TCPListen && ours[s.Inode] {
-			listening = append(listening, s.Local)
-		}
-	}
-	if len(listening) == 0 {
-		return 0, false, fmt.Errorf("no listening TCP socket of this server in %s", netDir)
-	}
-	for _, s := range socks {
-		if s.State == peercred.TCPListen || !s.Live() || ours[s.Inode] || s.UID == self || s.UID == 0 {
-			continue
-		}
-		for _, l := range listening {
-			if s.Remote.Port == l.Port && (l.IP.IsUnspecified() || s.Remote.IP.Equal(l.IP)) {
-				return s.UID, true, nil
+		for _, s := range socks {
+			if _, ok := fds[s.Inode]; ok && s.State == peercred.TCPListen {
+				out = append(out, s.Local)
 			}
 		}
 	}
-	return 0, false, nil
+	if len(out) == 0 {
+		return nil, fmt.Errorf("no listening TCP socket of this server in %s", netDir)
+	}
+	return out, nil
+}
+
+// intruders returns the established connections accepted on listening
+// (sockets of the process whose descriptors are in fdDir) whose peer
+// socket is owned by neither uid self nor root, or is not on this host,
+// reading netDir's tcp and tcp6. A connection whose peer closed (its end
+// is not established any more) is left to libpmix. Only the lines of the
+// listening ports are read; the descriptors, only when there is an
+// intruder.
+func intruders(netDir, fdDir string, self int, listening []net.TCPAddr) ([]intruder, error) {
+	var socks []peercred.TCPSocket
+	for _, l := range listening {
+		for _, name := range []string{"tcp", "tcp6"} {
+			s, err := peercred.ReadTCP(filepath.Join(netDir, name), l.Port)
+			if err != nil && name == "tcp" {
+				return nil, err
+			}
+			socks = append(socks, s...)
+		}
+	}
+	accepted := func(s peercred.TCPSocket) bool {
+		for _, l := range listening {
+			if s.Local.Port == l.Port && (l.IP.IsUnspecified() || s.Local.IP.Equal(l.IP)) {
+				return true
+			}
+		}
+		return false
+	}
+	var out []intruder
+	for _, s := range socks {
+		if s.State != peercred.TCPEstablished || !s.Live() || !accepted(s) {
+			continue
+		}
+		uid := -1
+		for _, p := range socks {
+			if p.Live() && p.Local.Port == s.Remote.Port && p.Local.IP.Equal(s.Remote.IP) &&
+				p.Remote.Port == s.Local.Port && p.Remote.IP.Equal(s.Local.IP) {
+				uid = p.UID
+				break
+			}
+		}
+		if uid != self && uid != 0 {
+			out = append(out, intruder{inode: s.Inode, uid: uid, fd: -1})
+		}
+	}
+	if len(out) == 0 {
+		return nil, nil
+	}
+	fds, err := socketFDs(fdDir)
+	if err != nil {
+		return nil, err
+	}
+	kept := out[:0]
+	for _, in := range out {
+		if fd, ok := fds[in.inode]; ok {
+			in.fd = fd
+			kept = append(kept, in)
+		}
+	}
+	return kept, nil
+}
+
+// socketFDs maps the inodes of the sockets among the descriptors in fdDir
+// to their descriptor numbers.
+func socketFDs(fdDir string) (map[uint64]int, error) {
+	inodes, err := peercred.SocketInodes(fdDir)
+	if err != nil {
+		return nil, err
+	}
+	out := make(map[uint64]int, len(inodes))
+	for ino, name := range inodes {
+		fd, err := strconv.Atoi(strings.TrimSpace(name))
+		if err == nil {
+			out[ino] = fd
+		}
+	}
+	return out, nil
 }

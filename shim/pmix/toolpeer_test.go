@@ -7,7 +7,7 @@ import (
 )
 
 // fakeProc writes a network namespace's tcp table and a process's fd
-// directory holding the socket inodes ours.
+// directory: fd 3 is /dev/null, then fd 4, 5, ... the sockets ours.
 func fakeProc(t *testing.T, table string, ours ...string) (netDir, fdDir string) {
 	t.Helper()
 	dir := t.TempDir()
@@ -33,39 +33,48 @@ func fakeProc(t *testing.T, table string, ours ...string) (netDir, fdDir string)
 	return netDir, fdDir
 }
 
-// A connection to the server's listening port from a socket of another
-// user is found; one of the server's user, of root, a closed one's
-// remains, one to another port, and the server's own accepted end are
-// not.
-func TestForeignPeer(t *testing.T) {
+// The server's connections whose peer is another user's, or not on this
+// host, are intruders; those of the server's user, of root, a closed
+// one's remains and the listening socket itself are not.
+func TestIntruders(t *testing.T) {
 	const (
 		// 127.0.0.1:40000 listening, inode 100, the server's.
 		listen = "   0: 0100007F:9C40 00000000:0000 0A 00000000:00000000 00:00000000 00000000  1000        0 100 1 0\n"
-		// The server's accepted end of a client's connection (inode 101).
-		accepted = "   1: 0100007F:9C40 0100007F:D000 01 00000000:00000000 00:00000000 00000000  1000        0 101 1 0\n"
-		// The client's end, of the server's user (1000).
-		mine = "   2: 0100007F:D000 0100007F:9C40 01 00000000:00000000 00:00000000 00000000  1000        0 200 1 0\n"
-		// root's tool.
-		root = "   3: 0100007F:D001 0100007F:9C40 01 00000000:00000000 00:00000000 00000000     0        0 201 1 0\n"
-		// A closed socket's remains: TIME_WAIT, uid 0, inode 0.
-		closed = "   4: 0100007F:D002 0100007F:9C40 06 00000000:00000000 03:00000000 00000000     0        0 0 3 0\n"
-		// User 4242, connected elsewhere (port 5000).
-		elsewhere = "   5: 0100007F:D003 0100007F:1388 01 00000000:00000000 00:00000000 00000000  4242        0 202 1 0\n"
-		// User 4242, connected to the server.
-		theirs = "   6: 0100007F:D004 0100007F:9C40 01 00000000:00000000 00:00000000 00000000  4242        0 203 1 0\n"
+		// A client of the server's user: its end (inode 200) and the
+		// server's (inode 101).
+		mine    = "   1: 0100007F:D000 0100007F:9C40 01 00000000:00000000 00:00000000 00000000  1000        0 200 1 0\n"
+		mineAcc = "   2: 0100007F:9C40 0100007F:D000 01 00000000:00000000 00:00000000 00000000  1000        0 101 1 0\n"
+		// root's tool, and the server's end (inode 102).
+		root    = "   3: 0100007F:D001 0100007F:9C40 01 00000000:00000000 00:00000000 00000000     0        0 201 1 0\n"
+		rootAcc = "   4: 0100007F:9C40 0100007F:D001 01 00000000:00000000 00:00000000 00000000  1000        0 102 1 0\n"
+		// A closed client's remains (TIME_WAIT, inode 0) and the
+		// server's end, which libpmix closes (CLOSE_WAIT).
+		closed    = "   5: 0100007F:D002 0100007F:9C40 06 00000000:00000000 03:00000000 00000000     0        0 0 3 0\n"
+		closedAcc = "   6: 0100007F:9C40 0100007F:D002 08 00000000:00000000 00:00000000 00000000  1000        0 103 1 0\n"
+		// User 4242's client, and the server's end (inode 104).
+		theirs    = "   7: 0100007F:D004 0100007F:9C40 01 00000000:00000000 00:00000000 00000000  4242        0 203 1 0\n"
+		theirsAcc = "   8: 0100007F:9C40 0100007F:D004 01 00000000:00000000 00:00000000 00000000  1000        0 104 1 0\n"
+		// A peer not on this host's table (inode 105).
+		away = "   9: 0100007F:9C40 0100007F:D005 01 00000000:00000000 00:00000000 00000000  1000        0 105 1 0\n"
 	)
-	netDir, fdDir := fakeProc(t, listen+accepted+mine+root+closed+elsewhere, "100", "101")
-	if uid, found, err := foreignPeer(netDir, fdDir, 1000); err != nil || found {
-		t.Errorf("without another user's connection: uid %d, found %v, %v", uid, found, err)
+	table := listen + mine + mineAcc + root + rootAcc + closed + closedAcc
+	netDir, fdDir := fakeProc(t, table, "100", "101", "102", "103")
+	l, err := listeners(netDir, fdDir)
+	if err != nil || len(l) != 1 || l[0].Port != 40000 {
+		t.Fatalf("listeners = %v, %v; want 127.0.0.1:40000", l, err)
 	}
-	netDir, fdDir = fakeProc(t, listen+accepted+mine+theirs, "100", "101")
-	if uid, found, err := foreignPeer(netDir, fdDir, 1000); err != nil || !found || uid != 4242 {
-		t.Errorf("with user 4242's connection: uid %d, found %v, %v; want 4242, true", uid, found, err)
+	if in, err := intruders(netDir, fdDir, 1000, l); err != nil || len(in) != 0 {
+		t.Errorf("without another user's connection: %+v, %v", in, err)
+	}
+	netDir, fdDir = fakeProc(t, table+theirs+theirsAcc+away, "100", "101", "102", "103", "104", "105")
+	in, err := intruders(netDir, fdDir, 1000, l)
+	if err != nil || len(in) != 2 || in[0] != (intruder{fd: 8, inode: 104, uid: 4242}) || in[1] != (intruder{fd: 9, inode: 105, uid: -1}) {
+		t.Errorf("intruders = %+v, %v; want user 4242's (fd 8) and the one not on this host (fd 9)", in, err)
 	}
 	// Not knowing the server's listening socket is an error, which
 	// refuses.
 	netDir, fdDir = fakeProc(t, listen+theirs, "999")
-	if _, _, err := foreignPeer(netDir, fdDir, 1000); err == nil {
+	if _, err := listeners(netDir, fdDir); err == nil {
 		t.Error("no listening socket of the server's, and no error")
 	}
 }

@@ -11,8 +11,8 @@
 // (pmix.qry.ns, the whole query vocabulary) is answered with what that
 // user may see (root: everything). libpmix serves on TCP, where any local
 // user can connect, and takes a tool's uid on its word; so the server
-// refuses every tool call while a connection of another user (neither
-// its own nor root) is open to it (shim/pmix).
+// refuses a tool's calls, and cuts the connection, while another user's
+// (neither its own nor root's) is open to it (shim/pmix).
 //
 // What a tool gets besides queries: a lookup or a log goes to the daemon
 // too, which refuses it (a tool is no registered job); Debian's plookup
