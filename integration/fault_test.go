@@ -321,6 +321,8 @@ func runFaultCell(t *testing.T, c faultCell, wrappers map[string]string) (row fa
 		// removes it.
 		next := exec.Command(gopmiBin, "run", "-ppn", "1", "-n", "1", "true")
 		next.Env = env
+		// The wrappers would kill the next run's shim too.
+		_ = os.Remove(filepath.Join(dir, "die"))
 		if b, err := next.CombinedOutput(); err != nil {
 			row.err = fmt.Sprintf("the next run: %v: %s", err, b)
 		}

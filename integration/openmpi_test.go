@@ -6,7 +6,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -302,12 +301,28 @@ func TestPMIxToolsThroughDaemon(t *testing.T) {
 	if got := pps(gopmiBin, nil); got != "" {
 		t.Errorf("after the job ended, pps lists %q", got)
 	}
-	if left, _ := filepath.Glob(filepath.Join(dir, "*", "gopmi-tools-*")); len(left) > 0 {
-		t.Errorf("gopmi tools left %v", left)
+	for _, pattern := range []string{"gopmi-tools-*", "*/gopmi-tools-*"} {
+		if left, _ := filepath.Glob(filepath.Join(dir, pattern)); len(left) > 0 {
+			t.Errorf("gopmi tools left %v", left)
+		}
 	}
-	if left, _ := filepath.Glob(filepath.Join(dir, "gopmi-tools-*")); len(left) > 0 {
-		t.Errorf("gopmi tools left %v", left)
-	}
+}
+
+// serverURI waits for a PMIx server's tool rendezvous file matching
+// pattern and returns the server's URI, its first line.
+func serverURI(t *testing.T, pattern string) string {
+	t.Helper()
+	var uri string
+	waitFor(t, "a PMIx server's rendezvous file "+pattern, func() bool {
+		files, _ := filepath.Glob(pattern)
+		if len(files) == 0 {
+			return false
+		}
+		b, _ := os.ReadFile(files[0])
+		uri, _, _ = strings.Cut(string(b), "\n")
+		return strings.Contains(uri, "tcp")
+	})
+	return uri
 }
 
 // otherUserAtRootsServer: another user's pps, given the address of
@@ -320,16 +335,7 @@ func otherUserAtRootsServer(t *testing.T, ctx context.Context, sock, dir, theirs
 	goOn := filepath.Join(dir, "go-on")
 	root := startRun(ctx, []string{gopmiBin, "tools", "-daemon", sock, "sh", "-c", "while ! test -e " + goOn + "; do sleep 0.05; done; pps"},
 		[]string{"TMPDIR=" + dir}, nil, "")
-	var uri string
-	waitFor(t, "root's gopmi tools server", func() bool {
-		files, _ := filepath.Glob(filepath.Join(dir, "gopmi-tools-*", "pmix.*.tool.gopmi-tools.*"))
-		if len(files) == 0 {
-			return false
-		}
-		b, _ := os.ReadFile(files[0])
-		uri, _, _ = strings.Cut(string(b), "\n")
-		return strings.Contains(uri, "tcp")
-	})
+	uri := serverURI(t, filepath.Join(dir, "gopmi-tools-*", "pmix.*.tool.gopmi-tools.*"))
 	r, err := clients.Run(ctx, []string{"pps"}, clients.RunOptions{Credential: cred, Env: []string{"PMIX_SERVER_URI41=" + uri, "TMPDIR=" + theirs}})
 	if err != nil || strings.Contains(r.Stdout+r.Stderr, job) {
 		t.Errorf("another user's pps at root's server (%s): %v, exit %d, and it sees root's job %s:\n%s\n%s", uri, err, r.ExitCode, job, r.Stdout, r.Stderr)
@@ -365,20 +371,8 @@ func TestPMIxOtherUserClientCut(t *testing.T) {
 	}
 	dir := worldDir(t)
 	prog := copyExec(t, buildPMIxClientFrom(t, filepath.Join("testdata", "src"), "pmix_intruder"), dir)
-	before, _ := filepath.Glob(filepath.Join(os.TempDir(), "gopmi-pmix-*", "pmix.*.tool.gopmi.*"))
-	run := startRun(ctx, []string{gopmiBin, "run", "-pmix", "-n", "1", "sleep", "5"}, nil, nil, "")
-	var uri string
-	waitFor(t, "the job's PMIx server", func() bool {
-		now, _ := filepath.Glob(filepath.Join(os.TempDir(), "gopmi-pmix-*", "pmix.*.tool.gopmi.*"))
-		for _, f := range now {
-			if !slices.Contains(before, f) {
-				b, _ := os.ReadFile(f)
-				uri, _, _ = strings.Cut(string(b), "\n")
-				return strings.Contains(uri, "tcp")
-			}
-		}
-		return false
-	})
+	server, run := runningPMIxJob(t)
+	uri := serverURI(t, filepath.Join(server, "pmix.*.tool.gopmi.*"))
 	// The server's ID is gopmi.<job>.<node>, the URI's gopmi.<job>.<node>.<rank>.
 	id, _, _ := strings.Cut(uri, ";")
 	job := id[:strings.LastIndex(id[:strings.LastIndex(id, ".")], ".")]

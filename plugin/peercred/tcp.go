@@ -38,6 +38,12 @@ const (
 // closed connection's remains.
 func (s TCPSocket) Live() bool { return s.Inode != 0 }
 
+// Joins reports whether the socket's own end is local and its peer's is
+// remote.
+func (s TCPSocket) Joins(local, remote net.TCPAddr) bool {
+	return s.Local.Port == local.Port && s.Local.IP.Equal(local.IP) && s.Remote.Port == remote.Port && s.Remote.IP.Equal(remote.IP)
+}
+
 // ReadTCP reads the sockets of a /proc/net/tcp or tcp6 file (path). With
 // port > 0 it reads only those whose local or remote port is port: their
 // lines are picked before they are parsed, since a node of many tasks has
@@ -99,22 +105,25 @@ func procAddr(field string) (net.TCPAddr, bool) {
 }
 
 // SocketInodes maps the inodes of the sockets among the descriptors in
-// fdDir (/proc/self/fd: this process's) to the descriptors' names there
-// (their numbers).
-func SocketInodes(fdDir string) (map[uint64]string, error) {
+// fdDir (/proc/self/fd: this process's) to the descriptors.
+func SocketInodes(fdDir string) (map[uint64]int, error) {
 	fds, err := os.ReadDir(fdDir)
 	if err != nil {
 		return nil, err
 	}
-	out := map[uint64]string{}
-	for _, fd := range fds {
-		l, err := os.Readlink(fdDir + "/" + fd.Name())
+	out := map[uint64]int{}
+	for _, e := range fds {
+		fd, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		l, err := os.Readlink(fdDir + "/" + e.Name())
 		if err != nil {
 			continue
 		}
 		if s, ok := strings.CutPrefix(l, "socket:["); ok {
 			if n, err := strconv.ParseUint(strings.TrimSuffix(s, "]"), 10, 64); err == nil {
-				out[n] = fd.Name()
+				out[n] = fd
 			}
 		}
 	}

@@ -163,33 +163,26 @@ const shmMinFree = 256 << 20
 // /dev/shm when that is a tmpfs with room, named for node of job, and
 // returns it with drop, which removes it and gives up its lock once the
 // server stopped; or "" and a drop that does nothing (the store then
-// stays in the server's directory in TMPDIR). Where TMPDIR is on a disk, as on this VM's ext4,
-// every page of the store that the server or a client first touches
+// stays in the server's directory in TMPDIR). Where TMPDIR is on a disk,
+// as on this VM's ext4, every page of the store that the server or a client first touches
 // costs a block of the file system: a third of the 11 ms of a node's CPU
 // that libpmix takes when a job's first client connects (it zeroes its
 // segments), as Slurm's mpi/pmix pays in its TmpFS. The directory is
 // locked (flock) while its server lives: a server killed before it
 // cleans up (a step's end by SIGKILL) leaves it unlocked, and the next
-// server of the same user removes it (sockdir.SweepUnlocked).
+// server of the same user removes it (sockdir.SweepStale).
 func memoryDir(job string, node int32) (string, func()) {
 	var st syscall.Statfs_t
 	if err := syscall.Statfs(shmDir, &st); err != nil || st.Type != tmpfsMagic || st.Bavail*uint64(st.Bsize) < shmMinFree {
 		return "", func() {}
 	}
-	// A directory just made is locked a moment later: spared while young.
-	sockdir.SweepUnlocked(shmDir, DataDirPrefix, func(_ string, st *syscall.Stat_t) bool {
-		return time.Since(time.Unix(st.Mtim.Sec, st.Mtim.Nsec)) < sweepAge
-	})
+	sockdir.SweepStale(shmDir, DataDirPrefix)
 	d, err := sockdir.Make(shmDir, fmt.Sprintf("%s%s.%d-", DataDirPrefix, job, node))
 	if err != nil {
 		return "", func() {}
 	}
 	return d.Path, func() { _ = d.Remove() }
 }
-
-// sweepAge is how old an unlocked data-store directory must be before
-// memoryDir removes it.
-const sweepAge = 30 * time.Second
 
 // tmpfsMagic is a tmpfs's f_type (linux/magic.h).
 const tmpfsMagic = 0x01021994

@@ -8,10 +8,12 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/gopmi/gopmi/shim/sockdir"
 )
 
 // memoryDir's sweep removes this user's data-store directories in
-// /dev/shm that no server holds locked and are past sweepAge; a locked
+// /dev/shm that no server holds locked and are past sockdir.YoungAge; a locked
 // one, a young one, a server's rendezvous directory (when TMPDIR is
 // /dev/shm) and the new one stay.
 func TestMemoryDirSweepsTheGone(t *testing.T) {
@@ -23,7 +25,7 @@ func TestMemoryDirSweepsTheGone(t *testing.T) {
 	if _, err := os.Stat(probe); !os.IsNotExist(err) {
 		t.Errorf("drop left %s (%v)", probe, err)
 	}
-	old := time.Now().Add(-2 * sweepAge)
+	old := time.Now().Add(-2 * sockdir.YoungAge)
 	mk := func(name string, age time.Time) string {
 		d := filepath.Join(shmDir, name)
 		if err := os.MkdirAll(filepath.Join(d, "pmix_dstor_ds21_1"), 0o700); err != nil {

@@ -807,9 +807,6 @@ func (a cStrs) free() {
 // toolRanks numbers the tools that connected to this process's server.
 var toolRanks atomic.Uint32
 
-// toolNspace is the namespace of the tools that connect to the server.
-const toolNspace = "gopmi-tool"
-
 // goToolConnect numbers a tool that connects. It refuses none: libpmix,
 // refused a tool or failing to answer it, closes its socket twice and
 // may stop listening. Another user's tool is refused its calls (guard).
@@ -862,9 +859,10 @@ func (s *Server) guard(what string) error {
 		s.log.Warn().Err(err).Str("call", what).Msg("pmix: refused: who is connected to this server is unknown")
 		return plugin.Errorf(plugin.ErrPermission, "%s: who is connected to this PMIx server is unknown: %v", what, err)
 	}
-	if len(in) > 0 {
-		time.AfterFunc(cutAfter, func() { cut(in) })
+	if len(in) == 0 {
+		return nil
 	}
+	time.AfterFunc(cutAfter, func() { cut(in) })
 	for _, c := range in {
 		user := "a peer not on this host"
 		if c.uid >= 0 {
@@ -872,30 +870,23 @@ func (s *Server) guard(what string) error {
 		}
 		s.log.Warn().Int("uid", c.uid).Str("user", user).Str("call", what).
 			Msg("pmix: refused, and cuts, a connection of another user to this server (libpmix takes the uid a client or tool claims on its word)")
-		s.mu.Lock()
-		s.lastCut, s.lastCutUID = time.Now(), c.uid
-		s.mu.Unlock()
 	}
-	if len(in) > 0 {
-		return plugin.Errorf(plugin.ErrPermission, "%s: another user connected to this PMIx server; its connection is cut", what)
-	}
-	return nil
+	s.mu.Lock()
+	s.lastCut, s.lastCutUID = time.Now(), in[len(in)-1].uid
+	s.mu.Unlock()
+	return plugin.Errorf(plugin.ErrPermission, "%s: another user connected to this PMIx server; its connection is cut", what)
 }
 
-// cut shuts the connections in down and returns those it did. The
-// descriptors are libpmix's: each is cut only while it is still the
-// socket that was found (it may have been closed and its number reused).
-func cut(in []intruder) []intruder {
-	var done []intruder
+// cut shuts the connections in down. The descriptors are libpmix's: each
+// is cut only while it is still the socket that was found (it may have
+// been closed and its number reused).
+func cut(in []intruder) {
 	for _, c := range in {
 		var st syscall.Stat_t
-		if syscall.Fstat(c.fd, &st) != nil || st.Ino != c.inode {
-			continue
+		if syscall.Fstat(c.fd, &st) == nil && st.Ino == c.inode {
+			_ = syscall.Shutdown(c.fd, syscall.SHUT_RDWR)
 		}
-		_ = syscall.Shutdown(c.fd, syscall.SHUT_RDWR)
-		done = append(done, c)
 	}
-	return done
 }
 
 //export goQuery

@@ -4,8 +4,6 @@ import (
 	"fmt"
 	"net"
 	"path/filepath"
-	"strconv"
-	"strings"
 
 	"github.com/gopmi/gopmi/plugin/peercred"
 )
@@ -90,8 +88,7 @@ func intruders(netDir, fdDir string, self int, listening []net.TCPAddr) ([]intru
 		}
 		uid := -1
 		for _, p := range socks {
-			if p.Live() && p.Local.Port == s.Remote.Port && p.Local.IP.Equal(s.Remote.IP) &&
-				p.Remote.Port == s.Local.Port && p.Remote.IP.Equal(s.Local.IP) {
+			if p.Live() && p.Joins(s.Remote, s.Local) {
 				uid = p.UID
 				break
 			}
@@ -103,7 +100,7 @@ func intruders(netDir, fdDir string, self int, listening []net.TCPAddr) ([]intru
 	if len(out) == 0 {
 		return nil, nil
 	}
-	fds, err := socketFDs(fdDir)
+	fds, err := peercred.SocketInodes(fdDir)
 	if err != nil {
 		return nil, err
 	}
@@ -115,21 +112,4 @@ func intruders(netDir, fdDir string, self int, listening []net.TCPAddr) ([]intru
 		}
 	}
 	return kept, nil
-}
-
-// socketFDs maps the inodes of the sockets among the descriptors in fdDir
-// to their descriptor numbers.
-func socketFDs(fdDir string) (map[uint64]int, error) {
-	inodes, err := peercred.SocketInodes(fdDir)
-	if err != nil {
-		return nil, err
-	}
-	out := make(map[uint64]int, len(inodes))
-	for ino, name := range inodes {
-		fd, err := strconv.Atoi(strings.TrimSpace(name))
-		if err == nil {
-			out[ino] = fd
-		}
-	}
-	return out, nil
 }

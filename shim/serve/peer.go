@@ -52,8 +52,7 @@ func findTCPSocket(procDir string, local, remote *net.TCPAddr) (uid int, inode u
 	for _, name := range []string{"tcp", "tcp6"} {
 		socks, _ := peercred.ReadTCP(filepath.Join(procDir, "net", name), local.Port)
 		for _, s := range socks {
-			if s.State == peercred.TCPEstablished && s.Live() && s.Local.Port == local.Port && s.Local.IP.Equal(local.IP) &&
-				s.Remote.Port == remote.Port && s.Remote.IP.Equal(remote.IP) {
+			if s.State == peercred.TCPEstablished && s.Live() && s.Joins(*local, *remote) {
 				return s.UID, s.Inode, true
 			}
 		}

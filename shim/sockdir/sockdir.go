@@ -19,6 +19,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 )
 
 const prefix = "gopmi-shim-"
@@ -89,6 +90,19 @@ func SweepUnlocked(base, prefix string, spare func(name string, st *syscall.Stat
 			removeUnlocked(filepath.Join(base, e.Name()), spare)
 		}
 	}
+}
+
+// YoungAge is how long SweepStale spares an unlocked directory: Make
+// locks a directory a moment after it made it.
+const YoungAge = 30 * time.Second
+
+// SweepStale removes the directories in base whose name begins with
+// prefix that are this user's, no live process holds locked, and were
+// made YoungAge ago or more: those of makers that are gone.
+func SweepStale(base, prefix string) {
+	SweepUnlocked(base, prefix, func(_ string, st *syscall.Stat_t) bool {
+		return time.Since(time.Unix(st.Mtim.Unix())) < YoungAge
+	})
 }
 
 // pidLives spares a socket directory whose name gives the pid of a

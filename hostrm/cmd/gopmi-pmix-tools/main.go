@@ -30,10 +30,6 @@ const dirPrefix = "gopmi-tools-"
 // dialTimeout bounds the connection to the node daemon.
 const dialTimeout = 5 * time.Second
 
-// sweepSpare spares the unlocked directories younger than this from the
-// sweep: one whose maker has not locked it yet.
-const sweepSpare = 30 * time.Second
-
 func main() {
 	zerolog.TimeFieldFormat = time.RFC3339Nano
 	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
@@ -97,11 +93,8 @@ flags:
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT)
 	defer signal.Stop(sigs)
 	// A gopmi tools killed with SIGKILL leaves its directory: the next
-	// one of the same user removes it (unlocked, and older than a
-	// directory being made).
-	sockdir.SweepUnlocked(os.TempDir(), dirPrefix, func(_ string, st *syscall.Stat_t) bool {
-		return time.Since(time.Unix(st.Mtim.Unix())) < sweepSpare
-	})
+	// one of the same user removes it.
+	sockdir.SweepStale(os.TempDir(), dirPrefix)
 	dir, err := sockdir.Make(os.TempDir(), dirPrefix)
 	if err != nil {
 		fmt.Fprintf(stderr, "gopmi tools: the server's directory: %v\n", err)

@@ -183,10 +183,10 @@ func setDefaults(cfg *Config) {
 	}
 }
 
-// findBinary locates one of gopmi's binaries: the explicit path, the
+// FindBinary locates one of gopmi's binaries: the explicit path, the
 // environment override, next to this executable or a sibling binary (and
 // their symlink targets), then PATH.
-func findBinary(name, explicit, envVar, self, sibling string) (string, error) {
+func FindBinary(name, explicit, envVar, self, sibling string) (string, error) {
 	if explicit == "" {
 		explicit = os.Getenv(envVar)
 	}

@@ -146,7 +146,7 @@ func New(cfg Config) (*Launcher, error) {
 	}
 	if cfg.PMIxAuto && !cfg.PMIx && !cfg.PMIPort && openMPIApps(cfg.Apps, cfg.Wdir) {
 		self, _ := os.Executable()
-		if _, err := findBinary(PMIxBinary, cfg.PMIxPath, EnvPMIxShim, self, ""); err == nil {
+		if _, err := FindBinary(PMIxBinary, cfg.PMIxPath, EnvPMIxShim, self, ""); err == nil {
 			cfg.PMIx = true
 			cfg.Logger.Debug().Msg("an Open MPI program: serving PMIx")
 		} else {
@@ -172,13 +172,13 @@ func New(cfg Config) (*Launcher, error) {
 		self, _ := os.Executable()
 		var err error
 		if cfg.PMIx {
-			if l.shimPath, err = findBinary(PMIxBinary, cfg.PMIxPath, EnvPMIxShim, self, ""); err != nil {
+			if l.shimPath, err = FindBinary(PMIxBinary, cfg.PMIxPath, EnvPMIxShim, self, ""); err != nil {
 				return nil, fmt.Errorf("%w: gopmi-pmix serves PMIx and is built where libpmix is (apt-get install libpmix-dev, then make install)", err)
 			}
-		} else if l.shimPath, err = findBinary(ShimBinary, cfg.ShimPath, EnvShim, self, ""); err != nil {
+		} else if l.shimPath, err = FindBinary(ShimBinary, cfg.ShimPath, EnvShim, self, ""); err != nil {
 			return nil, err
 		}
-		if l.rmPath, err = findBinary(RMLocalBinary, cfg.RMPath, EnvRMLocal, self, l.shimPath); err != nil {
+		if l.rmPath, err = FindBinary(RMLocalBinary, cfg.RMPath, EnvRMLocal, self, l.shimPath); err != nil {
 			return nil, err
 		}
 	}
