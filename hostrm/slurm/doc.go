@@ -30,6 +30,9 @@
 // aborts, hears only the top nodes. In a job on several nodes each node
 // keeps its own fence data and serves the direct-modex reads of it
 // (modex.go); nodes find each other without the coordinator (peers.go).
+// A collecting fence of a whole job on at most width nodes (a flat tree)
+// is exchanged: each node gives its part straight to the others while
+// the fence goes up as a barrier, without data (exchange.go).
 //
 // # The node's log
 //

@@ -44,6 +44,7 @@ type Node struct {
 	// and their finalize waits for the children's answers to leave
 	// (DrainBeforeFinalize) instead of every fence's answer.
 	drainAtFinalize bool
+	noExchange      bool // WithoutExchange
 
 	ports portRange // where the nodes of a step listen for their children
 	// ancestorWait is how long the node tries an ancestor before the
@@ -96,6 +97,14 @@ func WithLogger(l zerolog.Logger) NodeOption {
 // waits.
 func WithFinalizeDrain() NodeOption {
 	return func(n *Node) { n.drainAtFinalize = true }
+}
+
+// WithoutExchange makes every collecting fence go up the fence tree with
+// its data, also on at most width nodes, where the nodes would exchange
+// their parts (exchange.go), and makes no link to another node before a
+// read: package scale, which runs and models the tree, runs its nodes so.
+func WithoutExchange() NodeOption {
+	return func(n *Node) { n.noExchange = true }
 }
 
 // WithSecret sets the step secret instead of GOPMI_SLURM_SECRET's
@@ -218,7 +227,7 @@ func (n *Node) Configure(ctx context.Context, req *plugin.ConfigureRequest) (*pl
 			return nil, plugin.Errorf(plugin.ErrInvalidArgument, "configure: node %d is not in job %s's layout", req.NodeID, req.Job.Nspace)
 		}
 		t = newTree(treeConfig{width: n.width, job: req.Job, self: self, toRoot: n.Relay,
-			secret: n.secret, ports: n.ports, log: *log, clock: n.clock})
+			secret: n.secret, ports: n.ports, log: *log, clock: n.clock, exchange: !n.noExchange})
 		// Placed before it serves: its abort watch, or a child's
 		// call, may dial up at once, and must go to the parent.
 		n.mu.Lock()
@@ -255,8 +264,16 @@ func (n *Node) Fence(ctx context.Context, req *plugin.FenceRequest) (*plugin.Fen
 		return n.Relay.Fence(ctx, req)
 	}
 	// This node's data stays here for the nodes that read it
-	// (modex.go); only a collecting fence's goes up.
+	// (modex.go); only a collecting fence's goes up, or to the other
+	// nodes (exchange.go).
 	t.mine.add(req.Data)
+	if t.exchanges(req) {
+		resp, err := t.exchange(ctx, req)
+		if err == nil && !n.drainAtFinalize {
+			t.awaitChildren(ctx, req.ID)
+		}
+		return resp, err
+	}
 	if !req.Collect && allHere(req) {
 		// Every participant is this node's and here (a PMIx server's
 		// hand-over of its clients' data): nothing to wait for, and
@@ -272,8 +289,13 @@ func (n *Node) Fence(ctx context.Context, req *plugin.FenceRequest) (*plugin.Fen
 		req = &bare
 	}
 	resp, err := t.fence(ctx, req)
-	if err == nil && !n.drainAtFinalize {
-		t.awaitChildren(ctx, req.ID)
+	if err == nil {
+		// Every node of a whole-job fence is up now: the links to
+		// them can be made at once, for the job's exchanges.
+		t.warm(req)
+		if !n.drainAtFinalize {
+			t.awaitChildren(ctx, req.ID)
+		}
 	}
 	return resp, err
 }

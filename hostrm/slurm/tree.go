@@ -109,6 +109,9 @@ type treeConfig struct {
 	// listen makes the children's listener; nil: net.Listen (tests
 	// pass a failing one).
 	listen func(network, addr string) (net.Listener, error)
+	// exchange lets the nodes of a flat tree exchange a collecting
+	// fence's parts (exchange.go).
+	exchange bool
 }
 
 // tree is one node's place in its job's fence tree.
@@ -142,6 +145,15 @@ type tree struct {
 	children  map[string]int
 	lastEnd   time.Time // when a child's part last returned
 	childDone wake.Cond
+
+	// boxes are the parts of exchanged fences that other nodes gave
+	// this node, by fence key (exchange.go). Guarded by mu.
+	boxes map[string]*mailbox
+	// exchanging is treeConfig's exchange; warmed is done once the links to the
+	// other nodes are being made, for a job whose fences the nodes
+	// exchange (exchange.go).
+	exchanging bool
+	warmed     sync.Once
 }
 
 func newTree(c treeConfig) *tree {
@@ -154,13 +166,14 @@ func newTree(c treeConfig) *tree {
 	return &tree{
 		width: c.width, job: c.job, self: c.self, toRoot: c.toRoot, secret: c.secret, ports: c.ports,
 		// No job or node fields: the shim's logger has them.
-		log:    c.log,
-		clock:  c.clock,
-		crew:   newCrew(c.clock),
-		ctl:    treeControl{root: c.toRoot, job: c.job, self: c.self},
-		listen: c.listen,
-		open:   map[string]*gather{},
-		peers:  &peers{job: c.job, secret: c.secret, ports: c.ports},
+		log:        c.log,
+		clock:      c.clock,
+		crew:       newCrew(c.clock),
+		ctl:        treeControl{root: c.toRoot, job: c.job, self: c.self},
+		listen:     c.listen,
+		open:       map[string]*gather{},
+		peers:      &peers{job: c.job, secret: c.secret, ports: c.ports},
+		exchanging: c.exchange,
 	}
 }
 

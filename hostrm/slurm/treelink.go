@@ -217,6 +217,15 @@ func (s subtreeServer) DirectModex(ctx context.Context, req *plugin.ModexRequest
 // answer (its process died, its link broke) is a subtree lost in the
 // middle of a fence: the log names it and the ranks it carried.
 func (s subtreeServer) Fence(ctx context.Context, req *plugin.FenceRequest) (*plugin.FenceResponse, error) {
+	if id, ok := strings.CutPrefix(req.ID, partPrefix); ok {
+		// Another node's part of a fence the nodes exchange. Counted as
+		// a child's part is: the ranks this part completes may
+		// finalize at once, and the node must not end before this
+		// answer (the other node's wait) left it.
+		s.t.childCall(id, 1)
+		defer s.t.childCall(id, -1)
+		return &plugin.FenceResponse{}, s.t.takePart(req)
+	}
 	s.t.childCall(req.ID, 1)
 	defer s.t.childCall(req.ID, -1)
 	resp, err := s.t.fence(ctx, req)

@@ -109,21 +109,30 @@ func parseFrames(data []byte) ([]frame, error) {
 }
 
 // fenceBlobs is the concatenation of the fence blobs among frames, for
-// libpmix.
-func fenceBlobs(frames []frame) []byte {
+// libpmix, in the buffer alloc gives for its length (a fence's answer is
+// copied once, into memory libpmix frees); nil when there is none.
+func fenceBlobs(frames []frame, alloc func(n int) []byte) []byte {
 	n := 0
 	for _, f := range frames {
 		if f.kind == frameFence {
 			n += len(f.payload)
 		}
 	}
-	out := make([]byte, 0, n)
+	if n == 0 {
+		return nil
+	}
+	out := alloc(n)[:0]
 	for _, f := range frames {
 		if f.kind == frameFence {
 			out = append(out, f.payload...)
 		}
 	}
 	return out
+}
+
+// frameSize is the length of a frame of nspace with n bytes of payload.
+func frameSize(nspace string, n int) int {
+	return frameHead + min(len(nspace), 255) + frameTail + n
 }
 
 // dmodexOf is the newest direct-modex data of nspace's rank among frames

@@ -25,8 +25,14 @@ func TestFrames(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := fenceBlobs(frames); string(got) != "blob-1blob-2" {
+	if got := fenceBlobs(frames, func(n int) []byte { return make([]byte, n) }); string(got) != "blob-1blob-2" {
 		t.Errorf("fence blobs %q", got)
+	}
+	if got := fenceBlobs(frames[2:3], func(int) []byte { panic("no fence blob, no buffer") }); got != nil {
+		t.Errorf("fence blobs of no fence frame %q", got)
+	}
+	if n, want := len(appendFrame(nil, frameFence, "job.1", 0, []byte("abc"))), frameSize("job.1", 3); n != want {
+		t.Errorf("a frame of 3 bytes is %d long, frameSize says %d", n, want)
 	}
 	for _, c := range []struct {
 		ns   string

@@ -48,6 +48,9 @@ type dmodexWaits struct {
 	handing      []byte
 	handingProcs []plugin.Proc
 	flushing     bool
+	// fenced are the clients that entered a fence after their first
+	// commit: what they committed before it went with it (markFenced).
+	fenced map[plugin.Proc]bool
 }
 
 // dmodexData is one of libpmix's answers and its version.
@@ -152,12 +155,15 @@ var lateCommitChecks = []time.Duration{20 * time.Millisecond, 40 * time.Millisec
 	160 * time.Millisecond, 320 * time.Millisecond, 640 * time.Millisecond, 1280 * time.Millisecond}
 
 // lateCommits hands over, at each of lateCommitChecks, the data of procs
-// that changed since it was last handed over.
+// that changed since it was last handed over, until they entered a fence.
 func (s *Server) lateCommits(procs []plugin.Proc) {
 	for _, d := range lateCommitChecks {
 		select {
 		case <-time.After(d):
 		case <-s.ctx.Done():
+			return
+		}
+		if procs = s.unfenced(procs); len(procs) == 0 {
 			return
 		}
 		ctx, cancel := s.newsContext()
@@ -171,6 +177,41 @@ func (s *Server) lateCommits(procs []plugin.Proc) {
 			return
 		}
 	}
+}
+
+// markFenced notes that req's local participants, this node's clients,
+// entered a fence: the ones that committed are asked no more by
+// lateCommits. A fence that collects nothing hands over what they
+// committed before it (goFence), and one that collects their whole job's
+// gives it to every node of the job; a later commit reaches other nodes
+// through their next fence, as between any rounds of puts. (A collecting
+// fence of some ranks only leaves readers outside them to the hand-overs,
+// so it marks nobody.) Asking a node's every client again and again (64
+// libpmix answers each time) while the job's ranks fence and read cost
+// the job CPU it waits for.
+func (s *Server) markFenced(req *plugin.FenceRequest) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, p := range req.LocalProcs {
+		if _, ok := s.dmodex.sent[p]; !ok {
+			continue
+		}
+		if req.Collect && !slices.Contains(req.Procs, plugin.Proc{Nspace: p.Nspace, Rank: plugin.RankWildcard}) {
+			continue
+		}
+		if s.dmodex.fenced == nil {
+			s.dmodex.fenced = map[plugin.Proc]bool{}
+		}
+		s.dmodex.fenced[p] = true
+	}
+}
+
+// unfenced is procs without those that entered a fence after their first
+// commit (markFenced).
+func (s *Server) unfenced(procs []plugin.Proc) []plugin.Proc {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.DeleteFunc(slices.Clone(procs), func(p plugin.Proc) bool { return s.dmodex.fenced[p] })
 }
 
 // dmodexFrames appends to part the direct-modex data of each of procs

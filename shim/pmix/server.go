@@ -79,6 +79,7 @@ type Server struct {
 	// connects holds, per client, what is closed once the backend heard
 	// of its connect: its finalize is reported after. Guarded by mu.
 	connects map[plugin.Proc]chan struct{}
+	notices  notices        // guarded by mu
 	calls    sync.WaitGroup // backend calls in flight; Close waits for them
 	// lastCut and lastCutUID say when guard last cut another user's
 	// connection, and whose; guarded by mu.
@@ -380,9 +381,7 @@ func goClientConnected(ns *C.char, rank C.uint32_t) {
 	s.mu.Lock()
 	s.connects[p] = reported
 	s.mu.Unlock()
-	if !tell(p, "client connected", plugin.Full.ClientConnected, func() { close(reported) }) {
-		close(reported)
-	}
+	s.notify(false, p, func() { close(reported) })
 }
 
 //export goClientFinalized
@@ -400,7 +399,7 @@ func goClientFinalized(ns *C.char, rank C.uint32_t, cbfunc C.pmix_op_cbfunc_t, c
 	// finalize, after its connect: a task that ended after PMIx_Finalize
 	// returned is never taken for one that left without it. Only then is
 	// the finalize counted (the last one ends the server's wait).
-	finalize := func() {
+	finalize := func(done func()) {
 		if connected != nil {
 			select {
 			case <-connected:
@@ -414,17 +413,20 @@ func goClientFinalized(ns *C.char, rank C.uint32_t, cbfunc C.pmix_op_cbfunc_t, c
 			d.DrainBeforeFinalize(ctx)
 			cancel()
 		}
-		report(s, p, "client finalized", plugin.Full.ClientFinalized)
-		s.finalized(p)
+		s.notify(true, p, func() {
+			s.finalized(p)
+			done()
+		})
 	}
 	ok := s.spawn(func() {
-		finalize()
-		// The client's finalize succeeds whatever the backend said: it is
-		// done with PMIx either way.
-		C.gopmi_op_done(cbfunc, C.PMIX_SUCCESS, cbdata)
+		finalize(func() {
+			// The client's finalize succeeds whatever the backend said:
+			// it is done with PMIx either way.
+			C.gopmi_op_done(cbfunc, C.PMIX_SUCCESS, cbdata)
+		})
 	})
 	if !ok {
-		finalize() // the server is closing: still heard, bounded
+		finalize(func() {}) // the server is closing: still heard, bounded
 		return C.PMIX_OPERATION_SUCCEEDED
 	}
 	if cbfunc == nil {
@@ -472,20 +474,6 @@ func goClientLost(ns *C.char, rank C.uint32_t, st C.int) {
 	}
 }
 
-// tell reports a client's connect or finalize to the backend, from a
-// goroutine of the server's (libpmix answered the client already), and
-// then calls done; false when the server is closing.
-func tell(p plugin.Proc, what string, call func(plugin.Full, context.Context, *plugin.ClientRequest) error, done func()) bool {
-	s := server()
-	if s == nil {
-		return false
-	}
-	return s.spawn(func() {
-		defer done()
-		report(s, p, what, call)
-	})
-}
-
 // newsBound bounds a call that tells the backend something it must hear
 // (a finalize, a client lost, the end of a failed spawn's job).
 const newsBound = 5 * time.Second
@@ -494,16 +482,6 @@ const newsBound = 5 * time.Second
 // (news comes also while the server closes), within newsBound.
 func (s *Server) newsContext() (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.WithoutCancel(s.ctx), newsBound)
-}
-
-// report makes one connect or finalize report, within a bound of its own
-// (also while the server closes: it is news the backend must hear).
-func report(s *Server, p plugin.Proc, what string, call func(plugin.Full, context.Context, *plugin.ClientRequest) error) {
-	ctx, cancel := s.newsContext()
-	defer cancel()
-	if err := call(s.be, ctx, &plugin.ClientRequest{Procs: []plugin.Proc{p}}); err != nil {
-		s.log.Warn().Err(err).Str("proc", p.String()).Msg("pmix: " + what)
-	}
 }
 
 //export goAbort
@@ -570,17 +548,22 @@ func goFence(procs *C.pmix_proc_t, nprocs C.size_t, collect C.int, timeout C.int
 	if timeout > 0 {
 		req.Timeout = time.Duration(timeout) * time.Second
 	}
-	var blob []byte
-	if ndata > 0 {
-		// libpmix keeps its buffer: the fence takes a copy.
-		blob = C.GoBytes(unsafe.Pointer(data), C.int(ndata))
+	var part []byte
+	if collect != 0 {
+		// The node's part: libpmix's blob, framed (frames.go), copied
+		// once (libpmix keeps its buffer).
+		var blob []byte
+		if ndata > 0 {
+			blob = unsafe.Slice((*byte)(unsafe.Pointer(data)), int(ndata))
+		}
+		part = appendFrame(make([]byte, 0, frameSize("", len(blob))), frameFence, "", 0, blob)
 	}
+	s.markFenced(req)
 	ok := s.spawn(func() {
 		ctx, cancel := context.WithTimeout(s.ctx, req.Timeout+5*time.Second)
 		defer cancel()
 		if req.Collect {
-			// The node's part: libpmix's blob, framed (frames.go).
-			req.Data = appendFrame(nil, frameFence, "", 0, blob)
+			req.Data = part
 		} else {
 			// A fence that collects nothing (PMIx_Fence without
 			// PMIX_COLLECT_DATA) leaves each process's data where it
@@ -595,28 +578,35 @@ func goFence(procs *C.pmix_proc_t, nprocs C.size_t, collect C.int, timeout C.int
 			req.Data = s.dmodexFrames(ctx, committed, nil, true)
 		}
 		resp, err := s.be.Fence(ctx, req)
-		var out []byte
+		var frames []frame
 		if err == nil && req.Collect {
-			var frames []frame
-			if frames, err = parseFrames(resp.Data); err == nil {
-				out = fenceBlobs(frames)
-			}
+			frames, err = parseFrames(resp.Data)
 		}
 		if err != nil {
 			s.log.Warn().Err(err).Str("fence", req.ID).Msg("pmix: fence")
 			C.gopmi_modex_done(cbfunc, rcOf(err), nil, 0, cbdata)
 			return
 		}
-		var cout *C.char
-		if len(out) > 0 {
-			cout = (*C.char)(C.CBytes(out))
-		}
-		C.gopmi_modex_done(cbfunc, C.PMIX_SUCCESS, cout, C.size_t(len(out)), cbdata)
+		// libpmix gets the fence blobs, concatenated, in memory of its
+		// own (it frees it), copied there once.
+		cout, n := fenceBlobsC(frames)
+		C.gopmi_modex_done(cbfunc, C.PMIX_SUCCESS, cout, C.size_t(n), cbdata)
 	})
 	if !ok {
 		return C.PMIX_ERR_NOT_AVAILABLE
 	}
 	return C.PMIX_SUCCESS
+}
+
+// fenceBlobsC is fenceBlobs in C memory, which libpmix frees: nil when
+// there is none.
+func fenceBlobsC(frames []frame) (*C.char, int) {
+	var buf unsafe.Pointer
+	out := fenceBlobs(frames, func(n int) []byte {
+		buf = C.malloc(C.size_t(n))
+		return unsafe.Slice((*byte)(buf), n)
+	})
+	return (*C.char)(buf), len(out)
 }
 
 // rangeOf maps a PMIx data range (-1: none given) onto the contract's.

@@ -88,6 +88,8 @@ type calls struct {
 	fences    []*plugin.FenceRequest
 	order     []string      // "connect r" and "finalize r", as the backend heard them
 	slow      time.Duration // how long a connect report takes
+	slowFin   time.Duration // how long a finalize report takes
+	finCalls  int           // ClientFinalized calls
 }
 
 func (c *calls) backend() *plugintest.Fake {
@@ -104,7 +106,12 @@ func (c *calls) backend() *plugintest.Fake {
 		},
 		ClientFinalizedF: func(_ context.Context, req *plugin.ClientRequest) error {
 			c.mu.Lock()
+			slow := c.slowFin
+			c.mu.Unlock()
+			time.Sleep(slow)
+			c.mu.Lock()
 			defer c.mu.Unlock()
+			c.finCalls++
 			c.finalized = append(c.finalized, req.Procs...)
 			for _, p := range req.Procs {
 				c.order = append(c.order, fmt.Sprintf("finalize %d", p.Rank))
@@ -292,6 +299,41 @@ func TestOpenMPIServed(t *testing.T) {
 			if ci < 0 || fi < 0 || fi < ci {
 				t.Errorf("rank %d: the backend heard %q; want its connect, then its finalize, before the task ended", r, c.order)
 			}
+		}
+	})
+
+	t.Run("finalizes go together", func(t *testing.T) {
+		// While the backend takes its time over one finalize report, the
+		// other clients' queue and go in one call: a node's clients that
+		// finalize together cost a few calls, not one each. Each still
+		// returns from PMIx_Finalize only once the backend heard it.
+		c.mu.Lock()
+		c.slowFin, c.finCalls, c.finalized = 300*time.Millisecond, 0, nil
+		c.mu.Unlock()
+		defer func() { c.mu.Lock(); c.slowFin = 0; c.mu.Unlock() }()
+		const n = 6
+		job := oneNode(ns+".batch", n, hello)
+		envs, err := s.RegisterJob(job, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for r, tk := range startTasks(t, hello, envs) {
+			if err := tk.wait(60 * time.Second); err != nil {
+				t.Fatalf("rank %d: %v\n%s", r, err, tk.out.String())
+			}
+		}
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		var heard []int32
+		for _, p := range c.finalized {
+			heard = append(heard, p.Rank)
+		}
+		slices.Sort(heard)
+		if want := []int32{0, 1, 2, 3, 4, 5}; !slices.Equal(heard, want) {
+			t.Errorf("the backend heard the finalizes of ranks %v before the tasks ended; want %v", heard, want)
+		}
+		if c.finCalls > n/2 {
+			t.Errorf("%d ranks finalizing together made %d ClientFinalized calls; want them batched", n, c.finCalls)
 		}
 	})
 

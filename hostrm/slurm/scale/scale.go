@@ -148,7 +148,8 @@ func start(ctx context.Context, o Options) (*step, error) {
 	for i := range s.nodes {
 		// As srun's shim runs them: the wait for the children's
 		// answers at the ranks' finalize, not in every fence.
-		s.nodes[i] = slurm.NodeFromArgs(args, slurm.WithLogger(zerolog.Nop()), slurm.WithFinalizeDrain(), slurm.WithSecret(secret))
+		// The tree, as Model has it, at every width (WithoutExchange).
+		s.nodes[i] = slurm.NodeFromArgs(args, slurm.WithLogger(zerolog.Nop()), slurm.WithFinalizeDrain(), slurm.WithSecret(secret), slurm.WithoutExchange())
 	}
 	// Configure concurrently, as a step's nodes start, a few at a time
 	// on this machine's cores.

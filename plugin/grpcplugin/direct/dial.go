@@ -79,6 +79,9 @@ func Dial(ctx context.Context, target string, opts ...DialOption) (_ *Conn, retE
 		// A link is kept until Close, never idled: an idle one is one
 		// whose peer went away (Lost).
 		grpc.WithIdleTimeout(0),
+		// Large fence answers flow without waiting on window updates
+		// (window).
+		grpc.WithInitialWindowSize(window), grpc.WithInitialConnWindowSize(window),
 	}
 	if cfg.dialer != nil {
 		gopts = append(gopts, grpc.WithContextDialer(cfg.dialer))
