@@ -23,12 +23,7 @@ func TestExchangeGivesEveryNodeEveryPart(t *testing.T) {
 	job := step.job
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	var nodes []*Node
-	for i := range job.Nodes {
-		n := step.node(t)
-		step.configure(ctx, t, n, i)
-		nodes = append(nodes, n)
-	}
+	nodes := step.nodes(ctx, t)
 	fence := func(id string, procs []plugin.Proc, who []int) []*plugin.FenceResponse {
 		out := make([]*plugin.FenceResponse, len(nodes))
 		var wg sync.WaitGroup
@@ -103,12 +98,7 @@ func TestExchangeNamesWhoNeverCame(t *testing.T) {
 	job := step.job
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	var nodes []*Node
-	for i := range job.Nodes {
-		n := step.node(t)
-		step.configure(ctx, t, n, i)
-		nodes = append(nodes, n)
-	}
+	nodes := step.nodes(ctx, t)
 	world := []plugin.Proc{{Nspace: job.Nspace, Rank: plugin.RankWildcard}}
 	var wg sync.WaitGroup
 	for i := range 2 {
@@ -139,10 +129,7 @@ func TestExchangeFailsByName(t *testing.T) {
 	job := step.job
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	nodes := []*Node{step.node(t), step.node(t)}
-	for i, n := range nodes {
-		step.configure(ctx, t, n, i)
-	}
+	nodes := step.nodes(ctx, t)
 	// Node n2 takes itself for a node the job does not have, and gives
 	// its part as that node.
 	tr := nodes[1].placed()
@@ -178,11 +165,8 @@ func TestExchangeFailsByName(t *testing.T) {
 	count.mu.Unlock()
 	step = newTestStep(t, 44, 2, 0, func(root plugin.Full) plugin.Full { count = &counting{Full: root}; return count })
 	job = step.job
-	nodes = []*Node{step.node(t, WithoutExchange()), step.node(t, WithoutExchange())}
+	nodes = step.nodes(ctx, t, WithoutExchange())
 	world = []plugin.Proc{{Nspace: job.Nspace, Rank: plugin.RankWildcard}}
-	for i, n := range nodes {
-		step.configure(ctx, t, n, i)
-	}
 	for i, err := range fence("world/1", []string{"n1", "n2"}) {
 		if err != nil {
 			t.Errorf("node %d without the exchange: %v", i, err)

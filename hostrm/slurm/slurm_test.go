@@ -106,12 +106,7 @@ func TestTreeJoinsFences(t *testing.T) {
 	accepted, job := step.accepted, step.job
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	var nodes []*Node
-	for i := range job.Nodes {
-		n := step.node(t)
-		step.configure(ctx, t, n, i)
-		nodes = append(nodes, n)
-	}
+	nodes := step.nodes(ctx, t)
 	fenceAll := func(id string, collect bool) []*plugin.FenceResponse {
 		out := make([]*plugin.FenceResponse, len(nodes))
 		var wg sync.WaitGroup
@@ -242,6 +237,18 @@ func (s *testStep) node(t *testing.T, opts ...NodeOption) *Node {
 	n := newNode(s.args, func(k string) string { return map[string]string{EnvSecret: testSecret}[k] }, opts...)
 	t.Cleanup(func() { _ = n.Close() })
 	return n
+}
+
+// nodes makes every node of the step and configures it, in order.
+func (s *testStep) nodes(ctx context.Context, t *testing.T, opts ...NodeOption) []*Node {
+	t.Helper()
+	var out []*Node
+	for i := range s.job.Nodes {
+		n := s.node(t, opts...)
+		s.configure(ctx, t, n, i)
+		out = append(out, n)
+	}
+	return out
 }
 
 // configure places n as the job's node index i.
