@@ -133,12 +133,13 @@ func (t *tree) exchange(ctx context.Context, req *plugin.FenceRequest) (*plugin.
 		return nil, err
 	}
 	// Every other node took this node's part (givePart bounds each).
-	for range len(t.job.Nodes) - 1 {
+	for took := 0; took < len(t.job.Nodes)-1; {
 		select {
 		case err := <-given:
 			if err != nil {
 				return nil, err
 			}
+			took++
 		case <-t.abortSeen.C():
 			if err := t.refusal(req.ID); err != nil {
 				return nil, err
