@@ -310,6 +310,13 @@ func TestDaemonKilledAndRestarted(t *testing.T) {
 	waitFor(t, "the name", func() bool {
 		return strings.Contains(ask(t, nil, "query", "-daemon", sock, "gopmi.names"), "gopmi-xrun")
 	})
+	// The daemon writes its names from a goroutine of its own, so that
+	// no call waits for the disk: a name is kept across a kill once it
+	// is in the state file (a loaded CI machine killed it before once).
+	waitFor(t, "the name in the state file", func() bool {
+		b, err := os.ReadFile(filepath.Join(state, "names.json"))
+		return err == nil && strings.Contains(string(b), "gopmi-xrun")
+	})
 	d.kill(syscall.SIGKILL)
 	d2 := startNodeDaemon(t, sock, state)
 	client := startRun(ctx, daemonArgv(sock, "-n", "1", progs[clients.PMI2Test], "ns-client"), nil, nil, "")
