@@ -253,18 +253,20 @@ func (t *tree) awaitParts(ctx context.Context, id, key string, wait time.Duratio
 			t.mu.Unlock()
 			return b.parts, nil
 		}
-		var missing []string
-		for i, n := range t.job.Nodes {
-			if _, ok := b.parts[i]; !ok && i != t.self {
-				missing = append(missing, n.Name)
-			}
-		}
 		ch, aborted := b.changed.C(), t.abortSeen.C()
 		t.mu.Unlock()
 		select {
 		case <-ch:
 		case <-aborted:
 		case <-timedOut:
+			t.mu.Lock()
+			var missing []string
+			for i, n := range t.job.Nodes {
+				if _, ok := b.parts[i]; !ok && i != t.self {
+					missing = append(missing, n.Name)
+				}
+			}
+			t.mu.Unlock()
 			t.dropBox(key)
 			return nil, plugin.Errorf(plugin.ErrTimeout, "fence %s: every node arrived, but node %s did not get the data of %s in %s",
 				id, t.job.Nodes[t.self].Name, nodeList(missing), plugin.RoundDuration(wait))

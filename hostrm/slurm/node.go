@@ -267,13 +267,6 @@ func (n *Node) Fence(ctx context.Context, req *plugin.FenceRequest) (*plugin.Fen
 	// (modex.go); only a collecting fence's goes up, or to the other
 	// nodes (exchange.go).
 	t.mine.add(req.Data)
-	if t.exchanges(req) {
-		resp, err := t.exchange(ctx, req)
-		if err == nil && !n.drainAtFinalize {
-			t.awaitChildren(ctx, req.ID)
-		}
-		return resp, err
-	}
 	if !req.Collect && allHere(req) {
 		// Every participant is this node's and here (a PMIx server's
 		// hand-over of its clients' data): nothing to wait for, and
@@ -283,12 +276,18 @@ func (n *Node) Fence(ctx context.Context, req *plugin.FenceRequest) (*plugin.Fen
 		}
 		return &plugin.FenceResponse{}, nil
 	}
-	if !req.Collect && len(req.Data) > 0 {
-		bare := *req
-		bare.Data = nil
-		req = &bare
+	var resp *plugin.FenceResponse
+	var err error
+	if t.exchanges(req) {
+		resp, err = t.exchange(ctx, req)
+	} else {
+		if !req.Collect && len(req.Data) > 0 {
+			bare := *req
+			bare.Data = nil
+			req = &bare
+		}
+		resp, err = t.fence(ctx, req)
 	}
-	resp, err := t.fence(ctx, req)
 	if err == nil {
 		// Every node of a whole-job fence is up now: the links to
 		// them can be made at once, for the job's exchanges.

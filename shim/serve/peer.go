@@ -63,23 +63,16 @@ func findTCPSocket(procDir string, local, remote *net.TCPAddr) (uid int, inode u
 // socketOwnerPID finds a process holding the socket inode, for messages
 // only: it reads every process's fd table this process may read.
 func socketOwnerPID(procDir string, inode uint64) (int, string) {
-	want := "socket:[" + strconv.FormatUint(inode, 10) + "]"
 	dirs, _ := os.ReadDir(procDir)
 	for _, d := range dirs {
 		pid, err := strconv.Atoi(d.Name())
 		if err != nil {
 			continue
 		}
-		fdDir := filepath.Join(procDir, d.Name(), "fd")
-		fds, err := os.ReadDir(fdDir)
-		if err != nil {
-			continue
-		}
-		for _, fd := range fds {
-			if l, err := os.Readlink(filepath.Join(fdDir, fd.Name())); err == nil && l == want {
-				comm, _ := os.ReadFile(filepath.Join(procDir, d.Name(), "comm"))
-				return pid, string(bytes.TrimSpace(comm))
-			}
+		socks, err := peercred.SocketInodes(filepath.Join(procDir, d.Name(), "fd"))
+		if _, ok := socks[inode]; err == nil && ok {
+			comm, _ := os.ReadFile(filepath.Join(procDir, d.Name(), "comm"))
+			return pid, string(bytes.TrimSpace(comm))
 		}
 	}
 	return 0, ""

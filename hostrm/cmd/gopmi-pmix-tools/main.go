@@ -12,7 +12,6 @@ import (
 	"os/exec"
 	"os/signal"
 	"strconv"
-	"strings"
 	"syscall"
 	"time"
 
@@ -157,7 +156,7 @@ flags:
 func toolEnv(env []string, dir string) []string {
 	out := make([]string, 0, len(env)+1)
 	for _, kv := range env {
-		if strings.HasPrefix(kv, "PMIX_") && !strings.HasPrefix(kv, "PMIX_MCA_") {
+		if pmix.ForeignVar(kv) {
 			continue
 		}
 		out = append(out, kv)

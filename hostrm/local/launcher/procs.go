@@ -17,6 +17,7 @@ import (
 
 	"github.com/gopmi/gopmi/hostrm/internal/procstat"
 	"github.com/gopmi/gopmi/hostrm/local/forwarder"
+	"github.com/gopmi/gopmi/shim/pmix"
 )
 
 // starter starts every child of the run from one goroutine locked to its
@@ -250,9 +251,8 @@ func childEnv(env []string) []string {
 	out := make([]string, 0, len(env))
 	for _, e := range env {
 		k, _, _ := strings.Cut(e, "=")
-		// Another launcher's PMIx and PRRTE settings point at its server;
-		// libpmix's own tuning (PMIX_MCA_*) is the user's.
-		if drop[k] || (strings.HasPrefix(k, "PMIX_") && !strings.HasPrefix(k, "PMIX_MCA_")) || strings.HasPrefix(k, "PRTE_") {
+		// Another launcher's PMIx and PRRTE settings point at its server.
+		if drop[k] || pmix.ForeignVar(k) || strings.HasPrefix(k, "PRTE_") {
 			continue
 		}
 		out = append(out, e)
