@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds contrib/slurm/mpi_gopmi.so against the exact Slurm release
+# Builds mpi_gopmi.so (default bin/mpi_gopmi.so) against the exact Slurm release
 # installed here: Slurm loads an MPI plugin only if it was built for its
 # own version (plugin_version is compared in full), and the plugin needs
 # Slurm's internal headers, which no Debian -dev package ships. So this
@@ -10,7 +10,7 @@
 # Usage: build.sh [OUT]    env: CACHE (default .tools/slurm), BINDIR
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
-out=${1:-$here/mpi_gopmi.so}
+out=${1:-$here/../../bin/mpi_gopmi.so}
 cache=${CACHE:-$here/../../.tools/slurm}
 bindir=${BINDIR:-/usr/local/bin}
 
@@ -50,6 +50,7 @@ for d in slurmd slurmctld; do
   fi
 done
 
+mkdir -p "$(dirname "$out")"
 gcc -shared -fPIC -O2 -Wall -Werror -Wno-unused-result -DHAVE_CONFIG_H \
   -DGOPMI_BINDIR="\"$bindir\"" -I"$build" -I"$src" -o "$out" "$here/mpi_gopmi.c" -lpthread
 echo "built $out for Slurm $have (gopmi binaries in $bindir)"
