@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -13,6 +14,8 @@ import (
 	"time"
 
 	"github.com/gopmi/gopmi/integration/clients"
+	"github.com/gopmi/gopmi/integration/internal/proc"
+	"github.com/gopmi/gopmi/integration/internal/slurmlab"
 	"github.com/gopmi/gopmi/plugin"
 )
 
@@ -538,10 +541,103 @@ func TestOpenMPIUnderSrun(t *testing.T) {
 	// Each PMIx step's node shim worked in a directory its stepd made,
 	// which the stepd removes when it ends, also after killing the shim.
 	waitFor(t, "the stepds to remove their PMIx shims' directories", func() bool {
-		left, _ := filepath.Glob(filepath.Join(os.TempDir(), "gopmi-step-*"))
-		old, _ := filepath.Glob(filepath.Join(os.TempDir(), "gopmi-pmix-slurm.*"))
-		return len(left)+len(old) == 0
+		return len(stepDirs(c)) == 0
 	})
+}
+
+// stepDirs are the PMIx step directories (gopmi-step-*) in the lab's
+// nodes' TMPDIRs: those of its steps that are running or were left.
+func stepDirs(c *slurmlab.Cluster) []string {
+	var all []string
+	for _, n := range c.Nodes {
+		left, _ := filepath.Glob(filepath.Join(c.TmpDir(n), "gopmi-step-*"))
+		all = append(all, left...)
+	}
+	return all
+}
+
+// A PMIx step leaves nothing in its nodes' TMPDIRs however it ends: its
+// ranks killed from outside and each node's shim killed too (SIGKILL),
+// the stepds remove their step directories; a directory a killed stepd
+// left (unlocked, made over 30 s ago) goes at the next PMIx step on its
+// node, while a young one or one a live stepd holds stays.
+func TestSrunStepDirsGone(t *testing.T) {
+	c := slurm(t)
+	if err := pmixShim(); err != nil {
+		t.Fatal(err)
+	}
+	hold := buildPMIxClientFrom(t, filepath.Join("testdata", "src"), "pmix_hold")
+	// A killed stepd's leftover, and a young directory, on node n1.
+	stale := filepath.Join(c.TmpDir("n1"), "gopmi-step-999.0.0-stale")
+	young := filepath.Join(c.TmpDir("n1"), "gopmi-step-998.0.0-young")
+	for _, d := range []string{stale, young} {
+		if err := os.MkdirAll(filepath.Join(d, "sub"), 0o700); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(d, "sub", "pmix.rendezvous"), []byte("x"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	defer os.RemoveAll(young)
+	old := time.Now().Add(-time.Minute)
+	if err := os.Chtimes(stale, old, old); err != nil {
+		t.Fatal(err)
+	}
+
+	done := make(chan clients.Result, 1)
+	go func() {
+		done <- runOn(t, c, 2*time.Minute, []string{"srun", "--mpi=gopmi", "-N2", "-n2", hold, "hold=1"}, "GOPMI_PMIX=1")
+	}()
+	// Both nodes' shims are up and rank 1 holds the fence.
+	var shims, ranks []int
+	waitFor(t, "both ranks and both nodes' shims of the held step", func() bool {
+		shims, ranks = processesOf("gopmi-slurm-pmi", c.Dir), processesOf(filepath.Base(hold), "")
+		return len(shims) == 2 && len(ranks) == 2
+	})
+	if _, err := os.Stat(stale); !os.IsNotExist(err) {
+		t.Errorf("the unlocked step directory made a minute ago is still there (%v): the step's stepd did not sweep it", err)
+	}
+	if _, err := os.Stat(young); err != nil {
+		t.Errorf("a step directory made a moment ago was swept: %v", err)
+	}
+	if left := stepDirs(c); len(left) < 3 {
+		t.Errorf("the held step's stepds hold %d directories (%v), want one per node besides the young one", len(left)-1, left)
+	}
+	for _, pid := range append(ranks, shims...) {
+		syscall.Kill(pid, syscall.SIGKILL)
+	}
+	r := <-done
+	if r.ExitCode == 0 {
+		t.Errorf("a step whose ranks were killed exited 0: %s", r.Summary())
+	}
+	waitFor(t, "the stepds to remove the killed step's directories", func() bool {
+		left := stepDirs(c)
+		return len(left) == 1 && left[0] == young
+	})
+}
+
+// processesOf are the pids of the processes named comm (as /proc/PID/stat
+// gives it) whose environment holds within, if set.
+func processesOf(comm, within string) []int {
+	var pids []int
+	entries, _ := os.ReadDir("/proc")
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if p, ok := proc.Stat(pid); !ok || p.Comm != comm || !p.Alive() {
+			continue
+		}
+		if within != "" {
+			env, _ := os.ReadFile("/proc/" + e.Name() + "/environ")
+			if !strings.Contains(string(env), within) {
+				continue
+			}
+		}
+		pids = append(pids, pid)
+	}
+	return pids
 }
 
 // Under srun, a step whose program does not show it speaks PMIx (a

@@ -34,6 +34,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/fsuid.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
@@ -647,8 +648,49 @@ static void remove_tree(int dir, const char *name, int depth)
 
 /* A PMIx step's shim works in a directory of its own (its TMPDIR), which
  * the stepd makes for it and removes at its end: the stepd kills a shim
- * that outlives its tasks before it can clean up after libpmix. */
+ * that outlives its tasks before it can clean up after libpmix. The stepd
+ * holds it locked (flock) until then; a stepd that never reaches its end
+ * (killed, its slurmd stopped under it) leaves it unlocked, and the next
+ * PMIx step's stepd on the host removes it (sweep_steps). */
 static char pmix_tmp[PATH_MAX];
+static int pmix_tmp_lock = -1;
+
+#define STEP_DIR_PREFIX "gopmi-step-"
+/* How long sweep_steps spares an unlocked step directory: a stepd locks
+ * its directory a moment after it made it. */
+#define STEP_DIR_YOUNG 30
+
+/* sweep_steps removes the step directories in base that no live stepd
+ * holds locked and that were made STEP_DIR_YOUNG seconds ago or more:
+ * those of stepds that were killed. */
+static void sweep_steps(const char *base)
+{
+	DIR *d = opendir(base);
+	struct dirent *e;
+	time_t now = time(NULL);
+
+	if (!d)
+		return;
+	while ((e = readdir(d))) {
+		struct stat st;
+		int fd;
+
+		if (strncmp(e->d_name, STEP_DIR_PREFIX, strlen(STEP_DIR_PREFIX)))
+			continue;
+		if (fstatat(dirfd(d), e->d_name, &st, AT_SYMLINK_NOFOLLOW) || !S_ISDIR(st.st_mode) ||
+		    now - st.st_mtime < STEP_DIR_YOUNG)
+			continue;
+		fd = openat(dirfd(d), e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		if (flock(fd, LOCK_EX | LOCK_NB) == 0) {
+			debug("mpi/gopmi: removing %s/%s, left by a stepd that is gone", base, e->d_name);
+			remove_tree(dirfd(d), e->d_name, 0);
+		}
+		close(fd);
+	}
+	closedir(d);
+}
 
 /* On demand, a thread holds the server ends and starts the shim when a
  * task first writes to one; a step whose tasks all end without a word of
@@ -682,6 +724,10 @@ extern void fini(void)
 			close(dir);
 		}
 		pmix_tmp[0] = '\0';
+	}
+	if (pmix_tmp_lock >= 0) {
+		close(pmix_tmp_lock);
+		pmix_tmp_lock = -1;
 	}
 }
 
@@ -1465,9 +1511,20 @@ extern int mpi_p_slurmstepd_prefork(const stepd_step_rec_t *job, char ***env)
 		env_array_overwrite(&shim_start.envp, ENV_COORD, coord);
 		if (pmix_step) {
 			const char *t = getenv("TMPDIR");
-			int n = snprintf(pmix_tmp, sizeof(pmix_tmp), "%s/gopmi-step-%u.%u.%u-XXXXXX",
-					 t && t[0] == '/' ? t : "/tmp", job->step_id.job_id, job->step_id.step_id, job->nodeid);
-			int made = n > 0 && (size_t) n < sizeof(pmix_tmp) && mkdtemp(pmix_tmp) != NULL;
+			const char *base = t && t[0] == '/' ? t : "/tmp";
+			int n, made;
+
+			sweep_steps(base);
+			n = snprintf(pmix_tmp, sizeof(pmix_tmp), "%s/" STEP_DIR_PREFIX "%u.%u.%u-XXXXXX",
+				     base, job->step_id.job_id, job->step_id.step_id, job->nodeid);
+			made = n > 0 && (size_t) n < sizeof(pmix_tmp) && mkdtemp(pmix_tmp) != NULL;
+			if (made) {
+				pmix_tmp_lock = open(pmix_tmp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+				if (pmix_tmp_lock >= 0 && flock(pmix_tmp_lock, LOCK_EX | LOCK_NB)) {
+					close(pmix_tmp_lock);
+					pmix_tmp_lock = -1;
+				}
+			}
 			if (!made || chown(pmix_tmp, job->uid, job->gid)) {
 				error("mpi/gopmi: the PMIx shim's directory %s: %m", pmix_tmp);
 				if (made)

@@ -54,6 +54,10 @@ type Cluster struct {
 	daemons []*exec.Cmd // munged, slurmctld, then each slurmd
 }
 
+// TmpDir is node's own temporary directory: its TmpFS and its slurmd's
+// TMPDIR.
+func (c *Cluster) TmpDir(node string) string { return filepath.Join(c.Dir, "tmp", node) }
+
 // Env is what a command needs to reach the cluster (srun, sinfo).
 func (c *Cluster) Env() []string { return []string{"SLURM_CONF=" + c.Conf} }
 
@@ -118,13 +122,18 @@ func consecutive(n int) (int, error) {
 // kills if the test process dies first: a test killed half-way leaves no
 // cluster behind. Its output goes to log/<name>.out.
 func (c *Cluster) daemon(name string, args ...string) error {
+	return c.daemonEnv(name, nil, args...)
+}
+
+// daemonEnv is daemon with env added to the cluster's environment.
+func (c *Cluster) daemonEnv(name string, env []string, args ...string) error {
 	out, err := os.Create(filepath.Join(c.Dir, "log", name+".out"))
 	if err != nil {
 		return err
 	}
 	defer out.Close()
 	cmd := exec.Command(args[0], args[1:]...)
-	cmd.Env = append(os.Environ(), c.Env()...)
+	cmd.Env = append(append(os.Environ(), c.Env()...), env...)
 	cmd.Stdout, cmd.Stderr = out, out
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
@@ -301,7 +310,11 @@ PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP
 		return c, err
 	}
 	for _, n := range c.Nodes {
-		if err := c.daemon("slurmd-"+n, "slurmd", "-D", "-N", n); err != nil {
+		// Each slurmd's stepds keep their TMPDIR's files (mpi/gopmi's
+		// PMIx step directories) in the node's own directory: the
+		// tests see what a step left behind there, and nothing of
+		// another cluster's.
+		if err := c.daemonEnv("slurmd-"+n, []string{"TMPDIR=" + c.TmpDir(n)}, "slurmd", "-D", "-N", n); err != nil {
 			return c, err
 		}
 	}
