@@ -3,10 +3,10 @@ package bridge
 import (
 	"context"
 	"fmt"
-	"strings"
 
 	"github.com/gopmi/gopmi/bridge/pmi1"
 	"github.com/gopmi/gopmi/bridge/pmi2"
+	"github.com/gopmi/gopmi/bridge/policy"
 	"github.com/gopmi/gopmi/bridge/wire"
 	"github.com/gopmi/gopmi/plugin"
 )
@@ -59,16 +59,11 @@ func (s *Session) spawn2(r *request, m *wire.Message) {
 	s.spawn(r, sp)
 }
 
-// spawn hands a parsed request to the backend. wdir becomes the app's
+// spawn hands a parsed request to the backend, each command built as the
+// PMIx face builds its own (package policy): wdir becomes the app's
 // working directory; every other info key goes to the backend, which
 // honours it or refuses the spawn naming it.
 func (s *Session) spawn(r *request, sp *wire.Spawn) {
-	for i, c := range sp.Cmds {
-		if c.MaxProcs < 1 {
-			r.fail(wire.RcInvalidArg, fmt.Errorf("spawn: command %d (%s) asks for %d processes; at least 1 is needed", i+1, c.Cmd, c.MaxProcs))
-			return
-		}
-	}
 	j := s.j
 	req := &plugin.SpawnRequest{
 		Requestor: j.proc(s.rank),
@@ -76,20 +71,20 @@ func (s *Session) spawn(r *request, sp *wire.Spawn) {
 		Timeout:   j.cfg.Timeouts.Spawn,
 	}
 	for _, c := range sp.Cmds {
-		app := plugin.SpawnApp{Cmd: c.Cmd, Argv: c.Args, MaxProcs: int32(c.MaxProcs)}
-		for _, kv := range c.Info {
-			if strings.EqualFold(kv.Key, "wdir") {
-				app.Cwd = kv.Value
-				continue
-			}
-			app.Info = append(app.Info, plugin.Info{Key: kv.Key, Value: kv.Value})
-		}
-		req.Apps = append(req.Apps, app)
+		req.Apps = append(req.Apps, policy.SpawnApp(policy.Command{Cmd: c.Cmd, Args: c.Args, MaxProcs: c.MaxProcs, Info: toInfo(c.Info)}))
+	}
+	if err := policy.CheckSpawn(req.Apps); err != nil {
+		r.fail(wire.RcInvalidArg, err)
+		return
 	}
 	s.asyncCap(r, plugin.CapSpawn, "spawn", toSpawn, func(ctx context.Context) {
 		resp, err := j.be.Spawn(ctx, req)
 		if err != nil {
-			r.fail(wire.RcFail, inStep("spawn of "+sp.Cmds[0].Cmd, err))
+			// MPICH prints only "Error in spawn call": the reason goes
+			// to the log too.
+			err = inStep("spawn of "+sp.Cmds[0].Cmd, err)
+			j.log.Warn().Int32("rank", s.rank).Err(err).Msg("spawn failed")
+			r.fail(wire.RcFail, err)
 			return
 		}
 		if r.v == 2 {

@@ -494,6 +494,12 @@ func TestOpenMPIUnderSrun(t *testing.T) {
 			t.Fatalf("spawn: lacks %q: %s", want, slurmFailure(c, r))
 		}
 	}
+	// The same by its bare name, not in PATH: found in the working
+	// directory, as under gopmi run.
+	r = runOn(t, c, 2*time.Minute, []string{"salloc", "-N2", "-n4", "srun", "--mpi=gopmi", "--chdir=" + filepath.Dir(spawn), "-N2", "-n2", spawn, "n=2", "cmd=" + filepath.Base(spawn)}, ompiLab...)
+	if r.ExitCode != 0 || !strings.Contains(r.Stdout, "ok spawn rank=0 role=parent remote=2 merged=4 sum=2001") {
+		t.Fatalf("spawn by bare name: %s", slurmFailure(c, r))
+	}
 	query := buildPMIxClient(t, "pmix_query")
 	r = runOn(t, c, time.Minute, []string{"srun", "--mpi=gopmi", "-N2", "-n2", query}, "GOPMI_PMIX=1")
 	for _, want := range []string{"ok query pmix.qry.ns=slurm.", `ok query pmix.qry.ptable=[{"rank":0,"node":"n1"`, `{"rank":1,"node":"n2"`, "ok log"} {
@@ -698,17 +704,24 @@ func TestOpenMPISpawn(t *testing.T) {
 		t.Fatal(err)
 	}
 	prog := buildOpenMPI(t, "mpi_spawn")
+	// By its bare name, as MPICH's tests spaconacc and
+	// disconnect_reconnect2 spawn themselves: not in PATH, it is found in
+	// the working directory (Open MPI's pmix.wdir), as mpirun finds it.
+	bare := []string{"cmd=" + filepath.Base(prog)}
 	for _, c := range []struct {
 		name     string
 		args     []string
 		parents  int
 		children int
+		progArgs []string
 	}{
-		{"one node", []string{"-n", "2"}, 2, 2},
-		{"two nodes", []string{"-ppn", "1", "-n", "2"}, 2, 3},
+		{"one node", []string{"-n", "2"}, 2, 2, nil},
+		{"two nodes", []string{"-ppn", "1", "-n", "2"}, 2, 3, nil},
+		{"bare name", []string{"-wdir", filepath.Dir(prog), "-n", "1"}, 1, 2, bare},
+		{"bare name, two nodes", []string{"-wdir", filepath.Dir(prog), "-ppn", "1", "-n", "2"}, 2, 2, bare},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			r := runArgv(t, runOpts{}, gopmiArgv(append(c.args, prog, fmt.Sprintf("n=%d", c.children))...))
+			r := runArgv(t, runOpts{}, gopmiArgv(append(append(c.args, prog, fmt.Sprintf("n=%d", c.children)), c.progArgs...)...))
 			if r.ExitCode != 0 {
 				t.Fatalf("spawn: %s", output(r))
 			}

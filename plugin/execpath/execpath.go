@@ -91,9 +91,11 @@ func Find(name string, dirs ...string) (path string, searched []string) {
 // directory is dir. An absolute cmd is taken as is. Otherwise the entries
 // of pathList (the "path" info key, colon separated) are searched first;
 // then a name with a slash is taken relative to dir; then a bare name is
-// searched in envPath (the job's PATH). In both lists an empty entry is
-// dir and a relative one is taken against dir. An error means no
-// executable file answers; its message says where Command looked.
+// searched in envPath (the job's PATH), and last in dir itself, as
+// mpirun and srun find a program that spawns itself by name (MPICH's
+// spaconacc) where PATH lacks ".". In both lists an empty entry is dir
+// and a relative one is taken against dir. An error means no executable
+// file answers; its message says where Command looked.
 func Command(cmd, dir, pathList, envPath string) (string, error) {
 	if filepath.IsAbs(cmd) {
 		if err := Check(cmd); err != nil {
@@ -128,9 +130,12 @@ func Command(cmd, dir, pathList, envPath string) (string, error) {
 	if p := search(envPath); p != "" {
 		return p, nil
 	}
+	if p := filepath.Join(dir, cmd); Check(p) == nil {
+		return p, nil
+	}
 	where := "PATH"
 	if pathList != "" {
-		where = "the path info key (" + pathList + ") or PATH"
+		where = "the path info key (" + pathList + "), PATH"
 	}
-	return "", fmt.Errorf("command %q not found in %s", cmd, where)
+	return "", fmt.Errorf("command %q not found in %s or the working directory %s", cmd, where, dir)
 }

@@ -109,7 +109,7 @@ func TestPathDirs(t *testing.T) {
 // key first, relative entries against the working directory; a name with
 // a slash against the working directory; a bare name on PATH.
 func TestCommand(t *testing.T) {
-	dir := tree(t, "wd/bin/app", "wd/local/app", "wd/sub/app", "wd/doc.txt", "path/app", "path/other")
+	dir := tree(t, "wd/bin/app", "wd/local/app", "wd/sub/app", "wd/doc.txt", "wd/self", "path/app", "path/other")
 	wd := filepath.Join(dir, "wd")
 	envPath := "bin:" + filepath.Join(dir, "path") // relative entries count against wd
 	cases := []struct {
@@ -124,8 +124,9 @@ func TestCommand(t *testing.T) {
 		{cmd: "other", want: filepath.Join(dir, "path", "other")},
 		{cmd: "sub/app", want: filepath.Join(wd, "sub", "app")},
 		{cmd: "sub/none", err: "sub/none is not an executable file in " + wd + ": does not exist"},
-		{cmd: "doc.txt", err: `command "doc.txt" not found in PATH`},
-		{cmd: "gone", pathList: "x:y", err: `command "gone" not found in the path info key (x:y) or PATH`},
+		{cmd: "self", want: filepath.Join(wd, "self")}, // not in PATH: the working directory, as mpirun
+		{cmd: "doc.txt", err: `command "doc.txt" not found in PATH or the working directory ` + wd},
+		{cmd: "gone", pathList: "x:y", err: `command "gone" not found in the path info key (x:y), PATH or the working directory ` + wd},
 	}
 	for _, tc := range cases {
 		got, err := Command(tc.cmd, wd, tc.pathList, envPath)

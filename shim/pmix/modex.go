@@ -18,6 +18,7 @@ import (
 	"time"
 	"unsafe"
 
+	"github.com/gopmi/gopmi/bridge/policy"
 	"github.com/gopmi/gopmi/plugin"
 )
 
@@ -577,15 +578,6 @@ func goConnect(procs *C.pmix_proc_t, nprocs C.size_t, timeout C.int, connect C.i
 	})
 }
 
-// spawnInfoIgnored are spawn keys that ask nothing of the backend: Open
-// MPI's personality, and its requests to print the map.
-var spawnInfoIgnored = map[string]bool{
-	"pmix.pers": true, "pmix.dispmap": true, "pmix.dispdetail": true, "pmix.tag.out": true,
-	"pmix.timestamp.out": true, "pmix.xml.out": true, "pmix.merge.err": true, "pmix.notify.comp": true,
-	"pmix.notify.job.term": true, "pmix.notify.proc.abort": true, "pmix.notify.proc.term": true,
-	"pmix.fwd.stdout": true, "pmix.fwd.stderr": true, "pmix.fwd.stdin": true, "pmix.fwd.stddiag": true,
-}
-
 // goSpawn starts a job (PMIx_Spawn, MPI_Comm_spawn) through the backend.
 // The apps are libpmix's; their info and the job's come flattened (idx:
 // the app, -1 the job). Open MPI passes the environment its children
@@ -603,27 +595,31 @@ func goSpawn(ns *C.char, rank C.uint32_t, apps *C.pmix_app_t, napps C.size_t, ke
 	if err := s.guard("spawn"); err != nil {
 		return rcOf(err)
 	}
+	cmds := make([]policy.Command, 0, int(napps))
 	for _, a := range unsafe.Slice(apps, int(napps)) {
-		app := plugin.SpawnApp{Cmd: C.GoString(a.cmd), MaxProcs: int32(a.maxprocs), Cwd: C.GoString(a.cwd)}
+		c := policy.Command{Cmd: C.GoString(a.cmd), MaxProcs: int(a.maxprocs), Cwd: C.GoString(a.cwd), Env: goStrings(a.env)}
 		// argv[0] is the command.
 		if argv := goStrings(a.argv); len(argv) > 1 {
-			app.Argv = argv[1:]
+			c.Args = argv[1:]
 		}
-		app.Env = goStrings(a.env)
-		req.Apps = append(req.Apps, app)
+		cmds = append(cmds, c)
 	}
 	ks, vs, is := unsafe.Slice(keys, int(n)), unsafe.Slice(vals, int(n)), unsafe.Slice(idx, int(n))
 	for i := range ks {
-		k, v := C.GoString(ks[i]), C.GoString(vs[i])
+		in := plugin.Info{Key: C.GoString(ks[i]), Value: C.GoString(vs[i])}
 		switch {
-		case spawnInfoIgnored[k]:
-		case is[i] >= 0 && int(is[i]) < len(req.Apps) && k == "pmix.wdir":
-			req.Apps[is[i]].Cwd = v
-		case is[i] >= 0 && int(is[i]) < len(req.Apps):
-			req.Apps[is[i]].Info = append(req.Apps[is[i]].Info, plugin.Info{Key: k, Value: v})
-		default:
-			req.JobInfo = append(req.JobInfo, plugin.Info{Key: k, Value: v})
+		case is[i] >= 0 && int(is[i]) < len(cmds):
+			cmds[is[i]].Info = append(cmds[is[i]].Info, in)
+		case !policy.Hint(in.Key):
+			req.JobInfo = append(req.JobInfo, in)
 		}
+	}
+	for _, c := range cmds {
+		req.Apps = append(req.Apps, policy.SpawnApp(c))
+	}
+	if err := policy.CheckSpawn(req.Apps); err != nil {
+		s.log.Warn().Err(err).Str("proc", req.Requestor.String()).Msg("pmix: spawn")
+		return C.PMIX_ERR_BAD_PARAM
 	}
 	ok := s.spawn(func() {
 		ctx, cancel := context.WithTimeout(s.ctx, req.Timeout+5*time.Second)

@@ -3,7 +3,9 @@
  * size) spawns n=<N> children (default 2) with the argument "child"; each
  * child finds its parent (MPI_Comm_get_parent) and sends its rank + 1000
  * to the parents' rank 0, which checks the sum; an Allreduce over the
- * merged communicator checks its size; both sides disconnect.
+ * merged communicator checks its size; both sides disconnect. With
+ * cmd=<command>, the parents spawn that instead of argv[0] (a bare name,
+ * as MPICH's own tests spawn themselves, is found as mpiexec would).
  * Prints "ok spawn rank=R role=<parent|child> remote=M merged=S" per rank
  * (the parents' rank 0 also "sum=X"), or "fail spawn rank=R reason=...".
  */
@@ -16,6 +18,7 @@
 int main(int argc, char **argv)
 {
     int rank, size, remote, rc, n = atoi(gt_arg(argc, argv, "n", "2"));
+    const char *cmd = gt_arg(argc, argv, "cmd", argv[0]);
     MPI_Comm parent, inter, merged;
 
     gt_setup(P);
@@ -28,7 +31,7 @@ int main(int argc, char **argv)
         char *args[] = {"child", NULL};
         int errs[64];
         if (n < 1 || n > 64) gt_fail(P, rank, "bad-n-%d", n);
-        rc = MPI_Comm_spawn(argv[0], args, n, MPI_INFO_NULL, 0, MPI_COMM_WORLD, &inter, errs);
+        rc = MPI_Comm_spawn((char *) cmd, args, n, MPI_INFO_NULL, 0, MPI_COMM_WORLD, &inter, errs);
         if (rc != MPI_SUCCESS) gt_fail(P, rank, "spawn-rc-%d", rc);
     }
     MPI_Comm_remote_size(inter, &remote);
