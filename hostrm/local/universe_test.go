@@ -909,7 +909,7 @@ func TestSpawn(t *testing.T) {
 			name: "command not found",
 			apps: []plugin.SpawnApp{{Cmd: "nosuch", MaxProcs: 1}},
 			err:  plugin.ErrNotFound,
-			msg:  `spawn: command "nosuch" not found in PATH`,
+			msg:  `spawn: command "nosuch" not found in PATH or the working directory ` + work,
 		},
 		{
 			name: "bad env",

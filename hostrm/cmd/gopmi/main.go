@@ -143,6 +143,7 @@ type runFlags struct {
 	env, genv             multiFlag
 	pmiPort               bool
 	pmix                  bool
+	label                 bool
 	fenceMode, logLevel   string
 	wdir                  string
 	timeout, startTimeout time.Duration
@@ -163,6 +164,7 @@ func newRunFlagSet(f *runFlags, stderr io.Writer) *flag.FlagSet {
 		"any other process must authenticate (PMI-2 fullinit authtype=challenge-sha256 with the tasks' PMI_AUTH_SECRET)")
 	fs.BoolVar(&f.pmix, "pmix", os.Getenv(envPMIx) == "1", "serve the tasks as PMIx clients (Open MPI) through gopmi-pmix and libpmix (default $"+envPMIx+"=1; "+
 		"a program that links Open MPI is served so anyway, unless $"+envPMIx+"=0)")
+	fs.BoolVar(&f.label, "l", false, "begin each line of the tasks' output with its rank, \"[rank] \" (as mpiexec -l)")
 	fs.IntVar(&f.usize, "usize", 0, "universe size (default: -n)")
 	fs.StringVar(&f.fenceMode, "fence-mode", launcher.DefaultFenceMode, launcher.FenceModes())
 	fs.DurationVar(&f.timeout, "timeout", launcher.DefaultFenceTimeout, "fence time-out")
@@ -197,7 +199,7 @@ func hydraEnv(args []string) []string {
 		}
 		name := strings.TrimLeft(a, "-")
 		switch {
-		case strings.Contains(name, "="), name == "pmi-port", name == "pmix", name == "h", name == "help":
+		case strings.Contains(name, "="), name == "pmi-port", name == "pmix", name == "l", name == "h", name == "help":
 			out = append(out, a)
 		case (name == "env" || name == "genv") && i+2 < len(args) && !strings.Contains(args[i+1], "="):
 			out = append(out, "-"+name+"="+args[i+1]+"="+args[i+2])
@@ -281,6 +283,7 @@ func parseRun(args []string, stderr io.Writer) (launcher.Config, runFlags, error
 	cfg.PPN = global.ppn
 	cfg.PMIPort = global.pmiPort
 	cfg.PMIx = global.pmix
+	cfg.Label = global.label
 	cfg.PMIxAuto = os.Getenv(envPMIx) != "0"
 	cfg.UniverseSize = int32(global.usize)
 	cfg.FenceMode = global.fenceMode

@@ -91,7 +91,10 @@ type Config struct {
 	Stdin *os.File
 	// Stdout and Stderr are the tasks'; default os.Stdout, os.Stderr.
 	// Stderr also receives gopmi run's own messages and the servers' logs.
+	// Each task's output reaches them a whole line at a time.
 	Stdout, Stderr io.Writer
+	// Label begins each line of a task's output with "[rank] " (-l).
+	Label bool
 	// Hostname names this machine; default os.Hostname().
 	Hostname string
 	// Version is reported by the backend's GetInfo.
@@ -174,6 +177,13 @@ func setDefaults(cfg *Config) {
 	}
 	if cfg.Stderr == nil {
 		cfg.Stderr = os.Stderr
+	}
+	// Every task's lines and gopmi's own messages share them.
+	if _, ok := cfg.Stdout.(*sink); !ok {
+		cfg.Stdout = &sink{w: cfg.Stdout}
+	}
+	if _, ok := cfg.Stderr.(*sink); !ok {
+		cfg.Stderr = &sink{w: cfg.Stderr}
 	}
 	if cfg.Hostname == "" {
 		cfg.Hostname, _ = os.Hostname()

@@ -568,7 +568,7 @@ func TestMissingBinary(t *testing.T) {
 	}
 	// A program that does not exist is an error before anything starts.
 	code, err := l.Run(context.Background())
-	if code != 1 || err == nil || err.Error() != `command "x" not found in PATH` {
+	if code != 1 || err == nil || !strings.HasPrefix(err.Error(), `command "x" not found in PATH or the working directory `) {
 		t.Errorf("Run of a missing program: %d, %v", code, err)
 	}
 	_, err = New(Config{Apps: []local.AppSpec{{Path: "x", Procs: 1}}, PPN: 1})

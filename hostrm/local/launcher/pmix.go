@@ -118,11 +118,12 @@ func (l *Launcher) startPMIxTasks(rj *runJob, s *nodeStart, base []string) error
 		env := append(append(append(append([]string(nil), defaults...), base...), face...), "PMIX_RANK="+strconv.Itoa(int(r)))
 		env = append(env, app.Env...)
 		cmd := l.taskCmd(rj, r, app, env)
-		if err := startChild(cmd); err != nil {
+		out, err := l.startTask(cmd, r)
+		if err != nil {
 			return fmt.Errorf("start rank %d of job %s (%s): %w", r, j.Nspace, app.Path, err)
 		}
 		t := l.taskStarted(rj, plugin.Proc{Nspace: j.Nspace, Rank: r}, cmd.Process.Pid)
-		go l.reapTask(rj, t, cmd)
+		go l.reapTask(rj, t, cmd, out)
 	}
 	return nil
 }

@@ -417,7 +417,7 @@ func (l *Launcher) startTasks(rj *runJob, s *nodeStart) error {
 			cmd.Env = append(cmd.Env, "PMI_FD=3")
 			cmd.ExtraFiles = []*os.File{s.clients[i]}
 		}
-		err := startChild(cmd)
+		out, err := l.startTask(cmd, r)
 		if s.clients != nil {
 			s.clients[i].Close()
 			s.clients[i] = nil
@@ -426,7 +426,7 @@ func (l *Launcher) startTasks(rj *runJob, s *nodeStart) error {
 			return fmt.Errorf("start rank %d of job %s (%s): %w", r, j.Nspace, app.Path, err)
 		}
 		t := l.taskStarted(rj, plugin.Proc{Nspace: j.Nspace, Rank: r}, cmd.Process.Pid)
-		go l.reapTask(rj, t, cmd)
+		go l.reapTask(rj, t, cmd, out)
 	}
 	return nil
 }
@@ -451,23 +451,34 @@ func (l *Launcher) taskStarted(rj *runJob, p plugin.Proc, pid int) *runTask {
 }
 
 // taskCmd is rank r's process, of app, with env: the job's first rank of
-// the run reads gopmi run's stdin.
+// the run reads gopmi run's stdin. Its output is startTask's.
 func (l *Launcher) taskCmd(rj *runJob, r int32, app local.AppSpec, env []string) *exec.Cmd {
 	cmd := &exec.Cmd{
-		Path:   app.Path,
-		Args:   append([]string{app.Path}, app.Args...),
-		Env:    env,
-		Dir:    app.Dir,
-		Stdout: l.cfg.Stdout,
-		Stderr: l.cfg.Stderr,
-		// Output that is not a file is copied through a pipe: a process
-		// the task left behind must not hold its reaping up.
-		WaitDelay: time.Second,
+		Path: app.Path,
+		Args: append([]string{app.Path}, app.Args...),
+		Env:  env,
+		Dir:  app.Dir,
 	}
 	if r == 0 && !rj.spec.Spawned && l.cfg.Stdin != nil {
 		cmd.Stdin = l.cfg.Stdin
 	}
 	return cmd
+}
+
+// startTask starts rank r's cmd with its stdout and stderr forwarded to
+// gopmi run's, a whole line at a time (labelled with -l).
+func (l *Launcher) startTask(cmd *exec.Cmd, r int32) (*output, error) {
+	out, err := newOutput()
+	if err != nil {
+		return nil, err
+	}
+	cmd.Stdout, cmd.Stderr = out.child[0], out.child[1]
+	if err := startChild(cmd); err != nil {
+		out.closeAll()
+		return nil, err
+	}
+	out.forward(l.cfg.Stdout.(*sink), l.cfg.Stderr.(*sink), r, l.cfg.Label)
+	return out, nil
 }
 
 // appOf finds the app a rank belongs to.
@@ -482,9 +493,12 @@ func (l *Launcher) appOf(rj *runJob, r int32) local.AppSpec {
 	return rj.spec.Apps[len(rj.spec.Apps)-1]
 }
 
-// reapTask waits for a task and applies the failure policy.
-func (l *Launcher) reapTask(rj *runJob, t *runTask, cmd *exec.Cmd) {
+// reapTask waits for a task and its output, and applies the failure
+// policy.
+func (l *Launcher) reapTask(rj *runJob, t *runTask, cmd *exec.Cmd, out *output) {
 	_ = wait(cmd)
+	// What it wrote is out before gopmi says anything of its end.
+	out.drain()
 	ps := cmd.ProcessState
 	status, state, how := exitInfo(ps)
 	ex := taskExit{
