@@ -146,6 +146,68 @@ func TestLazyFence(t *testing.T) {
 	b.expect("cmd=kvs-get-response;rc=0;found=TRUE;value=1;")
 }
 
+// Data put in a job stays readable until the job ends, whichever node
+// finishes first. A node's last finalize is answered only once every
+// fence the node entered completed (a lazy fence answered at once still
+// owes the other nodes its part, which leaves with the backend call) and
+// the backend holds the node's data without the node (Depart): its rank
+// exits once answered, and its server with it.
+func TestLastFinalizeHandsOver(t *testing.T) {
+	for _, depart := range []bool{true, false} {
+		t.Run(fmt.Sprintf("depart=%v", depart), func(t *testing.T) {
+			caps := []string{plugin.CapPublish}
+			if depart {
+				caps = append(caps, plugin.CapDepart)
+			}
+			w := newWorld(t, 4, 2, withMode(FenceLazy), withCaps(caps...))
+			for _, k := range w.tasks {
+				k.init2()
+			}
+			// Node n1's ranks put, fence (answered at once), finalize.
+			for _, k := range w.tasks[2:] {
+				k.send(fmt.Sprintf("cmd=kvs-put;key=k%d;value=v%d;", k.rank, k.rank))
+				k.expect("cmd=kvs-put-response;rc=0;")
+				k.send("cmd=kvs-fence;")
+				k.expect("cmd=kvs-fence-response;rc=0;")
+			}
+			w.task(2).send("cmd=finalize;")
+			w.task(2).expect("cmd=finalize-response;rc=0;") // not the last
+			w.task(3).send("cmd=finalize;")
+			w.task(3).silent() // its fence has not completed: node n0 is not there yet
+			if d := w.rm.departed(); len(d) != 0 {
+				t.Fatalf("departed %v before the node's fence completed", d)
+			}
+			// Node n0's ranks fence: the fence completes, n1 departs
+			// and its last finalize is answered.
+			for _, k := range w.tasks[:2] {
+				k.send("cmd=kvs-fence;")
+				k.expect("cmd=kvs-fence-response;rc=0;")
+			}
+			w.task(3).expect("cmd=finalize-response;rc=0;")
+			want := []string{"n1"}
+			if !depart {
+				want = nil // a backend without the capability is not asked
+			}
+			if d := w.rm.departed(); !slices.Equal(d, want) {
+				t.Fatalf("departed %v, want %v", d, want)
+			}
+			// n0's ranks read n1's data, finalize; n0 departs too.
+			w.task(0).send("cmd=kvs-get;jobid=job-1;key=k3;")
+			w.task(0).expect("cmd=kvs-get-response;rc=0;found=TRUE;value=v3;")
+			for _, k := range w.tasks[:2] {
+				k.send("cmd=finalize;")
+				k.expect("cmd=finalize-response;rc=0;")
+			}
+			if depart {
+				want = append(want, "n0")
+			}
+			if d := w.rm.departed(); !slices.Equal(d, want) {
+				t.Fatalf("departed %v, want %v", d, want)
+			}
+		})
+	}
+}
+
 // A job on one node needs no exchange: its fences complete on the node,
 // whatever the backend says.
 func TestSingleNodeFenceStaysLocal(t *testing.T) {

@@ -418,6 +418,7 @@ func (j *Job) completeFence(f *fence, blob []byte, err error) {
 		w.r.unpark()
 	}
 	j.startNextLocked(f.g.name)
+	j.departIfDueLocked()
 	j.mu.Unlock()
 
 	for _, w := range f.waiters {
@@ -461,6 +462,7 @@ func (j *Job) fenceTimedOut(f *fence) {
 	for _, w := range f.waiters {
 		w.r.unpark()
 	}
+	j.departIfDueLocked()
 	j.mu.Unlock()
 	j.log.Error().Err(err).Msg("fence timed out")
 	for _, w := range f.waiters {

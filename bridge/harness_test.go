@@ -477,6 +477,7 @@ type fakeRM struct {
 	connects  []*plugin.ConnectRequest
 	fenceReqs []*plugin.FenceRequest
 	modex     []*plugin.ModexRequest
+	departs   []*plugin.DepartRequest
 	fenceErr  error // when set, every Fence fails with it
 	foreign   map[string][]byte
 	q         *quiet
@@ -793,6 +794,25 @@ func (f *fakeRM) ClientFinalized(ctx context.Context, req *plugin.ClientRequest)
 		return a.err
 	}
 	return nil
+}
+
+func (f *fakeRM) Depart(ctx context.Context, req *plugin.DepartRequest) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.record("Depart %s %s", req.Node, procList(req.Procs))
+	f.departs = append(f.departs, req)
+	return nil
+}
+
+// departed names the nodes that departed, in order.
+func (f *fakeRM) departed() []string {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	var out []string
+	for _, d := range f.departs {
+		out = append(out, d.Node)
+	}
+	return out
 }
 
 func (f *fakeRM) snapshot() (aborts []*plugin.AbortRequest, events []*plugin.EventRequest, spawns []*plugin.SpawnRequest) {

@@ -45,6 +45,7 @@ type Job struct {
 	modex      modexTable            // direct modex per node in flight, and done
 	pending    map[*request]struct{} // requests owed an answer (the job's end gives it)
 	notices    notices               // ClientConnected/ClientFinalized batches
+	depart     departure             // the node's hand-over at its last finalize
 	ended      bool
 	// aborting: a task aborted the job, which ends with the abort once
 	// the RM's call is on its way; a connection closing meanwhile (the RM

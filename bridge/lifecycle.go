@@ -295,18 +295,103 @@ func (s *Session) finalize(r *request) {
 		j.notices.finalized = append(j.notices.finalized, j.proc(s.rank))
 		j.flushNoticesLocked()
 	}
+	if !j.oneNode() && j.lastFinalizeLocked(t) {
+		// The node's last rank: its answer waits for the hand-over.
+		r.park()
+		j.depart.waiting = append(j.depart.waiting, r)
+		j.departIfDueLocked()
+		j.mu.Unlock()
+		return
+	}
 	j.mu.Unlock()
-	if d, ok := j.be.drainer(); ok {
-		// The backend in this process passes other nodes' answers
-		// through it: the rank exits only once they left.
-		if j.calls.run(j.cfg.Timeouts.Backend, true, func(ctx context.Context) {
-			d.DrainBeforeFinalize(ctx)
-			r.ok()
-		}) {
-			return
+	if !j.drainThen(func() { r.ok() }) {
+		r.ok()
+	}
+}
+
+// drainThen runs answer once the backend in this process, which passes
+// other nodes' answers through it, has let them leave (the rank exits
+// once answered); false: there is nothing to drain, or the job has shut
+// down, and answer was not run.
+func (j *Job) drainThen(answer func()) bool {
+	d, ok := j.be.drainer()
+	if !ok {
+		return false
+	}
+	return j.calls.run(j.cfg.Timeouts.Backend, true, func(ctx context.Context) {
+		d.DrainBeforeFinalize(ctx)
+		answer()
+	})
+}
+
+// departure is a node's hand-over, made once per job at the finalize of
+// its last local rank of a job on several nodes. Data put in a job stays
+// readable until the job ends, whichever node finishes first, so that
+// finalize is answered only once (1) every fence the node entered has
+// completed: a fence answered at once (lazy PMI-2) still owes the other
+// nodes this node's part, which leaves with its call to the backend; and
+// (2) the backend holds the node's data where it stays readable without
+// the node (plugin.Departer, contract 1.2): a node's server ends with its
+// ranks (under Slurm the stepd kills it), and with it what a backend in
+// its process held. Guarded by j.mu.
+type departure struct {
+	waiting []*request // the finalizes answered after the next one
+	running bool       // one is on its way; the next waits for it
+}
+
+// lastFinalizeLocked reports whether t's is the node's last finalize:
+// every other local rank that initialized has finalized or gone.
+func (j *Job) lastFinalizeLocked(t *task) bool {
+	for _, o := range j.tasks {
+		if o != t && o.inited && !o.finalized && !o.closed {
+			return false
 		}
 	}
-	r.ok()
+	return true
+}
+
+// departIfDueLocked starts the hand-over once finalizes wait for it and no
+// fence the node entered is still on its way; completeFence and
+// fenceTimedOut call it again as fences end, and a hand-over's end for
+// the finalizes that came meanwhile (a rank that initialized late is the
+// last again).
+func (j *Job) departIfDueLocked() {
+	if len(j.depart.waiting) == 0 || j.depart.running || j.ended {
+		return
+	}
+	for _, f := range j.fences.open {
+		if f.ready && f.err == nil {
+			return // still owes the others this node's part
+		}
+	}
+	j.depart.running = true
+	reqs := j.depart.waiting
+	j.depart.waiting = nil
+	answer := func() {
+		j.mu.Lock()
+		for _, r := range reqs {
+			r.unpark()
+		}
+		j.depart.running = false
+		j.departIfDueLocked()
+		j.mu.Unlock()
+		for _, r := range reqs {
+			r.ok()
+		}
+	}
+	req := &plugin.DepartRequest{Procs: j.procs(j.lay.local), Node: j.lay.node.Name}
+	hand := j.be.Has(plugin.CapDepart)
+	// Once shut down, the job's end has answered them.
+	j.calls.run(j.cfg.Timeouts.Backend, true, func(ctx context.Context) {
+		if hand {
+			if err := j.be.Depart(ctx, req); err != nil {
+				j.log.Warn().Err(err).Msg("handing this node's data over at its last finalize failed: other nodes may not read it once this node's server has ended")
+			}
+		}
+		if !j.drainThen(answer) {
+			answer()
+		}
+	})
 }
 
 // notices batches the ClientConnected and ClientFinalized reports: while

@@ -73,6 +73,22 @@ type EventWatcher interface {
 	AwaitEvents(ctx context.Context, req *AwaitEventsRequest) (*AwaitEventsResponse, error)
 }
 
+// Departer keeps a node's data readable after the node's host ended.
+// Each fence's part a node gave (Fence's Data, which DirectModex serves)
+// belongs to the job, not to the node: data put in a job stays readable
+// until the job ends, whichever node finishes first. A backend whose
+// node's parts live in the node's own process (a fence tree's node) must
+// hand them elsewhere before that process ends; one that holds them
+// elsewhere already (the local universe, a daemon) answers at once.
+type Departer interface {
+	// Depart is a node's host's last call for a job on several nodes,
+	// made once every local process of the job finalized and every
+	// fence the node entered completed, before it answers the last
+	// finalize. It returns once the node's parts are readable without
+	// the node; the host (and a backend in its process) may then end.
+	Depart(ctx context.Context, req *DepartRequest) error
+}
+
 // FinalizeDrainer is a backend in its host's own process through which
 // other nodes' answers pass (a fence tree's interior node: package
 // hostrm/slurm, WithFinalizeDrain). Its host answers a rank's finalize
@@ -95,6 +111,7 @@ type Full interface {
 	Logger
 	EventNotifier
 	EventWatcher
+	Departer
 }
 
 // Complete returns b as a Full: optional methods b lacks answer

@@ -157,6 +157,15 @@ func (d Deferred) AwaitEvents(ctx context.Context, req *AwaitEventsRequest) (*Aw
 	return b.AwaitEvents(ctx, req)
 }
 
+// Depart forwards.
+func (d Deferred) Depart(ctx context.Context, req *DepartRequest) error {
+	b, err := d.Resolve(ctx, "depart")
+	if err != nil {
+		return err
+	}
+	return b.Depart(ctx, req)
+}
+
 func (c *completed) Publish(ctx context.Context, req *PublishRequest) error {
 	if b, ok := c.Backend.(Publisher); ok {
 		return b.Publish(ctx, req)
@@ -227,6 +236,13 @@ func (c *completed) AwaitEvents(ctx context.Context, req *AwaitEventsRequest) (*
 	return nil, unsupported("await events")
 }
 
+func (c *completed) Depart(ctx context.Context, req *DepartRequest) error {
+	if b, ok := c.Backend.(Departer); ok {
+		return b.Depart(ctx, req)
+	}
+	return unsupported("depart")
+}
+
 // Abort answers ErrNotSupported.
 func (Unimplemented) Abort(context.Context, *AbortRequest) error {
 	return unsupported("abort")
@@ -290,4 +306,9 @@ func (Unimplemented) NotifyEvent(context.Context, *EventRequest) error {
 // AwaitEvents answers ErrNotSupported.
 func (Unimplemented) AwaitEvents(context.Context, *AwaitEventsRequest) (*AwaitEventsResponse, error) {
 	return nil, unsupported("await events")
+}
+
+// Depart answers ErrNotSupported.
+func (Unimplemented) Depart(context.Context, *DepartRequest) error {
+	return unsupported("depart")
 }

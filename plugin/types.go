@@ -22,6 +22,12 @@ const (
 	// "events"), with EventRequest.Node and clients' events
 	// (EventClientPrefix).
 	APIVersion11 = "1.1"
+	// APIVersion12 adds Depart (Departer, capability "depart"): a node's
+	// host that ends before its job hands the backend what the node
+	// holds, so that it stays readable until the job ends. A 1.2
+	// backend lists 1.0 and 1.1 too; a host that finds no "depart"
+	// calls nothing new.
+	APIVersion12 = "1.2"
 )
 
 // Capability names a backend lists in BackendInfo.Capabilities, one per
@@ -34,6 +40,7 @@ const (
 	CapLog     = "log"     // Logger
 	CapNotify  = "notify"  // EventNotifier
 	CapEvents  = "events"  // EventWatcher
+	CapDepart  = "depart"  // Departer
 )
 
 // RankWildcard in a Proc means every rank of the namespace.
@@ -257,6 +264,22 @@ type FenceRequest struct {
 	// arrives later fails at once with the same error: a timed-out fence
 	// never completes.
 	Timeout time.Duration
+}
+
+// DepartRequest is a node's host's last word for a job (Departer): every
+// local process of the job finalized, and every fence the node entered
+// completed, so that the backend holds all it will be given.
+type DepartRequest struct {
+	// Procs are the node's processes of the job.
+	Procs []Proc
+	// Node is the departing node's name, for messages.
+	Node string
+	// Data is the node's data that the callee does not hold yet: a host
+	// leaves it empty (its backend holds every fence's part it was
+	// given); a backend that keeps its node's parts itself and relays to
+	// another (a node of a fence tree to the step's coordinator) hands
+	// them on in it.
+	Data []byte
 }
 
 // FenceResponse carries the concatenation, in any order, of the Data of

@@ -27,6 +27,7 @@ var handlers = map[string]handler{
 	"log":              notice(plugin.Full.Log),
 	"notify-event":     notice(plugin.Full.NotifyEvent),
 	"await-events":     method(plugin.Full.AwaitEvents),
+	"depart":           notice(plugin.Full.Depart),
 }
 
 var _ plugin.Full = remote{}
@@ -105,4 +106,9 @@ func (r remote) NotifyEvent(ctx context.Context, req *plugin.EventRequest) error
 
 func (r remote) AwaitEvents(ctx context.Context, req *plugin.AwaitEventsRequest) (*plugin.AwaitEventsResponse, error) {
 	return call[plugin.AwaitEventsResponse](ctx, r.c, "await events", "await-events", req)
+}
+
+func (r remote) Depart(ctx context.Context, req *plugin.DepartRequest) error {
+	_, err := call[struct{}](ctx, r.c, "depart", "depart", req)
+	return err
 }

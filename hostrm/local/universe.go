@@ -201,16 +201,32 @@ func (u *Universe) broadcast() {
 
 // GetInfo names the backend "local" and lists what it implements.
 func (u *Universe) GetInfo(context.Context) (*plugin.BackendInfo, error) {
-	caps := []string{plugin.CapPublish, plugin.CapConnect, plugin.CapQuery, plugin.CapLog, plugin.CapNotify, plugin.CapEvents}
+	caps := []string{plugin.CapPublish, plugin.CapConnect, plugin.CapQuery, plugin.CapLog, plugin.CapNotify, plugin.CapEvents, plugin.CapDepart}
 	if u.opts.Launch != nil {
 		caps = append(caps, plugin.CapSpawn)
 	}
 	return &plugin.BackendInfo{
 		Name:         "local",
 		Version:      u.opts.Version,
-		APIVersions:  []string{plugin.APIVersion1, plugin.APIVersion11},
+		APIVersions:  []string{plugin.APIVersion1, plugin.APIVersion11, plugin.APIVersion12},
 		Capabilities: caps,
 	}, nil
+}
+
+// Depart answers at once: every node's fence parts are the universe's
+// from the call that gave them (Fence keeps each node's Data for
+// DirectModex), and the universe lives until its run ends. A job it does
+// not know is ErrNotFound.
+func (u *Universe) Depart(_ context.Context, req *plugin.DepartRequest) error {
+	if len(req.Procs) == 0 {
+		return plugin.Errorf(plugin.ErrInvalidArgument, "depart of node %s: no processes", req.Node)
+	}
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if u.jobs[req.Procs[0].Nspace] == nil {
+		return plugin.Errorf(plugin.ErrNotFound, "depart of node %s: job %q is unknown", req.Node, req.Procs[0].Nspace)
+	}
+	return nil
 }
 
 // NewJob allocates the next job id, lays the apps out on simulated nodes

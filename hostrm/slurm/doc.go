@@ -32,7 +32,12 @@
 // (modex.go); nodes find each other without the coordinator (peers.go).
 // A collecting fence of a whole job on at most width nodes (a flat tree)
 // is exchanged: each node gives its part straight to the others while
-// the fence goes up as a barrier, without data (exchange.go).
+// the fence goes up as a barrier, without data (exchange.go). A node's
+// process ends with its ranks (the stepd kills it) while the job may
+// still read its data: at its last finalize its host calls Depart, and
+// the node hands its parts to the coordinator, which answers the reads
+// of its ranks from then on; a reader that finds nothing listening at
+// the node (or its link broken) asks the coordinator (modex.go).
 //
 // # The node's log
 //

@@ -75,7 +75,10 @@ func (t *tree) warm(req *plugin.FenceRequest) {
 			t.crew.spawn(func(ctx context.Context) {
 				ctx, cancel := context.WithTimeout(ctx, warmWait)
 				defer cancel()
-				_, _ = t.peers.link(ctx, i, warmWait)
+				// Every node listened for the fence just done: one that
+				// no longer does has ended, and a reader waiting on this
+				// link learns it at once.
+				_, _ = t.peers.linkOrGone(ctx, i, warmWait)
 			})
 		}
 	})

@@ -146,7 +146,7 @@ func TestImpostorTreeParent(t *testing.T) {
 		if c.port+portTries > 65535 {
 			t.Skipf("port %d: no room for a range of %d", c.port, portTries)
 		}
-		_, err := dialNode(ctx, job, testSecret, portRange{c.port, c.port + portTries - 1}, 0, time.Second)
+		_, err := dialNode(ctx, job, testSecret, portRange{c.port, c.port + portTries - 1}, 0, time.Second, false)
 		if !errors.Is(err, plugin.ErrUnavailable) || !strings.Contains(err.Error(), "fence tree: node n1") || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %v", c.name, err)
 		}

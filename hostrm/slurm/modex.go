@@ -12,6 +12,7 @@ package slurm
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"sync"
@@ -74,16 +75,88 @@ func (s *store) read(ctx context.Context, timeout time.Duration, now bool, what 
 	}
 }
 
+// snapshot is a copy of the node's contributions so far.
+func (s *store) snapshot() []byte {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]byte(nil), s.data...)
+}
+
 // peers are the links to the nodes of one job, made on first use and
 // kept until close.
 type peers struct {
 	job    plugin.Job
 	secret string
 	ports  portRange
+	// viaRoot, set for a node's own reads, reads a rank at the
+	// coordinator: there the data of a node that departed stays
+	// (Node.Depart), and the coordinator reads a node not reached here
+	// itself.
+	viaRoot func(ctx context.Context, req *plugin.ModexRequest) (*plugin.ModexResponse, error)
 
 	mu     sync.Mutex
 	links  map[int]*peerLink
 	closed bool
+	// departed holds the data of the nodes that departed (the
+	// coordinator's reader: JobReader.Depart), by node index.
+	departed map[int][]byte
+	// unreached is when a node's read last failed to link to a node
+	// (by index): for probeAgain after it, reads of that node go
+	// straight to the coordinator.
+	unreached map[int]time.Time
+}
+
+// probeAgain is how long a node's reads of a node they could not link to
+// go straight to the coordinator before they try that node again: a
+// departed node is not probed per read.
+const probeAgain = time.Second
+
+// unreachedLately reports whether a read failed to link to node index i
+// less than probeAgain ago; with mark, it records such a failure now.
+func (p *peers) unreachedLately(i int, mark bool) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if mark {
+		if p.unreached == nil {
+			p.unreached = map[int]time.Time{}
+		}
+		p.unreached[i] = time.Now()
+		return true
+	}
+	t, ok := p.unreached[i]
+	return ok && time.Since(t) < probeAgain
+}
+
+
+// departedData is the data node index i handed over when it departed.
+func (p *peers) departedData(i int) ([]byte, bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	d, ok := p.departed[i]
+	return d, ok
+}
+
+// dropLost forgets node index i's link when it broke (its node ended),
+// so that a read does not wait on it for a node that is gone.
+func (p *peers) dropLost(i int) {
+	p.mu.Lock()
+	l := p.links[i]
+	if l == nil || !isClosed(l.ready) || l.c == nil || !l.c.Lost() {
+		p.mu.Unlock()
+		return
+	}
+	delete(p.links, i)
+	p.mu.Unlock()
+	_ = l.c.Close()
+}
+
+func isClosed(ch <-chan struct{}) bool {
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
 }
 
 type peerLink struct {
@@ -95,6 +168,16 @@ type peerLink struct {
 // link returns the link to node index i, dialling it (for at most wait)
 // on first use. A failed dial is not kept: the next read tries again.
 func (p *peers) link(ctx context.Context, i int, wait time.Duration) (plugin.Full, error) {
+	return p.linkTo(ctx, i, wait, false)
+}
+
+// linkOrGone is link that fails at once, with errNoneListens, when
+// nothing listens at the node's ports: its server has ended.
+func (p *peers) linkOrGone(ctx context.Context, i int, wait time.Duration) (plugin.Full, error) {
+	return p.linkTo(ctx, i, wait, true)
+}
+
+func (p *peers) linkTo(ctx context.Context, i int, wait time.Duration, orGone bool) (plugin.Full, error) {
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()
@@ -108,7 +191,7 @@ func (p *peers) link(ctx context.Context, i int, wait time.Duration) (plugin.Ful
 		l = &peerLink{ready: make(chan struct{})}
 		p.links[i] = l
 		p.mu.Unlock()
-		l.c, l.err = dialNode(ctx, p.job, p.secret, p.ports, i, wait)
+		l.c, l.err = dialNode(ctx, p.job, p.secret, p.ports, i, wait, orGone)
 		p.mu.Lock()
 		if (l.err != nil || p.closed) && p.links[i] == l {
 			delete(p.links, i)
@@ -212,30 +295,71 @@ func (p *peers) read(ctx context.Context, req *plugin.ModexRequest, self int, lo
 				parts[k], errs[k] = local(req.Proc.Rank == plugin.RankWildcard)
 				return
 			}
-			up, err := p.link(dialCtx, i, timeout)
-			if err != nil {
-				if time.Since(start) >= timeout {
-					// Nothing listened there for the whole time-out: its
-					// gopmi is not up (none of its ranks has spoken PMI
-					// yet), or gone.
-					err = plugin.Errorf(plugin.ErrTimeout, "node %s did not answer in %s (its gopmi is not up yet, or gone): %v",
-						p.job.Nodes[i].Name, plugin.RoundDuration(timeout), err)
-				}
-				errs[k] = err
+			if data, ok := p.departedData(i); ok {
+				parts[k] = data
 				return
 			}
 			one := *req
-			one.Timeout = max(timeout-time.Since(start), time.Millisecond)
 			if one.Proc.Rank == plugin.RankWildcard {
 				// Each node answers for itself: its data.
 				one.Proc.Rank = p.job.Nodes[i].Ranks[0]
 			}
-			resp, err := up.DirectModex(ctx, &one)
-			if err != nil {
-				errs[k] = err
+			left := func() time.Duration { return max(timeout-time.Since(start), time.Millisecond) }
+			var up plugin.Full
+			var err error
+			gone := false // the node's server has ended: nothing listens, or its link broke
+			switch {
+			case p.viaRoot == nil:
+				up, err = p.link(dialCtx, i, timeout)
+			case p.unreachedLately(i, false):
+				gone = true
+			default:
+				p.dropLost(i)
+				up, err = p.linkOrGone(dialCtx, i, timeout)
+				gone = errors.Is(err, errNoneListens)
+			}
+			if up != nil && err == nil {
+				one.Timeout = left()
+				resp, rerr := up.DirectModex(ctx, &one)
+				if rerr == nil {
+					parts[k] = resp.Data
+					return
+				}
+				if !errors.Is(rerr, plugin.ErrBackendGone) && !errors.Is(rerr, plugin.ErrUnavailable) {
+					errs[k] = rerr // the node's own answer
+					return
+				}
+				err, gone = rerr, true // the node went away under the read
+			}
+			if data, ok := p.departedData(i); ok {
+				parts[k] = data
 				return
 			}
-			parts[k] = resp.Data
+			if gone && p.viaRoot != nil && ctx.Err() == nil {
+				// Its data is at the coordinator (Node.Depart), or the
+				// coordinator reads it once its server is up again.
+				p.unreachedLately(i, true)
+				one.Timeout = left()
+				resp, rerr := p.viaRoot(ctx, &one)
+				if errors.Is(rerr, plugin.ErrTimeout) {
+					rerr = plugin.Errorf(plugin.ErrTimeout, "node %s did not answer in %s (its gopmi is not up yet, or gone): %v",
+						p.job.Nodes[i].Name, plugin.RoundDuration(timeout), rerr)
+				}
+				if rerr != nil {
+					errs[k] = rerr
+					return
+				}
+				parts[k] = resp.Data
+				return
+			}
+			if time.Since(start) >= timeout {
+				// Nothing listened there for the whole time-out: its
+				// gopmi is not up (none of its ranks has spoken PMI
+				// yet), or gone.
+				err = plugin.Errorf(plugin.ErrTimeout, "node %s did not answer in %s (its gopmi is not up yet, or gone): %v",
+					p.job.Nodes[i].Name, plugin.RoundDuration(timeout), err)
+			}
+			errs[k] = err
 		}
 		if len(nodes) == 1 {
 			one()
@@ -270,9 +394,30 @@ func NewJobReader(job plugin.Job, secret, ports string) *JobReader {
 func HoldsOwnData(job plugin.Job) bool { return len(job.Nodes) >= 2 }
 
 // DirectModex reads req from the node that hosts its rank (every node's
-// data, in node order, for RankWildcard).
+// data, in node order, for RankWildcard), or from what that node handed
+// over when it departed.
 func (r *JobReader) DirectModex(ctx context.Context, req *plugin.ModexRequest) (*plugin.ModexResponse, error) {
 	return r.p.read(ctx, req, -1, nil)
+}
+
+// Depart keeps the data a node of the job handed over as it ended
+// (Node.Depart): reads of its ranks are answered from it from now on.
+func (r *JobReader) Depart(req *plugin.DepartRequest) error {
+	rankNode := r.p.job.RankNodes()
+	for _, pr := range req.Procs {
+		if pr.Nspace != r.p.job.Nspace || pr.Rank < 0 || int(pr.Rank) >= len(rankNode) || rankNode[pr.Rank] < 0 {
+			continue
+		}
+		i := int(rankNode[pr.Rank])
+		r.p.mu.Lock()
+		if r.p.departed == nil {
+			r.p.departed = map[int][]byte{}
+		}
+		r.p.departed[i] = req.Data
+		r.p.mu.Unlock()
+		return nil
+	}
+	return plugin.Errorf(plugin.ErrInvalidArgument, "depart of node %s: no process of job %s named", req.Node, r.p.job.Nspace)
 }
 
 // Close closes the links made.
@@ -280,11 +425,18 @@ func (r *JobReader) Close() { r.p.close() }
 
 // dialNode links to node index i of job, trying its ports until one
 // proves to be that node, for at most wait.
-func dialNode(ctx context.Context, job plugin.Job, secret string, ports portRange, i int, wait time.Duration) (*direct.Conn, error) {
+func dialNode(ctx context.Context, job plugin.Job, secret string, ports portRange, i int, wait time.Duration, orGone bool) (*direct.Conn, error) {
 	name := job.Nodes[i].Name
 	fctx, cancel := context.WithTimeout(ctx, wait)
 	defer cancel()
-	conn, err := findNode(fctx, job, secret, ports, i)
+	find := findNode
+	if orGone {
+		find = findNodeOrGone
+	}
+	conn, err := find(fctx, job, secret, ports, i)
+	if errors.Is(err, errNoneListens) {
+		return nil, fmt.Errorf("fence tree: node %s: %w", name, err) // the reader asks elsewhere
+	}
 	if err != nil {
 		return nil, plugin.Wrapf(err, plugin.ErrUnavailable, "fence tree: node %s", name)
 	}

@@ -310,6 +310,23 @@ func (n *Node) DirectModex(ctx context.Context, req *plugin.ModexRequest) (*plug
 	return t.directModex(ctx, req)
 }
 
+// Depart hands the node's own data (its parts of the job's fences, which
+// it serves to the nodes that read it) to the coordinator, which answers
+// the reads of this node's ranks from then on: a node's gopmi-slurm ends
+// with its ranks (its stepd kills it), and the job's other nodes may
+// still read them. It goes up the node's link, as every call does, in
+// DepartRequest.Data. A job on one node keeps nothing here: its fences'
+// data is the coordinator's already.
+func (n *Node) Depart(ctx context.Context, req *plugin.DepartRequest) error {
+	t := n.placed()
+	if t == nil {
+		return n.Relay.Depart(ctx, req)
+	}
+	fwd := *req
+	fwd.Data = t.mine.snapshot()
+	return n.Relay.Depart(ctx, &fwd)
+}
+
 // DropReadLinks closes the links this node made to read other nodes'
 // data; later reads make new ones. Package scale, which runs thousands of
 // nodes in one process, frees their files with it.
@@ -356,8 +373,8 @@ func (n *Node) Close() error {
 func Info() *plugin.BackendInfo {
 	return &plugin.BackendInfo{
 		Name:         "slurm",
-		APIVersions:  []string{plugin.APIVersion1, plugin.APIVersion11},
-		Capabilities: []string{plugin.CapPublish, plugin.CapConnect, plugin.CapQuery, plugin.CapLog, plugin.CapNotify, plugin.CapEvents, plugin.CapSpawn},
+		APIVersions:  []string{plugin.APIVersion1, plugin.APIVersion11, plugin.APIVersion12},
+		Capabilities: []string{plugin.CapPublish, plugin.CapConnect, plugin.CapQuery, plugin.CapLog, plugin.CapNotify, plugin.CapEvents, plugin.CapSpawn, plugin.CapDepart},
 	}
 }
 

@@ -177,7 +177,7 @@ func (n *Node) dialAbove(ctx context.Context) (*direct.Conn, int) {
 	}
 	n.mu.Unlock()
 	for _, a := range alive {
-		c, err := dialNode(ctx, t.job, t.secret, t.ports, a, n.ancestorWait)
+		c, err := dialNode(ctx, t.job, t.secret, t.ports, a, n.ancestorWait, false)
 		if err == nil {
 			return c, a
 		}
@@ -250,7 +250,7 @@ func (n *Node) rejoin(ctx context.Context, t *tree) {
 		}
 		n.mu.Unlock()
 		for _, a := range passed {
-			nc, err := dialNode(ctx, t.job, t.secret, t.ports, a, rejoinTry)
+			nc, err := dialNode(ctx, t.job, t.secret, t.ports, a, rejoinTry, false)
 			if err != nil {
 				continue
 			}
@@ -268,9 +268,26 @@ func (n *Node) rejoin(ctx context.Context, t *tree) {
 	}
 }
 
+// errNoneListens: no port of a node's range has a listener, the node's
+// server is not up, or no more (findNodeOrGone).
+var errNoneListens = errors.New("no port of the node's range listens")
+
 // findNode tries node index i's ports, again and again, until one
 // proves to be that node or ctx ends.
 func findNode(ctx context.Context, job plugin.Job, secret string, r portRange, i int) (net.Conn, error) {
+	return findNodeOr(ctx, job, secret, r, i, false)
+}
+
+// findNodeOrGone is findNode that gives up with errNoneListens after a
+// pass over the ports where none has a listener but other nodes' (or
+// steps'): a reader
+// whose peer's server was up (every node's listens from the job's first
+// fence) learns at once that it has ended, and reads elsewhere.
+func findNodeOrGone(ctx context.Context, job plugin.Job, secret string, r portRange, i int) (net.Conn, error) {
+	return findNodeOr(ctx, job, secret, r, i, true)
+}
+
+func findNodeOr(ctx context.Context, job plugin.Job, secret string, r portRange, i int, orGone bool) (net.Conn, error) {
 	host := nodeHost(job, i)
 	ports := r.ports(secret, job.Nspace, i)
 	dial := dialer(secret, roleTreeChild, parentRole(job.Nspace, i))
@@ -284,8 +301,10 @@ func findNode(ctx context.Context, job plugin.Job, secret string, r portRange, i
 	var last, answered error
 	other := map[int]time.Time{}
 	for {
+		notThere := 0 // ports with no listener, or another's
 		for _, p := range ports {
 			if t, ok := other[p]; ok && time.Since(t) < otherRecheck {
+				notThere++
 				continue
 			}
 			conn, err := dial(ctx, net.JoinHostPort(host, strconv.Itoa(p)))
@@ -293,6 +312,9 @@ func findNode(ctx context.Context, job plugin.Job, secret string, r portRange, i
 				return conn, nil
 			}
 			last = err
+			if errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, seclink.ErrRefused) {
+				notThere++
+			}
 			if errors.Is(err, seclink.ErrRefused) {
 				other[p] = time.Now()
 				if answered == nil {
@@ -305,6 +327,9 @@ func findNode(ctx context.Context, job plugin.Job, secret string, r portRange, i
 		}
 		if answered != nil {
 			last = answered
+		}
+		if orGone && notThere == len(ports) {
+			return nil, fmt.Errorf("at %s, %d ports from %d: %w", host, len(ports), ports[0], errNoneListens)
 		}
 		select {
 		case <-ctx.Done():

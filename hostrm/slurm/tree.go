@@ -172,7 +172,7 @@ func newTree(c treeConfig) *tree {
 		ctl:        treeControl{root: c.toRoot, job: c.job, self: c.self},
 		listen:     c.listen,
 		open:       map[string]*gather{},
-		peers:      &peers{job: c.job, secret: c.secret, ports: c.ports},
+		peers:      &peers{job: c.job, secret: c.secret, ports: c.ports, viaRoot: c.toRoot.DirectModex},
 		exchanging: c.exchange,
 	}
 }

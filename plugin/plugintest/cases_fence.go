@@ -278,6 +278,37 @@ func testFenceModex(t *testing.T, e *env) {
 	}
 }
 
+// testDepart: data put in a job stays readable until the job ends,
+// whichever node finishes first. Node n1 gives its part of a barrier (no
+// collect), departs (Depart, contract 1.2) and ends: its backend process
+// is gone, as its host's is; node n0 then reads n1's ranks by direct
+// modex and gets their data. A backend without "depart" is not asked.
+func testDepart(t *testing.T, e *env) {
+	if !e.has(plugin.CapDepart) {
+		t.Skipf("the backend does not list capability %q", plugin.CapDepart)
+	}
+	if !slices.Contains(e.info.APIVersions, plugin.APIVersion12) {
+		t.Errorf("GetInfo: capability %q is contract %s, which APIVersions %q do not list", plugin.CapDepart, plugin.APIVersion12, e.info.APIVersions)
+	}
+	data := [][]byte{[]byte("stays-node0;"), []byte("stays-node1;")}
+	e.fenceAll(t, "world/1", data, false)
+	ctx, cancel := e.ctx()
+	defer cancel()
+	if err := e.nodes[1].Depart(ctx, &plugin.DepartRequest{Procs: e.localProcs(1), Node: e.job.Nodes[1].Name}); err != nil {
+		t.Fatalf("node 1: Depart: %v", err)
+	}
+	e.end(t, 1)
+	for _, target := range []int32{2, 3} {
+		resp, err := e.nodes[0].DirectModex(ctx, &plugin.ModexRequest{Requestor: e.proc(0), Proc: e.proc(target), Timeout: e.h.Timeout})
+		if err != nil {
+			t.Fatalf("node 0: DirectModex(rank %d) after its node departed: %v%s", target, err, e.explain(err))
+		}
+		if !bytes.Equal(resp.Data, data[1]) {
+			t.Errorf("node 0: DirectModex(rank %d) after its node departed = %q; want %q", target, resp.Data, data[1])
+		}
+	}
+}
+
 // testModexTimeout: a direct modex of a rank whose node never
 // contributed fails with ErrTimeout after about its Timeout, naming the
 // node or the rank.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"strings"
 	"sync"
@@ -40,7 +41,7 @@ const DefaultTimeout = 2 * time.Second
 // knownCaps are the capability names a backend may advertise.
 var knownCaps = []string{
 	plugin.CapPublish, plugin.CapSpawn, plugin.CapConnect,
-	plugin.CapQuery, plugin.CapLog, plugin.CapNotify, plugin.CapEvents,
+	plugin.CapQuery, plugin.CapLog, plugin.CapNotify, plugin.CapEvents, plugin.CapDepart,
 }
 
 // jobSeq makes namespaces unique within a process; the time makes them
@@ -96,6 +97,7 @@ var conformanceCases = slices.Concat([]conformanceCase{
 	{"DirectModexTimeout", testModexTimeout},
 	{"DirectModexWholeJob", testModexWholeJob},
 	{"DirectModexUnknownJob", testModexUnknownJob},
+	{"DepartKeepsData", testDepart},
 }, nameServiceCases, []conformanceCase{
 	{"Connect", testConnect},
 	{"Capabilities", testCapabilities},
@@ -163,7 +165,21 @@ type env struct {
 	overGRPC bool // the nodes are reached through an in-process gRPC pair
 	job      plugin.Job
 	nodes    []plugin.Full
+	raw      []plugin.Backend    // what NewNode returned, per node
 	info     *plugin.BackendInfo // node 0's GetInfo
+}
+
+// end ends node i's backend as its host's end would: a backend process
+// (Plugin.Harness) is stopped, one NewNode returned that is an io.Closer
+// is closed; a backend shared by the nodes in this process (a daemon's
+// view) lives on, as it does for real.
+func (e *env) end(t *testing.T, i int) {
+	t.Helper()
+	if c, ok := e.raw[i].(io.Closer); ok {
+		if err := c.Close(); err != nil {
+			t.Logf("node %d: close: %v", i, err)
+		}
+	}
 }
 
 func newEnv(t *testing.T, h Harness, overGRPC bool) *env {
@@ -187,6 +203,7 @@ func newEnv(t *testing.T, h Harness, overGRPC bool) *env {
 		if b == nil {
 			t.Fatalf("NewNode(%s, node %d) returned nil", ns, n.ID)
 		}
+		e.raw = append(e.raw, b)
 		if overGRPC {
 			e.nodes = append(e.nodes, NewPair(t, b))
 		} else {
@@ -442,6 +459,9 @@ func testCapabilities(t *testing.T, e *env) {
 		{plugin.CapEvents, "AwaitEvents", func(ctx context.Context) error {
 			_, err := b.AwaitEvents(ctx, &plugin.AwaitEventsRequest{Nspace: e.job.Nspace, After: ^uint64(0)})
 			return err
+		}},
+		{plugin.CapDepart, "Depart", func(ctx context.Context) error {
+			return b.Depart(ctx, &plugin.DepartRequest{Procs: e.localProcs(0), Node: e.job.Nodes[0].Name})
 		}},
 	}
 	for _, c := range calls {

@@ -30,6 +30,7 @@ type Fake struct {
 	LogF             func(ctx context.Context, req *plugin.LogRequest) error
 	NotifyEventF     func(ctx context.Context, req *plugin.EventRequest) error
 	AwaitEventsF     func(ctx context.Context, req *plugin.AwaitEventsRequest) (*plugin.AwaitEventsResponse, error)
+	DepartF          func(ctx context.Context, req *plugin.DepartRequest) error
 }
 
 var _ plugin.Full = (*Fake)(nil)
@@ -162,6 +163,14 @@ func (f *Fake) AwaitEvents(ctx context.Context, req *plugin.AwaitEventsRequest) 
 	return f.AwaitEventsF(ctx, req)
 }
 
+// Depart calls DepartF.
+func (f *Fake) Depart(ctx context.Context, req *plugin.DepartRequest) error {
+	if f.DepartF == nil {
+		return notSupported("depart")
+	}
+	return f.DepartF(ctx, req)
+}
+
 // capabilities are the optional interfaces' capabilities, each with
 // whether f sets a field of its interface.
 func (f *Fake) capabilities() []struct {
@@ -179,5 +188,6 @@ func (f *Fake) capabilities() []struct {
 		{plugin.CapLog, f.LogF != nil},
 		{plugin.CapNotify, f.NotifyEventF != nil},
 		{plugin.CapEvents, f.AwaitEventsF != nil},
+		{plugin.CapDepart, f.DepartF != nil},
 	}
 }

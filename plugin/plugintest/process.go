@@ -64,14 +64,24 @@ func (p Plugin) newNode(t *testing.T, job plugin.Job, nodeID int32) plugin.Backe
 	if err != nil {
 		t.Fatalf("start %s for %s node %d: %v", p.Path, job.Nspace, nodeID, err)
 	}
+	n := &nodeProcess{Full: c.Backend(), close: sync.OnceValue(c.Close)}
 	t.Cleanup(func() {
-		if err := c.Close(); err != nil {
+		if err := n.Close(); err != nil {
 			t.Logf("close %s for node %d: %v", p.Path, nodeID, err)
 		}
 		log.stop()
 	})
-	return c.Backend()
+	return n
 }
+
+// nodeProcess is a node's backend process; Close stops it (once), as its
+// shim's end does (a case that ends a node, and the test's end).
+type nodeProcess struct {
+	plugin.Full
+	close func() error
+}
+
+func (n *nodeProcess) Close() error { return n.close() }
 
 // testLog relays a plugin's log lines to the test's log until the test
 // ends (a line logged later would fail the test).

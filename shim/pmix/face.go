@@ -4,6 +4,7 @@ package pmix
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"slices"
@@ -128,6 +129,35 @@ func (s *Server) expectClients(nspace string, ranks []int32) {
 	}
 	if len(ranks) == 0 {
 		close(s.fin.done[nspace])
+	}
+}
+
+// departIfLast hands the node's data over (plugin.Departer) when p is
+// the last local client of a job on several nodes to finalize: data put in
+// a job stays readable until the job ends, and the node's server, with
+// what a backend in its process holds of the clients' data, ends with
+// its clients. A backend without "depart" answers ErrNotSupported: its
+// data does not live here.
+func (s *Server) departIfLast(p plugin.Proc) {
+	s.mu.Lock()
+	ranks := s.fin.ranks[p.Nspace]
+	j := s.jobs[p.Nspace]
+	last := j != nil && j.multi && len(ranks) == 1 && ranks[p.Rank]
+	var req *plugin.DepartRequest
+	if last {
+		req = &plugin.DepartRequest{Node: j.node}
+		for _, r := range j.ranks {
+			req.Procs = append(req.Procs, plugin.Proc{Nspace: p.Nspace, Rank: r})
+		}
+	}
+	s.mu.Unlock()
+	if !last {
+		return
+	}
+	ctx, cancel := s.newsContext()
+	defer cancel()
+	if err := s.be.Depart(ctx, req); err != nil && !errors.Is(err, plugin.ErrNotSupported) {
+		s.log.Warn().Err(err).Msg("pmix: handing this node's data over at its last finalize failed: other nodes may not read it once this server has ended")
 	}
 }
 

@@ -174,6 +174,7 @@ func (s *Server) Close() error {
 type jobOnNode struct {
 	node  string
 	ranks []int32
+	multi bool // the job spans several nodes
 }
 
 // RegisterJob registers job with libpmix as node's server sees it, and
@@ -194,7 +195,7 @@ func (s *Server) RegisterJob(job plugin.Job, node int32) (map[int32][]string, er
 		return nil, err
 	}
 	s.mu.Lock()
-	s.jobs[job.Nspace] = &jobOnNode{node: job.Nodes[ni].Name, ranks: local}
+	s.jobs[job.Nspace] = &jobOnNode{node: job.Nodes[ni].Name, ranks: local, multi: len(job.Nodes) > 1}
 	if s.node == "" {
 		s.node = job.Nodes[ni].Name
 	}
@@ -414,6 +415,10 @@ func goClientFinalized(ns *C.char, rank C.uint32_t, cbfunc C.pmix_op_cbfunc_t, c
 			cancel()
 		}
 		s.notify(true, p, func() {
+			// The node's last client of a job on several nodes hands
+			// the node's data over before it may exit (its server
+			// ends with it), as the PMI face does (bridge).
+			s.departIfLast(p)
 			s.finalized(p)
 			done()
 		})

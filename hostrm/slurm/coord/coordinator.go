@@ -174,6 +174,23 @@ func (b *stepBackend) DirectModex(ctx context.Context, req *plugin.ModexRequest)
 	return r.DirectModex(ctx, req)
 }
 
+// Depart keeps the data a node of a job on several nodes handed over as
+// it ended (slurm.Node.Depart): its reader answers the node's ranks from
+// it. A job on one node has nothing to hand over: the universe holds its
+// data.
+func (b *stepBackend) Depart(ctx context.Context, req *plugin.DepartRequest) error {
+	if len(req.Procs) == 0 {
+		return plugin.Errorf(plugin.ErrInvalidArgument, "depart of node %s: no processes", req.Node)
+	}
+	b.c.mu.Lock()
+	r := b.c.readers[req.Procs[0].Nspace]
+	b.c.mu.Unlock()
+	if r == nil {
+		return b.Universe.Depart(ctx, req)
+	}
+	return r.Depart(req)
+}
+
 // closeReaders closes the links the readers made.
 func (c *Coordinator) closeReaders() {
 	c.mu.Lock()

@@ -55,6 +55,15 @@
  *            "gopmi-xjob-ack" and waits until "gopmi-xjob" is gone
  *   hwloc    the job attribute PMI_hwloc_xmlfile must name a readable hwloc
  *            topology (an XML file with a <topology> element)
+ *   late     every rank puts late-k<rank>, fences; the upper half of the
+ *            ranks (rank >= size/2: the last node's, in block order)
+ *            prints its pid and finalizes at once (once the file named
+ *            by hold=PATH exists, if given), and each lower rank r reads
+ *            late-k<size/2 + r % (size - size/2)> only once that rank is
+ *            gone: when the file named by wait=PATH exists (the test
+ *            makes it once it saw the finished node's ranks and server
+ *            exit), or after sleep=MS (default 300) without wait=. Data
+ *            put in a job stays readable until the job ends.
  * Options after the mode: "nosemi" keeps ';' out of every value (hydra cuts
  * values at the first ';'), "len=N" sets the long value length.
  *
@@ -646,6 +655,43 @@ static void mode_long(int len)
     }
 }
 
+/* await_file waits up to 60 s for path to exist. */
+static void await_file(const char *path, const char *why)
+{
+    for (int i = 0; access(path, F_OK) != 0; i++) {
+        if (i == 6000) gt_fail(P, rank, "%s-no-%s-in-60s", why, path);
+        usleep(10000);
+    }
+}
+
+static void mode_late(const char *hold, const char *wait, int sleep_ms)
+{
+    char key[PMI2_MAX_KEYLEN], val[PMI2_MAX_VALLEN + 1], want[PMI2_MAX_VALLEN + 1];
+    int vallen = 0, half = size / 2;
+
+    snprintf(key, sizeof key, "late-k%d", rank);
+    snprintf(val, sizeof val, "late value of rank %d", rank);
+    if (PMI2_KVS_Put(key, val) != PMI2_SUCCESS) gt_fail(P, rank, "late-put");
+    fence("late");
+    if (rank >= half) {
+        printf("ok " P " rank=%d step=late-gone pid=%d\n", rank, (int)getpid());
+        if (hold[0]) await_file(hold, "late-hold");
+        return;
+    }
+    if (wait[0]) {
+        await_file(wait, "late-wait");
+    } else {
+        usleep(sleep_ms * 1000);
+    }
+    int peer = half + rank % (size - half);
+    snprintf(key, sizeof key, "late-k%d", peer);
+    snprintf(want, sizeof want, "late value of rank %d", peer);
+    memset(val, 0, sizeof val);
+    get_key(key, val, sizeof val, &vallen, "late");
+    if (strcmp(val, want) != 0) gt_fail(P, rank, "late-%s-got-[%s]", key, val);
+    printf("ok " P " rank=%d step=late-read peer=%d\n", rank, peer);
+}
+
 static void mode_hwloc(void)
 {
     char val[PMI2_MAX_VALLEN + 1] = "", buf[4096];
@@ -712,6 +758,8 @@ int main(int argc, char **argv)
         mode_ring();
     else if (strcmp(mode, "hwloc") == 0)
         mode_hwloc();
+    else if (strcmp(mode, "late") == 0)
+        mode_late(gt_arg(argc, argv, "hold", ""), gt_arg(argc, argv, "wait", ""), atoi(gt_arg(argc, argv, "sleep", "300")));
     else if (strcmp(mode, "long") == 0)
         mode_long(atoi(gt_arg(argc, argv, "len", "1024")));
     else

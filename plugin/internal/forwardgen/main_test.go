@@ -45,7 +45,7 @@ func TestReadContract(t *testing.T) {
 		names = append(names, m.Name)
 	}
 	want := []string{"GetInfo", "Configure", "ClientConnected", "ClientFinalized", "Abort", "Fence", "DirectModex",
-		"Publish", "Lookup", "Unpublish", "Spawn", "Connect", "Disconnect", "Query", "Log", "NotifyEvent", "AwaitEvents"}
+		"Publish", "Lookup", "Unpublish", "Spawn", "Connect", "Disconnect", "Query", "Log", "NotifyEvent", "AwaitEvents", "Depart"}
 	if !slices.Equal(names, want) {
 		t.Errorf("methods %v\nwant %v", names, want)
 	}
@@ -64,7 +64,7 @@ func TestReadContract(t *testing.T) {
 	for _, cp := range c.Caps {
 		caps = append(caps, cp.Const+"="+cp.Iface)
 	}
-	if got := strings.Join(caps, " "); got != "CapPublish=Publisher CapSpawn=Spawner CapConnect=Connector CapQuery=Querier CapLog=Logger CapNotify=EventNotifier CapEvents=EventWatcher" {
+	if got := strings.Join(caps, " "); got != "CapPublish=Publisher CapSpawn=Spawner CapConnect=Connector CapQuery=Querier CapLog=Logger CapNotify=EventNotifier CapEvents=EventWatcher CapDepart=Departer" {
 		t.Errorf("capabilities %s", got)
 	}
 }

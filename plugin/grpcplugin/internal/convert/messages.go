@@ -500,3 +500,16 @@ func FromAwaitEventsResponse(in *rmv1.AwaitEventsResponse) *plugin.AwaitEventsRe
 		Missed: in.GetMissed(),
 	}
 }
+
+// ToDepartRequest converts a Depart request.
+func ToDepartRequest(in *plugin.DepartRequest) *rmv1.DepartRequest {
+	if in == nil {
+		in = &plugin.DepartRequest{}
+	}
+	return &rmv1.DepartRequest{Procs: mapSlice(in.Procs, toProc), Node: in.Node, Data: in.Data}
+}
+
+// FromDepartRequest converts a Depart request.
+func FromDepartRequest(in *rmv1.DepartRequest) *plugin.DepartRequest {
+	return &plugin.DepartRequest{Procs: mapSlice(in.GetProcs(), fromProc), Node: in.GetNode(), Data: in.GetData()}
+}

@@ -155,3 +155,10 @@ func (r *remote) AwaitEvents(ctx context.Context, req *plugin.AwaitEventsRequest
 	}
 	return convert.FromAwaitEventsResponse(resp), nil
 }
+
+// Depart converts the request, calls the service and converts the
+// answer or the error back.
+func (r *remote) Depart(ctx context.Context, req *plugin.DepartRequest) error {
+	_, err := call(ctx, r, "depart", convert.ToDepartRequest(req), r.c.Depart)
+	return err
+}

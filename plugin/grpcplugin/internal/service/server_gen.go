@@ -170,3 +170,12 @@ func (s *server) AwaitEvents(ctx context.Context, req *rmv1.AwaitEventsRequest) 
 	}
 	return convert.ToAwaitEventsResponse(resp), nil
 }
+
+// Depart converts the request, calls the backend and converts its
+// answer; an error travels as a status.
+func (s *server) Depart(ctx context.Context, req *rmv1.DepartRequest) (*rmv1.DepartResponse, error) {
+	if err := s.b.Depart(ctx, convert.FromDepartRequest(req)); err != nil {
+		return nil, convert.ToStatus(err)
+	}
+	return &rmv1.DepartResponse{}, nil
+}

@@ -2788,6 +2788,109 @@ func (x *AwaitEventsResponse) GetMissed() bool {
 	return false
 }
 
+// DepartRequest names the departing node's processes of a job.
+type DepartRequest struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// procs are the node's processes of the job.
+	Procs []*Proc `protobuf:"bytes,1,rep,name=procs,proto3" json:"procs,omitempty"`
+	// node is the node's name, for messages.
+	Node string `protobuf:"bytes,2,opt,name=node,proto3" json:"node,omitempty"`
+	// data is the node's data the callee does not hold yet: empty from a
+	// host; a backend that keeps its node's parts and relays to another
+	// hands them on in it.
+	Data          []byte `protobuf:"bytes,3,opt,name=data,proto3" json:"data,omitempty"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DepartRequest) Reset() {
+	*x = DepartRequest{}
+	mi := &file_gopmi_rm_v1_rm_proto_msgTypes[42]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DepartRequest) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DepartRequest) ProtoMessage() {}
+
+func (x *DepartRequest) ProtoReflect() protoreflect.Message {
+	mi := &file_gopmi_rm_v1_rm_proto_msgTypes[42]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DepartRequest.ProtoReflect.Descriptor instead.
+func (*DepartRequest) Descriptor() ([]byte, []int) {
+	return file_gopmi_rm_v1_rm_proto_rawDescGZIP(), []int{42}
+}
+
+func (x *DepartRequest) GetProcs() []*Proc {
+	if x != nil {
+		return x.Procs
+	}
+	return nil
+}
+
+func (x *DepartRequest) GetNode() string {
+	if x != nil {
+		return x.Node
+	}
+	return ""
+}
+
+func (x *DepartRequest) GetData() []byte {
+	if x != nil {
+		return x.Data
+	}
+	return nil
+}
+
+// DepartResponse is empty.
+type DepartResponse struct {
+	state         protoimpl.MessageState `protogen:"open.v1"`
+	unknownFields protoimpl.UnknownFields
+	sizeCache     protoimpl.SizeCache
+}
+
+func (x *DepartResponse) Reset() {
+	*x = DepartResponse{}
+	mi := &file_gopmi_rm_v1_rm_proto_msgTypes[43]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *DepartResponse) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*DepartResponse) ProtoMessage() {}
+
+func (x *DepartResponse) ProtoReflect() protoreflect.Message {
+	mi := &file_gopmi_rm_v1_rm_proto_msgTypes[43]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use DepartResponse.ProtoReflect.Descriptor instead.
+func (*DepartResponse) Descriptor() ([]byte, []int) {
+	return file_gopmi_rm_v1_rm_proto_rawDescGZIP(), []int{43}
+}
+
 // Event is one kept event.
 type Event struct {
 	state protoimpl.MessageState `protogen:"open.v1"`
@@ -2801,7 +2904,7 @@ type Event struct {
 
 func (x *Event) Reset() {
 	*x = Event{}
-	mi := &file_gopmi_rm_v1_rm_proto_msgTypes[42]
+	mi := &file_gopmi_rm_v1_rm_proto_msgTypes[44]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -2813,7 +2916,7 @@ func (x *Event) String() string {
 func (*Event) ProtoMessage() {}
 
 func (x *Event) ProtoReflect() protoreflect.Message {
-	mi := &file_gopmi_rm_v1_rm_proto_msgTypes[42]
+	mi := &file_gopmi_rm_v1_rm_proto_msgTypes[44]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -2826,7 +2929,7 @@ func (x *Event) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Event.ProtoReflect.Descriptor instead.
 func (*Event) Descriptor() ([]byte, []int) {
-	return file_gopmi_rm_v1_rm_proto_rawDescGZIP(), []int{42}
+	return file_gopmi_rm_v1_rm_proto_rawDescGZIP(), []int{44}
 }
 
 func (x *Event) GetSeq() uint64 {
@@ -3001,7 +3104,12 @@ const file_gopmi_rm_v1_rm_proto_rawDesc = "" +
 	"\atimeout\x18\x03 \x01(\v2\x19.google.protobuf.DurationR\atimeout\"Y\n" +
 	"\x13AwaitEventsResponse\x12*\n" +
 	"\x06events\x18\x01 \x03(\v2\x12.gopmi.rm.v1.EventR\x06events\x12\x16\n" +
-	"\x06missed\x18\x02 \x01(\bR\x06missed\"P\n" +
+	"\x06missed\x18\x02 \x01(\bR\x06missed\"`\n" +
+	"\rDepartRequest\x12'\n" +
+	"\x05procs\x18\x01 \x03(\v2\x11.gopmi.rm.v1.ProcR\x05procs\x12\x12\n" +
+	"\x04node\x18\x02 \x01(\tR\x04node\x12\x12\n" +
+	"\x04data\x18\x03 \x01(\fR\x04data\"\x10\n" +
+	"\x0eDepartResponse\"P\n" +
 	"\x05Event\x12\x10\n" +
 	"\x03seq\x18\x01 \x01(\x04R\x03seq\x125\n" +
 	"\x05event\x18\x02 \x01(\v2\x1f.gopmi.rm.v1.NotifyEventRequestR\x05event*i\n" +
@@ -3017,7 +3125,7 @@ const file_gopmi_rm_v1_rm_proto_rawDesc = "" +
 	"\x16PERSISTENCE_FIRST_READ\x10\x02\x12\x14\n" +
 	"\x10PERSISTENCE_PROC\x10\x03\x12\x13\n" +
 	"\x0fPERSISTENCE_APP\x10\x04\x12\x17\n" +
-	"\x13PERSISTENCE_SESSION\x10\x052\x80\n" +
+	"\x13PERSISTENCE_SESSION\x10\x052\xc3\n" +
 	"\n" +
 	"\x16ResourceManagerService\x12D\n" +
 	"\aGetInfo\x12\x1b.gopmi.rm.v1.GetInfoRequest\x1a\x1c.gopmi.rm.v1.GetInfoResponse\x12J\n" +
@@ -3037,7 +3145,8 @@ const file_gopmi_rm_v1_rm_proto_rawDesc = "" +
 	"\x05Query\x12\x19.gopmi.rm.v1.QueryRequest\x1a\x1a.gopmi.rm.v1.QueryResponse\x128\n" +
 	"\x03Log\x12\x17.gopmi.rm.v1.LogRequest\x1a\x18.gopmi.rm.v1.LogResponse\x12P\n" +
 	"\vNotifyEvent\x12\x1f.gopmi.rm.v1.NotifyEventRequest\x1a .gopmi.rm.v1.NotifyEventResponse\x12P\n" +
-	"\vAwaitEvents\x12\x1f.gopmi.rm.v1.AwaitEventsRequest\x1a .gopmi.rm.v1.AwaitEventsResponseB/Z-github.com/gopmi/gopmi/proto/gopmi/rm/v1;rmv1b\x06proto3"
+	"\vAwaitEvents\x12\x1f.gopmi.rm.v1.AwaitEventsRequest\x1a .gopmi.rm.v1.AwaitEventsResponse\x12A\n" +
+	"\x06Depart\x12\x1a.gopmi.rm.v1.DepartRequest\x1a\x1b.gopmi.rm.v1.DepartResponseB/Z-github.com/gopmi/gopmi/proto/gopmi/rm/v1;rmv1b\x06proto3"
 
 var (
 	file_gopmi_rm_v1_rm_proto_rawDescOnce sync.Once
@@ -3052,7 +3161,7 @@ func file_gopmi_rm_v1_rm_proto_rawDescGZIP() []byte {
 }
 
 var file_gopmi_rm_v1_rm_proto_enumTypes = make([]protoimpl.EnumInfo, 2)
-var file_gopmi_rm_v1_rm_proto_msgTypes = make([]protoimpl.MessageInfo, 43)
+var file_gopmi_rm_v1_rm_proto_msgTypes = make([]protoimpl.MessageInfo, 45)
 var file_gopmi_rm_v1_rm_proto_goTypes = []any{
 	(Range)(0),                      // 0: gopmi.rm.v1.Range
 	(Persistence)(0),                // 1: gopmi.rm.v1.Persistence
@@ -3098,8 +3207,10 @@ var file_gopmi_rm_v1_rm_proto_goTypes = []any{
 	(*NotifyEventResponse)(nil),     // 41: gopmi.rm.v1.NotifyEventResponse
 	(*AwaitEventsRequest)(nil),      // 42: gopmi.rm.v1.AwaitEventsRequest
 	(*AwaitEventsResponse)(nil),     // 43: gopmi.rm.v1.AwaitEventsResponse
-	(*Event)(nil),                   // 44: gopmi.rm.v1.Event
-	(*durationpb.Duration)(nil),     // 45: google.protobuf.Duration
+	(*DepartRequest)(nil),           // 44: gopmi.rm.v1.DepartRequest
+	(*DepartResponse)(nil),          // 45: gopmi.rm.v1.DepartResponse
+	(*Event)(nil),                   // 46: gopmi.rm.v1.Event
+	(*durationpb.Duration)(nil),     // 47: google.protobuf.Duration
 }
 var file_gopmi_rm_v1_rm_proto_depIdxs = []int32{
 	6,  // 0: gopmi.rm.v1.Job.nodes:type_name -> gopmi.rm.v1.Node
@@ -3114,10 +3225,10 @@ var file_gopmi_rm_v1_rm_proto_depIdxs = []int32{
 	2,  // 9: gopmi.rm.v1.AbortRequest.targets:type_name -> gopmi.rm.v1.Proc
 	2,  // 10: gopmi.rm.v1.FenceRequest.procs:type_name -> gopmi.rm.v1.Proc
 	2,  // 11: gopmi.rm.v1.FenceRequest.local_procs:type_name -> gopmi.rm.v1.Proc
-	45, // 12: gopmi.rm.v1.FenceRequest.timeout:type_name -> google.protobuf.Duration
+	47, // 12: gopmi.rm.v1.FenceRequest.timeout:type_name -> google.protobuf.Duration
 	2,  // 13: gopmi.rm.v1.DirectModexRequest.requestor:type_name -> gopmi.rm.v1.Proc
 	2,  // 14: gopmi.rm.v1.DirectModexRequest.proc:type_name -> gopmi.rm.v1.Proc
-	45, // 15: gopmi.rm.v1.DirectModexRequest.timeout:type_name -> google.protobuf.Duration
+	47, // 15: gopmi.rm.v1.DirectModexRequest.timeout:type_name -> google.protobuf.Duration
 	2,  // 16: gopmi.rm.v1.PublishRequest.proc:type_name -> gopmi.rm.v1.Proc
 	3,  // 17: gopmi.rm.v1.PublishRequest.data:type_name -> gopmi.rm.v1.Info
 	0,  // 18: gopmi.rm.v1.PublishRequest.range:type_name -> gopmi.rm.v1.Range
@@ -3125,7 +3236,7 @@ var file_gopmi_rm_v1_rm_proto_depIdxs = []int32{
 	3,  // 20: gopmi.rm.v1.PublishRequest.info:type_name -> gopmi.rm.v1.Info
 	2,  // 21: gopmi.rm.v1.LookupRequest.proc:type_name -> gopmi.rm.v1.Proc
 	0,  // 22: gopmi.rm.v1.LookupRequest.range:type_name -> gopmi.rm.v1.Range
-	45, // 23: gopmi.rm.v1.LookupRequest.timeout:type_name -> google.protobuf.Duration
+	47, // 23: gopmi.rm.v1.LookupRequest.timeout:type_name -> google.protobuf.Duration
 	3,  // 24: gopmi.rm.v1.LookupRequest.info:type_name -> gopmi.rm.v1.Info
 	2,  // 25: gopmi.rm.v1.Published.publisher:type_name -> gopmi.rm.v1.Proc
 	24, // 26: gopmi.rm.v1.LookupResponse.data:type_name -> gopmi.rm.v1.Published
@@ -3137,13 +3248,13 @@ var file_gopmi_rm_v1_rm_proto_depIdxs = []int32{
 	3,  // 32: gopmi.rm.v1.SpawnRequest.job_info:type_name -> gopmi.rm.v1.Info
 	28, // 33: gopmi.rm.v1.SpawnRequest.apps:type_name -> gopmi.rm.v1.SpawnApp
 	3,  // 34: gopmi.rm.v1.SpawnRequest.preput:type_name -> gopmi.rm.v1.Info
-	45, // 35: gopmi.rm.v1.SpawnRequest.timeout:type_name -> google.protobuf.Duration
+	47, // 35: gopmi.rm.v1.SpawnRequest.timeout:type_name -> google.protobuf.Duration
 	2,  // 36: gopmi.rm.v1.ConnectRequest.procs:type_name -> gopmi.rm.v1.Proc
 	3,  // 37: gopmi.rm.v1.ConnectRequest.info:type_name -> gopmi.rm.v1.Info
-	45, // 38: gopmi.rm.v1.ConnectRequest.timeout:type_name -> google.protobuf.Duration
+	47, // 38: gopmi.rm.v1.ConnectRequest.timeout:type_name -> google.protobuf.Duration
 	2,  // 39: gopmi.rm.v1.DisconnectRequest.procs:type_name -> gopmi.rm.v1.Proc
 	3,  // 40: gopmi.rm.v1.DisconnectRequest.info:type_name -> gopmi.rm.v1.Info
-	45, // 41: gopmi.rm.v1.DisconnectRequest.timeout:type_name -> google.protobuf.Duration
+	47, // 41: gopmi.rm.v1.DisconnectRequest.timeout:type_name -> google.protobuf.Duration
 	3,  // 42: gopmi.rm.v1.Query.qualifiers:type_name -> gopmi.rm.v1.Info
 	2,  // 43: gopmi.rm.v1.QueryRequest.proc:type_name -> gopmi.rm.v1.Proc
 	35, // 44: gopmi.rm.v1.QueryRequest.queries:type_name -> gopmi.rm.v1.Query
@@ -3154,48 +3265,51 @@ var file_gopmi_rm_v1_rm_proto_depIdxs = []int32{
 	2,  // 49: gopmi.rm.v1.NotifyEventRequest.source:type_name -> gopmi.rm.v1.Proc
 	0,  // 50: gopmi.rm.v1.NotifyEventRequest.range:type_name -> gopmi.rm.v1.Range
 	3,  // 51: gopmi.rm.v1.NotifyEventRequest.info:type_name -> gopmi.rm.v1.Info
-	45, // 52: gopmi.rm.v1.AwaitEventsRequest.timeout:type_name -> google.protobuf.Duration
-	44, // 53: gopmi.rm.v1.AwaitEventsResponse.events:type_name -> gopmi.rm.v1.Event
-	40, // 54: gopmi.rm.v1.Event.event:type_name -> gopmi.rm.v1.NotifyEventRequest
-	4,  // 55: gopmi.rm.v1.ResourceManagerService.GetInfo:input_type -> gopmi.rm.v1.GetInfoRequest
-	9,  // 56: gopmi.rm.v1.ResourceManagerService.Configure:input_type -> gopmi.rm.v1.ConfigureRequest
-	11, // 57: gopmi.rm.v1.ResourceManagerService.ClientConnected:input_type -> gopmi.rm.v1.ClientConnectedRequest
-	13, // 58: gopmi.rm.v1.ResourceManagerService.ClientFinalized:input_type -> gopmi.rm.v1.ClientFinalizedRequest
-	15, // 59: gopmi.rm.v1.ResourceManagerService.Abort:input_type -> gopmi.rm.v1.AbortRequest
-	17, // 60: gopmi.rm.v1.ResourceManagerService.Fence:input_type -> gopmi.rm.v1.FenceRequest
-	19, // 61: gopmi.rm.v1.ResourceManagerService.DirectModex:input_type -> gopmi.rm.v1.DirectModexRequest
-	21, // 62: gopmi.rm.v1.ResourceManagerService.Publish:input_type -> gopmi.rm.v1.PublishRequest
-	23, // 63: gopmi.rm.v1.ResourceManagerService.Lookup:input_type -> gopmi.rm.v1.LookupRequest
-	26, // 64: gopmi.rm.v1.ResourceManagerService.Unpublish:input_type -> gopmi.rm.v1.UnpublishRequest
-	29, // 65: gopmi.rm.v1.ResourceManagerService.Spawn:input_type -> gopmi.rm.v1.SpawnRequest
-	31, // 66: gopmi.rm.v1.ResourceManagerService.Connect:input_type -> gopmi.rm.v1.ConnectRequest
-	33, // 67: gopmi.rm.v1.ResourceManagerService.Disconnect:input_type -> gopmi.rm.v1.DisconnectRequest
-	36, // 68: gopmi.rm.v1.ResourceManagerService.Query:input_type -> gopmi.rm.v1.QueryRequest
-	38, // 69: gopmi.rm.v1.ResourceManagerService.Log:input_type -> gopmi.rm.v1.LogRequest
-	40, // 70: gopmi.rm.v1.ResourceManagerService.NotifyEvent:input_type -> gopmi.rm.v1.NotifyEventRequest
-	42, // 71: gopmi.rm.v1.ResourceManagerService.AwaitEvents:input_type -> gopmi.rm.v1.AwaitEventsRequest
-	5,  // 72: gopmi.rm.v1.ResourceManagerService.GetInfo:output_type -> gopmi.rm.v1.GetInfoResponse
-	10, // 73: gopmi.rm.v1.ResourceManagerService.Configure:output_type -> gopmi.rm.v1.ConfigureResponse
-	12, // 74: gopmi.rm.v1.ResourceManagerService.ClientConnected:output_type -> gopmi.rm.v1.ClientConnectedResponse
-	14, // 75: gopmi.rm.v1.ResourceManagerService.ClientFinalized:output_type -> gopmi.rm.v1.ClientFinalizedResponse
-	16, // 76: gopmi.rm.v1.ResourceManagerService.Abort:output_type -> gopmi.rm.v1.AbortResponse
-	18, // 77: gopmi.rm.v1.ResourceManagerService.Fence:output_type -> gopmi.rm.v1.FenceResponse
-	20, // 78: gopmi.rm.v1.ResourceManagerService.DirectModex:output_type -> gopmi.rm.v1.DirectModexResponse
-	22, // 79: gopmi.rm.v1.ResourceManagerService.Publish:output_type -> gopmi.rm.v1.PublishResponse
-	25, // 80: gopmi.rm.v1.ResourceManagerService.Lookup:output_type -> gopmi.rm.v1.LookupResponse
-	27, // 81: gopmi.rm.v1.ResourceManagerService.Unpublish:output_type -> gopmi.rm.v1.UnpublishResponse
-	30, // 82: gopmi.rm.v1.ResourceManagerService.Spawn:output_type -> gopmi.rm.v1.SpawnResponse
-	32, // 83: gopmi.rm.v1.ResourceManagerService.Connect:output_type -> gopmi.rm.v1.ConnectResponse
-	34, // 84: gopmi.rm.v1.ResourceManagerService.Disconnect:output_type -> gopmi.rm.v1.DisconnectResponse
-	37, // 85: gopmi.rm.v1.ResourceManagerService.Query:output_type -> gopmi.rm.v1.QueryResponse
-	39, // 86: gopmi.rm.v1.ResourceManagerService.Log:output_type -> gopmi.rm.v1.LogResponse
-	41, // 87: gopmi.rm.v1.ResourceManagerService.NotifyEvent:output_type -> gopmi.rm.v1.NotifyEventResponse
-	43, // 88: gopmi.rm.v1.ResourceManagerService.AwaitEvents:output_type -> gopmi.rm.v1.AwaitEventsResponse
-	72, // [72:89] is the sub-list for method output_type
-	55, // [55:72] is the sub-list for method input_type
-	55, // [55:55] is the sub-list for extension type_name
-	55, // [55:55] is the sub-list for extension extendee
-	0,  // [0:55] is the sub-list for field type_name
+	47, // 52: gopmi.rm.v1.AwaitEventsRequest.timeout:type_name -> google.protobuf.Duration
+	46, // 53: gopmi.rm.v1.AwaitEventsResponse.events:type_name -> gopmi.rm.v1.Event
+	2,  // 54: gopmi.rm.v1.DepartRequest.procs:type_name -> gopmi.rm.v1.Proc
+	40, // 55: gopmi.rm.v1.Event.event:type_name -> gopmi.rm.v1.NotifyEventRequest
+	4,  // 56: gopmi.rm.v1.ResourceManagerService.GetInfo:input_type -> gopmi.rm.v1.GetInfoRequest
+	9,  // 57: gopmi.rm.v1.ResourceManagerService.Configure:input_type -> gopmi.rm.v1.ConfigureRequest
+	11, // 58: gopmi.rm.v1.ResourceManagerService.ClientConnected:input_type -> gopmi.rm.v1.ClientConnectedRequest
+	13, // 59: gopmi.rm.v1.ResourceManagerService.ClientFinalized:input_type -> gopmi.rm.v1.ClientFinalizedRequest
+	15, // 60: gopmi.rm.v1.ResourceManagerService.Abort:input_type -> gopmi.rm.v1.AbortRequest
+	17, // 61: gopmi.rm.v1.ResourceManagerService.Fence:input_type -> gopmi.rm.v1.FenceRequest
+	19, // 62: gopmi.rm.v1.ResourceManagerService.DirectModex:input_type -> gopmi.rm.v1.DirectModexRequest
+	21, // 63: gopmi.rm.v1.ResourceManagerService.Publish:input_type -> gopmi.rm.v1.PublishRequest
+	23, // 64: gopmi.rm.v1.ResourceManagerService.Lookup:input_type -> gopmi.rm.v1.LookupRequest
+	26, // 65: gopmi.rm.v1.ResourceManagerService.Unpublish:input_type -> gopmi.rm.v1.UnpublishRequest
+	29, // 66: gopmi.rm.v1.ResourceManagerService.Spawn:input_type -> gopmi.rm.v1.SpawnRequest
+	31, // 67: gopmi.rm.v1.ResourceManagerService.Connect:input_type -> gopmi.rm.v1.ConnectRequest
+	33, // 68: gopmi.rm.v1.ResourceManagerService.Disconnect:input_type -> gopmi.rm.v1.DisconnectRequest
+	36, // 69: gopmi.rm.v1.ResourceManagerService.Query:input_type -> gopmi.rm.v1.QueryRequest
+	38, // 70: gopmi.rm.v1.ResourceManagerService.Log:input_type -> gopmi.rm.v1.LogRequest
+	40, // 71: gopmi.rm.v1.ResourceManagerService.NotifyEvent:input_type -> gopmi.rm.v1.NotifyEventRequest
+	42, // 72: gopmi.rm.v1.ResourceManagerService.AwaitEvents:input_type -> gopmi.rm.v1.AwaitEventsRequest
+	44, // 73: gopmi.rm.v1.ResourceManagerService.Depart:input_type -> gopmi.rm.v1.DepartRequest
+	5,  // 74: gopmi.rm.v1.ResourceManagerService.GetInfo:output_type -> gopmi.rm.v1.GetInfoResponse
+	10, // 75: gopmi.rm.v1.ResourceManagerService.Configure:output_type -> gopmi.rm.v1.ConfigureResponse
+	12, // 76: gopmi.rm.v1.ResourceManagerService.ClientConnected:output_type -> gopmi.rm.v1.ClientConnectedResponse
+	14, // 77: gopmi.rm.v1.ResourceManagerService.ClientFinalized:output_type -> gopmi.rm.v1.ClientFinalizedResponse
+	16, // 78: gopmi.rm.v1.ResourceManagerService.Abort:output_type -> gopmi.rm.v1.AbortResponse
+	18, // 79: gopmi.rm.v1.ResourceManagerService.Fence:output_type -> gopmi.rm.v1.FenceResponse
+	20, // 80: gopmi.rm.v1.ResourceManagerService.DirectModex:output_type -> gopmi.rm.v1.DirectModexResponse
+	22, // 81: gopmi.rm.v1.ResourceManagerService.Publish:output_type -> gopmi.rm.v1.PublishResponse
+	25, // 82: gopmi.rm.v1.ResourceManagerService.Lookup:output_type -> gopmi.rm.v1.LookupResponse
+	27, // 83: gopmi.rm.v1.ResourceManagerService.Unpublish:output_type -> gopmi.rm.v1.UnpublishResponse
+	30, // 84: gopmi.rm.v1.ResourceManagerService.Spawn:output_type -> gopmi.rm.v1.SpawnResponse
+	32, // 85: gopmi.rm.v1.ResourceManagerService.Connect:output_type -> gopmi.rm.v1.ConnectResponse
+	34, // 86: gopmi.rm.v1.ResourceManagerService.Disconnect:output_type -> gopmi.rm.v1.DisconnectResponse
+	37, // 87: gopmi.rm.v1.ResourceManagerService.Query:output_type -> gopmi.rm.v1.QueryResponse
+	39, // 88: gopmi.rm.v1.ResourceManagerService.Log:output_type -> gopmi.rm.v1.LogResponse
+	41, // 89: gopmi.rm.v1.ResourceManagerService.NotifyEvent:output_type -> gopmi.rm.v1.NotifyEventResponse
+	43, // 90: gopmi.rm.v1.ResourceManagerService.AwaitEvents:output_type -> gopmi.rm.v1.AwaitEventsResponse
+	45, // 91: gopmi.rm.v1.ResourceManagerService.Depart:output_type -> gopmi.rm.v1.DepartResponse
+	74, // [74:92] is the sub-list for method output_type
+	56, // [56:74] is the sub-list for method input_type
+	56, // [56:56] is the sub-list for extension type_name
+	56, // [56:56] is the sub-list for extension extendee
+	0,  // [0:56] is the sub-list for field type_name
 }
 
 func init() { file_gopmi_rm_v1_rm_proto_init() }
@@ -3209,7 +3323,7 @@ func file_gopmi_rm_v1_rm_proto_init() {
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_gopmi_rm_v1_rm_proto_rawDesc), len(file_gopmi_rm_v1_rm_proto_rawDesc)),
 			NumEnums:      2,
-			NumMessages:   43,
+			NumMessages:   45,
 			NumExtensions: 0,
 			NumServices:   1,
 		},

@@ -123,6 +123,7 @@ const (
 	ResourceManagerService_Log_FullMethodName             = "/gopmi.rm.v1.ResourceManagerService/Log"
 	ResourceManagerService_NotifyEvent_FullMethodName     = "/gopmi.rm.v1.ResourceManagerService/NotifyEvent"
 	ResourceManagerService_AwaitEvents_FullMethodName     = "/gopmi.rm.v1.ResourceManagerService/AwaitEvents"
+	ResourceManagerService_Depart_FullMethodName          = "/gopmi.rm.v1.ResourceManagerService/Depart"
 )
 
 // ResourceManagerServiceClient is the client API for ResourceManagerService service.
@@ -171,6 +172,11 @@ type ResourceManagerServiceClient interface {
 	// AwaitEvents waits for the clients' events a job's processes are to
 	// hear (capability "events"; new in 1.1).
 	AwaitEvents(ctx context.Context, in *AwaitEventsRequest, opts ...grpc.CallOption) (*AwaitEventsResponse, error)
+	// Depart is a node's host's last call for a job on several nodes, once
+	// its processes finalized and its fences completed: the backend keeps
+	// the node's data readable without the node (capability "depart",
+	// contract 1.2).
+	Depart(ctx context.Context, in *DepartRequest, opts ...grpc.CallOption) (*DepartResponse, error)
 }
 
 type resourceManagerServiceClient struct {
@@ -351,6 +357,16 @@ func (c *resourceManagerServiceClient) AwaitEvents(ctx context.Context, in *Awai
 	return out, nil
 }
 
+func (c *resourceManagerServiceClient) Depart(ctx context.Context, in *DepartRequest, opts ...grpc.CallOption) (*DepartResponse, error) {
+	cOpts := append([]grpc.CallOption{grpc.StaticMethod()}, opts...)
+	out := new(DepartResponse)
+	err := c.cc.Invoke(ctx, ResourceManagerService_Depart_FullMethodName, in, out, cOpts...)
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // ResourceManagerServiceServer is the server API for ResourceManagerService service.
 // All implementations must embed UnimplementedResourceManagerServiceServer
 // for forward compatibility.
@@ -397,6 +413,11 @@ type ResourceManagerServiceServer interface {
 	// AwaitEvents waits for the clients' events a job's processes are to
 	// hear (capability "events"; new in 1.1).
 	AwaitEvents(context.Context, *AwaitEventsRequest) (*AwaitEventsResponse, error)
+	// Depart is a node's host's last call for a job on several nodes, once
+	// its processes finalized and its fences completed: the backend keeps
+	// the node's data readable without the node (capability "depart",
+	// contract 1.2).
+	Depart(context.Context, *DepartRequest) (*DepartResponse, error)
 	mustEmbedUnimplementedResourceManagerServiceServer()
 }
 
@@ -457,6 +478,9 @@ func (UnimplementedResourceManagerServiceServer) NotifyEvent(context.Context, *N
 }
 func (UnimplementedResourceManagerServiceServer) AwaitEvents(context.Context, *AwaitEventsRequest) (*AwaitEventsResponse, error) {
 	return nil, status.Error(codes.Unimplemented, "method AwaitEvents not implemented")
+}
+func (UnimplementedResourceManagerServiceServer) Depart(context.Context, *DepartRequest) (*DepartResponse, error) {
+	return nil, status.Error(codes.Unimplemented, "method Depart not implemented")
 }
 func (UnimplementedResourceManagerServiceServer) mustEmbedUnimplementedResourceManagerServiceServer() {
 }
@@ -786,6 +810,24 @@ func _ResourceManagerService_AwaitEvents_Handler(srv interface{}, ctx context.Co
 	return interceptor(ctx, in, info, handler)
 }
 
+func _ResourceManagerService_Depart_Handler(srv interface{}, ctx context.Context, dec func(interface{}) error, interceptor grpc.UnaryServerInterceptor) (interface{}, error) {
+	in := new(DepartRequest)
+	if err := dec(in); err != nil {
+		return nil, err
+	}
+	if interceptor == nil {
+		return srv.(ResourceManagerServiceServer).Depart(ctx, in)
+	}
+	info := &grpc.UnaryServerInfo{
+		Server:     srv,
+		FullMethod: ResourceManagerService_Depart_FullMethodName,
+	}
+	handler := func(ctx context.Context, req interface{}) (interface{}, error) {
+		return srv.(ResourceManagerServiceServer).Depart(ctx, req.(*DepartRequest))
+	}
+	return interceptor(ctx, in, info, handler)
+}
+
 // ResourceManagerService_ServiceDesc is the grpc.ServiceDesc for ResourceManagerService service.
 // It's only intended for direct use with grpc.RegisterService,
 // and not to be introspected or modified (even as a copy)
@@ -860,6 +902,10 @@ var ResourceManagerService_ServiceDesc = grpc.ServiceDesc{
 		{
 			MethodName: "AwaitEvents",
 			Handler:    _ResourceManagerService_AwaitEvents_Handler,
+		},
+		{
+			MethodName: "Depart",
+			Handler:    _ResourceManagerService_Depart_Handler,
 		},
 	},
 	Streams:  []grpc.StreamDesc{},
