@@ -127,7 +127,6 @@ func (p *peers) unreachedLately(i int, mark bool) bool {
 	return ok && time.Since(t) < probeAgain
 }
 
-
 // departedData is the data node index i handed over when it departed.
 func (p *peers) departedData(i int) ([]byte, bool) {
 	p.mu.Lock()
