@@ -49,7 +49,9 @@ func Face(ctx context.Context, job plugin.Job, node int32, fence time.Duration, 
 		return nil, nil, err
 	}
 	stop := func() {
-		if err := s.Close(); err != nil {
+		// The process ends next: libpmix is left, not finalized, once
+		// it has sent what it queued (the last clients' finalize).
+		if err := s.Leave(); err != nil {
 			log.Warn().Err(err).Msg("pmix: close the server")
 		}
 		os.RemoveAll(dir)

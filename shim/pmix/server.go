@@ -156,11 +156,35 @@ func Start(opts Options) (*Server, error) {
 // Close fails nothing new, waits for the backend calls in flight (each
 // bounded by its time-out) and finalizes libpmix, which removes its files.
 func (s *Server) Close() error {
+	return s.close(true)
+}
+
+// Leave is Close for a process that ends next: libpmix's server is left
+// to the process's end instead of being finalized, once its event loop
+// has sent what it queued. PMIx_server_finalize, stopping that loop while
+// its answers to the last clients' finalize were still queued, closed
+// their sockets before it deleted their write events, and libevent said
+// "[warn] Epoll MOD(1) on fd N failed ... Bad file descriptor" on the
+// server's stderr (6 Open MPI hellos in 40 under gopmi run -n 4); waiting
+// for the clients to close their sockets first made every job's end wait
+// for its tasks' exit (mpirun's server ends after its tasks). Its
+// rendezvous files and data store are in directories the caller
+// removes; the kernel closes the sockets.
+func (s *Server) Leave() error {
+	s.awaitFlushed()
+	return s.close(false)
+}
+
+func (s *Server) close(finalize bool) error {
 	s.mu.Lock()
 	s.closed = true
 	s.mu.Unlock()
 	s.stop()
 	s.calls.Wait()
+	if !finalize {
+		current.Store(nil)
+		return nil
+	}
 	err := status(C.gopmi_server_finalize())
 	current.Store(nil)
 	if err != nil {
@@ -825,6 +849,41 @@ const cutRecent = 10 * time.Second
 // ever.
 const cutAfter = 200 * time.Millisecond
 
+// listeningSockets are libpmix's listening sockets, read once: libpmix
+// makes its listener at its init.
+func (s *Server) listeningSockets() ([]net.TCPAddr, error) {
+	s.mu.Lock()
+	listening := s.listening
+	s.mu.Unlock()
+	if listening != nil {
+		return listening, nil
+	}
+	listening, err := listeners("/proc/self/net", "/proc/self/fd")
+	if err != nil {
+		return nil, err
+	}
+	s.mu.Lock()
+	s.listening = listening
+	s.mu.Unlock()
+	return listening, nil
+}
+
+// flushWait bounds how long Leave waits for libpmix to send what it
+// queued.
+const flushWait = 100 * time.Millisecond
+
+// awaitFlushed returns once libpmix's event loop wants to write to no
+// connection (see leaving), or after flushWait.
+func (s *Server) awaitFlushed() {
+	deadline := time.Now().Add(flushWait)
+	for pause := 50 * time.Microsecond; time.Now().Before(deadline); pause = min(2*pause, 2*time.Millisecond) {
+		if w, err := pendingWrites("/proc/self/fd", "/proc/self/fdinfo"); err != nil || w == 0 {
+			return
+		}
+		time.Sleep(pause)
+	}
+}
+
 // guard refuses the call it is asked for (ErrPermission) while a
 // connection to the server has a peer of another user or not on this
 // host (intruders, toolpeer.go), or when it cannot tell: the call may be
@@ -834,18 +893,7 @@ const cutAfter = 200 * time.Millisecond
 // abort, spawn, publish, unpublish, lookup, log, event), not a client's
 // connect nor its fences.
 func (s *Server) guard(what string) error {
-	s.mu.Lock()
-	listening := s.listening
-	s.mu.Unlock()
-	var err error
-	if listening == nil {
-		// libpmix's listener is made at its init, once.
-		if listening, err = listeners("/proc/self/net", "/proc/self/fd"); err == nil {
-			s.mu.Lock()
-			s.listening = listening
-			s.mu.Unlock()
-		}
-	}
+	listening, err := s.listeningSockets()
 	var in []intruder
 	if err == nil {
 		in, err = intruders("/proc/self/net", "/proc/self/fd", os.Geteuid(), listening)

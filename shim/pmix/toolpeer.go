@@ -3,7 +3,10 @@ package pmix
 import (
 	"fmt"
 	"net"
+	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
 
 	"github.com/gopmi/gopmi/plugin/peercred"
 )
@@ -113,3 +116,44 @@ func intruders(netDir, fdDir string, self int, listening []net.TCPAddr) ([]intru
 	}
 	return kept, nil
 }
+
+// pendingWrites counts the descriptors a level-triggered epoll instance
+// of this process (libevent's, libpmix's event loop) waits to write to:
+// a connection its loop still has something queued for. The Go runtime's
+// netpoller registers every descriptor edge-triggered, for reading and
+// writing alike, and is not counted. fdDir and infoDir are the process's
+// /proc fd and fdinfo directories.
+func pendingWrites(fdDir, infoDir string) (int, error) {
+	entries, err := os.ReadDir(fdDir)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, e := range entries {
+		target, err := os.Readlink(filepath.Join(fdDir, e.Name()))
+		if err != nil || target != "anon_inode:[eventpoll]" {
+			continue
+		}
+		info, err := os.ReadFile(filepath.Join(infoDir, e.Name()))
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(info), "\n") {
+			f := strings.Fields(line)
+			if len(f) < 4 || f[0] != "tfd:" || f[2] != "events:" {
+				continue
+			}
+			ev, err := strconv.ParseUint(f[3], 16, 32)
+			if err == nil && ev&epollOut != 0 && ev&epollET == 0 {
+				n++
+			}
+		}
+	}
+	return n, nil
+}
+
+// The epoll event bits pendingWrites reads (linux/eventpoll.h).
+const (
+	epollOut = 0x004
+	epollET  = 1 << 31
+)

@@ -78,3 +78,35 @@ func TestIntruders(t *testing.T) {
 		t.Error("no listening socket of the server's, and no error")
 	}
 }
+
+// pendingWrites counts the registrations of level-triggered epoll
+// instances that ask to write (libevent's, with something queued), not
+// the Go runtime's, which are edge-triggered for reading and writing.
+func TestPendingWrites(t *testing.T) {
+	dir := t.TempDir()
+	fdDir, infoDir := filepath.Join(dir, "fd"), filepath.Join(dir, "fdinfo")
+	for _, d := range []string{fdDir, infoDir} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	write := func(fd, target, info string) {
+		if err := os.Symlink(target, filepath.Join(fdDir, fd)); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(infoDir, fd), []byte(info), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	const head = "pos:\t0\nflags:\t02000002\nmnt_id:\t17\nino:\t1038\n"
+	// Go's netpoller: edge-triggered, reading and writing.
+	write("6", "anon_inode:[eventpoll]", head+"tfd:        5 events: 8000201d data: 3f916e392e000006  pos:145 ino:f0000100 sdev:15\n"+
+		"tfd:        7 events:       19 data:          12aeb48  pos:0 ino:40e sdev:10\n")
+	// libevent's: client 21 reading only, client 20 with a write queued.
+	write("11", "anon_inode:[eventpoll]", head+"tfd:       21 events:       19 data:               15  pos:0 ino:17ee4b sdev:9\n"+
+		"tfd:       20 events:       1d data:               14  pos:0 ino:17ee4a sdev:9\n")
+	write("12", "socket:[99]", "pos:\t0\n")
+	if n, err := pendingWrites(fdDir, infoDir); err != nil || n != 1 {
+		t.Errorf("pendingWrites = %d, %v; want 1 (fd 20 of the level-triggered instance)", n, err)
+	}
+}
