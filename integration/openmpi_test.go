@@ -54,7 +54,7 @@ func TestOpenMPIFailsLoudly(t *testing.T) {
 	if r.ExitCode == 0 || strings.Contains(r.Stdout, "size=1") {
 		t.Fatalf("an Open MPI hello ran as singletons:\n%s", output(r))
 	}
-	hint := "is built with Open MPI (it links libmpi.so.40), which speaks PMIx: run it with gopmi run -pmix"
+	hint := "is built with Open MPI (it links libmpi.so.40), which speaks PMIx, and this run serves none (GOPMI_PMIX=0, or -pmi-port)"
 	if n := strings.Count(r.Stderr, hint); n != 1 {
 		t.Errorf("the explanation appears %d times; want once:\n%s", n, output(r))
 	}
@@ -743,9 +743,11 @@ func TestOpenMPISpawn(t *testing.T) {
 }
 
 // Debian's python3-mpi4py (Open MPI, loaded by the interpreter at run
-// time, so that nothing on the command line shows it) runs under gopmi
-// run and srun with GOPMI_PMIX=1, and without it fails in its own
-// MPI_Init, never as singletons.
+// time, so that nothing on the command line shows it) and a shell script
+// that runs an Open MPI program run under gopmi run with no flag, on one
+// and on two nodes (the node's PMIx server starts at the rendezvous when
+// a task first connects), and under srun; with GOPMI_PMIX=0 Open MPI
+// fails in its own MPI_Init, never as singletons.
 func TestMpi4py(t *testing.T) {
 	begin(t)
 	if err := pmixShim(); err != nil {
@@ -771,10 +773,29 @@ print(f"ok mpi4py rank={c.Get_rank()} size={c.Get_size()} sum={c.allreduce(c.Get
 		}
 	}
 	r := runArgv(t, runOpts{env: []string{"GOPMI_PMIX=1"}}, gopmiArgv("-n", "3", py, script))
-	check(t, r, 3, "gopmi run")
+	check(t, r, 3, "gopmi run with GOPMI_PMIX=1")
+	// With no flag: every task gets the PMIx environment of its node's
+	// rendezvous, whose server starts at the first connection.
 	r = runArgv(t, runOpts{}, gopmiArgv("-n", "2", py, script))
+	check(t, r, 2, "gopmi run, no flag")
+	r = runArgv(t, runOpts{}, gopmiArgv("-ppn", "1", "-n", "2", py, script))
+	check(t, r, 2, "gopmi run -ppn 1, no flag")
+	// A shell script that runs an Open MPI program: nothing on the
+	// command line shows it.
+	hello := buildOpenMPI(t, "mpi_hello")
+	for _, args := range [][]string{{"-n", "4"}, {"-ppn", "2", "-n", "4"}} {
+		r = runArgv(t, runOpts{}, gopmiArgv(append(args, "sh", "-c", hello)...))
+		for rank := range 4 {
+			if want := fmt.Sprintf("ok hello rank=%d size=4 sum=10", rank); r.ExitCode != 0 || !strings.Contains(r.Stdout, want) {
+				t.Errorf("sh -c <Open MPI hello> %v, no flag: lacks %q: %s", args, want, output(r))
+			}
+		}
+	}
+	// PMIx turned off: Open MPI fails in its MPI_Init, never as
+	// singletons.
+	r = runArgv(t, runOpts{env: []string{"GOPMI_PMIX=0"}}, gopmiArgv("-n", "2", py, script))
 	if r.ExitCode == 0 || strings.Contains(r.Stdout, "size=1") || !strings.Contains(r.Stderr, "An error occurred in MPI_Init") {
-		t.Errorf("without GOPMI_PMIX, mpi4py did not fail in its MPI_Init: %s", output(r))
+		t.Errorf("with GOPMI_PMIX=0, mpi4py did not fail in its MPI_Init: %s", output(r))
 	}
 	if shimMode() {
 		return

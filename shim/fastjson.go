@@ -299,6 +299,7 @@ func bootstrapFields(b *shimv1.Bootstrap) []fastField {
 		{"logLevel", "log_level", func(d *fastDec) { b.LogLevel = d.str() }},
 		{"pmiDebug", "pmi_debug", func(d *fastDec) { b.PmiDebug = d.boolean() }},
 		{"pmix", "pmix", func(d *fastDec) { b.Pmix = d.boolean() }},
+		{"pmixRendezvousFd", "pmix_rendezvous_fd", func(d *fastDec) { b.PmixRendezvousFd = d.str() }},
 		{"pmiPortSecret", "pmi_port_secret", func(d *fastDec) { b.PmiPortSecret = d.str() }},
 	}
 }

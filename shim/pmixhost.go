@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"os"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -20,7 +21,11 @@ import (
 // ctx ended, or the face failed, after it stopped serving.
 // node is the job's node this shim serves; fence bounds a fence whose
 // clients gave no time-out (the shim's fence time-out).
-type PMIxFace func(ctx context.Context, job plugin.Job, node int32, fence time.Duration, be plugin.Full, log zerolog.Logger) (env []string, wait func(context.Context) error, err error)
+// rendezvous, when set, is the listener the tasks were told to reach
+// their server at before it existed (the bootstrap's
+// pmix_rendezvous_fd): the face's server listens on it, and the face owns
+// it.
+type PMIxFace func(ctx context.Context, job plugin.Job, node int32, fence time.Duration, be plugin.Full, rendezvous *os.File, log zerolog.Logger) (env []string, wait func(context.Context) error, err error)
 
 // errTasksEnded is a stop on SIGHUP: the step daemon saw every task of
 // the node end.
@@ -35,6 +40,13 @@ func (s *server) runPMIx(ctx context.Context) error {
 	c := s.cfg
 	if s.rc.PMIx == nil {
 		return fmt.Errorf("%w: job %s is a PMIx job, and this shim serves PMI-1 and PMI-2 only: gopmi-pmix (gopmi-slurm-pmix under Slurm) serves PMIx", serve.ErrUsage, c.Job.Nspace)
+	}
+	rendezvous, err := s.rendezvous()
+	if err != nil {
+		return err
+	}
+	if rendezvous != nil {
+		defer rendezvous.Close()
 	}
 	path, err := s.backendBinary()
 	if err != nil {
@@ -75,7 +87,7 @@ func (s *server) runPMIx(ctx context.Context) error {
 			}
 		}()
 	}
-	env, wait, err := s.rc.PMIx(fctx, c.Job, c.NodeID, c.Timeouts.Fence, st.Backend, s.log)
+	env, wait, err := s.rc.PMIx(fctx, c.Job, c.NodeID, c.Timeouts.Fence, st.Backend, rendezvous, s.log)
 	if err != nil {
 		return fmt.Errorf("%w: %w", serve.ErrJobFailed, err)
 	}
@@ -105,4 +117,35 @@ func (s *server) runPMIx(ctx context.Context) error {
 		s.log.Debug().Err(nerr).Msg("report stopping")
 	}
 	return err
+}
+
+// rendezvous is the inherited listener the bootstrap's pmix_rendezvous_fd
+// names, nil when it names none; every other inherited fd is closed.
+func (s *server) rendezvous() (*os.File, error) {
+	name := s.cfg.PMIxRendezvous
+	if name == "" {
+		return nil, nil
+	}
+	var files []*os.File
+	var err error
+	if s.rc.Files != nil {
+		files, err = s.rc.Files()
+	} else {
+		files, err = inheritedFiles()
+	}
+	if err != nil {
+		return nil, err
+	}
+	var found *os.File
+	for _, f := range files {
+		if f.Name() == name && found == nil {
+			found = f
+			continue
+		}
+		_ = f.Close()
+	}
+	if found == nil {
+		return nil, fmt.Errorf("%w: pmix_rendezvous_fd %q: no such inherited fd (LISTEN_FDNAMES)", serve.ErrUsage, name)
+	}
+	return found, nil
 }

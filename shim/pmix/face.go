@@ -31,7 +31,7 @@ const DirPrefix = "gopmi-pmix-"
 // the server stopped. fence bounds each fence the node's clients gave no
 // time-out (PMIX_TIMEOUT) once libpmix hands it over: libpmix itself
 // waits for every local client of a fence, without one.
-func Face(ctx context.Context, job plugin.Job, node int32, fence time.Duration, be plugin.Full, log zerolog.Logger) ([]string, func(context.Context) error, error) {
+func Face(ctx context.Context, job plugin.Job, node int32, fence time.Duration, be plugin.Full, rendezvous *os.File, log zerolog.Logger) ([]string, func(context.Context) error, error) {
 	// Under the tools' system tmpdir, named for the job, so that a tool
 	// narrowed to it (PMIX_SYSTEM_TMPDIR=<dir> pps) finds this server.
 	dir, err := os.MkdirTemp("", fmt.Sprintf("%s%s.%d-", DirPrefix, job.Nspace, node))
@@ -42,7 +42,7 @@ func Face(ctx context.Context, job plugin.Job, node int32, fence time.Duration, 
 	if data == "" {
 		log.Debug().Str("dir", dir).Msg("pmix: the shared data store stays in TMPDIR (no tmpfs with room at " + shmDir + ")")
 	}
-	s, err := Start(Options{Backend: be, TmpDir: dir, DataDir: data, ID: fmt.Sprintf("%s.%d", job.Nspace, node), Tools: true, Logger: log, FenceTimeout: fence})
+	s, err := Start(Options{Backend: be, TmpDir: dir, DataDir: data, ID: ServerID(job.Nspace, node), Tools: true, Logger: log, FenceTimeout: fence, Rendezvous: rendezvous})
 	if err != nil {
 		os.RemoveAll(dir)
 		dropData()
@@ -63,6 +63,8 @@ func Face(ctx context.Context, job plugin.Job, node int32, fence time.Duration, 
 		stop()
 		return nil, nil, err
 	}
+	// The clients waiting at a rendezvous may come in now.
+	s.OpenGate()
 	env, err := common(envs)
 	if err != nil {
 		stop()

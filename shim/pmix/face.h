@@ -37,4 +37,11 @@ int gopmi_notify(int code, const char *nspace, uint32_t rank, int range, char **
 void gopmi_lookup_done(pmix_lookup_cbfunc_t f, int status, size_t n, char **nspaces, uint32_t *ranks,
                        char **keys, char **vals, void *cbdata);
 
+/* The rendezvous (rendezvous.c): libpmix's listener becomes fd at its
+ * next bind; gopmi_adopted says whether it did; accept waits for
+ * gopmi_open_gate. */
+void gopmi_adopt_listener(int fd);
+int gopmi_adopted(void);
+void gopmi_open_gate(void);
+
 #endif

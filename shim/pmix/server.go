@@ -28,6 +28,7 @@ import (
 	"unsafe"
 
 	"github.com/rs/zerolog"
+	"golang.org/x/sys/unix"
 
 	"github.com/gopmi/gopmi/plugin"
 	"github.com/gopmi/gopmi/plugin/peercred"
@@ -53,7 +54,13 @@ type Options struct {
 	// FenceTimeout bounds a fence whose clients gave no PMIX_TIMEOUT;
 	// default plugin.DefaultFenceTimeout.
 	FenceTimeout time.Duration
-	Logger       zerolog.Logger
+	// Rendezvous, when set, is the listening TCP socket (127.0.0.1) the
+	// clients were told to reach this server at (RendezvousEnv) before
+	// it existed: libpmix listens on it instead of a socket of its own
+	// (rendezvous.c), and accepts only once OpenGate (after the job's
+	// registration). Start takes a copy; the caller closes its own.
+	Rendezvous *os.File
+	Logger     zerolog.Logger
 }
 
 // Server is a process's PMIx server.
@@ -145,12 +152,51 @@ func Start(opts Options) (*Server, error) {
 	if opts.Tools {
 		tools = 1
 	}
+	if opts.Rendezvous != nil {
+		fd, err := dupCloexec(opts.Rendezvous)
+		if err != nil {
+			current.Store(nil)
+			stop()
+			return nil, fmt.Errorf("pmix: rendezvous: %w", err)
+		}
+		C.gopmi_adopt_listener(C.int(fd))
+	}
 	if err := status(C.gopmi_server_init(tmp, data, id, tools)); err != nil {
 		current.Store(nil)
 		stop()
+		C.gopmi_open_gate()
 		return nil, fmt.Errorf("pmix: server init: %w", err)
 	}
+	if opts.Rendezvous != nil && C.gopmi_adopted() == 0 {
+		// libpmix made no TCP listener: the clients would wait at the
+		// rendezvous for ever.
+		C.gopmi_server_finalize()
+		current.Store(nil)
+		stop()
+		C.gopmi_open_gate()
+		return nil, errors.New("pmix: server init: libpmix did not listen on the rendezvous (no TCP listener of its own was made)")
+	}
 	return s, nil
+}
+
+// OpenGate lets libpmix accept the clients waiting at the rendezvous:
+// call it once their job is registered (a client of a job libpmix does not
+// know is refused). Without a rendezvous it does nothing.
+func (s *Server) OpenGate() { C.gopmi_open_gate() }
+
+// dupCloexec is a close-on-exec copy of f's descriptor, in blocking mode
+// as libpmix wants it until it sets its own.
+func dupCloexec(f *os.File) (int, error) {
+	raw, err := f.SyscallConn()
+	if err != nil {
+		return -1, err
+	}
+	fd := -1
+	var derr error
+	if err := raw.Control(func(u uintptr) { fd, derr = unix.FcntlInt(u, unix.F_DUPFD_CLOEXEC, 0) }); err != nil {
+		return -1, err
+	}
+	return fd, derr
 }
 
 // Close fails nothing new, waits for the backend calls in flight (each

@@ -1,8 +1,10 @@
 package pmix
 
 import (
+	"net"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 )
 
@@ -108,5 +110,38 @@ func TestPendingWrites(t *testing.T) {
 	write("12", "socket:[99]", "pos:\t0\n")
 	if n, err := pendingWrites(fdDir, infoDir); err != nil || n != 1 {
 		t.Errorf("pendingWrites = %d, %v; want 1 (fd 20 of the level-triggered instance)", n, err)
+	}
+}
+
+// A task told to reach its server at a rendezvous gets what a libpmix
+// 4.x client needs before the server exists: the server's URI under
+// every name a client looks for, as namespace ServerID and rank 0, and
+// the hash store (the shared-memory store's directory is named by the
+// server's pid).
+func TestRendezvousEnv(t *testing.T) {
+	env := RendezvousEnv("gopmi.7.0", 1, &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 4242}, "vm")
+	want := map[string]string{
+		"PMIX_NAMESPACE":     "gopmi.7.0",
+		"PMIX_SERVER_URI41":  "gopmi.7.0.1.0;tcp4://127.0.0.1:4242",
+		"PMIX_SERVER_URI4":   "gopmi.7.0.1.0;tcp4://127.0.0.1:4242",
+		"PMIX_SERVER_URI3":   "gopmi.7.0.1.0;tcp4://127.0.0.1:4242",
+		"PMIX_SERVER_URI21":  "gopmi.7.0.1.0;tcp4://127.0.0.1:4242",
+		"PMIX_SERVER_URI2":   "gopmi.7.0.1.0;tcp4://127.0.0.1:4242",
+		"PMIX_GDS_MODULE":    "hash",
+		"PMIX_SECURITY_MODE": "native",
+		"PMIX_HOSTNAME":      "vm",
+	}
+	got := map[string]string{}
+	for _, e := range env {
+		k, v, _ := strings.Cut(e, "=")
+		got[k] = v
+	}
+	for k, v := range want {
+		if got[k] != v {
+			t.Errorf("%s=%q, want %q", k, got[k], v)
+		}
+	}
+	if _, ok := got["PMIX_RANK"]; ok {
+		t.Error("PMIX_RANK is each task's own")
 	}
 }

@@ -79,6 +79,10 @@ type Config struct {
 	// PMIx: the tasks are PMIx clients, served by the PMIx face (they
 	// have no fds; see the bootstrap's pmix).
 	PMIx bool
+	// PMIxRendezvous names the inherited listener the tasks were told to
+	// reach their PMIx server at (the bootstrap's pmix_rendezvous_fd);
+	// "" when libpmix makes its own.
+	PMIxRendezvous string
 }
 
 // Task is one local task and the fd it reaches the server on ("" for
@@ -303,7 +307,14 @@ func (c *Config) setNodeAndTasks(b *shimv1.Bootstrap) error {
 	c.NodeID = b.GetNodeId()
 	c.PortFD = b.GetPmiPortFd()
 	c.PMIx = b.GetPmix()
+	c.PMIxRendezvous = b.GetPmixRendezvousFd()
 	c.PortSecret = b.GetPmiPortSecret()
+	switch {
+	case c.PMIxRendezvous != "" && !c.PMIx:
+		return fieldErr("pmix_rendezvous_fd", "%q without pmix: only a PMIx server takes a rendezvous", c.PMIxRendezvous)
+	case strings.Contains(c.PMIxRendezvous, ":"):
+		return fieldErr("pmix_rendezvous_fd", "%q contains ':', the LISTEN_FDNAMES separator", c.PMIxRendezvous)
+	}
 
 	mine := map[int32]bool{}
 	for _, r := range local {

@@ -129,6 +129,13 @@ func TestNewConfigErrors(t *testing.T) {
 		msg   string // a part of the message
 	}{
 		{"version 0", func(b *shimv1.Bootstrap) { b.Version = 0 }, "version", "got 0"},
+		{"rendezvous without pmix", func(b *shimv1.Bootstrap) { b.PmixRendezvousFd = "pmix-rendezvous" }, "pmix_rendezvous_fd", "without pmix"},
+		{"rendezvous name", func(b *shimv1.Bootstrap) {
+			b.Pmix, b.PmixRendezvousFd = true, "a:b"
+			for _, t := range b.Tasks {
+				t.FdName = ""
+			}
+		}, "pmix_rendezvous_fd", "LISTEN_FDNAMES separator"},
 		{"version 2", func(b *shimv1.Bootstrap) { b.Version = 2 }, "version", "speaks 1"},
 		{"no job", func(b *shimv1.Bootstrap) { b.Job = nil }, "job", "missing"},
 		{"no nspace", func(b *shimv1.Bootstrap) { b.Job.Nspace = "" }, "job.nspace", "empty"},

@@ -102,22 +102,24 @@ func bootstrapJSON(b *shimv1.Bootstrap) ([]byte, error) {
 		Shutdown     string `json:"shutdown,omitempty"`
 	}
 	type bootstrap struct {
-		Version   uint32    `json:"version,omitempty"`
-		Job       *job      `json:"job,omitempty"`
-		NodeID    int32     `json:"nodeId,omitempty"`
-		Tasks     []task    `json:"tasks,omitempty"`
-		Backend   *backend  `json:"backend,omitempty"`
-		Limits    *limits   `json:"limits,omitempty"`
-		Timeouts  *timeouts `json:"timeouts,omitempty"`
-		FenceMode string    `json:"fenceMode,omitempty"`
-		PmiPortFd string    `json:"pmiPortFd,omitempty"`
-		LogLevel  string    `json:"logLevel,omitempty"`
-		PmiDebug  bool      `json:"pmiDebug,omitempty"`
-		Secret    string    `json:"pmiPortSecret,omitempty"`
-		PMIx      bool      `json:"pmix,omitempty"`
+		Version    uint32    `json:"version,omitempty"`
+		Job        *job      `json:"job,omitempty"`
+		NodeID     int32     `json:"nodeId,omitempty"`
+		Tasks      []task    `json:"tasks,omitempty"`
+		Backend    *backend  `json:"backend,omitempty"`
+		Limits     *limits   `json:"limits,omitempty"`
+		Timeouts   *timeouts `json:"timeouts,omitempty"`
+		FenceMode  string    `json:"fenceMode,omitempty"`
+		PmiPortFd  string    `json:"pmiPortFd,omitempty"`
+		Rendezvous string    `json:"pmixRendezvousFd,omitempty"`
+		LogLevel   string    `json:"logLevel,omitempty"`
+		PmiDebug   bool      `json:"pmiDebug,omitempty"`
+		Secret     string    `json:"pmiPortSecret,omitempty"`
+		PMIx       bool      `json:"pmix,omitempty"`
 	}
 	out := bootstrap{Version: b.GetVersion(), NodeID: b.GetNodeId(), PmiPortFd: str(b.GetPmiPortFd()),
-		LogLevel: str(b.GetLogLevel()), PmiDebug: b.GetPmiDebug(), Secret: str(b.GetPmiPortSecret()), PMIx: b.GetPmix()}
+		LogLevel: str(b.GetLogLevel()), PmiDebug: b.GetPmiDebug(), Secret: str(b.GetPmiPortSecret()), PMIx: b.GetPmix(),
+		Rendezvous: str(b.GetPmixRendezvousFd())}
 	if m := b.GetFenceMode(); m != shimv1.FenceMode_FENCE_MODE_UNSPECIFIED {
 		out.FenceMode = m.String()
 	}

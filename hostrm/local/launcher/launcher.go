@@ -72,10 +72,17 @@ type Launcher struct {
 	shimPath string // with shims
 	rmPath   string // with shims
 	start    *starter
-	addr     string // the universe's address, with shims
-	u        *local.Universe
-	hints    hints // explains failed tasks by their program
-	seq      int   // notify socket names; guarded by mu
+	addr     string // the universe's address once served; guarded by mu
+	// A rendezvous's server (rendezvous.go) needs gopmi-pmix and
+	// gopmi-rm-local, and the universe served: univStop stops what
+	// ensureUniverse served, guarded by univMu.
+	rendezvous bool
+	pmixPath   string
+	univMu     sync.Mutex
+	univStop   func()
+	u          *local.Universe
+	hints      hints // explains failed tasks by their program
+	seq        int   // notify socket names; guarded by mu
 
 	// Test hooks: onTaskStart is called (without mu) after a task
 	// started, onJobEnd (with mu held) when a job's last process ended.
@@ -182,6 +189,7 @@ func New(cfg Config) (*Launcher, error) {
 			return nil, err
 		}
 	}
+	l.rendezvous = l.rendezvousOn()
 	l.u = local.NewUniverse(local.UniverseOptions{
 		Hostname:     cfg.Hostname,
 		PPN:          cfg.PPN,
@@ -241,6 +249,11 @@ func (l *Launcher) Run(ctx context.Context) (int, error) {
 	}
 	l.start = newStarter()
 	defer func() {
+		l.univMu.Lock()
+		if l.univStop != nil {
+			l.univStop()
+		}
+		l.univMu.Unlock()
 		l.u.Close()
 		l.start.close()
 		l.mu.Lock()
@@ -279,6 +292,30 @@ func (l *Launcher) Run(ctx context.Context) (int, error) {
 	return status, nil
 }
 
+// universeAddr is where the universe is served, "" before it is.
+func (l *Launcher) universeAddr() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.addr
+}
+
+// ensureUniverse serves the universe, unless it is served already: a
+// rendezvous's PMIx server (a process of its own) needs it, in a run
+// that did not.
+func (l *Launcher) ensureUniverse() error {
+	l.univMu.Lock()
+	defer l.univMu.Unlock()
+	if l.universeAddr() != "" {
+		return nil
+	}
+	stop, err := l.serveUniverse()
+	if err != nil {
+		return err
+	}
+	l.univStop = stop
+	return nil
+}
+
 // serveUniverse serves the universe to the shims' backends (and the node
 // daemon) on an abstract unix socket, and returns what stops it.
 func (l *Launcher) serveUniverse() (stop func(), err error) {
@@ -286,7 +323,9 @@ func (l *Launcher) serveUniverse() (stop func(), err error) {
 	if err != nil {
 		return nil, fmt.Errorf("listen for the universe: %w", err)
 	}
+	l.mu.Lock()
 	l.addr = addr
+	l.mu.Unlock()
 	ctx, cancel := context.WithCancel(context.Background())
 	served := make(chan error, 1)
 	go func() {

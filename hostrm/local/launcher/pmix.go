@@ -52,7 +52,7 @@ func (h *hints) pmixProgram(path string) string {
 	}
 	hint := ""
 	if linksOpenMPI(path) {
-		hint = fmt.Sprintf("gopmi: %s is built with Open MPI (it links %s), which speaks PMIx: run it with gopmi run -pmix (or GOPMI_PMIX=1), which serves PMIx through gopmi-pmix",
+		hint = fmt.Sprintf("gopmi: %s is built with Open MPI (it links %s), which speaks PMIx, and this run serves none (GOPMI_PMIX=0, or -pmi-port): run it without them",
 			path, openMPILib)
 	}
 	h.seen[path] = hint
@@ -96,23 +96,7 @@ func (l *Launcher) startPMIxTasks(rj *runJob, s *nodeStart, base []string) error
 	if len(face) == 0 {
 		return fmt.Errorf("job %s node %d: %s said nothing of its tasks' environment", j.Nspace, s.rn.node.ID, PMIxBinary)
 	}
-	var defaults []string
-	onHost := len(s.rn.node.Ranks)
-	if l.cfg.PPN > 0 {
-		onHost = int(j.Size) // simulated nodes share this host's cores
-	}
-	if onHost > runtime.NumCPU() {
-		// More ranks than cores: Open MPI's ranks must yield when they
-		// wait, as its own mpirun tells them when it oversubscribes a
-		// node; spinning, 64 ranks on 2 cores took 1.2x mpirun's time.
-		defaults = append(defaults, "OMPI_MCA_mpi_yield_when_idle=1")
-	}
-	if l.cfg.PPN > 0 {
-		// Simulated nodes share one host: Open MPI's shared-memory
-		// transport between ranks it was told are on other nodes
-		// crashes (vader). The environment may say otherwise.
-		defaults = append(defaults, "OMPI_MCA_btl=self,tcp")
-	}
+	defaults := l.openMPIDefaults(rj, s)
 	for _, r := range s.rn.node.Ranks {
 		app := l.appOf(rj, r)
 		env := append(append(append(append([]string(nil), defaults...), base...), face...), "PMIX_RANK="+strconv.Itoa(int(r)))
@@ -126,6 +110,29 @@ func (l *Launcher) startPMIxTasks(rj *runJob, s *nodeStart, base []string) error
 		go l.reapTask(rj, t, cmd, out)
 	}
 	return nil
+}
+
+// openMPIDefaults are the Open MPI settings a node's PMIx tasks get
+// (before the environment, which may say otherwise).
+func (l *Launcher) openMPIDefaults(rj *runJob, s *nodeStart) []string {
+	var defaults []string
+	onHost := len(s.rn.node.Ranks)
+	if l.cfg.PPN > 0 {
+		onHost = int(rj.spec.Job.Size) // simulated nodes share this host's cores
+	}
+	if onHost > runtime.NumCPU() {
+		// More ranks than cores: Open MPI's ranks must yield when they
+		// wait, as its own mpirun tells them when it oversubscribes a
+		// node; spinning, 64 ranks on 2 cores took 1.2x mpirun's time.
+		defaults = append(defaults, "OMPI_MCA_mpi_yield_when_idle=1")
+	}
+	if l.cfg.PPN > 0 {
+		// Simulated nodes share one host: Open MPI's shared-memory
+		// transport between ranks it was told are on other nodes
+		// crashes (vader). The environment may say otherwise.
+		defaults = append(defaults, "OMPI_MCA_btl=self,tcp")
+	}
+	return defaults
 }
 
 // openMPIApps reports whether every program of apps, resolved as Run

@@ -16,34 +16,35 @@ import (
 	"github.com/gopmi/gopmi/hostrm/link"
 	"github.com/gopmi/gopmi/hostrm/local/forwarder"
 	"github.com/gopmi/gopmi/plugin"
+	shimv1 "github.com/gopmi/gopmi/proto/gopmi/shim/v1"
 	"github.com/gopmi/gopmi/shim/serve"
 	"github.com/gopmi/gopmi/shim/sockdir"
 )
 
 // shimProc is a node served by a gopmi-shim process.
 type shimProc struct {
-	pid    int // 0 until started; written once, with mu held
+	pid    int    // 0 until started; written once, with mu held
+	name   string // the binary's name: gopmi-shim, gopmi-pmix
+	pmix   bool   // a PMIx server: its directories go once it is reaped
 	tail   *tailWriter
 	notify *notifier
+}
+
+// serverSpec is how a node's server process starts: its binary, the
+// listeners and sockets it inherits (LISTEN_FDS, by name) and its
+// bootstrap, made on exec's stdin goroutine while the tasks start.
+type serverSpec struct {
+	path, name string
+	pmix       bool
+	files      []*os.File
+	names      []string
+	boot       func() *shimv1.Bootstrap
 }
 
 // startShim starts one node's gopmi-shim (on the starter's thread) and
 // closes the launcher's copies of the shim's ends.
 func (l *Launcher) startShim(rj *runJob, s *nodeStart) error {
 	ns := rj.spec.Job.Nspace
-	l.mu.Lock()
-	path := link.AbstractName("n" + strconv.Itoa(l.seq))
-	l.seq++
-	l.mu.Unlock()
-	n, err := newNotifier(path, l.log.With().Str("job", ns).Int32("node", s.rn.node.ID).Logger())
-	if err != nil {
-		return fmt.Errorf("job %s node %d: notify socket: %w", ns, s.rn.node.ID, err)
-	}
-	sp := &shimProc{notify: n, tail: &tailWriter{w: l.out, quiet: &l.quiet}}
-	l.mu.Lock()
-	s.rn.shim = sp
-	l.mu.Unlock()
-
 	files, names := s.servers, make([]string, 0, len(s.servers))
 	if s.port != nil {
 		f, err := s.port.(*net.TCPListener).File()
@@ -57,42 +58,11 @@ func (l *Launcher) startShim(rj *runJob, s *nodeStart) error {
 			names = append(names, taskFDName(r))
 		}
 	}
-	env := childEnv(os.Environ())
-	if os.Getenv("GOPMI_LOG_FORMAT") == "" {
-		env = append(env, "GOPMI_LOG_FORMAT=console")
-	}
-	env = append(env,
-		forwarder.EnvUniverse+"="+l.addr,
-		"LISTEN_FDS="+strconv.Itoa(len(files)),
-		"LISTEN_FDNAMES="+strings.Join(names, ":"),
-		"NOTIFY_SOCKET="+n.conn.LocalAddr().String(),
-	)
-	index := 0
-	for i, nd := range rj.spec.Job.Nodes {
-		if nd.ID == s.rn.node.ID {
-			index = i
-		}
-	}
-	cmd := &exec.Cmd{
-		Path: l.shimPath,
-		Args: []string{l.shimName()},
-		Env:  env,
-		Dir:  "/",
-		// The bootstrap is built on exec's stdin goroutine, while the
-		// tasks start: the shim reads it only once its runtime is up.
-		Stdin: &lazyReader{make: func() ([]byte, error) {
-			return bootstrapJSON(l.bootstrap(rj.spec, index, rj.secret))
-		}},
-		Stdout:     l.out,
-		Stderr:     sp.tail,
-		ExtraFiles: files,
-		// Its own process group: a terminal's ^C reaches the tasks, and
-		// gopmi run decides when the shims go.
-		SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
-		WaitDelay:   time.Second,
-	}
-	if err := startChild(cmd); err != nil {
-		return fmt.Errorf("start %s for job %s node %d: %w", l.shimPath, ns, s.rn.node.ID, err)
+	index := nodeIndex(rj.spec.Job, s.rn.node.ID)
+	spec := serverSpec{path: l.shimPath, name: l.shimName(), pmix: l.cfg.PMIx, files: files, names: names,
+		boot: func() *shimv1.Bootstrap { return l.bootstrap(rj.spec, index, rj.secret) }}
+	if err := l.startServer(rj, s.rn, spec); err != nil {
+		return err
 	}
 	for _, f := range s.servers {
 		f.Close()
@@ -102,23 +72,84 @@ func (l *Launcher) startShim(rj *runJob, s *nodeStart) error {
 		s.port.Close()
 		s.port = nil
 	}
+	return nil
+}
+
+// nodeIndex is node id's index in job's layout.
+func nodeIndex(job plugin.Job, id int32) int {
+	for i, nd := range job.Nodes {
+		if nd.ID == id {
+			return i
+		}
+	}
+	return 0
+}
+
+// startServer starts a server process of rn's node (on the starter's
+// thread), reaped by reapShim.
+func (l *Launcher) startServer(rj *runJob, rn *runNode, spec serverSpec) error {
+	ns := rj.spec.Job.Nspace
+	l.mu.Lock()
+	path := link.AbstractName("n" + strconv.Itoa(l.seq))
+	l.seq++
+	l.mu.Unlock()
+	n, err := newNotifier(path, l.log.With().Str("job", ns).Int32("node", rn.node.ID).Logger())
+	if err != nil {
+		return fmt.Errorf("job %s node %d: notify socket: %w", ns, rn.node.ID, err)
+	}
+	sp := &shimProc{name: spec.name, pmix: spec.pmix, notify: n, tail: &tailWriter{w: l.out, quiet: &l.quiet}}
+	l.mu.Lock()
+	rn.shim = sp
+	l.mu.Unlock()
+
+	env := childEnv(os.Environ())
+	if os.Getenv("GOPMI_LOG_FORMAT") == "" {
+		env = append(env, "GOPMI_LOG_FORMAT=console")
+	}
+	env = append(env,
+		forwarder.EnvUniverse+"="+l.universeAddr(),
+		"LISTEN_FDS="+strconv.Itoa(len(spec.files)),
+		"LISTEN_FDNAMES="+strings.Join(spec.names, ":"),
+		"NOTIFY_SOCKET="+n.conn.LocalAddr().String(),
+	)
+	cmd := &exec.Cmd{
+		Path: spec.path,
+		Args: []string{spec.name},
+		Env:  env,
+		Dir:  "/",
+		// The bootstrap is built on exec's stdin goroutine, while the
+		// tasks start: the shim reads it only once its runtime is up.
+		Stdin: &lazyReader{make: func() ([]byte, error) {
+			return bootstrapJSON(spec.boot())
+		}},
+		Stdout:     l.out,
+		Stderr:     sp.tail,
+		ExtraFiles: spec.files,
+		// Its own process group: a terminal's ^C reaches the tasks, and
+		// gopmi run decides when the shims go.
+		SysProcAttr: &syscall.SysProcAttr{Setpgid: true},
+		WaitDelay:   time.Second,
+	}
+	if err := startChild(cmd); err != nil {
+		return fmt.Errorf("start %s for job %s node %d: %w", spec.path, ns, rn.node.ID, err)
+	}
 	l.mu.Lock()
 	sp.pid = cmd.Process.Pid
 	rj.procs++
 	if l.terminating() {
-		s.rn.stop(syscall.SIGKILL)
+		rn.stop(syscall.SIGKILL)
 	}
 	l.mu.Unlock()
-	l.log.Debug().Str("job", ns).Int32("node", s.rn.node.ID).Int("pid", cmd.Process.Pid).Msg("shim started")
-	go l.reapShim(rj, s.rn, cmd)
+	l.log.Debug().Str("job", ns).Int32("node", rn.node.ID).Int("pid", cmd.Process.Pid).Str("server", spec.name).Msg("server started")
+	go l.reapShim(rj, rn, cmd)
 	return nil
 }
 
 // waitReady waits for the shim's READY=1, its failure (ERRNO=, or an
 // exit), or ctx.
 func (l *Launcher) waitReady(ctx context.Context, rj *runJob, s *nodeStart) error {
-	what := fmt.Sprintf("%s for job %s node %d", l.shimName(), rj.spec.Job.Nspace, s.rn.node.ID)
 	sp := s.rn.shim
+	what := fmt.Sprintf("%s for job %s node %d", sp.name, rj.spec.Job.Nspace, s.rn.node.ID)
 	n := sp.notify
 	why := func() string {
 		status, errno := n.lastStatus()
@@ -172,10 +203,10 @@ func (l *Launcher) reapShim(rj *runJob, n *runNode, cmd *exec.Cmd) {
 	// A shim killed while its backend was starting could not remove
 	// its backend's socket directory.
 	sockdir.Remove(cmd.Process.Pid)
-	if l.cfg.PMIx {
+	sp := n.shim
+	if sp.pmix {
 		removePMIxDirs(rj.spec.Job.Nspace, n.node.ID)
 	}
-	sp := n.shim
 	sp.notify.close()
 	_, _, how := exitInfo(cmd.ProcessState)
 	code := cmd.ProcessState.ExitCode()
@@ -188,7 +219,7 @@ func (l *Launcher) reapShim(rj *runJob, n *runNode, cmd *exec.Cmd) {
 	if last := firstNonEmpty(status, sp.tail.lastLine()); last != "" {
 		msg = last + " (" + how + ")"
 	}
-	line := fmt.Sprintf("gopmi: %s for job %s node %d failed: %s", l.shimName(), rj.spec.Job.Nspace, n.node.ID, msg)
+	line := fmt.Sprintf("gopmi: %s for job %s node %d failed: %s", sp.name, rj.spec.Job.Nspace, n.node.ID, msg)
 	l.serverEnded(rj, n, code, how, line)
 }
 

@@ -47,6 +47,9 @@ type runJob struct {
 	secret string
 	// adopt is the singleton that is this job's rank 0, not started here.
 	adopt *Singleton
+	// rdvs are the nodes' PMIx rendezvous (rendezvous.go) still open:
+	// closed once every task ended. Guarded by mu.
+	rdvs []*rendezvous
 }
 
 type runTask struct {
@@ -88,7 +91,7 @@ func (n *runNode) stop(sig syscall.Signal) {
 // hangup tells the node's PMIx server that every task of its node ended
 // (SIGHUP). It is no stop: the server's exit status still counts.
 func (n *runNode) hangup() {
-	if !isClosed(n.exited) && n.shim != nil && n.shim.pid > 0 && !isZombie(n.shim.pid) {
+	if !isClosed(n.exited) && n.shim != nil && n.shim.pmix && n.shim.pid > 0 && !isZombie(n.shim.pid) {
 		n.hungUp = true
 		_ = syscall.Kill(n.shim.pid, syscall.SIGHUP)
 	}
@@ -113,6 +116,7 @@ type nodeStart struct {
 	clients []*os.File   // the tasks' ends, by local index; nil with PMI_PORT
 	port    net.Listener // the PMI_PORT listener until its server takes it
 	portAt  string       // its address, for the tasks' PMI_PORT
+	rdv     *rendezvous  // the node's PMIx rendezvous, or nil
 }
 
 func (ns *nodeStart) closeFiles() {
@@ -144,7 +148,7 @@ func (l *Launcher) launch(ctx context.Context, spec *local.JobSpec) (err error) 
 		cmd = spec.Apps[0].Path
 	}
 	if l.cfg.OnJob != nil {
-		l.cfg.OnJob(spec.Job, cmd, nil, l.addr)
+		l.cfg.OnJob(spec.Job, cmd, nil, l.universeAddr())
 	}
 	// Runs last, with no lock held: the job started whole.
 	defer func() {
@@ -163,7 +167,7 @@ func (l *Launcher) launch(ctx context.Context, spec *local.JobSpec) (err error) 
 			}
 		}
 		l.mu.Unlock()
-		l.cfg.OnJob(spec.Job, cmd, pids, l.addr)
+		l.cfg.OnJob(spec.Job, cmd, pids, l.universeAddr())
 	}()
 	ctx, cancel := context.WithTimeout(ctx, l.cfg.StartTimeout)
 	defer cancel()
@@ -199,6 +203,7 @@ func (l *Launcher) launch(ctx context.Context, spec *local.JobSpec) (err error) 
 		}
 		rj.launching = false
 		if err != nil {
+			closeRendezvous(rj)
 			rj.failure = err.Error()
 			rj.startFailed = true
 			// When a signal ended the run during the start, the
@@ -283,6 +288,12 @@ func (l *Launcher) launch(ctx context.Context, spec *local.JobSpec) (err error) 
 			return err
 		}
 	}
+	for _, s := range starts {
+		if s.rdv != nil {
+			go l.watchRendezvous(rj, s.rn, s.rdv)
+			s.rdv = nil // the watcher's, closed with the job's tasks
+		}
+	}
 	l.log.Debug().Str("job", ns).Int32("size", spec.Job.Size).Int("nodes", len(spec.Job.Nodes)).Msg("job started")
 	return nil
 }
@@ -319,6 +330,9 @@ func (l *Launcher) prepareNode(rj *runJob, node plugin.Node, index int) (*nodeSt
 		s.servers = append(s.servers, srv)
 		s.clients = append(s.clients, cli)
 	}
+	if l.rendezvous {
+		return s, l.listenRendezvous(rj, s)
+	}
 	return s, nil
 }
 
@@ -352,8 +366,9 @@ func (l *Launcher) bootstrap(spec *local.JobSpec, index int, secret string) *shi
 	// once (on one node it would start only when a request needs it).
 	be.StartAtOnce = l.cfg.Beyond != nil
 	if l.shims {
-		config, _ := json.Marshal(forwarder.Config{Universe: l.addr})
-		be.Path, be.Config, be.Args = l.rmPath, string(config), []string{"-universe", l.addr}
+		addr := l.universeAddr()
+		config, _ := json.Marshal(forwarder.Config{Universe: addr})
+		be.Path, be.Config, be.Args = l.rmPath, string(config), []string{"-universe", addr}
 	}
 	b := &shimv1.Bootstrap{
 		Version: 1,
@@ -385,9 +400,12 @@ func (l *Launcher) bootstrap(spec *local.JobSpec, index int, secret string) *shi
 // startTasks starts one node's tasks (on the starter's thread).
 func (l *Launcher) startTasks(rj *runJob, s *nodeStart) error {
 	j := rj.spec.Job
-	// Open MPI's direct-launch variable comes before what the user set,
-	// which may override it.
+	// Open MPI's direct-launch variable (or, with a rendezvous, the PMIx
+	// environment) comes before what the user set, which may override it.
 	base := append(childEnv(os.Environ()), openMPIDirectLaunch)
+	if s.rdv != nil {
+		base = append(base, l.rendezvousEnv(rj, s)...)
+	}
 	base = append(base, l.cfg.Env...)
 	nlocal := strconv.Itoa(len(s.rn.node.Ranks))
 	if l.cfg.PMIx {
@@ -409,6 +427,9 @@ func (l *Launcher) startTasks(rj *runJob, s *nodeStart) error {
 		)
 		if rj.spec.Spawned {
 			env = append(env, "PMI_SPAWNED=1")
+		}
+		if s.rdv != nil {
+			env = append(env, "PMIX_RANK="+strconv.Itoa(int(r)))
 		}
 		cmd := l.taskCmd(rj, r, app, env)
 		if l.cfg.PMIPort {
@@ -505,11 +526,14 @@ func (l *Launcher) reapTask(rj *runJob, t *runTask, cmd *exec.Cmd, out *output) 
 		proc: t.proc, status: status, how: how, ok: ps.Success(),
 		signaled: status > 128 && ps.ExitCode() < 0,
 	}
+	l.mu.Lock()
+	lazy := lazyPMIxServed(rj, l.nodeOf(rj, t.proc.Rank))
+	l.mu.Unlock()
 	switch st := l.u.ProcState(t.proc); {
-	case !ex.ok && !l.cfg.PMIx && (st == "pending" || st == "started"):
+	case !ex.ok && !l.cfg.PMIx && !l.rendezvous && (st == "pending" || st == "started"):
 		// It never initialized PMI: gopmi may know why.
 		ex.hint = l.hints.pmixProgram(cmd.Path)
-	case l.cfg.PMIx && st == "connected":
+	case (l.cfg.PMIx || lazy) && st == "connected":
 		// A PMI task's server sees its connection close before finalize;
 		// a PMIx task's end is seen here: the job fails as for PMI.
 		err := l.u.NotifyEvent(context.Background(), &plugin.EventRequest{Code: plugin.EventProcAborted, Source: t.proc,
@@ -573,16 +597,18 @@ func (l *Launcher) checkJobLocked(rj *runJob) {
 	if rj.ended || rj.launching {
 		return
 	}
+	if rj.running == 0 {
+		// No task is left to come to a rendezvous.
+		closeRendezvous(rj)
+	}
 	if rj.running == 0 && rj.procs > 0 && !rj.graced {
 		rj.graced = true
-		if l.cfg.PMIx {
-			// A PMIx server waits for its clients' finalize, and cannot
-			// tell a task that never connected (a program that is no
-			// PMIx client) from one not started yet: it is told that
-			// every task ended, and ends at once, cleanly.
-			for _, n := range rj.nodes {
-				n.hangup()
-			}
+		// A PMIx server waits for its clients' finalize, and cannot
+		// tell a task that never connected (a program that is no PMIx
+		// client) from one not started yet: it is told that every task
+		// ended, and ends at once, cleanly.
+		for _, n := range rj.nodes {
+			n.hangup()
 		}
 		l.after(l.cfg.ShimGrace, func() {
 			l.signalServersLocked(rj, syscall.SIGTERM)

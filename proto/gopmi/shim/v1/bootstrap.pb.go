@@ -124,9 +124,18 @@ type Bootstrap struct {
 	// PMIx face of gopmi-pmix through libpmix instead of PMI-1/PMI-2 on
 	// fds: its tasks have no fd_name, and the shim's READY carries the
 	// environment they need (GOPMI_PMIX_ENV), so they start after it.
-	Pmix          bool `protobuf:"varint,13,opt,name=pmix,proto3" json:"pmix,omitempty"`
-	unknownFields protoimpl.UnknownFields
-	sizeCache     protoimpl.SizeCache
+	Pmix bool `protobuf:"varint,13,opt,name=pmix,proto3" json:"pmix,omitempty"`
+	// pmix_rendezvous_fd, with pmix, names the inherited listening TCP
+	// socket (LISTEN_FDNAMES) the node's tasks were told to reach their
+	// PMIx server at, before the server existed: its step daemon made it,
+	// gave every task the PMIx environment that points at it, and started
+	// this server at the first connection. libpmix listens on it (the
+	// connections queued there included), and accepts once the job is
+	// registered. Empty: libpmix makes its own listener, and the tasks
+	// start with the environment READY carries.
+	PmixRendezvousFd string `protobuf:"bytes,14,opt,name=pmix_rendezvous_fd,json=pmixRendezvousFd,proto3" json:"pmix_rendezvous_fd,omitempty"`
+	unknownFields    protoimpl.UnknownFields
+	sizeCache        protoimpl.SizeCache
 }
 
 func (x *Bootstrap) Reset() {
@@ -248,6 +257,13 @@ func (x *Bootstrap) GetPmix() bool {
 		return x.Pmix
 	}
 	return false
+}
+
+func (x *Bootstrap) GetPmixRendezvousFd() string {
+	if x != nil {
+		return x.PmixRendezvousFd
+	}
+	return ""
 }
 
 // Job is the layout of the whole job, the same on every node.
@@ -876,7 +892,7 @@ var File_gopmi_shim_v1_bootstrap_proto protoreflect.FileDescriptor
 
 const file_gopmi_shim_v1_bootstrap_proto_rawDesc = "" +
 	"\n" +
-	"\x1dgopmi/shim/v1/bootstrap.proto\x12\rgopmi.shim.v1\x1a\x1egoogle/protobuf/duration.proto\"\xfa\x03\n" +
+	"\x1dgopmi/shim/v1/bootstrap.proto\x12\rgopmi.shim.v1\x1a\x1egoogle/protobuf/duration.proto\"\xa8\x04\n" +
 	"\tBootstrap\x12\x18\n" +
 	"\aversion\x18\x01 \x01(\rR\aversion\x12$\n" +
 	"\x03job\x18\x02 \x01(\v2\x12.gopmi.shim.v1.JobR\x03job\x12\x17\n" +
@@ -892,7 +908,8 @@ const file_gopmi_shim_v1_bootstrap_proto_rawDesc = "" +
 	" \x01(\tR\blogLevel\x12\x1b\n" +
 	"\tpmi_debug\x18\v \x01(\bR\bpmiDebug\x12&\n" +
 	"\x0fpmi_port_secret\x18\f \x01(\tR\rpmiPortSecret\x12\x12\n" +
-	"\x04pmix\x18\r \x01(\bR\x04pmix\"\xa1\x02\n" +
+	"\x04pmix\x18\r \x01(\bR\x04pmix\x12,\n" +
+	"\x12pmix_rendezvous_fd\x18\x0e \x01(\tR\x10pmixRendezvousFd\"\xa1\x02\n" +
 	"\x03Job\x12\x16\n" +
 	"\x06nspace\x18\x01 \x01(\tR\x06nspace\x12\x12\n" +
 	"\x04size\x18\x02 \x01(\x05R\x04size\x12#\n" +
