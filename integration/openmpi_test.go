@@ -646,25 +646,37 @@ func processesOf(comm, within string) []int {
 	return pids
 }
 
-// Under srun, a step whose program does not show it speaks PMIx (a
-// PMIx client that is not Open MPI, run without GOPMI_PMIX) gets the PMI
-// path and fails at once, not as a silent singleton; GopmiPMIx=no in the
-// step's environment (GOPMI_PMIX=0) keeps an Open MPI program off the
-// PMIx path, where Open MPI itself refuses to run.
+// Under srun, a step whose program does not show it speaks PMIx (a PMIx
+// client that is not Open MPI, python3 with mpi4py, a shell script) gets
+// a rendezvous: its first PMIx connection starts gopmi-slurm-pmix there,
+// with no flag. GopmiPMIx=no in the step's environment (GOPMI_PMIX=0)
+// keeps every program off PMIx, where a PMIx client fails at once and
+// Open MPI itself refuses to run, never as singletons.
 func TestSrunPMIxChoice(t *testing.T) {
 	c := slurm(t)
 	if err := pmixShim(); err != nil {
 		t.Fatal(err)
 	}
 	query := buildPMIxClient(t, "pmix_query")
-	r := runOn(t, c, time.Minute, []string{"srun", "--mpi=gopmi", "-n1", query})
+	r := runOn(t, c, time.Minute, []string{"srun", "--mpi=gopmi", "-N2", "-n2", query})
+	if r.ExitCode != 0 || !strings.Contains(r.Stdout, "ok query pmix.qry.ns=slurm.") {
+		t.Errorf("a PMIx client nothing shows, at the rendezvous: %s", slurmFailure(c, r))
+	}
+	r = runOn(t, c, time.Minute, []string{"srun", "--mpi=gopmi", "-n1", query}, "GOPMI_PMIX=0")
 	if r.ExitCode == 0 || !strings.Contains(r.Stdout, "fail init") {
-		t.Errorf("a PMIx client not seen as one: %s", slurmFailure(c, r))
+		t.Errorf("a PMIx client with PMIx off: %s", slurmFailure(c, r))
 	}
 	hello := buildOpenMPI(t, "mpi_hello")
 	r = runOn(t, c, time.Minute, []string{"srun", "--mpi=gopmi", "-n2", hello}, append([]string{"GOPMI_PMIX=0"}, ompiLab...)...)
 	if r.ExitCode == 0 || strings.Contains(r.Stdout, "size=1") || !strings.Contains(r.Stderr, "OMPI was not built with SLURM's PMI support") {
 		t.Errorf("Open MPI with PMIx off did not fail in its own MPI_Init: %s", slurmFailure(c, r))
+	}
+	// A shell script that runs an Open MPI program, with no flag.
+	r = runOn(t, c, time.Minute, []string{"srun", "--mpi=gopmi", "-N2", "-n4", "sh", "-c", hello}, ompiLab...)
+	for rank := range 4 {
+		if want := fmt.Sprintf("ok hello rank=%d size=4 sum=10", rank); r.ExitCode != 0 || !strings.Contains(r.Stdout, want) {
+			t.Errorf("sh -c <Open MPI hello>, no flag: lacks %q: %s", want, slurmFailure(c, r))
+		}
 	}
 }
 
@@ -801,8 +813,8 @@ print(f"ok mpi4py rank={c.Get_rank()} size={c.Get_size()} sum={c.allreduce(c.Get
 		return
 	}
 	c := slurm(t)
-	r = runOn(t, c, time.Minute, []string{"srun", "--mpi=gopmi", "-N2", "-n4", py, script}, append([]string{"GOPMI_PMIX=1"}, ompiLab...)...)
-	check(t, r, 4, "srun --mpi=gopmi")
+	r = runOn(t, c, time.Minute, []string{"srun", "--mpi=gopmi", "-N2", "-n4", py, script}, ompiLab...)
+	check(t, r, 4, "srun --mpi=gopmi, no flag")
 }
 
 // MPI_Comm_accept and MPI_Comm_connect between two gopmi runs started

@@ -606,7 +606,7 @@ func TestSrunOnDemand(t *testing.T) {
 	}
 	s := step(r)
 	for _, n := range []string{"n1", "n2"} {
-		if want := "no task of step " + s + " spoke PMI: no shim started"; !strings.Contains(c.Log("slurmd-"+n, 400), want) {
+		if want := "no task of step " + s + " spoke PMI or PMIx: no shim started"; !strings.Contains(c.Log("slurmd-"+n, 400), want) {
 			t.Errorf("node %s's log lacks %q:\n%s", n, want, c.Log("slurmd-"+n, 20))
 		}
 	}

@@ -489,6 +489,20 @@ static int spawned; /* the step was spawned by a gopmi step */
  * PMIX_RANK instead of an fd and PMI_* variables. */
 static int pmix_step;
 static char **pmix_env;
+/* A PMI-1/PMI-2 step's PMIx rendezvous (GopmiPMIx auto, the default):
+ * a listener on 127.0.0.1 made before the tasks start, whose address
+ * every task gets in the PMIx environment beside its PMI variables. A
+ * task that is a PMIx client however it was started (python3 with mpi4py,
+ * a shell script) connects and waits for its handshake's answer; the
+ * starter thread, seeing the listener readable before any task spoke PMI,
+ * starts gopmi-slurm-pmix on it instead of gopmi-slurm (libpmix listens on
+ * that very socket: shim/pmix/rendezvous.c). A step that speaks PMI, or
+ * nothing, costs the listener. */
+static int rdv_fd = -1;
+static int rdv_port;
+static int rdv_bootstrap; /* bootstrap writes the rendezvous's field */
+static char rdv_nspace[256];
+#define RDV_FD_NAME "pmix-rendezvous"
 /* Why the shim could not serve this node's tasks. Slurm's srun exits 0
  * when a stepd's prefork fails ("task launch failed"), so prefork lets the
  * tasks start and each one fails at once with this message on its stderr,
@@ -1057,6 +1071,8 @@ static char *bootstrap(const stepd_step_rec_t *job, char **env, const char *coor
 	xstrfmtcat(b, "]%s}", spawned || pmix_step ? ",\"startAtOnce\":true" : "");
 	if (pmix_step)
 		xstrcat(b, ",\"pmix\":true");
+	if (pmix_step && rdv_bootstrap)
+		xstrcat(b, ",\"pmixRendezvousFd\":\"" RDV_FD_NAME "\"");
 	if (gconf.val_max || gconf.kvs_max_mib) {
 		xstrcat(b, ",\"limits\":{");
 		if (gconf.val_max)
@@ -1262,6 +1278,9 @@ static struct {
 	int logp;        /* the log relay's writer, or -1 */
 	int (*pairs)[2]; /* [0]: the server ends of the tasks' socketpairs */
 	pid_t stepd;
+	/* With a rendezvous, the PMIx server the starter starts instead when
+	 * a PMIx client comes first: its binary and its bootstrap. */
+	char *pmix_path, *pmix_boot;
 } shim_start = { .ns = -1, .in = { -1, -1 }, .logp = -1 };
 
 /* launch_shim starts the shim as the job's user with the server ends as
@@ -1294,6 +1313,11 @@ static int launch_shim(void)
 			dup2(pairs[i][0], 3 + i);
 			fcntl(3 + i, F_SETFD, 0);
 		}
+		if (pmix_step && rdv_fd >= 0) {
+			/* A PMIx server on the rendezvous: fd 3, its only one. */
+			dup2(rdv_fd, 3);
+			fcntl(3, F_SETFD, 0);
+		}
 		if (setgroups(job->ngids, job->gids) || setgid(job->gid) ||
 		    setuid(job->uid)) {
 			(void) write(2, setid_failed, sizeof(setid_failed) - 1);
@@ -1321,6 +1345,10 @@ static int launch_shim(void)
 	for (uint32_t i = 0; i < ntask_fds; i++) {
 		close(pairs[i][0]);
 		pairs[i][0] = -1;
+	}
+	if (rdv_fd >= 0) {
+		close(rdv_fd); /* the PMIx server's now, or nobody's */
+		rdv_fd = -1;
 	}
 	rc = SLURM_SUCCESS;
 	if (write(shim_start.in[1], shim_start.boot, strlen(shim_start.boot)) != (ssize_t) strlen(shim_start.boot)) {
@@ -1357,6 +1385,11 @@ static void free_shim_start(void)
 	}
 	xfree(shim_start.path);
 	xfree(shim_start.boot);
+	xfree(shim_start.pmix_path);
+	xfree(shim_start.pmix_boot);
+	if (rdv_fd >= 0)
+		close(rdv_fd);
+	rdv_fd = -1;
 	env_array_free(shim_start.envp);
 	shim_start.envp = NULL;
 	shim_start.ns = shim_start.in[0] = shim_start.in[1] = shim_start.logp = -1;
@@ -1364,27 +1397,98 @@ static void free_shim_start(void)
 
 /* start_on_demand is the thread that starts the shim on demand. */
 
+/* make_pmix_tmp makes the PMIx shim's directory (pmix_tmp), held locked,
+ * and makes it the shim's TMPDIR. */
+static void make_pmix_tmp(const stepd_step_rec_t *job)
+{
+	const char *t = getenv("TMPDIR");
+	const char *base = t && t[0] == '/' ? t : "/tmp";
+	int n, made;
+
+	sweep_steps(base);
+	n = snprintf(pmix_tmp, sizeof(pmix_tmp), "%s/" STEP_DIR_PREFIX "%u.%u.%u-XXXXXX",
+		     base, job->step_id.job_id, job->step_id.step_id, job->nodeid);
+	made = n > 0 && (size_t) n < sizeof(pmix_tmp) && mkdtemp(pmix_tmp) != NULL;
+	if (made) {
+		pmix_tmp_lock = open(pmix_tmp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (pmix_tmp_lock >= 0 && flock(pmix_tmp_lock, LOCK_EX | LOCK_NB)) {
+			close(pmix_tmp_lock);
+			pmix_tmp_lock = -1;
+		}
+	}
+	if (!made || chown(pmix_tmp, job->uid, job->gid)) {
+		error("mpi/gopmi: the PMIx shim's directory %s: %m", pmix_tmp);
+		if (made)
+			rmdir(pmix_tmp);
+		pmix_tmp[0] = '\0';
+	} else {
+		env_array_overwrite(&shim_start.envp, "TMPDIR", pmix_tmp);
+	}
+}
+
+/* start_pmix_on_rendezvous starts the node's PMIx server on the
+ * rendezvous, where a PMIx client came before any task spoke PMI: the
+ * step is a PMIx one from now on. The tasks' PMI connections close (their
+ * server ends: no PMI server will read them). */
+static void start_pmix_on_rendezvous(void)
+{
+	const stepd_step_rec_t *job = shim_start.job;
+
+	pmix_step = 1;
+	for (uint32_t i = 0; i < ntask_fds; i++) {
+		if (shim_start.pairs[i][0] >= 0)
+			close(shim_start.pairs[i][0]);
+		shim_start.pairs[i][0] = -1;
+	}
+	ntask_fds = 0;
+	xfree(shim_start.path);
+	xfree(shim_start.boot);
+	shim_start.path = shim_start.pmix_path;
+	shim_start.boot = shim_start.pmix_boot;
+	shim_start.pmix_path = shim_start.pmix_boot = NULL;
+	env_array_overwrite(&shim_start.envp, "LISTEN_FDS", "1");
+	env_array_overwrite(&shim_start.envp, "LISTEN_FDNAMES", RDV_FD_NAME);
+	make_pmix_tmp(job);
+	if (launch_shim() != SLURM_SUCCESS) {
+		/* The clients waiting at the rendezvous see it close. */
+		error("mpi/gopmi: a task of step %u.%u is a PMIx client, and its server did not start: %s",
+		      job->step_id.job_id, job->step_id.step_id, shim_error[0] ? shim_error : "no message");
+		if (rdv_fd >= 0)
+			close(rdv_fd);
+		rdv_fd = -1;
+	}
+}
+
 static void *start_on_demand(void *arg)
 {
-	struct pollfd *p = xcalloc(ntask_fds + 1, sizeof(*p));
+	/* p[0]: fini's stop; p[1]: the rendezvous (or -1); then the tasks. */
+	struct pollfd *p = xcalloc(ntask_fds + 2, sizeof(*p));
 	uint32_t open = ntask_fds, started = 0;
 
 	(void) arg;
 	p[0].fd = starter_stop[0];
 	p[0].events = POLLIN;
+	p[1].fd = rdv_fd;
+	p[1].events = POLLIN;
 	for (uint32_t i = 0; i < ntask_fds; i++) {
-		p[i + 1].fd = shim_start.pairs[i][0];
-		p[i + 1].events = POLLIN;
+		p[i + 2].fd = shim_start.pairs[i][0];
+		p[i + 2].events = POLLIN;
 	}
+	p++; /* the tasks' are p[i + 1], as without a rendezvous */
 	while (open > 0 && !started) {
-		if (poll(p, ntask_fds + 1, -1) < 0) {
+		if (poll(p - 1, ntask_fds + 2, -1) < 0) {
 			if (errno == EINTR)
 				continue;
 			error("mpi/gopmi: poll the tasks' connections: %m");
 			break;
 		}
-		if (p[0].revents)
+		if (p[-1].revents)
 			break; /* fini */
+		if (p[0].fd >= 0 && p[0].revents) {
+			start_pmix_on_rendezvous();
+			started = 1;
+			break;
+		}
 		for (uint32_t i = 0; i < ntask_fds && !started; i++) {
 			char c;
 			ssize_t r;
@@ -1399,7 +1503,16 @@ static void *start_on_demand(void *arg)
 			}
 		}
 	}
-	if (started) {
+	if (started && pmix_step) {
+		/* Started on the rendezvous (start_pmix_on_rendezvous). */
+		while (poll(p - 1, 1, -1) < 0 && errno == EINTR)
+			;
+	} else if (started) {
+		if (rdv_fd >= 0) {
+			/* A PMI step: a PMIx client that comes now is refused. */
+			close(rdv_fd);
+			rdv_fd = -1;
+		}
 		if (launch_shim() != SLURM_SUCCESS) {
 			/* The tasks already run: closing the server ends fails
 			 * their PMI at once (a hung task would hold the step
@@ -1408,15 +1521,45 @@ static void *start_on_demand(void *arg)
 			free_shim_start();
 		}
 		/* Until fini: the shim dies with this thread. */
-		while (poll(p, 1, -1) < 0 && errno == EINTR)
+		while (poll(p - 1, 1, -1) < 0 && errno == EINTR)
 			;
 	} else if (open == 0) {
-		debug("mpi/gopmi: no task of step %u.%u spoke PMI: no shim started",
+		debug("mpi/gopmi: no task of step %u.%u spoke PMI or PMIx: no shim started",
 		      shim_start.job->step_id.job_id, shim_start.job->step_id.step_id);
 	}
+	p--;
 	xfree(p);
 	free_shim_start();
 	return NULL;
+}
+
+/* pmix_off reports whether the step turned PMIx off (GOPMI_PMIX, or
+ * GopmiPMIx in mpi.conf, says no). */
+static int pmix_off(char **env)
+{
+	const char *v = step_setting(env, "GOPMI_PMIX", gconf.pmix);
+
+	return v && (!strcasecmp(v, "0") || !strcasecmp(v, "no") || !strcasecmp(v, "false") || !strcasecmp(v, "off"));
+}
+
+/* listen_rendezvous makes the step's PMIx rendezvous on 127.0.0.1 (rdv_fd,
+ * rdv_port); -1 when it cannot. */
+static int listen_rendezvous(void)
+{
+	struct sockaddr_in a = { .sin_family = AF_INET };
+	socklen_t alen = sizeof(a);
+	int fd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+
+	a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	if (fd < 0 || bind(fd, (struct sockaddr *) &a, sizeof(a)) || listen(fd, SOMAXCONN) ||
+	    getsockname(fd, (struct sockaddr *) &a, &alen)) {
+		error("mpi/gopmi: the PMIx rendezvous: %m");
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	rdv_port = ntohs(a.sin_port);
+	return fd;
 }
 
 extern int mpi_p_slurmstepd_prefork(const stepd_step_rec_t *job, char ***env)
@@ -1509,31 +1652,8 @@ extern int mpi_p_slurmstepd_prefork(const stepd_step_rec_t *job, char ***env)
 		env_array_overwrite(&shim_start.envp, "NOTIFY_SOCKET", notify);
 		env_array_overwrite(&shim_start.envp, ENV_SECRET, secret);
 		env_array_overwrite(&shim_start.envp, ENV_COORD, coord);
-		if (pmix_step) {
-			const char *t = getenv("TMPDIR");
-			const char *base = t && t[0] == '/' ? t : "/tmp";
-			int n, made;
-
-			sweep_steps(base);
-			n = snprintf(pmix_tmp, sizeof(pmix_tmp), "%s/" STEP_DIR_PREFIX "%u.%u.%u-XXXXXX",
-				     base, job->step_id.job_id, job->step_id.step_id, job->nodeid);
-			made = n > 0 && (size_t) n < sizeof(pmix_tmp) && mkdtemp(pmix_tmp) != NULL;
-			if (made) {
-				pmix_tmp_lock = open(pmix_tmp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-				if (pmix_tmp_lock >= 0 && flock(pmix_tmp_lock, LOCK_EX | LOCK_NB)) {
-					close(pmix_tmp_lock);
-					pmix_tmp_lock = -1;
-				}
-			}
-			if (!made || chown(pmix_tmp, job->uid, job->gid)) {
-				error("mpi/gopmi: the PMIx shim's directory %s: %m", pmix_tmp);
-				if (made)
-					rmdir(pmix_tmp);
-				pmix_tmp[0] = '\0';
-			} else {
-				env_array_overwrite(&shim_start.envp, "TMPDIR", pmix_tmp);
-			}
-		}
+		if (pmix_step)
+			make_pmix_tmp(job);
 	}
 	/* The shim's stderr goes to this stepd's log through a thread of
 	 * its own, started before the fork: a shim whose relay could not
@@ -1565,6 +1685,26 @@ extern int mpi_p_slurmstepd_prefork(const stepd_step_rec_t *job, char ***env)
 	 * step's, whose spawner waits for its nodes. */
 	lazy = !pmix_step && !spawned && ntask_fds &&
 	       on_demand(step_setting(*env, "GOPMI_ON_DEMAND", gconf.on_demand));
+	if (lazy && !pmix_off(*env)) {
+		/* Its tasks may be PMIx clients nothing showed: a rendezvous,
+		 * where gopmi-slurm-pmix starts if one comes first. */
+		char *pp = xstrdup_printf("%s/gopmi-slurm-pmix", bindir());
+		const char *ns = getenvp(*env, ENV_NSPACE);
+
+		if (access(pp, X_OK) == 0 && (rdv_fd = listen_rendezvous()) >= 0) {
+			if (ns && ns[0])
+				snprintf(rdv_nspace, sizeof(rdv_nspace), "%s", ns);
+			else
+				snprintf(rdv_nspace, sizeof(rdv_nspace), "slurm.%u.%u", job->step_id.job_id,
+					 job->step_id.step_id);
+			shim_start.pmix_path = pp;
+			pp = NULL;
+			pmix_step = rdv_bootstrap = 1;
+			shim_start.pmix_boot = bootstrap(job, *env, coord, nodes);
+			pmix_step = rdv_bootstrap = 0;
+		}
+		xfree(pp);
+	}
 	if (lazy && pipe2(starter_stop, O_CLOEXEC) == 0) {
 		if (pthread_create(&starter_thread, NULL, start_on_demand, NULL) == 0) {
 			starter_running = 1;
@@ -1660,6 +1800,26 @@ extern int mpi_p_slurmstepd_task(const mpi_plugin_task_info_t *job, char ***env)
 		uint32_t id = job->ltaskid; /* 4 bytes: one atomic pipe write */
 		(void) write(forked[1], &id, sizeof(id));
 		close(forked[1]);
+	}
+	if (rdv_port) {
+		/* The PMIx environment of the rendezvous (pmix.RendezvousEnv):
+		 * the server's URI as namespace <job>.<node> rank 0, the hash
+		 * store (the shared-memory store's directory is named by the
+		 * server's pid). */
+		static const char *uri_vars[] = { "PMIX_SERVER_URI41", "PMIX_SERVER_URI4", "PMIX_SERVER_URI3",
+						  "PMIX_SERVER_URI21", "PMIX_SERVER_URI2" };
+		char host[256] = "";
+
+		(void) gethostname(host, sizeof(host) - 1);
+		env_array_overwrite(env, "PMIX_NAMESPACE", rdv_nspace);
+		env_array_overwrite_fmt(env, "PMIX_RANK", "%u", job->gtaskid);
+		for (size_t i = 0; i < sizeof(uri_vars) / sizeof(uri_vars[0]); i++)
+			env_array_overwrite_fmt(env, uri_vars[i], "%s.%u.0;tcp4://127.0.0.1:%d", rdv_nspace,
+						job->nodeid, rdv_port);
+		env_array_overwrite(env, "PMIX_SECURITY_MODE", "native");
+		env_array_overwrite(env, "PMIX_GDS_MODULE", "hash");
+		env_array_overwrite(env, "PMIX_BFROP_BUFFER_TYPE", "PMIX_BFROP_BUFFER_NON_DESC");
+		env_array_overwrite(env, "PMIX_HOSTNAME", host);
 	}
 	env_array_overwrite_fmt(env, "PMI_FD", "%d", fd);
 	env_array_overwrite_fmt(env, "PMI_RANK", "%u", job->gtaskid);
