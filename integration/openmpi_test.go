@@ -885,3 +885,88 @@ func TestOpenMPIQuiet(t *testing.T) {
 		}
 	}
 }
+
+// Open MPI's dynamic processes within one job across its nodes, under
+// gopmi run -ppn and srun -N 2 alike: MPI_Comm_accept/connect between
+// the halves of a job (PMIx_Connect of one job's processes, which a
+// node's server makes a fence of theirs: the contract's Connect joins
+// jobs), MPI_Comm_join over a socket, spawns from every rank, one after
+// the other and all at once, each followed by MPI_Comm_disconnect; and a
+// rank that dies of SIGSEGV ends the job at once.
+func TestOpenMPIDynamicWithinJob(t *testing.T) {
+	begin(t)
+	if err := pmixShim(); err != nil {
+		t.Fatal(err)
+	}
+	prog := buildOpenMPI(t, "mpi_dpm")
+	alarm := "GOPMI_TEST_ALARM=60"
+	type host struct {
+		name  string
+		run   func(n int, mode string) clients.Result
+		spawn func(n int, mode string) clients.Result
+	}
+	hosts := []host{{
+		name: "gopmi run -ppn",
+		run: func(n int, mode string) clients.Result {
+			return runArgv(t, runOpts{env: []string{alarm}}, gopmiArgv("-ppn", strconv.Itoa(n/2), "-n", strconv.Itoa(n), prog, mode))
+		},
+	}}
+	hosts[0].spawn = hosts[0].run
+	if !shimMode() {
+		c := slurm(t)
+		hosts = append(hosts, host{
+			name: "srun -N2",
+			run: func(n int, mode string) clients.Result {
+				return runOn(t, c, 2*time.Minute, []string{"srun", "--mpi=gopmi", "-N2", "--ntasks-per-node=" + strconv.Itoa(n/2), "-n" + strconv.Itoa(n), prog, mode},
+					append([]string{alarm}, ompiLab...)...)
+			},
+			spawn: func(n int, mode string) clients.Result {
+				return runOn(t, c, 2*time.Minute, []string{"salloc", "-N2", "-n" + strconv.Itoa(4*n), "srun", "--mpi=gopmi", "-N2",
+					"--ntasks-per-node=" + strconv.Itoa(n/2), "-n" + strconv.Itoa(n), prog, mode}, append([]string{alarm}, ompiLab...)...)
+			},
+		})
+	}
+	for _, h := range hosts {
+		t.Run(h.name, func(t *testing.T) {
+			for _, c := range []struct {
+				mode  string
+				n     int
+				spawn bool
+				want  func(rank int) string
+			}{
+				{"split", 4, false, func(r int) string { return fmt.Sprintf("ok dpm rank=%d mode=split remote=2 merged=4", r) }},
+				{"join", 4, false, func(r int) string {
+					peer := -1
+					if r == 0 {
+						peer = 3
+					} else if r == 3 {
+						peer = 0
+					}
+					return fmt.Sprintf("ok dpm rank=%d mode=join peer=%d", r, peer)
+				}},
+				{"spawndc", 2, true, func(r int) string { return fmt.Sprintf("ok dpm rank=%d mode=spawndc child=%d", r, r+1000) }},
+				{"spawnall", 2, true, func(r int) string { return fmt.Sprintf("ok dpm rank=%d mode=spawnall child=%d", r, r+1000) }},
+			} {
+				run := h.run
+				if c.spawn {
+					run = h.spawn
+				}
+				r := run(c.n, c.mode)
+				for rank := range c.n {
+					if want := c.want(rank); r.ExitCode != 0 || !strings.Contains(r.Stdout, want) {
+						t.Errorf("%s: lacks %q: %s", c.mode, want, output(r))
+						break
+					}
+				}
+			}
+			start := time.Now()
+			r := h.run(4, "segv")
+			if r.ExitCode == 0 || strings.Contains(r.Stdout, "barrier-passed") || strings.Contains(r.Stdout, "timeout-after") {
+				t.Errorf("segv: the job did not end as soon as its rank died: %s", output(r))
+			}
+			if d := time.Since(start); d > 30*time.Second {
+				t.Errorf("segv: the job took %s to end after its rank died", d)
+			}
+		})
+	}
+}

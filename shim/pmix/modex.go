@@ -563,6 +563,21 @@ func goConnect(procs *C.pmix_proc_t, nprocs C.size_t, timeout C.int, connect C.i
 	if connect != 0 {
 		what = "connect"
 	}
+	if ns := nspaces(ps); len(ns) == 1 {
+		// Processes of one job among themselves (Open MPI's
+		// MPI_Comm_accept/connect and MPI_Comm_join within a job): no
+		// jobs to connect, their data is the job's already, and PMIx's
+		// connect and disconnect are collectives of the processes
+		// named: a fence of theirs, which ends once every node's
+		// participants arrived.
+		return s.opCall(what, s.requestor(), cbfunc, cbdata, func(ctx context.Context) error {
+			req := s.fence(ps)
+			req.ID = what + ":" + req.ID
+			req.Timeout = d
+			_, err := s.be.Fence(ctx, req)
+			return err
+		})
+	}
 	return s.opCall(what, s.requestor(), cbfunc, cbdata, func(ctx context.Context) error {
 		if connect != 0 {
 			if err := s.registerOthers(ctx, ps); err != nil {

@@ -942,7 +942,7 @@ func (s *Server) guard(what string) error {
 	listening, err := s.listeningSockets()
 	var in []intruder
 	if err == nil {
-		in, err = intruders("/proc/self/net", "/proc/self/fd", os.Geteuid(), listening)
+		in, err = intruders("/proc/self/net", "/proc/self/fd", os.Geteuid(), listening, peercred.LookupTCP)
 	}
 	if err != nil {
 		s.log.Warn().Err(err).Str("call", what).Msg("pmix: refused: who is connected to this server is unknown")

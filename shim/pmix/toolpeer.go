@@ -1,6 +1,7 @@
 package pmix
 
 import (
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -65,7 +66,7 @@ func listeners(netDir, fdDir string) ([]net.TCPAddr, error) {
 // is not established any more) is left to libpmix. Only the lines of the
 // listening ports are read; the descriptors, only when there is an
 // intruder.
-func intruders(netDir, fdDir string, self int, listening []net.TCPAddr) ([]intruder, error) {
+func intruders(netDir, fdDir string, self int, listening []net.TCPAddr, lookup lookupTCP) ([]intruder, error) {
 	var socks []peercred.TCPSocket
 	for _, l := range listening {
 		for _, name := range []string{"tcp", "tcp6"} {
@@ -89,14 +90,8 @@ func intruders(netDir, fdDir string, self int, listening []net.TCPAddr) ([]intru
 		if s.State != peercred.TCPEstablished || !s.Live() || !accepted(s) {
 			continue
 		}
-		uid := -1
-		for _, p := range socks {
-			if p.Live() && p.Joins(s.Remote, s.Local) {
-				uid = p.UID
-				break
-			}
-		}
-		if uid != self && uid != 0 {
+		uid, ok := peerUID(s, socks, lookup)
+		if ok && uid != self && uid != 0 {
 			out = append(out, intruder{inode: s.Inode, uid: uid, fd: -1})
 		}
 	}
@@ -115,6 +110,40 @@ func intruders(netDir, fdDir string, self int, listening []net.TCPAddr) ([]intru
 		}
 	}
 	return kept, nil
+}
+
+// lookupTCP describes a TCP socket by its 4-tuple: peercred.LookupTCP,
+// which tests fake.
+type lookupTCP func(local, remote *net.TCPAddr) (peercred.Socket, error)
+
+// peerUID is the uid of the peer of s, an accepted connection: -1 when
+// its peer is not on this host. ok is false when the connection is
+// closing (its peer closed it): no one to judge. The kernel is asked for
+// the peer by its 4-tuple (sock_diag): the host's table (socks) is read
+// in pages, and misses a socket now and then while others come and go,
+// which passed a job's own client for one not on this host, cut it, and
+// hung the job (a spawn under srun, 1 run in 20). The table answers only
+// where sock_diag cannot.
+func peerUID(s peercred.TCPSocket, socks []peercred.TCPSocket, lookup lookupTCP) (uid int, ok bool) {
+	peer, err := lookup(&s.Remote, &s.Local)
+	switch {
+	case err == nil && peer.Live():
+		return peer.UID, true
+	case err == nil || errors.Is(err, peercred.ErrNoSocket):
+		// No live peer here: one that closed just now leaves this end
+		// established no more.
+		own, oerr := lookup(&s.Local, &s.Remote)
+		if oerr != nil || own.State != peercred.TCPEstablished {
+			return 0, false
+		}
+		return -1, true
+	}
+	for _, p := range socks {
+		if p.Live() && p.Joins(s.Remote, s.Local) {
+			return p.UID, true
+		}
+	}
+	return -1, true
 }
 
 // pendingWrites counts the descriptors a level-triggered epoll instance

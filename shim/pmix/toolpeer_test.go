@@ -1,11 +1,14 @@
 package pmix
 
 import (
+	"errors"
 	"net"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/gopmi/gopmi/plugin/peercred"
 )
 
 // fakeProc writes a network namespace's tcp table and a process's fd
@@ -65,13 +68,38 @@ func TestIntruders(t *testing.T) {
 	if err != nil || len(l) != 1 || l[0].Port != 40000 {
 		t.Fatalf("listeners = %v, %v; want 127.0.0.1:40000", l, err)
 	}
-	if in, err := intruders(netDir, fdDir, 1000, l); err != nil || len(in) != 0 {
+	// Where sock_diag cannot answer, the table does.
+	noDiag := func(_, _ *net.TCPAddr) (peercred.Socket, error) { return peercred.Socket{}, errors.New("no sock_diag") }
+	if in, err := intruders(netDir, fdDir, 1000, l, noDiag); err != nil || len(in) != 0 {
 		t.Errorf("without another user's connection: %+v, %v", in, err)
 	}
 	netDir, fdDir = fakeProc(t, table+theirs+theirsAcc+away, "100", "101", "102", "103", "104", "105")
-	in, err := intruders(netDir, fdDir, 1000, l)
+	in, err := intruders(netDir, fdDir, 1000, l, noDiag)
 	if err != nil || len(in) != 2 || in[0] != (intruder{fd: 8, inode: 104, uid: 4242}) || in[1] != (intruder{fd: 9, inode: 105, uid: -1}) {
 		t.Errorf("intruders = %+v, %v; want user 4242's (fd 8) and the one not on this host (fd 9)", in, err)
+	}
+	// The kernel, asked by 4-tuple, knows better than a table read in
+	// pages: a client of the server's user the table missed (its line
+	// gone, mineAcc's kept) is no intruder; nor is a connection whose
+	// peer just closed (this end no longer established); one whose peer
+	// is absent while this end is established is not on this host.
+	diag := func(local, remote *net.TCPAddr) (peercred.Socket, error) {
+		switch {
+		case local.Port == 0xD000: // mine's client end
+			return peercred.Socket{State: peercred.TCPEstablished, UID: 1000, Inode: 200}, nil
+		case local.Port == 0xD004: // theirs
+			return peercred.Socket{State: peercred.TCPEstablished, UID: 4242, Inode: 203}, nil
+		case local.Port == 0x9C40 && remote.Port == 0xD001: // root's accepted end: now closing
+			return peercred.Socket{State: "08", UID: 1000, Inode: 102}, nil
+		case local.Port == 0x9C40 && remote.Port == 0xD005: // away's accepted end, established
+			return peercred.Socket{State: peercred.TCPEstablished, UID: 1000, Inode: 105}, nil
+		}
+		return peercred.Socket{}, peercred.ErrNoSocket
+	}
+	netDir, fdDir = fakeProc(t, listen+mineAcc+rootAcc+theirs+theirsAcc+away, "100", "101", "102", "104", "105")
+	in, err = intruders(netDir, fdDir, 1000, l, diag)
+	if err != nil || len(in) != 2 || in[0] != (intruder{fd: 7, inode: 104, uid: 4242}) || in[1] != (intruder{fd: 8, inode: 105, uid: -1}) {
+		t.Errorf("intruders by sock_diag = %+v, %v; want user 4242's (fd 7) and the one not on this host (fd 8)", in, err)
 	}
 	// Not knowing the server's listening socket is an error, which
 	// refuses.

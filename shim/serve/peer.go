@@ -2,6 +2,7 @@ package serve
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -47,8 +48,21 @@ func portPeer(conn net.Conn, procDir string) bridge.PortPeer {
 }
 
 // findTCPSocket looks for the live, established socket with local
-// address local and remote address remote in procDir/net/tcp and tcp6.
+// address local and remote address remote: on this host (procDir /proc)
+// the kernel is asked for it by its 4-tuple (sock_diag), since the
+// table in procDir/net/tcp and tcp6, read in pages, misses a line now and
+// then while sockets come and go; the table answers where sock_diag
+// cannot, and for another procDir (a test's).
 func findTCPSocket(procDir string, local, remote *net.TCPAddr) (uid int, inode uint64, found bool) {
+	if procDir == "/proc" {
+		s, err := peercred.LookupTCP(local, remote)
+		switch {
+		case err == nil:
+			return s.UID, s.Inode, s.State == peercred.TCPEstablished && s.Live()
+		case errors.Is(err, peercred.ErrNoSocket):
+			return 0, 0, false
+		}
+	}
 	for _, name := range []string{"tcp", "tcp6"} {
 		socks, _ := peercred.ReadTCP(filepath.Join(procDir, "net", name), local.Port)
 		for _, s := range socks {
