@@ -970,3 +970,25 @@ func TestOpenMPIDynamicWithinJob(t *testing.T) {
 		})
 	}
 }
+
+// Each node of the two-node lab has a hostname of its own (a UTS
+// namespace per slurmd): MPI sees the nodes a step spans as a real
+// cluster's, by name and by locality, with Open MPI and MPICH alike. On
+// the lab's nodes sharing one hostname, a program that compares
+// processor names took ranks of two nodes for one node's.
+func TestSrunNodeNames(t *testing.T) {
+	c := slurm(t)
+	if err := pmixShim(); err != nil {
+		t.Fatal(err)
+	}
+	ompi := buildOpenMPI(t, "mpi_node")
+	for _, prog := range []string{ompi, progs[clients.MPINode]} {
+		r := runOn(t, c, time.Minute, []string{"srun", "--mpi=gopmi", "-N2", "--ntasks-per-node=2", "-n4", prog})
+		for rank := range 4 {
+			want := fmt.Sprintf("ok node rank=%d name=n%d shared=2", rank, rank/2+1)
+			if r.ExitCode != 0 || !strings.Contains(r.Stdout, want) {
+				t.Errorf("%s: lacks %q: %s", filepath.Base(prog), want, slurmFailure(c, r))
+			}
+		}
+	}
+}

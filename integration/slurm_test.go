@@ -34,17 +34,20 @@ import (
 // lab is a Slurm cluster the tests start on first use and stop after
 // the last test.
 type lab struct {
-	name    string
-	nodes   int
-	mpiConf string // mpi.conf's text
-	once    sync.Once
-	c       *slurmlab.Cluster
-	err     error
+	name         string
+	nodes        int
+	mpiConf      string // mpi.conf's text
+	ownHostnames bool   // slurmlab.Options.OwnHostnames
+	once         sync.Once
+	c            *slurmlab.Cluster
+	err          error
 }
 
 var (
 	// twoNodes is the cluster most Slurm tests use.
-	twoNodes = &lab{name: "Slurm cluster", nodes: 2}
+	// twoNodes' slurmd each have a hostname of their own (n1, n2), as
+	// a real cluster's nodes do.
+	twoNodes = &lab{name: "Slurm cluster", nodes: 2, ownHostnames: true}
 	// eightNodes has the fence tree at width 2 (slurm8_test.go).
 	eightNodes = &lab{name: "eight-node Slurm cluster", nodes: 8, mpiConf: "GopmiTreeWidth=2\n"}
 )
@@ -61,7 +64,7 @@ func (l *lab) cluster(t *testing.T) *slurmlab.Cluster {
 	l.once.Do(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 		defer cancel()
-		l.c, l.err = slurmlab.Start(ctx, "", slurmlab.Options{Nodes: l.nodes, BinDir: binDir, MPIConf: l.mpiConf})
+		l.c, l.err = slurmlab.Start(ctx, "", slurmlab.Options{Nodes: l.nodes, BinDir: binDir, MPIConf: l.mpiConf, OwnHostnames: l.ownHostnames})
 	})
 	if l.err != nil {
 		t.Fatalf("%s: %v", l.name, l.err)

@@ -22,6 +22,7 @@ const (
 	MPIAbort    = "mpi_abort"
 	MPIAttrs    = "mpi_attrs"
 	MPIPubname  = "mpi_pubname"
+	MPINode     = "mpi_node"
 	PMI2Test    = "pmi2_test"
 	PMI2Bench   = "pmi2_bench"
 	PMI2Fault   = "pmi2_fault"
@@ -63,6 +64,7 @@ var programs = []program{
 	{MPIAbort, kindMPI},
 	{MPIAttrs, kindMPI},
 	{MPIPubname, kindMPI},
+	{MPINode, kindMPI},
 	{PMI2Test, kindPMI2},
 	{PMI2Bench, kindPMI2},
 	{PMI2Fault, kindPMI2},

@@ -43,6 +43,11 @@ type Options struct {
 	BinDir string
 	// MPIConf is written as mpi.conf beside slurm.conf when not empty.
 	MPIConf string
+	// OwnHostnames runs each slurmd in a UTS namespace of its own whose
+	// hostname is its node's name (root only): its steps' tasks see
+	// n1, n2, ... as on a real cluster, not the one host's name, which
+	// every node of the lab otherwise shares.
+	OwnHostnames bool
 }
 
 // Cluster is a running cluster.
@@ -314,7 +319,11 @@ PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP
 		// PMIx step directories) in the node's own directory: the
 		// tests see what a step left behind there, and nothing of
 		// another cluster's.
-		if err := c.daemonEnv("slurmd-"+n, []string{"TMPDIR=" + c.TmpDir(n)}, "slurmd", "-D", "-N", n); err != nil {
+		argv := []string{"slurmd", "-D", "-N", n}
+		if o.OwnHostnames {
+			argv = []string{"unshare", "--uts", "sh", "-c", `hostname "$0" && exec slurmd -D -N "$0"`, n}
+		}
+		if err := c.daemonEnv("slurmd-"+n, []string{"TMPDIR=" + c.TmpDir(n)}, argv...); err != nil {
 			return c, err
 		}
 	}

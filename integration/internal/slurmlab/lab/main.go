@@ -25,6 +25,7 @@ func main() {
 	nodes := flag.Int("nodes", 2, "slurmd to run")
 	cpus := flag.Int("cpus", 32, "CPUs each node declares")
 	mpiConf := flag.String("mpi-conf", "", "mpi.conf's text")
+	own := flag.Bool("own-hostnames", false, "each slurmd in a UTS namespace named for its node")
 	flag.Parse()
 	if *bin != "" {
 		abs, err := filepath.Abs(*bin)
@@ -35,7 +36,7 @@ func main() {
 		*bin = abs
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	c, err := slurmlab.Start(ctx, "", slurmlab.Options{Nodes: *nodes, CPUs: *cpus, BinDir: *bin, MPIConf: *mpiConf})
+	c, err := slurmlab.Start(ctx, "", slurmlab.Options{Nodes: *nodes, CPUs: *cpus, BinDir: *bin, MPIConf: *mpiConf, OwnHostnames: *own})
 	cancel()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "lab:", err)
