@@ -63,55 +63,60 @@ func (l *Launcher) rendezvousBinaries() error {
 	return nil
 }
 
-// rendezvous is a node's PMIx rendezvous: its listener, and a copy of
-// its descriptor in Go's poller, which waits for its first connection
-// without taking it (a net.Listener's does not wait without accepting).
+// rendezvous is a node's PMIx rendezvous: its listening socket, made
+// with the system calls and put in Go's poller as a file, which waits for
+// its first connection without taking it (a net.Listener does not wait
+// without accepting), and its address.
 type rendezvous struct {
-	ln    *net.TCPListener
-	watch *os.File
+	f    *os.File
+	addr *net.TCPAddr
 }
 
 // close ends the wait and closes the listener.
-func (r *rendezvous) close() {
-	r.watch.Close()
-	r.ln.Close()
-}
+func (r *rendezvous) close() { r.f.Close() }
 
 // listenRendezvous makes node s's rendezvous.
 func (l *Launcher) listenRendezvous(rj *runJob, s *nodeStart) error {
-	ln, err := net.ListenTCP("tcp4", &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1)})
+	r, err := newRendezvous()
 	if err != nil {
 		return fmt.Errorf("job %s node %d: PMIx rendezvous: %w", rj.spec.Job.Nspace, s.rn.node.ID, err)
 	}
-	raw, err := ln.SyscallConn()
-	dup := -1
-	if err == nil {
-		if cerr := raw.Control(func(fd uintptr) { dup, err = unix.FcntlInt(fd, unix.F_DUPFD_CLOEXEC, 0) }); cerr != nil {
-			err = cerr
-		}
-	}
-	if err == nil {
-		err = unix.SetNonblock(dup, true)
-	}
-	if err != nil {
-		if dup >= 0 {
-			unix.Close(dup)
-		}
-		ln.Close()
-		return fmt.Errorf("job %s node %d: PMIx rendezvous: %w", rj.spec.Job.Nspace, s.rn.node.ID, err)
-	}
-	s.rdv = &rendezvous{ln: ln, watch: os.NewFile(uintptr(dup), "pmix-rendezvous")}
+	s.rdv = r
 	l.mu.Lock()
-	rj.rdvs = append(rj.rdvs, s.rdv)
+	rj.rdvs = append(rj.rdvs, r)
 	l.mu.Unlock()
 	return nil
+}
+
+// newRendezvous listens on 127.0.0.1, a port the kernel picks.
+func newRendezvous() (*rendezvous, error) {
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, os.NewSyscallError("socket", err)
+	}
+	sa := &unix.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}
+	if err := unix.Bind(fd, sa); err != nil {
+		unix.Close(fd)
+		return nil, os.NewSyscallError("bind", err)
+	}
+	if err := unix.Listen(fd, unix.SOMAXCONN); err != nil {
+		unix.Close(fd)
+		return nil, os.NewSyscallError("listen", err)
+	}
+	got, err := unix.Getsockname(fd)
+	in4, ok := got.(*unix.SockaddrInet4)
+	if err != nil || !ok {
+		unix.Close(fd)
+		return nil, fmt.Errorf("getsockname: %v", err)
+	}
+	return &rendezvous{f: os.NewFile(uintptr(fd), rendezvousFD), addr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: in4.Port}}, nil
 }
 
 // rendezvousEnv is what every task of node s gets for its PMIx server,
 // but PMIX_RANK: the rendezvous, and the Open MPI settings a PMIx job's
 // tasks get (startPMIxTasks), which other programs ignore.
 func (l *Launcher) rendezvousEnv(rj *runJob, s *nodeStart) []string {
-	env := pmix.RendezvousEnv(rj.spec.Job.Nspace, s.rn.node.ID, s.rdv.ln.Addr().(*net.TCPAddr), l.cfg.Hostname)
+	env := pmix.RendezvousEnv(rj.spec.Job.Nspace, s.rn.node.ID, s.rdv.addr, l.cfg.Hostname)
 	return append(l.openMPIDefaults(rj, s), env...)
 }
 
@@ -119,7 +124,7 @@ func (l *Launcher) rendezvousEnv(rj *runJob, s *nodeStart) []string {
 // (without taking it) and starts the node's PMIx server on it; the
 // rendezvous's close (every task ended, or the run) ends the wait.
 func (l *Launcher) watchRendezvous(rj *runJob, rn *runNode, r *rendezvous) {
-	raw, err := r.watch.SyscallConn()
+	raw, err := r.f.SyscallConn()
 	if err != nil {
 		return
 	}
@@ -155,16 +160,11 @@ func (l *Launcher) startRendezvousServer(rj *runJob, rn *runNode, r *rendezvous)
 	if err == nil {
 		err = l.ensureUniverse()
 	}
-	var f *os.File
-	if err == nil {
-		f, err = r.ln.File()
-	}
 	if err == nil {
 		index := nodeIndex(rj.spec.Job, rn.node.ID)
-		spec := serverSpec{path: l.pmixPath, name: PMIxBinary, pmix: true, files: []*os.File{f}, names: []string{rendezvousFD},
+		spec := serverSpec{path: l.pmixPath, name: PMIxBinary, pmix: true, files: []*os.File{r.f}, names: []string{rendezvousFD},
 			boot: func() *shimv1.Bootstrap { return l.rendezvousBootstrap(rj.spec, index) }}
 		l.start.do(func() { err = l.startServer(rj, pn, spec) })
-		f.Close()
 	}
 	// The server holds the listener now, or nobody will: the clients
 	// queued there are refused.
