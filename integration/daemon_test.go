@@ -220,10 +220,15 @@ func TestDaemonNamesAcrossRuns(t *testing.T) {
 // testUser is an unprivileged user the tests create to be refused.
 func testUser(t *testing.T) *syscall.Credential {
 	t.Helper()
+	return namedTestUser(t, "gopmi-it")
+}
+
+// namedTestUser is testUser of another name: a second ordinary user.
+func namedTestUser(t *testing.T, name string) *syscall.Credential {
+	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("SKIP (loud): another user's refusal needs root to create and become that user")
 	}
-	const name = "gopmi-it"
 	u, err := user.Lookup(name)
 	if err != nil {
 		if out, err := exec.Command("useradd", "--system", "--no-create-home", "--shell", "/usr/sbin/nologin", name).CombinedOutput(); err != nil {

@@ -350,18 +350,21 @@ func otherUserAtRootsServer(t *testing.T, ctx context.Context, sock, dir, theirs
 	if res.ExitCode != 0 || !strings.Contains(res.Stderr, "Active nspaces: "+job) {
 		t.Errorf("root's pps after the other user's: exit %d\n%s", res.ExitCode, res.Stderr)
 	}
-	if !strings.Contains(res.Stderr, "pmix: refused, and cuts, a connection of another user to this server") {
-		t.Errorf("root's server did not say it refused the other user's query:\n%s", res.Stderr)
+	if !strings.Contains(res.Stderr, "pmix: refused a connection before libpmix read it") || !strings.Contains(res.Stderr, "another user's") {
+		t.Errorf("root's server did not say it refused the other user's pps:\n%s", res.Stderr)
 	}
 }
 
-// Another user who claims a rank of root's PMIx job (libpmix takes a
-// client's uid on its word over TCP, and in a user namespace that maps
-// the user to 0 the client's getuid() says root) connects, but its abort
-// is refused and its connection cut: it cannot end the job with its own
-// status and message; the job fails loudly (the rank it claimed is lost),
-// saying that the server cut another user's connection.
-func TestPMIxOtherUserClientCut(t *testing.T) {
+// Another user cannot join a PMIx job: libpmix takes a TCP client's uid
+// on its word (under unshare -r she claims 0), so gopmi's PMIx server
+// asks the kernel whose each connection is before libpmix reads a byte
+// of it, and closes another user's: the intruder's PMIx_Init fails, the
+// job goes on and ends well, and the log names her uid, user, pid and
+// command. A connection that says nothing, hers or the job user's own,
+// holds no rank out of PMIx_Init: hers is closed at once, the user's
+// after a second (libpmix reads a handshake blocking, its listener
+// waiting).
+func TestPMIxOtherUserRefused(t *testing.T) {
 	begin(t)
 	if err := pmixShim(); err != nil {
 		t.Fatal(err)
@@ -379,17 +382,70 @@ func TestPMIxOtherUserClientCut(t *testing.T) {
 	// The server's ID is gopmi.<job>.<node>, the URI's gopmi.<job>.<node>.<rank>.
 	id, _, _ := strings.Cut(uri, ";")
 	job := id[:strings.LastIndex(id[:strings.LastIndex(id, ".")], ".")]
-	r, err := clients.Run(ctx, []string{"unshare", "-U", "--map-root-user", "env", "PMIX_NAMESPACE=" + job, "PMIX_RANK=0", "PMIX_SERVER_URI41=" + uri, "TMPDIR=" + dir, prog},
-		clients.RunOptions{Credential: cred})
-	// It connects (libpmix believes it), and its PMIx_Abort returns
-	// (libpmix answers it whatever the host says): the job tells.
-	if err != nil || !strings.Contains(r.Stdout, "init rc=0\n") {
-		t.Errorf("the intruder (job %s at %s): %v, exit %d:\n%s\n%s", job, uri, err, r.ExitCode, r.Stdout, r.Stderr)
+	_, port, _ := strings.Cut(uri, "tcp4://127.0.0.1:")
+	// Silent connections, hers and the job user's, held meanwhile.
+	silent := `import socket, sys, time; s = socket.create_connection(("127.0.0.1", int(sys.argv[1]))); time.sleep(30)`
+	for _, c := range []*syscall.Credential{cred, nil} {
+		hold := exec.Command("/usr/bin/python3", "-c", silent, port)
+		if c != nil {
+			hold.SysProcAttr = &syscall.SysProcAttr{Credential: c}
+		}
+		if err := hold.Start(); err != nil {
+			t.Fatal(err)
+		}
+		defer func() { hold.Process.Kill(); hold.Wait() }()
+	}
+	time.Sleep(200 * time.Millisecond)
+	env := []string{"env", "PMIX_NAMESPACE=" + job, "PMIX_RANK=0", "PMIX_SERVER_URI41=" + uri, "TMPDIR=" + dir, prog}
+	// She tries to abort the job, and to log (one PMIx_Log of hers
+	// wedged the server for good).
+	for _, what := range []string{"abort", "log"} {
+		r, err := clients.Run(ctx, append(append([]string{"unshare", "-U", "--map-root-user"}, env...), what), clients.RunOptions{Credential: cred})
+		if err != nil || r.ExitCode == 0 || strings.Contains(r.Stdout, "init rc=0\n") {
+			t.Errorf("the intruder's %s (job %s at %s) was served: %v, exit %d:\n%s\n%s", what, job, uri, err, r.ExitCode, r.Stdout, r.Stderr)
+		}
+	}
+	// The job's own user, claiming the rank that never connects (the
+	// task is sleep): served, past the silent connections.
+	start := time.Now()
+	r, err := clients.Run(ctx, append(env, "finalize"), clients.RunOptions{})
+	if err != nil || !strings.Contains(r.Stdout, "init rc=0\n") || !strings.Contains(r.Stdout, "finalize rc=0") {
+		t.Errorf("the job's own client: %v, exit %d:\n%s\n%s", err, r.ExitCode, r.Stdout, r.Stderr)
+	}
+	if d := time.Since(start); d > 10*time.Second {
+		t.Errorf("the job's own client took %s: the silent connections held it", d)
 	}
 	res := run.wait(t, "root's job")
-	if res.ExitCode == 0 || strings.Contains(res.Stderr, "intruder abort") || !strings.Contains(res.Stderr, "pmix: refused, and cuts, a connection of another user to this server") ||
-		!strings.Contains(res.Stderr, "another user's connection, claiming this rank, that the server refused and cut") {
+	uid := strconv.Itoa(int(cred.Uid))
+	if res.ExitCode != 0 || !strings.Contains(res.Stderr, "pmix: refused a connection before libpmix read it") ||
+		!strings.Contains(res.Stderr, "uid="+uid) || !strings.Contains(res.Stderr, "comm=pmix_intruder") || !strings.Contains(res.Stderr, "said nothing in 1s") {
 		t.Errorf("root's job: exit %d\n%s", res.ExitCode, res.Stderr)
+	}
+
+	// The same of an ordinary user's job: another ordinary user is
+	// refused (a guard that trusted every user would let her in), the
+	// job's own user is served.
+	other := namedTestUser(t, "gopmi-it2")
+	var bin string
+	for _, b := range []string{"gopmi", "gopmi-pmix", "gopmi-rm-local"} {
+		bin = copyExec(t, filepath.Join(filepath.Dir(gopmiBin), b), dir)
+	}
+	server, run = runningPMIxJobOf(t, cred, filepath.Join(filepath.Dir(bin), "gopmi"))
+	uri = serverURI(t, filepath.Join(server, "pmix.*.tool.gopmi.*"))
+	id, _, _ = strings.Cut(uri, ";")
+	job = id[:strings.LastIndex(id[:strings.LastIndex(id, ".")], ".")]
+	env = []string{"env", "PMIX_NAMESPACE=" + job, "PMIX_RANK=0", "PMIX_SERVER_URI41=" + uri, "TMPDIR=" + dir, prog}
+	r, err = clients.Run(ctx, append(append([]string{"unshare", "-U", "--map-root-user"}, env...), "abort"), clients.RunOptions{Credential: other})
+	if err != nil || r.ExitCode == 0 || strings.Contains(r.Stdout, "init rc=0\n") {
+		t.Errorf("another ordinary user's intruder was served by %s's job: %v, exit %d:\n%s\n%s", "gopmi-it", err, r.ExitCode, r.Stdout, r.Stderr)
+	}
+	r, err = clients.Run(ctx, append(env, "finalize"), clients.RunOptions{Credential: cred})
+	if err != nil || !strings.Contains(r.Stdout, "finalize rc=0") {
+		t.Errorf("the ordinary user's own client: %v, exit %d:\n%s\n%s", err, r.ExitCode, r.Stdout, r.Stderr)
+	}
+	res = run.wait(t, "gopmi-it's job")
+	if res.ExitCode != 0 || !strings.Contains(res.Stderr, "uid="+strconv.Itoa(int(other.Uid))) {
+		t.Errorf("gopmi-it's job: exit %d\n%s", res.ExitCode, res.Stderr)
 	}
 }
 

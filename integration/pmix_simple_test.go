@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -126,10 +127,17 @@ func checkSimppub(t *testing.T, code int, all string, n int, summary string) {
 // server's directory once the server's tool rendezvous file is there.
 func runningPMIxJob(t *testing.T) (string, *bgRun) {
 	t.Helper()
+	return runningPMIxJobOf(t, nil, gopmiBin)
+}
+
+// runningPMIxJobOf is runningPMIxJob of a user's (nil: this process's),
+// with the gopmi binary bin, beside which its servers are.
+func runningPMIxJobOf(t *testing.T, cred *syscall.Credential, bin string) (string, *bgRun) {
+	t.Helper()
 	before, _ := filepath.Glob(filepath.Join(os.TempDir(), "gopmi-pmix-*"))
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	t.Cleanup(cancel)
-	run := startRun(ctx, []string{gopmiBin, "run", "-pmix", "-n", "1", "sleep", "5"}, nil, nil, "")
+	run := startRun(ctx, []string{bin, "run", "-pmix", "-n", "1", "sleep", "5"}, nil, cred, "/")
 	var dir string
 	waitFor(t, "the job's PMIx server", func() bool {
 		now, _ := filepath.Glob(filepath.Join(os.TempDir(), "gopmi-pmix-*"))

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 )
@@ -128,4 +129,24 @@ func SocketInodes(fdDir string) (map[uint64]int, error) {
 		}
 	}
 	return out, nil
+}
+
+// OwnerPID finds a process holding the socket inode, and its command
+// name, among those whose descriptors procDir (/proc) lets this process
+// read; 0 when none. It reads every process's fd table: for messages, not
+// for every connection.
+func OwnerPID(procDir string, inode uint64) (int, string) {
+	dirs, _ := os.ReadDir(procDir)
+	for _, d := range dirs {
+		pid, err := strconv.Atoi(d.Name())
+		if err != nil {
+			continue
+		}
+		socks, err := SocketInodes(filepath.Join(procDir, d.Name(), "fd"))
+		if _, ok := socks[inode]; err == nil && ok {
+			comm, _ := os.ReadFile(filepath.Join(procDir, d.Name(), "comm"))
+			return pid, string(bytes.TrimSpace(comm))
+		}
+	}
+	return 0, ""
 }

@@ -16,7 +16,14 @@
  *    listening already, its queued connections with it; every other bind
  *    is the system call.
  *  - accept waits until gopmi_open_gate (the job is registered: a client
- *    of a job libpmix does not know is refused), then is the system call.
+ *    of a job libpmix does not know is refused), then takes the next
+ *    connection and asks gopmi (goVetPeer) whether libpmix may have it:
+ *    the kernel says who holds its other end, and only the server's own
+ *    user and root may; one that says nothing for a while is dropped too
+ *    (libpmix reads a handshake blocking, its whole listener waiting).
+ *    A refused connection is closed before libpmix reads a byte of it,
+ *    and the next one queued is taken. libpmix takes a TCP client's uid
+ *    on its word: this is where another user stops.
  *
  * Go's own sockets make their system calls directly, never through
  * these. */
@@ -30,6 +37,7 @@
 #include <unistd.h>
 
 #include "face.h"
+#include "_cgo_export.h"
 
 static pthread_mutex_t gate_mu = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t gate_cv = PTHREAD_COND_INITIALIZER;
@@ -79,10 +87,26 @@ int bind(int sockfd, const struct sockaddr *addr, socklen_t addrlen)
 
 int accept(int sockfd, struct sockaddr *addr, socklen_t *addrlen)
 {
+    socklen_t room = addrlen ? *addrlen : 0;
+    int refused = 0;
+
     pthread_mutex_lock(&gate_mu);
     while (!gate_open) {
         pthread_cond_wait(&gate_cv, &gate_mu);
     }
     pthread_mutex_unlock(&gate_mu);
-    return (int) syscall(SYS_accept4, sockfd, addr, addrlen, 0);
+    for (;;) {
+        if (addrlen)
+            *addrlen = room;
+        int fd = (int) syscall(SYS_accept4, sockfd, addr, addrlen, 0);
+        if (fd < 0) {
+            if (refused && (errno == EAGAIN || errno == EWOULDBLOCK))
+                errno = ECONNABORTED; /* libpmix's listener goes on; EAGAIN would end it */
+            return -1;
+        }
+        if (goVetPeer(fd))
+            return fd;
+        close(fd);
+        refused = 1;
+    }
 }

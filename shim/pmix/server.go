@@ -83,6 +83,7 @@ type Server struct {
 	jobs      map[string]*jobOnNode // the jobs registered, by namespace; guarded by mu
 	node      string                // the node's name, from the first job registered; guarded by mu
 	fin       finalizes             // guarded by mu
+	refusing  refusals              // guarded by mu
 	// connects holds, per client, what is closed once the backend heard
 	// of its connect: its finalize is reported after. Guarded by mu.
 	connects map[plugin.Proc]chan struct{}
@@ -930,6 +931,71 @@ func (s *Server) awaitFlushed() {
 	}
 }
 
+// handshakeWait bounds how long a connection may say nothing before
+// libpmix reads it (vetPeer): a client sends its handshake as it
+// connects.
+const handshakeWait = time.Second
+
+// goVetPeer judges a connection libpmix's listener accepted, before
+// libpmix reads a byte of it (rendezvous.c's accept): 1 to serve it.
+//
+//export goVetPeer
+func goVetPeer(fd C.int) C.int {
+	r := vetPeer(int(fd), os.Geteuid(), peercred.LookupTCP, handshakeWait)
+	if r == nil {
+		return 1
+	}
+	if s := server(); s != nil {
+		s.refused(r)
+	}
+	return 0
+}
+
+// refusalsPerSecond bounds the refusals logged one by one: a flood of
+// connections is summed up instead.
+const refusalsPerSecond = 5
+
+// refusals counts the connections refused before libpmix read them, for
+// the log; guarded by Server.mu.
+type refusals struct {
+	since  time.Time // the second being counted
+	logged int
+	quiet  int // refused and not logged since
+}
+
+// refused logs r, naming the peer's user and process, at most
+// refusalsPerSecond a second; the others are counted and said with the
+// next one logged.
+func (s *Server) refused(r *refusal) {
+	now := time.Now()
+	s.mu.Lock()
+	if now.Sub(s.refusing.since) >= time.Second {
+		s.refusing.since, s.refusing.logged = now, 0
+	}
+	if s.refusing.logged >= refusalsPerSecond {
+		s.refusing.quiet++
+		s.mu.Unlock()
+		return
+	}
+	s.refusing.logged++
+	quiet := s.refusing.quiet
+	s.refusing.quiet = 0
+	s.mu.Unlock()
+	ev := s.log.Warn().Int("uid", r.uid).Str("why", r.why)
+	if r.uid >= 0 {
+		ev = ev.Str("user", peercred.UserName(uint32(r.uid)))
+	}
+	if r.inode != 0 {
+		if pid, comm := peercred.OwnerPID("/proc", r.inode); pid > 0 {
+			ev = ev.Int("pid", pid).Str("comm", comm)
+		}
+	}
+	if quiet > 0 {
+		ev = ev.Int("more_refused", quiet)
+	}
+	ev.Msg("pmix: refused a connection before libpmix read it (libpmix takes the uid a client or tool claims on its word; the kernel says whose it is)")
+}
+
 // guard refuses the call it is asked for (ErrPermission) while a
 // connection to the server has a peer of another user or not on this
 // host (intruders, toolpeer.go), or when it cannot tell: the call may be
@@ -1038,7 +1104,11 @@ func goLog(ns *C.char, rank C.uint32_t, keys, vals **C.char, n C.size_t, cbfunc 
 	}
 	req := &plugin.LogRequest{Proc: procOf(ns, rank)}
 	if err := s.guard("log"); err != nil {
-		C.gopmi_op_done(cbfunc, rcOf(err), cbdata)
+		// Answered off libpmix's upcall, as every answer: one inside it
+		// wedged libpmix's server (no client connected after it, no
+		// fence ended).
+		rc := rcOf(err)
+		go C.gopmi_op_done(cbfunc, rc, cbdata)
 		return
 	}
 	ks, vs := unsafe.Slice(keys, int(n)), unsafe.Slice(vals, int(n))
@@ -1046,6 +1116,6 @@ func goLog(ns *C.char, rank C.uint32_t, keys, vals **C.char, n C.size_t, cbfunc 
 		req.Data = append(req.Data, plugin.Info{Key: C.GoString(ks[i]), Value: C.GoString(vs[i])})
 	}
 	if rc := s.opCall("log", req.Proc, cbfunc, cbdata, func(ctx context.Context) error { return s.be.Log(ctx, req) }); rc != C.PMIX_SUCCESS {
-		C.gopmi_op_done(cbfunc, rc, cbdata)
+		go C.gopmi_op_done(cbfunc, rc, cbdata)
 	}
 }

@@ -8,6 +8,9 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/gopmi/gopmi/plugin/peercred"
 )
@@ -186,3 +189,62 @@ const (
 	epollOut = 0x004
 	epollET  = 1 << 31
 )
+
+// refusal is why a connection to the server was refused before libpmix
+// read a byte of it (vetPeer).
+type refusal struct {
+	uid   int    // the peer's owner; -1: not on this host
+	inode uint64 // the peer's socket, when on this host
+	why   string
+}
+
+// vetPeer judges a connection the server accepted (fd) before libpmix
+// reads a byte of it: its peer must be a socket of this host held by the
+// server's own user (self) or root, which the kernel says by the
+// connection's 4-tuple (lookup), and it must say something within
+// handshake (libpmix reads a handshake blocking, and its whole listener
+// waits meanwhile). nil: libpmix may have it.
+func vetPeer(fd int, self int, lookup lookupTCP, handshake time.Duration) *refusal {
+	la, err1 := unix.Getsockname(fd)
+	ra, err2 := unix.Getpeername(fd)
+	local, remote := tcpAddr(la), tcpAddr(ra)
+	if err1 != nil || err2 != nil || local == nil || remote == nil {
+		return &refusal{uid: -1, why: "not a TCP connection whose ends can be read"}
+	}
+	peer, err := lookup(remote, local)
+	switch {
+	case err == nil && peer.Live():
+	case err == nil || errors.Is(err, peercred.ErrNoSocket):
+		return &refusal{uid: -1, why: "its peer " + remote.String() + " is not on this host"}
+	default:
+		return &refusal{uid: -1, why: "who holds its other end cannot be read: " + err.Error()}
+	}
+	if peer.UID != self && peer.UID != 0 {
+		return &refusal{uid: peer.UID, inode: peer.Inode, why: "another user's"}
+	}
+	fds := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}
+	for deadline := time.Now().Add(handshake); ; {
+		left := time.Until(deadline)
+		if left <= 0 {
+			return &refusal{uid: peer.UID, inode: peer.Inode, why: "it said nothing in " + handshake.String()}
+		}
+		n, err := unix.Poll(fds, int(left.Milliseconds())+1)
+		if err == unix.EINTR {
+			continue
+		}
+		if err != nil || n > 0 {
+			return nil // bytes, or an end libpmix sees at once
+		}
+	}
+}
+
+// tcpAddr is sa as a TCP address, nil if it is none.
+func tcpAddr(sa unix.Sockaddr) *net.TCPAddr {
+	switch a := sa.(type) {
+	case *unix.SockaddrInet4:
+		return &net.TCPAddr{IP: net.IP(a.Addr[:]).To16(), Port: a.Port}
+	case *unix.SockaddrInet6:
+		return &net.TCPAddr{IP: net.IP(a.Addr[:]), Port: a.Port}
+	}
+	return nil
+}

@@ -39,7 +39,7 @@ func portPeer(conn net.Conn, procDir string) bridge.PortPeer {
 		Owner: uid == os.Geteuid(),
 		Describe: func() string {
 			d := "uid " + strconv.Itoa(uid)
-			if pid, comm := socketOwnerPID(procDir, inode); pid > 0 {
+			if pid, comm := peercred.OwnerPID(procDir, inode); pid > 0 {
 				d += fmt.Sprintf(", pid %d (%s)", pid, comm)
 			}
 			return d + " at " + ra.String()
@@ -72,24 +72,6 @@ func findTCPSocket(procDir string, local, remote *net.TCPAddr) (uid int, inode u
 		}
 	}
 	return 0, 0, false
-}
-
-// socketOwnerPID finds a process holding the socket inode, for messages
-// only: it reads every process's fd table this process may read.
-func socketOwnerPID(procDir string, inode uint64) (int, string) {
-	dirs, _ := os.ReadDir(procDir)
-	for _, d := range dirs {
-		pid, err := strconv.Atoi(d.Name())
-		if err != nil {
-			continue
-		}
-		socks, err := peercred.SocketInodes(filepath.Join(procDir, d.Name(), "fd"))
-		if _, ok := socks[inode]; err == nil && ok {
-			comm, _ := os.ReadFile(filepath.Join(procDir, d.Name(), "comm"))
-			return pid, string(bytes.TrimSpace(comm))
-		}
-	}
-	return 0, ""
 }
 
 // unixPeer reads a unix socket peer's credentials (SO_PEERCRED), as they
