@@ -2,6 +2,7 @@ package bridge
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -434,6 +435,17 @@ func (j *Job) completeFence(f *fence, blob []byte, err error) {
 	for _, a := range answers {
 		a()
 	}
+	j.endAfterTimeout(err)
+}
+
+// endAfterTimeout ends the job once a fence of it timed out, its waiters
+// told why: a fence that cannot complete ends the job, whatever its
+// ranks do next (one that went on after its failed fence, and hung, kept
+// the run for as long as it hung).
+func (j *Job) endAfterTimeout(err error) {
+	if err != nil && errors.Is(err, plugin.ErrTimeout) {
+		j.end(Result{Err: err})
+	}
 }
 
 // fenceTimedOut fails a fence whose local participants did not all
@@ -471,4 +483,5 @@ func (j *Job) fenceTimedOut(f *fence) {
 	for _, a := range answers {
 		a()
 	}
+	j.endAfterTimeout(err)
 }

@@ -295,7 +295,14 @@ func (s *Session) finalize(r *request) {
 		j.notices.finalized = append(j.notices.finalized, j.proc(s.rank))
 		j.flushNoticesLocked()
 	}
-	if !j.oneNode() && j.lastFinalizeLocked(t) {
+	if j.ended && j.result.Err != nil {
+		// Nothing to hand over: the rank hears why the job ended, now.
+		err := j.endedErrLocked(r.cmd)
+		j.mu.Unlock()
+		r.fail(wire.RcFail, err)
+		return
+	}
+	if !j.oneNode() && !j.ended && j.lastFinalizeLocked(t) {
 		// The node's last rank: its answer waits for the hand-over.
 		r.park()
 		j.depart.waiting = append(j.depart.waiting, r)

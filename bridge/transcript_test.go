@@ -27,7 +27,8 @@ import (
 // transcripts are written by hand in the same format to reach what no
 // healthy capture shows: their "rm<" lines script the fake RM's answer
 // (a fence that times out, a modex not found, a publish refused), and
-// "nodes N" spreads a job over nodes (testdata/transcripts/README.md).
+// "nodes N" spreads a job over nodes, and "ends TEXT" says it must end
+// with an error that says TEXT (testdata/transcripts/README.md).
 func transcriptDir(t *testing.T) string {
 	t.Helper()
 	dir := filepath.Join("testdata", "transcripts")
@@ -54,7 +55,8 @@ type jobScript struct {
 	ranks  []*rankScript
 	nspace string
 	preput []plugin.Info
-	nodes  int // the nodes its ranks are spread over, in blocks
+	nodes  int    // the nodes its ranks are spread over, in blocks
+	ends   string // the error the job must end with; "": none
 }
 
 // cutLines completes the PMI-2 lines the capture cut short; a cut
@@ -114,6 +116,7 @@ func loadTranscript(t *testing.T, path string) []*jobScript {
 		cur     *rankScript
 		inC     bool
 		nodes   = 1
+		ends    string
 		pending []*rmAnswer // rm< lines for the rank's next step
 	)
 	header := regexp.MustCompile(`^== \S+ r(\d+) pid \d+`)
@@ -134,9 +137,9 @@ func loadTranscript(t *testing.T, path string) []*jobScript {
 				}
 			}
 			if job == nil {
-				job = &jobScript{nodes: nodes}
+				job = &jobScript{nodes: nodes, ends: ends}
 				jobs = append(jobs, job)
-				nodes = 1
+				nodes, ends = 1, ""
 			}
 			if len(pending) > 0 {
 				t.Fatalf("%s: rm< lines after the last step of rank %d", path, cur.rank)
@@ -155,6 +158,8 @@ func loadTranscript(t *testing.T, path string) []*jobScript {
 				t.Fatalf("%s: %q: want nodes N, N >= 1", path, line)
 			}
 			nodes = n
+		case strings.HasPrefix(line, "ends "):
+			ends = strings.TrimPrefix(line, "ends ")
 		case strings.HasPrefix(line, "rm< "):
 			if cur == nil {
 				t.Fatalf("%s: %q before the first rank", path, line)
@@ -422,8 +427,12 @@ func replayJob(t *testing.T, js *jobScript, spawned bool, out *strings.Builder) 
 		k.s.Close(nil)
 	}
 	for n := range w.jobs {
-		if res := w.waitDone(n); res.Err != nil {
+		res := w.waitDone(n)
+		switch {
+		case js.ends == "" && res.Err != nil:
 			t.Fatalf("job ended with %v on node %d", res.Err, n)
+		case js.ends != "" && (res.Err == nil || !strings.Contains(res.Err.Error(), js.ends)):
+			t.Fatalf("node %d: job ended with %v, want an error with %q", n, res.Err, js.ends)
 		}
 	}
 	p.logCalls()

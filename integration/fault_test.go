@@ -452,3 +452,30 @@ func alive(pid int) bool {
 	p, ok := proc.Stat(pid)
 	return ok && p.Alive()
 }
+
+// TestFenceTimeoutEndsJob: a fence that times out ends the job, whatever
+// its ranks do next. Rank 1 of pmi2_fault stops before the fence; rank 0,
+// told its fence failed, goes on and hangs (ignore: 30 s). The run ends
+// at the time-out, non-zero, with a line naming rank 1; before, it waited
+// for the hung rank.
+func TestFenceTimeoutEndsJob(t *testing.T) {
+	begin(t)
+	for _, ppn := range []string{"0", "1"} {
+		t.Run("ppn="+ppn, func(t *testing.T) {
+			dir := t.TempDir()
+			start := time.Now()
+			r := gopmiRun(t, runOpts{timeout: time.Minute}, "-timeout", faultTimeout.String(), "-ppn", ppn, "-n", "2",
+				prog(t, clients.PMI2Fault), "phase=fence", "die=stop", "dir="+dir, "ignore")
+			took := time.Since(start)
+			if !strings.Contains(r.Stdout, "rank=0 ignores its failed fence") {
+				t.Fatalf("rank 0 did not go on after its failed fence: %s", output(r))
+			}
+			if r.ExitCode == 0 || took > faultEnd {
+				t.Errorf("the run ended with %d after %v; want non-zero within %v: %s", r.ExitCode, took, faultEnd, output(r))
+			}
+			if !strings.Contains(r.Stderr, "rank 1 (node ") || !strings.Contains(r.Stderr, "did not arrive") {
+				t.Errorf("no line names the rank that never arrived: %s", output(r))
+			}
+		})
+	}
+}

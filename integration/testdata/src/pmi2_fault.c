@@ -18,6 +18,8 @@
  * itself; stop: SIGSTOP itself, never resumed). In the spawn phase rank 1
  * waits for rank 0's marker first, so the spawn happened. The others wait
  * for D/go (30 s at most), then carry on to the end: init, fence, finalize.
+ * With "ignore", a rank whose fence fails says so and hangs (30 s)
+ * instead of exiting.
  * Lines: "ok fault rank=R phase=P" at the end.
  */
 #include <errno.h>
@@ -129,7 +131,16 @@ int main(int argc, char **argv)
         }
         wait_for("go");
     }
-    gt_pmi2_fence(P, rank, "fault");
+    rc = PMI2_KVS_Fence();
+    if (rc != PMI2_SUCCESS) {
+        if (gt_has(argc, argv, "ignore")) {
+            /* A rank that goes on after its fence failed, and hangs. */
+            printf("ok " P " rank=%d ignores its failed fence rc=%d\n", rank, rc);
+            fflush(stdout);
+            sleep(30);
+        }
+        gt_fail(P, rank, "fence-fault-rc-%d", rc);
+    }
     rc = PMI2_Finalize();
     if (rc != PMI2_SUCCESS) gt_fail(P, rank, "finalize-rc-%d", rc);
     if (strcmp(phase, "finalized") == 0) {
