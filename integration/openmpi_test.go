@@ -1048,3 +1048,24 @@ func TestSrunNodeNames(t *testing.T) {
 		}
 	}
 }
+
+// TestSrunPMIxFenceTimeout: under srun as under gopmi run, a PMIx fence
+// that times out at the step's time-out ends the step, whatever its
+// ranks do next: rank 3 never fences, and ranks 0-2, told their fence
+// failed, go on and hang (pmix_hold ignore=1, 30 s).
+func TestSrunPMIxFenceTimeout(t *testing.T) {
+	c := slurm(t)
+	if err := pmixShim(); err != nil {
+		t.Fatal(err)
+	}
+	hold := buildPMIxClientFrom(t, filepath.Join("testdata", "src"), "pmix_hold")
+	start := time.Now()
+	r := runOn(t, c, 2*time.Minute, []string{"srun", "--mpi=gopmi", "-N2", "-n4", hold, "ignore=1"}, "GOPMI_PMIX=1", "GOPMI_TIMEOUT=2")
+	took := time.Since(start)
+	if r.ExitCode == 0 || took > 15*time.Second {
+		t.Errorf("the step ended with %d after %v; want non-zero within the time-out: %s", r.ExitCode, took, r.Summary())
+	}
+	if !strings.Contains(r.Stdout, "fence-error rank=0 status=TIMEOUT") || !strings.Contains(r.Stderr, "rank 3 (node n") || !strings.Contains(r.Stderr, "did not arrive in 2s") {
+		t.Errorf("no line names the rank that did not arrive: %s", r.Summary())
+	}
+}

@@ -112,6 +112,9 @@ func (s *server) runPMIx(ctx context.Context) error {
 	}
 	if err != nil {
 		reason = err.Error()
+		if errors.Is(err, plugin.ErrTimeout) {
+			err = fmt.Errorf("%w: %w", serve.ErrJobFailed, err) // a fence timed out
+		}
 	}
 	if nerr := s.notify.stopping(reason); nerr != nil {
 		s.log.Debug().Err(nerr).Msg("report stopping")

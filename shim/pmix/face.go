@@ -27,8 +27,9 @@ const DirPrefix = "gopmi-pmix-"
 // signature of shim.PMIxFace): it makes the process a PMIx server in a
 // private directory, registers the job, and returns the tasks'
 // environment without PMIX_RANK (the same for every rank otherwise), and
-// wait, which returns once every local task finalized or ctx ended, after
-// the server stopped. fence bounds each fence the node's clients gave no
+// wait, which returns once every local task finalized or ctx ended, or
+// with the error of a fence that timed out at the run's time-out (which
+// ends the job), after the server stopped. fence bounds each fence the node's clients gave no
 // time-out (PMIX_TIMEOUT) once libpmix hands it over: libpmix itself
 // waits for every local client of a fence, without one.
 func Face(ctx context.Context, job plugin.Job, node int32, fence time.Duration, be plugin.Full, rendezvous *os.File, log zerolog.Logger) ([]string, func(context.Context) error, error) {
@@ -75,6 +76,10 @@ func Face(ctx context.Context, job plugin.Job, node int32, fence time.Duration, 
 		select {
 		case <-done:
 			return nil
+		case <-s.failed:
+			s.mu.Lock()
+			defer s.mu.Unlock()
+			return s.failure
 		case <-ctx.Done():
 			return context.Cause(ctx)
 		}

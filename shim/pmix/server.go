@@ -97,6 +97,11 @@ type Server struct {
 	// guard; guarded by mu.
 	listening []net.TCPAddr
 	closed    bool // guarded by mu
+	// failed is closed, failure set, once a fence bounded by the run's
+	// time-out timed out: that ends the job (Face's wait), whatever its
+	// clients do next. Guarded by mu.
+	failed  chan struct{}
+	failure error
 }
 
 // current is the process's server: libpmix's callbacks find it here.
@@ -140,7 +145,7 @@ func Start(opts Options) (*Server, error) {
 		return nil, fmt.Errorf("pmix: server directory: %w", err)
 	}
 	ctx, stop := context.WithCancel(context.Background())
-	s := &Server{opts: opts, be: opts.Backend, log: opts.Logger, ctx: ctx, stop: stop, fences: map[string]int{}, jobs: map[string]*jobOnNode{}, connects: map[plugin.Proc]chan struct{}{}}
+	s := &Server{opts: opts, be: opts.Backend, log: opts.Logger, ctx: ctx, stop: stop, fences: map[string]int{}, jobs: map[string]*jobOnNode{}, connects: map[plugin.Proc]chan struct{}{}, failed: make(chan struct{})}
 	// Set before the init, without a lock held across it: a callback
 	// that comes during the init finds the server.
 	current.Store(s)
@@ -661,6 +666,11 @@ func goFence(procs *C.pmix_proc_t, nprocs C.size_t, collect C.int, timeout C.int
 		if err != nil {
 			s.log.Warn().Err(err).Str("fence", req.ID).Msg("pmix: fence")
 			C.gopmi_modex_done(cbfunc, rcOf(err), nil, 0, cbdata)
+			if timeout <= 0 && errors.Is(err, plugin.ErrTimeout) {
+				// The run's time-out, not one the clients chose
+				// (PMIX_TIMEOUT, theirs to handle): the job ends.
+				s.fail(err)
+			}
 			return
 		}
 		// libpmix gets the fence blobs, concatenated, in memory of its
@@ -672,6 +682,16 @@ func goFence(procs *C.pmix_proc_t, nprocs C.size_t, collect C.int, timeout C.int
 		return C.PMIX_ERR_NOT_AVAILABLE
 	}
 	return C.PMIX_SUCCESS
+}
+
+// fail ends the job for err, once (failed).
+func (s *Server) fail(err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.failure == nil {
+		s.failure = err
+		close(s.failed)
+	}
 }
 
 // fenceBlobsC is fenceBlobs in C memory, which libpmix frees: nil when

@@ -4,10 +4,11 @@
  * Every rank but H calls PMIx_Fence over the whole job (one that collects
  * nothing; with collect=1, data); rank H prints "holding rank=H" and sleeps, so the
  * fence can only end by the server's time-out or by the job's end.
- * Args (name=value): hold=H (default: the last rank), collect=0.
+ * Args (name=value): hold=H (default: the last rank), collect=0, ignore=0.
  * Output: a fencing rank prints "fence-error rank=R status=<PMIx status>"
- * and exits 1 when its fence fails, or "fence-done rank=R" and exits 0
- * if it completes (which it must not).
+ * and exits 1 when its fence fails (with ignore=1 it goes on and hangs
+ * for 30 s first), or "fence-done rank=R" and exits 0 if it completes
+ * (which it must not).
  */
 #include <pmix.h>
 
@@ -43,6 +44,8 @@ int main(int argc, char **argv)
     rc = PMIx_Fence(NULL, 0, collect ? &info : NULL, collect ? 1 : 0);
     if (rc != PMIX_SUCCESS) {
         printf("fence-error rank=%u status=%s\n", me.rank, PMIx_Error_string(rc));
+        fflush(stdout);
+        if (atoi(gt_arg(argc, argv, "ignore", "0"))) sleep(30);
         return 1;
     }
     printf("fence-done rank=%u\n", me.rank);
