@@ -594,3 +594,63 @@ func TestDaemonQueryVocabulary(t *testing.T) {
 		t.Errorf("job-status of the ended job: %s", out)
 	}
 }
+
+// A socket is found by its path only: where the daemon's socket lives in
+// a directory another user can write first, hers must not be taken for
+// the daemon. Root's gopmi ps and gopmi query refuse it, naming her uid;
+// root's run neither registers with it nor sends it a name, and runs
+// alone (its names within the run) with a line that says why.
+func TestDaemonSocketOfAnotherUser(t *testing.T) {
+	begin(t)
+	cred := namedTestUser(t, "gopmi-it2")
+	dir := worldDir(t)
+	shared := filepath.Join(dir, "shared")
+	if err := os.Mkdir(shared, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(shared, 0o1777); err != nil {
+		t.Fatal(err)
+	}
+	bin := copyExec(t, gopmiBin, dir)
+	sock := filepath.Join(shared, "d.sock")
+	log := &plugintest.Buffer{}
+	hers := exec.Command(bin, "daemon", "-socket", sock, "-state", filepath.Join(shared, "state"), "-log-level", "debug")
+	hers.Stdout, hers.Stderr = log, log
+	hers.Env = []string{"HOME=" + dir, "PATH=/usr/bin:/bin"}
+	hers.SysProcAttr = &syscall.SysProcAttr{Credential: cred, Pdeathsig: syscall.SIGKILL}
+	if err := hers.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = hers.Process.Kill(); _ = hers.Wait() })
+	waitFor(t, "her daemon's socket", func() bool { return daemonIsUp(sock) })
+
+	who := fmt.Sprintf("served by uid %d (gopmi-it2, pid %d), neither you nor root: not used", cred.Uid, hers.Process.Pid)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	for _, args := range [][]string{{"ps", "-daemon", sock}, {"query", "-daemon", sock, "gopmi.names"}} {
+		r, err := clients.Run(ctx, append([]string{gopmiBin}, args...), clients.RunOptions{})
+		if err != nil || r.ExitCode == 0 || !strings.Contains(r.Stderr, who) {
+			t.Errorf("root's gopmi %s against her socket: %v, exit %d; want a refusal with %q: %s", args[0], err, r.ExitCode, who, r.Stderr)
+		}
+	}
+	r := startRun(ctx, daemonArgv(sock, "-n", "2", progs[clients.PMI2Test], "ns"), nil, nil, "").wait(t, "root's run")
+	if r.ExitCode != 0 || !strings.Contains(r.Stderr, who) || !strings.Contains(r.Stderr, "names stay within this run") {
+		t.Errorf("root's run: exit %d, want 0 and a line that says her socket was not used:\n%s\n%s", r.ExitCode, r.Stdout, r.Stderr)
+	}
+	// Her daemon heard nothing of root's: no job, no name.
+	if ps := askWith(t, bin, cred, "ps", "-json", "-daemon", sock); strings.Contains(ps, "pmi2_test") {
+		t.Errorf("root's job reached her daemon: %s", ps)
+	}
+	if names := askWith(t, bin, cred, "query", "-json", "-daemon", sock, "gopmi.names"); strings.Contains(names, "gopmi-") {
+		t.Errorf("root's names reached her daemon: %s", names)
+	}
+}
+
+// daemonIsUp reports whether something listens on the unix socket sock.
+func daemonIsUp(sock string) bool {
+	c, err := net.Dial("unix", sock)
+	if err == nil {
+		c.Close()
+	}
+	return err == nil
+}

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"net"
 	"os"
 	"strconv"
 	"sync"
@@ -41,6 +40,7 @@ type Client struct {
 	changed    wake.Cond     // woken when conn is set or lost, and when registered grows
 	downSince  time.Time     // when the client last lost (or began without) a connection
 	warned     bool          // said the daemon is gone, this outage
+	foreign    error         // why the socket was not used (another user serves it), this outage
 	regErr     error         // why the last registration failed on a daemon that answered; nil once one passed
 	regSince   time.Time     // when registrations began to fail
 	dirty      chan struct{} // capacity 1: a job to register
@@ -104,9 +104,15 @@ func DialNode(named string, log zerolog.Logger) (c *Client, why string) {
 		}
 		return nil, ""
 	}
-	conn, err := net.DialTimeout("unix", path, time.Second)
-	if err != nil {
-		return nil, fmt.Sprintf("the node daemon at %s does not answer (%v)", path, err)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+	conn, err := link.Dial(ctx, path)
+	cancel()
+	switch {
+	case errors.Is(err, plugin.ErrPermission):
+		// Not a daemon of root's or the user's: another user's socket.
+		return nil, err.Error()
+	case err != nil:
+		return nil, fmt.Sprintf("the node daemon at %s does not answer (%v)", path, errors.Unwrap(err))
 	}
 	conn.Close()
 	return Dial(path, RunName(), log), ""
@@ -145,6 +151,14 @@ func (c *Client) loop() {
 	for {
 		conn, err := link.Dial(c.ctx, c.path)
 		if err != nil {
+			if errors.Is(err, plugin.ErrPermission) {
+				c.mu.Lock()
+				if c.foreign == nil {
+					c.log.Warn().Err(err).Msg("the node daemon's socket is not the daemon's: name-service calls wait for it")
+				}
+				c.foreign = err
+				c.mu.Unlock()
+			}
 			select {
 			case <-c.ctx.Done():
 				return
@@ -155,6 +169,7 @@ func (c *Client) loop() {
 		c.log.Debug().Str("daemon", c.path).Msg("connected to the node daemon")
 		c.mu.Lock()
 		c.conn = conn
+		c.foreign = nil
 		c.registered = 0
 		c.changed.Broadcast()
 		if c.warned {
@@ -268,9 +283,13 @@ func (c *Client) backend(ctx context.Context) (plugin.Full, error) {
 			if left <= 0 {
 				warn := !c.warned
 				c.warned = true
+				foreign := c.foreign
 				c.mu.Unlock()
 				err := plugin.Errorf(plugin.ErrUnavailable,
 					"the node daemon at %s has been gone for %s: start it (systemctl start gopmi.socket), or run alone with gopmi run -daemon none", c.path, reconnectWait)
+				if foreign != nil {
+					err = foreign
+				}
 				if warn {
 					c.log.Warn().Err(err).Msg("name-service calls fail until the node daemon is back")
 				}

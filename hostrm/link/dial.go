@@ -6,10 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"strings"
 	"sync"
 
 	"github.com/gopmi/gopmi/plugin"
+	"github.com/gopmi/gopmi/plugin/peercred"
 )
 
 // Conn is a caller's connection to a served backend.
@@ -34,7 +36,28 @@ func Dial(ctx context.Context, addr string) (*Conn, error) {
 	if err != nil {
 		return nil, plugin.Errorf(plugin.ErrUnavailable, "link: dial %s: %v", addr, err)
 	}
+	if err := trusted(c, path); err != nil {
+		c.Close()
+		return nil, err
+	}
 	return NewConn(c), nil
+}
+
+// trusted checks who serves c, before a byte is sent: its listener's
+// process must be the caller's user or root. A socket is found by its
+// path only, and where its directory is writable by another user first
+// (a daemon not started yet, a shared TMPDIR), hers would take the
+// caller's jobs, names and lookups and answer them.
+func trusted(c net.Conn, path string) error {
+	cred, err := peercred.Of(c)
+	if err != nil {
+		return plugin.Errorf(plugin.ErrPermission, "link: %s: who serves it: %v", path, err)
+	}
+	if cred.Uid == 0 || int(cred.Uid) == os.Geteuid() {
+		return nil
+	}
+	return plugin.Errorf(plugin.ErrPermission, "link: %s is served by uid %d (%s, pid %d), neither you nor root: not used",
+		path, cred.Uid, peercred.UserName(cred.Uid), cred.Pid)
 }
 
 // NewConn makes a caller's connection of c, a stream already connected to

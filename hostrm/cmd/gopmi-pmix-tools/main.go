@@ -19,6 +19,7 @@ import (
 
 	"github.com/gopmi/gopmi/hostrm/daemon"
 	"github.com/gopmi/gopmi/hostrm/link"
+	"github.com/gopmi/gopmi/plugin"
 	"github.com/gopmi/gopmi/shim/pmix"
 	"github.com/gopmi/gopmi/shim/sockdir"
 )
@@ -80,7 +81,11 @@ flags:
 	ctx, cancel := context.WithTimeout(context.Background(), dialTimeout)
 	conn, err := link.Dial(ctx, sock)
 	cancel()
-	if err != nil {
+	switch {
+	case errors.Is(err, plugin.ErrPermission):
+		fmt.Fprintf(stderr, "gopmi tools: %v\n", err)
+		return 1
+	case err != nil:
 		fmt.Fprintf(stderr, "gopmi tools: the node daemon at %s does not answer: %v\n", sock, err)
 		return 1
 	}

@@ -98,7 +98,10 @@ func askDaemon(path string, quals []plugin.Info, keys ...string) (map[string]str
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
 	c, err := link.Dial(ctx, path)
-	if err != nil {
+	switch {
+	case errors.Is(err, plugin.ErrPermission):
+		return nil, err
+	case err != nil:
 		return nil, fmt.Errorf("the node daemon at %s does not answer (%v): start it (systemctl start gopmi.socket)", path, errors.Unwrap(err))
 	}
 	defer c.Close()
