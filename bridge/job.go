@@ -167,6 +167,14 @@ func (j *Job) AttachPort(out Sender, peer PortPeer) *Session {
 	return s
 }
 
+// Bound reports whether a PMI_PORT session has claimed its rank (and so,
+// for a peer not of the job's user, passed the challenge first).
+func (s *Session) Bound() bool {
+	s.j.mu.Lock()
+	defer s.j.mu.Unlock()
+	return s.rank >= 0
+}
+
 // bind ties a port session to a rank (initack pmiid=, or fullinit).
 func (j *Job) bind(s *Session, rank int32) error {
 	j.mu.Lock()

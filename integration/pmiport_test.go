@@ -1,6 +1,7 @@
 package integration
 
 import (
+	"bufio"
 	"context"
 	"os"
 	"os/exec"
@@ -154,5 +155,119 @@ func TestPMIPortAccess(t *testing.T) {
 		if !strings.Contains(r.Stderr, w) {
 			t.Errorf("the job's log has no %q:\n%s", w, r.Stderr)
 		}
+	}
+}
+
+// portHolder, run as another user, opens N connections to HOST:PORT, says
+// how many it opened, and then how many the server closed within S
+// seconds, each with when: portholder.py HOST:PORT N S.
+const portHolder = `import select, socket, sys, time
+host, port = sys.argv[1].rsplit(":", 1)
+n, wait = int(sys.argv[2]), float(sys.argv[3])
+socks = []
+for _ in range(n):
+    try:
+        socks.append(socket.create_connection((host, int(port)), timeout=2))
+    except OSError:
+        pass
+start = time.time()
+print("opened", len(socks), flush=True)
+open_ = set(socks)
+late = 0
+while open_ and time.time() < start + wait:
+    ready, _, _ = select.select(list(open_), [], [], 0.1)
+    for s in ready:
+        try:
+            gone = s.recv(1) == b""
+        except OSError:
+            gone = True
+        if gone:
+            open_.discard(s)
+            if time.time() - start > 1:
+                late += 1
+print("closed", len(socks) - len(open_), "late", late, flush=True)
+`
+
+// portBothRanks is each rank of the job: rank 0 says where the port is;
+// once the test says go, each rank runs MPICH's PMI-1 handshake and
+// finalize over PMI_PORT, and then waits for done.
+const portBothRanks = `d=$1
+if [ "$PMI_ID" = 0 ]; then
+	echo "$PMI_PORT" > "$d/port.tmp" && mv "$d/port.tmp" "$d/port"
+fi
+while [ ! -e "$d/go" ]; do sleep 0.05; done
+exec 3<>"/dev/tcp/${PMI_PORT%:*}/${PMI_PORT##*:}"
+printf 'cmd=init pmi_version=1 pmi_subversion=1\n' >&3; IFS= read -r a <&3
+printf 'cmd=initack pmiid=%s\n' "$PMI_ID" >&3; IFS= read -r b <&3
+case "$b" in *rc=0*) ;; *) echo "rank $PMI_ID refused: $b"; exit 1;; esac
+for i in 1 2 3; do IFS= read -r x <&3; done
+printf 'cmd=finalize\n' >&3; IFS= read -r c <&3
+echo "rank $PMI_ID: $c"
+while [ ! -e "$d/done" ]; do sleep 0.05; done
+`
+
+// TestPMIPortHeldByAnotherUser: another user's idle connections, opened
+// as the PMI_PORT listener appears and more than the job has places for,
+// take none of its own tasks' places: both ranks connect and the job ends
+// well. Hers are closed, the extra ones at once and the rest once they
+// claimed no rank within 5 s, and the log names her uid, a few lines a
+// second at most. Before, 16 such connections made every rank die of
+// SIGPIPE, refused as "too many open connections".
+func TestPMIPortHeldByAnotherUser(t *testing.T) {
+	begin(t)
+	stranger := testUser(t)
+	dir := worldDir(t)
+	holder := filepath.Join(dir, "portholder.py")
+	if err := os.WriteFile(holder, []byte(portHolder), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	job := startRun(ctx, gopmiArgv("-pmi-port", "-n", "2", "-timeout", "60s", "bash", "-c", portBothRanks, "task", dir), nil, nil, "")
+	var port string
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if b, err := os.ReadFile(filepath.Join(dir, "port")); err == nil && len(strings.TrimSpace(string(b))) > 0 {
+			port = strings.TrimSpace(string(b))
+			break
+		}
+		if time.Now().After(deadline) {
+			cancel()
+			t.Fatalf("the job never wrote its PMI_PORT:\n%s", output(job.wait(t, "the job")))
+		}
+	}
+	hold := exec.CommandContext(ctx, "/usr/bin/python3", holder, port, "40", "9")
+	hold.SysProcAttr = &syscall.SysProcAttr{Credential: stranger}
+	out, err := hold.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	hold.Stderr = os.Stderr
+	if err := hold.Start(); err != nil {
+		t.Fatal(err)
+	}
+	lines := bufio.NewScanner(out)
+	if !lines.Scan() || lines.Text() != "opened 40" {
+		t.Fatalf("her connections: %q", lines.Text())
+	}
+	if err := os.WriteFile(filepath.Join(dir, "go"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	lines.Scan()
+	closed := lines.Text()
+	_ = hold.Wait()
+	if err := os.WriteFile(filepath.Join(dir, "done"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r := job.wait(t, "the job")
+	if r.ExitCode != 0 || !strings.Contains(r.Stdout, "rank 0: cmd=finalize_ack") || !strings.Contains(r.Stdout, "rank 1: cmd=finalize_ack") {
+		t.Errorf("the job, beside her idle connections: exit %d\n%s", r.ExitCode, output(r))
+	}
+	// 8 wait for a claim (5 s), 32 are refused at once.
+	if closed != "closed 40 late 8" {
+		t.Errorf("her connections: %q, want all 40 closed, 8 of them after their wait", closed)
+	}
+	uid := "uid " + strconv.Itoa(int(stranger.Uid))
+	if n := strings.Count(r.Stderr, "pmi_port: connection refused"); n == 0 || n > 10 || !strings.Contains(r.Stderr, uid) {
+		t.Errorf("the job's log: %d refusal lines (want 1-10, naming %s):\n%s", n, uid, r.Stderr)
 	}
 }

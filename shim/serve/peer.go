@@ -20,20 +20,23 @@ import (
 // connection's remote one and the other way round. A peer found there is
 // the job's owner when its uid is this process's (a shim runs as the job's
 // user); a peer not found (another network namespace, another host, a
-// socket already closed) is not.
-func portPeer(conn net.Conn, procDir string) bridge.PortPeer {
+// socket already closed) is not. source names who the peer is for the
+// connection budgets (portBudget): "uid N" on this host, "host A" for an
+// address not on its socket table.
+func portPeer(conn net.Conn, procDir string) (peer bridge.PortPeer, source string) {
 	if uc, ok := conn.(*net.UnixConn); ok {
 		return unixPeer(uc, procDir)
 	}
 	la, ok1 := conn.LocalAddr().(*net.TCPAddr)
 	ra, ok2 := conn.RemoteAddr().(*net.TCPAddr)
 	if !ok1 || !ok2 {
-		return bridge.PortPeer{Describe: func() string { return "a peer at " + conn.RemoteAddr().String() }}
+		at := conn.RemoteAddr().String()
+		return bridge.PortPeer{Describe: func() string { return "a peer at " + at }}, "host " + at
 	}
 	uid, inode, found := findTCPSocket(procDir, ra, la)
 	if !found {
 		at := ra.String()
-		return bridge.PortPeer{Describe: func() string { return at + " (its owner is not on this host's socket table)" }}
+		return bridge.PortPeer{Describe: func() string { return at + " (its owner is not on this host's socket table)" }}, "host " + ra.IP.String()
 	}
 	return bridge.PortPeer{
 		Owner: uid == os.Geteuid(),
@@ -44,7 +47,7 @@ func portPeer(conn net.Conn, procDir string) bridge.PortPeer {
 			}
 			return d + " at " + ra.String()
 		},
-	}
+	}, "uid " + strconv.Itoa(uid)
 }
 
 // findTCPSocket looks for the live, established socket with local
@@ -76,10 +79,10 @@ func findTCPSocket(procDir string, local, remote *net.TCPAddr) (uid int, inode u
 
 // unixPeer reads a unix socket peer's credentials (SO_PEERCRED), as they
 // were when it connected.
-func unixPeer(uc *net.UnixConn, procDir string) bridge.PortPeer {
+func unixPeer(uc *net.UnixConn, procDir string) (bridge.PortPeer, string) {
 	cred, err := peercred.Of(uc)
 	if err != nil {
-		return bridge.PortPeer{Describe: func() string { return "a unix socket peer whose credentials cannot be read" }}
+		return bridge.PortPeer{Describe: func() string { return "a unix socket peer whose credentials cannot be read" }}, "unknown"
 	}
 	uid, pid := int(cred.Uid), int(cred.Pid)
 	return bridge.PortPeer{
@@ -88,5 +91,5 @@ func unixPeer(uc *net.UnixConn, procDir string) bridge.PortPeer {
 			comm, _ := os.ReadFile(filepath.Join(procDir, strconv.Itoa(pid), "comm"))
 			return fmt.Sprintf("uid %d, pid %d (%s)", uid, pid, bytes.TrimSpace(comm))
 		},
-	}
+	}, "uid " + strconv.Itoa(uid)
 }

@@ -13,7 +13,7 @@ import (
 // kernel's socket table with its uid and its pid.
 func TestPortPeerTCP(t *testing.T) {
 	c, s := dialPair(t, "tcp", "127.0.0.1:0")
-	p := portPeer(s, "/proc")
+	p, _ := portPeer(s, "/proc")
 	if !p.Owner {
 		t.Errorf("a connection from this process is not the owner's")
 	}
@@ -59,7 +59,7 @@ func TestPortPeerTable(t *testing.T) {
 // TestPortPeerUnix: a unix socket peer's credentials come from the kernel.
 func TestPortPeerUnix(t *testing.T) {
 	_, s := dialPair(t, "unix", filepath.Join(t.TempDir(), "p.sock"))
-	p := portPeer(s, "/proc")
+	p, _ := portPeer(s, "/proc")
 	want := "uid " + strconv.Itoa(os.Geteuid()) + ", pid " + strconv.Itoa(os.Getpid()) + " ("
 	if !p.Owner || !strings.HasPrefix(p.Describe(), want) {
 		t.Errorf("peer = %v %q, want owner %q...", p.Owner, p.Describe(), want)

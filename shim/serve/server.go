@@ -44,7 +44,7 @@ type Server struct {
 	mu       sync.Mutex
 	conns    []*taskConn         // guarded by mu; every connection ever attached
 	byRank   map[int32]*taskConn // guarded by mu; PMI_FD connections
-	portLive int                 // guarded by mu; open PMI_PORT connections
+	budget   *portBudget         // guarded by mu; the open PMI_PORT connections
 	portSeen int                 // guarded by mu; PMI_PORT connections accepted
 	closing  bool                // guarded by mu; no new connections
 }
@@ -78,7 +78,7 @@ func Start(ctx context.Context, c *Config, o Options) (*Server, error) {
 		}
 		return nil, fmt.Errorf("%w: build the PMI engine: %w", ErrUsage, err)
 	}
-	s := &Server{cfg: c, job: job, log: log, byRank: map[int32]*taskConn{}}
+	s := &Server{cfg: c, job: job, log: log, byRank: map[int32]*taskConn{}, budget: newPortBudget(c.PortTasks())}
 	var attachErr error
 	for _, t := range c.Tasks {
 		conn, ok := o.Conns[t.Rank]
@@ -256,9 +256,6 @@ func (s *Server) serveConn(tc *taskConn, sess *bridge.Session, onExit func()) {
 // acceptLoop serves the PMI_PORT listener until the server shuts down.
 func (s *Server) acceptLoop(l net.Listener) {
 	defer s.readers.Done()
-	// Live connections are bounded: a task retrying a failed handshake
-	// is fine, a flood is not.
-	limit := 2*s.cfg.PortTasks() + 8
 	var backoff *time.Timer
 	for {
 		conn, err := l.Accept()
@@ -276,20 +273,20 @@ func (s *Server) acceptLoop(l net.Listener) {
 			<-backoff.C
 			continue
 		}
-		peer := portPeer(conn, "/proc")
+		peer, source := portPeer(conn, "/proc")
 		s.mu.Lock()
-		switch {
-		case s.closing:
+		if s.closing {
 			s.mu.Unlock()
 			_ = conn.Close()
 			return
-		case s.portLive >= limit:
+		}
+		pc, why := s.budget.admit(peer.Owner, source)
+		if pc == nil {
 			s.mu.Unlock()
-			s.log.Warn().Int("open", limit).Msg("pmi_port: too many open connections; refusing one")
 			_ = conn.Close()
+			s.refusePort(peer, why)
 			continue
 		}
-		s.portLive++
 		s.portSeen++
 		// Attached under mu so that shutdown, which takes the list of
 		// connections under mu, cannot miss this one. The bridge calls
@@ -297,10 +294,13 @@ func (s *Server) acceptLoop(l net.Listener) {
 		tc := newTaskConn(conn, s.queueBytes(), s.log.With().Str("conn", "pmi_port").Logger())
 		sess := s.job.AttachPort(tc, peer)
 		s.conns = append(s.conns, tc)
+		if !pc.owner {
+			s.awaitClaim(pc, tc, sess, peer)
+		}
 		s.mu.Unlock()
 		s.serveConn(tc, sess, func() {
 			s.mu.Lock()
-			s.portLive--
+			s.budget.leave(pc)
 			s.mu.Unlock()
 		})
 	}
