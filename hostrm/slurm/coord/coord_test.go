@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -242,5 +243,33 @@ func TestSpawnDelayedBySlurm(t *testing.T) {
 	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
 	if err := syscall.Kill(pid, 0); err == nil {
 		t.Errorf("the waiting srun (pid %d) is still alive", pid)
+	}
+}
+
+// No node's Configure of a job returns before OnJob was told of it: a
+// node whose ranks publish at once finds the job registered with the
+// node daemon, whichever node configured first (CI saw a publish refused
+// as of an unregistered job when the other node's OnJob came late).
+func TestOnJobBeforeAnyConfigureReturns(t *testing.T) {
+	var told atomic.Int64 // when OnJob returned, in ns since start
+	start := time.Now()
+	c, _ := startCoordinator(t, Options{Secret: rightSecret, Step: "43.0", OnJob: func(plugin.Job, string) {
+		time.Sleep(200 * time.Millisecond)
+		told.Store(int64(time.Since(start)))
+	}})
+	job := plugin.Job{Nspace: "slurm.43.0", Size: 2, Nodes: []plugin.Node{{ID: 0, Name: "n1", Ranks: []int32{0}}, {ID: 1, Name: "n2", Ranks: []int32{1}}}}
+	returned := make(chan time.Duration, 2)
+	for node := range 2 {
+		go func() {
+			if _, err := c.Backend().Configure(context.Background(), &plugin.ConfigureRequest{Job: job, NodeID: int32(node)}); err != nil {
+				t.Error(err)
+			}
+			returned <- time.Since(start)
+		}()
+	}
+	for range 2 {
+		if at, done := <-returned, time.Duration(told.Load()); done == 0 || at < done {
+			t.Fatalf("a node's Configure returned at %v, OnJob returned at %v (0: not yet)", at, done)
+		}
 	}
 }

@@ -56,7 +56,9 @@ type Options struct {
 	// (the step's, then what it spawned) once its first node configured,
 	// to register it with the daemon, and where the step serves its jobs
 	// to the daemon (a private socket: other runs' connects to the step
-	// and reads of its keys).
+	// and reads of its keys). It is called before any node's Configure
+	// of the job returns, under the coordinator's lock: it must not
+	// block.
 	Beyond local.Beyond
 	OnJob  func(job plugin.Job, universe string)
 }
@@ -153,11 +155,15 @@ func (b *stepBackend) Configure(ctx context.Context, req *plugin.ConfigureReques
 			}
 			b.c.readers[req.Job.Nspace] = slurm.NewJobReader(req.Job, b.c.opts.Secret, slurm.ConfigTreePorts(req.Config))
 		}
+		// Told before any node's Configure returns: a node whose ranks
+		// publish at once must find the job registered with the daemon
+		// (it was refused as unknown when another node's Configure told
+		// it after this lock). OnJob does not block (Client.Register).
+		if b.c.opts.OnJob != nil {
+			b.c.opts.OnJob(req.Job, b.c.served)
+		}
 	}
 	b.c.mu.Unlock()
-	if first && b.c.opts.OnJob != nil {
-		b.c.opts.OnJob(req.Job, b.c.served)
-	}
 	return resp, err
 }
 
