@@ -301,6 +301,108 @@ func TestDaemonOtherUserRefused(t *testing.T) {
 	}
 }
 
+// Another user cannot forge root's view of its jobs, nor learn that a
+// name of root's exists (issue 31 item 6). She registers a job under the
+// name of root's running job, with a command and a log line that hold a
+// newline and terminal escapes, and leaves it lost: root's gopmi query of
+// its job still answers from its own job ("running", not her lost one),
+// its gopmi log of the job holds none of her lines, and gopmi ps and
+// gopmi log show hers escaped, on a line of its own that names her. Her
+// lookup of root's published name is answered as that of a name nobody
+// published, byte for byte; the daemon logs the refusal with her uid.
+func TestDaemonViewNotForged(t *testing.T) {
+	begin(t)
+	cred := testUser(t)
+	her := userNameOf(t, cred.Uid)
+	d, dir := testDaemon(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	server := startRun(ctx, daemonArgv(d.sock, "-n", "1", progs[clients.PMI2Test], "ns-serve"), nil, nil, "")
+	waitFor(t, "the name", func() bool {
+		return strings.Contains(ask(t, nil, "query", "-daemon", d.sock, "gopmi.names"), "gopmi-xrun")
+	})
+	jobsOf := func() []plugin.JobInfo {
+		var jobs []plugin.JobInfo
+		if err := json.Unmarshal([]byte(ask(t, nil, "ps", "-a", "-json", "-daemon", d.sock)), &jobs); err != nil {
+			t.Fatal(err)
+		}
+		return jobs
+	}
+	var ns string
+	for _, j := range jobsOf() {
+		if j.UID == 0 && strings.Contains(j.Cmd, "pmi2_test") {
+			ns = j.Nspace
+		}
+	}
+	if ns == "" {
+		t.Fatalf("root's job is not in gopmi ps: %+v", jobsOf())
+	}
+
+	self := copyExec(t, selfBin, dir)
+	r, err := clients.Run(ctx, []string{self}, clients.RunOptions{Env: []string{forgeEnv + "=" + d.sock, forgeJobEnv + "=" + ns}, Credential: cred, Dir: dir})
+	if err != nil || r.ExitCode != 0 || !strings.Contains(r.Stdout, "forged "+ns) {
+		t.Fatalf("the forger: %v, exit %d\n%s\n%s", err, r.ExitCode, r.Stdout, r.Stderr)
+	}
+	waitFor(t, "her job of root's job's name, ended", func() bool {
+		for _, j := range jobsOf() {
+			if j.Nspace == ns && j.UID == cred.Uid && j.State != "running" {
+				return true
+			}
+		}
+		return false
+	})
+
+	if got := strings.TrimSpace(ask(t, nil, "query", "-daemon", d.sock, "-nspace", ns, plugin.QueryJobStatus)); got != plugin.QueryJobStatus+": running" {
+		t.Errorf("root's query of its own job %s: %q, want it running", ns, got)
+	}
+	if own := ask(t, nil, "log", "-daemon", d.sock, ns); strings.Contains(own, "all good") || !strings.Contains(own, " root daemon: registered by run ") {
+		t.Errorf("root's log of its own job %s holds her lines, or not its own:\n%s", ns, own)
+	}
+	ps := ask(t, nil, "ps", "-a", "-daemon", d.sock)
+	all := ask(t, nil, "log", "-daemon", d.sock)
+	for what, c := range map[string]struct{ out, seen string }{"gopmi ps -a": {ps, forgedCmdSeen}, "gopmi log": {all, forgedLogSeen}} {
+		var hers string
+		for _, line := range strings.Split(c.out, "\n") {
+			if strings.Contains(line, c.seen) {
+				hers = line
+			}
+		}
+		if strings.ContainsAny(c.out, "\x1b") || strings.Contains(c.out, "\n4242 root") || strings.Contains(c.out, "\nall good") ||
+			!strings.Contains(hers, ns) || !strings.Contains(hers, " "+her+" ") {
+			t.Errorf("%s shows her text as root's, or raw, or not hers:\n%s", what, c.out)
+		}
+	}
+
+	bin := copyExec(t, gopmiBin, dir)
+	for _, b := range []string{"gopmi-shim", "gopmi-rm-local"} {
+		copyExec(t, filepath.Join(binDir, b), dir)
+	}
+	argv := append([]string{bin}, daemonArgv(d.sock, "-n", "1", self, "peek", "names=gopmi-xrun,gopmi-nobody")[1:]...)
+	p := startRun(ctx, argv, []string{"HOME=" + dir, taskRun}, cred, dir).wait(t, "her lookups")
+	replies := map[string]string{}
+	for _, line := range strings.Split(p.Stdout, "\n") {
+		for _, name := range []string{"gopmi-xrun", "gopmi-nobody"} {
+			if strings.Contains(line, " step="+name+" ") {
+				replies[name] = strings.ReplaceAll(line, name, "NAME")
+			}
+		}
+	}
+	if p.ExitCode != 0 || replies["gopmi-xrun"] == "" || replies["gopmi-xrun"] != replies["gopmi-nobody"] || strings.Contains(replies["gopmi-xrun"], " rc=0 ") {
+		t.Errorf("her lookup of root's name is told apart from one of a name nobody published: exit %d\n%s\n%s", p.ExitCode, p.Stdout, p.Stderr)
+	}
+	if want := fmt.Sprintf("uid=%d", cred.Uid); !strings.Contains(d.log.String(), `refused: lookup of gopmi-xrun: "gopmi-xrun" is published by another user`) || !strings.Contains(d.log.String(), want) {
+		t.Errorf("the daemon did not log her refused lookup with %s:\n%s", want, d.log.String())
+	}
+
+	client := startRun(ctx, daemonArgv(d.sock, "-n", "1", progs[clients.PMI2Test], "ns-client"), nil, nil, "")
+	if cr := client.wait(t, "the client run"); cr.ExitCode != 0 {
+		t.Fatalf("client: %s", cr.Stderr)
+	}
+	if sr := server.wait(t, "the serving run"); sr.ExitCode != 0 {
+		t.Fatalf("server: %s", sr.Stderr)
+	}
+}
+
 // The daemon killed with SIGKILL and started again while a run waits:
 // the run re-registers, the name it published before is found by a run
 // started afterwards, and both finish.
@@ -653,4 +755,14 @@ func daemonIsUp(sock string) bool {
 		c.Close()
 	}
 	return err == nil
+}
+
+// userNameOf is the name of the user uid.
+func userNameOf(t *testing.T, uid uint32) string {
+	t.Helper()
+	u, err := user.LookupId(strconv.FormatUint(uint64(uid), 10))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return u.Username
 }

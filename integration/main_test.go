@@ -41,6 +41,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv(taskEnv) != "" {
 		os.Exit(taskMain(os.Args[1:]))
 	}
+	if os.Getenv(forgeEnv) != "" {
+		os.Exit(forgeMain())
+	}
 	os.Exit(runTests(m))
 }
 

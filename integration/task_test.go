@@ -75,6 +75,7 @@ func taskMain(args []string) int {
 		"wire2-midclose": t.wire2MidClose,
 		"wire2-badlen":   t.wire2BadLength,
 		"bigval":         t.bigValue,
+		"peek":           t.peek,
 	}
 	f, ok := roles[role]
 	if !ok {
@@ -438,5 +439,24 @@ func (t *task) bigValue() int {
 		return t.failf("finalize: %v", err)
 	}
 	fmt.Printf("bigval rank=%d len=%d peer=%d ok\n", t.env.Rank, len(got), peer)
+	return 0
+}
+
+// peek looks up each of the comma-separated names= on the PMI-1 wire and
+// prints each reply whole ("wire ... step=<name> ... msg=..."): what a
+// lookup tells a user about a name, published or not.
+func (t *task) peek() int {
+	c, err := t.init1()
+	if err != nil {
+		return t.failf("init: %v", err)
+	}
+	for _, name := range strings.Split(t.params["names"], ",") {
+		if err := exchange(t.ctx, t.env.Rank, wireStep{name, []byte("cmd=lookup_name service=" + name + "\n")}, c); err != nil {
+			return t.failf("%v", err)
+		}
+	}
+	if err := c.Finalize(t.ctx); err != nil {
+		return t.failf("finalize: %v", err)
+	}
 	return 0
 }

@@ -243,6 +243,9 @@ func Lasts(p Persistence) string {
 type LogEntry struct {
 	Time time.Time `json:"time"`
 	Job  string    `json:"job"`
+	// User is who owns the job (another user's job may share a name
+	// with yours).
+	User string `json:"user,omitempty"`
 	// From is "daemon" (its host's own note) or "run" (what the run
 	// sent: how it ended).
 	From string `json:"from"`

@@ -14,7 +14,7 @@ const maxLog = 200
 
 // note appends an entry to j's log.
 func (j *job) note(from, kind, msg string) {
-	j.log = append(j.log, plugin.LogEntry{Time: time.Now(), Job: j.info.Nspace, From: from, Kind: kind, Msg: msg})
+	j.log = append(j.log, plugin.LogEntry{Time: time.Now(), Job: j.info.Nspace, User: j.info.User, From: from, Kind: kind, Msg: msg})
 	if len(j.log) > maxLog {
 		j.log = slices.Delete(j.log, 0, len(j.log)-maxLog)
 	}

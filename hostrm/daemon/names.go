@@ -16,7 +16,8 @@ import (
 //
 //   - each user has a name space of their own, a realm: no user can take,
 //     block, see or stand in for another's service, and a key only
-//     another user holds is refused (logged), not shown;
+//     another user holds looks unpublished to her (the refusal is
+//     logged: that the name exists is its owner's to tell);
 //   - only a registered, running job of the caller's user, whose run
 //     registered on the caller's connection, publishes, looks up or
 //     unpublishes;
@@ -44,7 +45,15 @@ func (s *Server) askerLocked(p peer, j *job, proc plugin.Proc) names.Asker {
 	if node == "" {
 		node, _ = os.Hostname()
 	}
-	return names.Asker{Proc: proc, Node: node, Realm: realmOf(j.info.UID), Tag: j.info.Run}
+	a := names.Asker{Proc: proc, Node: node, Realm: realmOf(j.info.UID), Tag: j.info.Run}
+	if p.uid != 0 {
+		// Another user's name is not there for her; the log says she
+		// asked. Root, who sees every user's jobs and names, is told.
+		a.Hidden = func(step, key string) {
+			s.logRefused(p, plugin.Errorf(plugin.ErrPermission, "%s of %s: %q is published by another user", step, key, key))
+		}
+	}
+	return a
 }
 
 // actingLocked is the asker for a call of p about proc: its job must be

@@ -99,10 +99,15 @@ func (s *Server) answerNode(p peer, key string, quals []plugin.Info) string {
 		return plugin.EncodeAnswer(jobs)
 	case plugin.QueryJobLog:
 		out := []plugin.LogEntry{}
-		want, _ := plugin.Qualifier(quals, plugin.QualNspace)
-		for _, j := range s.jobs {
-			if p.may(j.info.UID) && (want == "" || j.info.Nspace == want) {
+		if want, ok := plugin.Qualifier(quals, plugin.QualNspace); ok {
+			for _, j := range s.jobsNamedLocked(p, want) {
 				out = append(out, j.log...)
+			}
+		} else {
+			for _, j := range s.jobs {
+				if p.may(j.info.UID) {
+					out = append(out, j.log...)
+				}
 			}
 		}
 		sort.SliceStable(out, func(a, b int) bool { return out[a].Time.Before(out[b].Time) })
@@ -145,8 +150,8 @@ func (s *Server) answerJob(ctx context.Context, p peer, key string, given []plug
 	}
 	s.mu.Lock()
 	var j *job
-	for _, c := range s.jobs {
-		if c.info.Nspace == ns && p.may(c.info.UID) && (j == nil || c.info.Started.After(j.info.Started)) {
+	for _, c := range s.jobsNamedLocked(p, ns) {
+		if j == nil || c.info.Started.After(j.info.Started) {
 			j = c
 		}
 	}
@@ -167,6 +172,27 @@ func (s *Server) answerJob(ctx context.Context, p peer, key string, given []plug
 	}
 	defer s.mu.Unlock()
 	return registryAnswer(j, key, quals)
+}
+
+// jobsNamedLocked are the jobs named ns that p may see: its own when it
+// has any, so that a job another user registers under the name of p's
+// (root's) answers none of p's questions about its own. Called with mu
+// held.
+func (s *Server) jobsNamedLocked(p peer, ns string) []*job {
+	var own, others []*job
+	for _, j := range s.jobs {
+		switch {
+		case j.info.Nspace != ns || !p.may(j.info.UID):
+		case j.info.UID == p.uid:
+			own = append(own, j)
+		default:
+			others = append(others, j)
+		}
+	}
+	if len(own) > 0 {
+		return own
+	}
+	return others
 }
 
 // askUniverse asks run r's universe one key about job ns.

@@ -100,11 +100,19 @@ func TestNamesAcrossRunsAndUsers(t *testing.T) {
 	if v, err := lookup(b, s, "job.b", "svc"); err != nil || v != "port-1" {
 		t.Fatalf("same user, another run: %q, %v", v, err)
 	}
-	if _, err := lookup(other, s, "job.c", "svc"); !errors.Is(err, plugin.ErrPermission) || !strings.Contains(err.Error(), "published by another user") {
+	// To another user the name is not there (that it exists is its
+	// owner's to tell); the log says who asked.
+	if _, err := lookup(other, s, "job.c", "svc"); !errors.Is(err, plugin.ErrNotFound) || strings.Contains(err.Error(), "another user") {
 		t.Fatalf("another user's lookup: %v", err)
 	}
-	if err := s.Unpublish(other, &plugin.UnpublishRequest{Proc: plugin.Proc{Nspace: "job.c"}, Keys: []string{"svc"}}); !errors.Is(err, plugin.ErrPermission) {
+	if err := s.Unpublish(other, &plugin.UnpublishRequest{Proc: plugin.Proc{Nspace: "job.c"}, Keys: []string{"svc"}}); !errors.Is(err, plugin.ErrNotFound) || strings.Contains(err.Error(), "another user") {
 		t.Fatalf("another user's unpublish: %v", err)
+	}
+	if _, err := lookup(other, s, "job.c", "nothing"); err == nil || !strings.Contains(err.Error(), "not published") {
+		t.Fatalf("a name nobody published: %v", err)
+	}
+	if !strings.Contains(log.String(), `refused: unpublish of svc: \"svc\" is published by another user`) {
+		t.Errorf("the refused unpublish is not logged:\n%s", log.String())
 	}
 	// Each user has a name space of their own: another user's "svc"
 	// neither blocks nor stands in for this one's.
@@ -554,5 +562,46 @@ func TestQueryProcTableAndPeers(t *testing.T) {
 	ps, err := q(a, plugin.QueryJobs)
 	if err != nil || !strings.Contains(ps, `"started":"`+started.Format(time.RFC3339)) {
 		t.Errorf("the job's start, as its run gave it: %s, %v (want %s)", ps, err, started.Format(time.RFC3339))
+	}
+}
+
+// A job another user registers under the name of root's job answers none
+// of root's questions about its own: the newest job of a name is asked
+// only among the caller's jobs when it has one (issue: a forged job made
+// root's query of its own job answer "lost").
+func TestQueryByNamePrefersOwnJob(t *testing.T) {
+	s, _ := newTestServer(t, Options{})
+	root, closeRoot := as(0)
+	defer closeRoot()
+	her, closeHer := as(1000)
+	defer closeHer()
+	register(t, s, root, "run-r", "job.x")
+	time.Sleep(2 * time.Millisecond) // hers is the newer
+	register(t, s, her, "run-h", "job.x")
+	logAs := func(ctx context.Context, v string) {
+		if err := s.Log(ctx, &plugin.LogRequest{Proc: plugin.Proc{Nspace: "job.x"}, Data: []plugin.Info{{Key: "says", Value: v}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	logAs(root, "root's own line")
+	logAs(her, "a forged line")
+	ask := func(ctx context.Context, key string) string {
+		resp, err := s.Query(ctx, &plugin.QueryRequest{Queries: []plugin.Query{{Keys: []string{key}, Qualifiers: []plugin.Info{{Key: plugin.QualNspace, Value: "job.x"}}}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return resp.Results[0].Value
+	}
+	if got := ask(root, plugin.QueryJobLog); !strings.Contains(got, "root's own line") || strings.Contains(got, "forged") {
+		t.Errorf("root's log of its job.x: %s", got)
+	}
+	if got := ask(her, plugin.QueryJobLog); strings.Contains(got, "root's") || !strings.Contains(got, "forged") {
+		t.Errorf("her log of her job.x: %s", got)
+	}
+	s.mu.Lock()
+	j := s.jobsNamedLocked(peer{uid: 0}, "job.x")
+	s.mu.Unlock()
+	if len(j) != 1 || j[0].info.UID != 0 {
+		t.Errorf("root's job.x resolves to %d jobs, first of uid %d", len(j), j[0].info.UID)
 	}
 }

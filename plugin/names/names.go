@@ -54,6 +54,12 @@ type Asker struct {
 	Node  string // "" when the host does not know it: RangeLocal names are then not seen
 	Realm string
 	Tag   string // given to the names it publishes
+	// Hidden, if set, makes a key only another realm holds look
+	// unpublished to the asker, as if it were not there (that it exists
+	// is the other realm's to tell), and is told of each such key (step:
+	// "lookup", "unpublish") so that the host can log the refusal. It is
+	// called with the Service's lock held; it must not call the Service.
+	Hidden func(step, key string)
 }
 
 // sees reports whether a may see n.
@@ -300,6 +306,9 @@ func (s *Service) findKeys(a Asker, keys []string, refuseElsewhere bool) (found 
 		case i >= 0:
 			n := s.names[i]
 			found = append(found, plugin.Published{Key: k, Value: n.Value, Publisher: n.Publisher})
+		case elsewhere && a.Hidden != nil:
+			a.Hidden("lookup", k)
+			missing = append(missing, k)
 		case elsewhere && refuseElsewhere:
 			return nil, nil, plugin.Errorf(plugin.ErrPermission, "lookup of %s: %q is published by another %s", strings.Join(keys, ","), k, s.opts.RealmNoun)
 		default:
@@ -414,6 +423,9 @@ func (s *Service) Unpublish(a Asker, req *plugin.UnpublishRequest) (notFound []s
 	for _, k := range req.Keys {
 		i, elsewhere := s.find(a, k)
 		switch {
+		case i < 0 && elsewhere && a.Hidden != nil:
+			a.Hidden(step, k)
+			notFound = append(notFound, k)
 		case i < 0 && elsewhere:
 			return nil, plugin.Errorf(plugin.ErrPermission, "%s %q: published by another %s", step, k, s.opts.RealmNoun)
 		case i < 0:

@@ -163,6 +163,31 @@ func TestAnotherRealmIsRefusedNotShown(t *testing.T) {
 	}
 }
 
+// TestAnotherRealmHidden: with Asker.Hidden, a key only another realm
+// holds is not there for the asker (a lookup finds nothing, an unpublish
+// returns it not found), and the host hears of each.
+func TestAnotherRealmHidden(t *testing.T) {
+	s := New(Options{Host: "test", RealmNoun: "user"})
+	must(t, s.Publish(asker("a", 0, "", "0"), pub("k", "v", 0, 0)))
+	var told []string
+	b := asker("b", 0, "", "1000")
+	b.Hidden = func(step, key string) { told = append(told, step+" "+key) }
+	_, err := s.Lookup(context.Background(), b, &plugin.LookupRequest{Keys: []string{"k"}}, nil)
+	if !errors.Is(err, plugin.ErrNotFound) || strings.Contains(err.Error(), "user") {
+		t.Errorf("lookup of another user's name: %v; want ErrNotFound, as for no name", err)
+	}
+	notFound, err := s.Unpublish(b, &plugin.UnpublishRequest{Keys: []string{"k"}})
+	if err != nil || len(notFound) != 1 || notFound[0] != "k" {
+		t.Errorf("unpublish of another user's name: %v, %v; want k not found", notFound, err)
+	}
+	if len(s.Names(nil)) != 1 {
+		t.Error("another user's unpublish removed the name")
+	}
+	if strings.Join(told, ",") != "lookup k,unpublish k" {
+		t.Errorf("the host was told %q", told)
+	}
+}
+
 func TestFirstRead(t *testing.T) {
 	s := New(Options{Host: "test"})
 	must(t, s.Publish(asker("a", 0, "", ""), pub("once", "v", 0, plugin.PersistFirstRead)))

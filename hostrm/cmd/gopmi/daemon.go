@@ -169,8 +169,8 @@ func psCmd(args []string, stdout, stderr io.Writer) int {
 	fmt.Fprintln(tw, "JOB\tUSER\tPID\tRANKS\tNODES\tSTATE\tAGE\tTASK PIDS\tCOMMAND")
 	now := time.Now()
 	for _, j := range jobs {
-		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\n", j.Nspace, j.User, j.PID, j.Size, strings.Join(j.Nodes, ","), j.State,
-			now.Sub(j.Started).Round(time.Second), pidList(j.Pids), j.Cmd)
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%d\t%s\t%s\t%s\t%s\t%s\n", printable(j.Nspace), printable(j.User), j.PID, j.Size,
+			printable(strings.Join(j.Nodes, ",")), printable(j.State), now.Sub(j.Started).Round(time.Second), pidList(j.Pids), printable(j.Cmd))
 	}
 	tw.Flush()
 	return 0
@@ -263,7 +263,7 @@ flags:
 	}
 	sort.Strings(sorted)
 	for _, k := range sorted {
-		fmt.Fprintf(stdout, "%s: %s\n", k, res[k])
+		fmt.Fprintf(stdout, "%s: %s\n", printable(k), printable(res[k]))
 	}
 	return 0
 }
@@ -302,7 +302,7 @@ func logCmd(args []string, stdout, stderr io.Writer) int {
 		return 0
 	}
 	for _, e := range entries {
-		fmt.Fprintf(stdout, "%s %s %s: %s\n", e.Time.Local().Format("2006-01-02 15:04:05.000"), e.Job, e.From, e.Msg)
+		fmt.Fprintf(stdout, "%s %s %s %s: %s\n", e.Time.Local().Format("2006-01-02 15:04:05.000"), printable(e.Job), printable(e.User), printable(e.From), printable(e.Msg))
 	}
 	return 0
 }
