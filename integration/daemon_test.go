@@ -403,6 +403,100 @@ func TestDaemonViewNotForged(t *testing.T) {
 	}
 }
 
+// Another user takes all the node daemon lets one user take, and holds
+// it (issue 31 item 5): names to her quota (60 KiB values), a query of
+// 10,000 keys, 300 connections, a call that never ends. Each is refused
+// at its bound with why, the log names her uid, the daemon stays small,
+// and root's gopmi ps and a pair of root's runs that publish and look up
+// are served meanwhile. Before, her value grew the daemon without end and
+// every connection of hers was kept.
+func TestDaemonFloodedByAnotherUser(t *testing.T) {
+	begin(t)
+	cred := testUser(t)
+	d, dir := testDaemon(t)
+	self := copyExec(t, selfBin, dir)
+	cmd := exec.Command(self)
+	cmd.Env = []string{"PATH=/usr/bin:/bin", "HOME=" + dir, floodEnv + "=" + d.sock}
+	cmd.Dir = dir
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred, Pdeathsig: syscall.SIGKILL}
+	out := &plugintest.Buffer{}
+	cmd.Stdout, cmd.Stderr = out, out
+	stdin, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		stdin.Close()
+		_ = cmd.Wait()
+	}()
+	for deadline := time.Now().Add(60 * time.Second); !strings.Contains(out.String(), "holding\n"); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatalf("the flood did not get to hold what it took:\n%s\ndaemon:\n%s", out.String(), d.log.String())
+		}
+	}
+	said := out.String()
+	for _, want := range []string{
+		`refused="publish \"flood-`, `bytes one user may (keys and values; gopmi daemon -max-name-bytes)"`,
+		`query refused="query: 10000 keys in one call; the node daemon answers 64 at most"`,
+		// 256 with the one her client of the daemon holds.
+		fmt.Sprintf("conns held=255 refused=45 why=\"the node daemon holds 256 connections of uid %d already", cred.Uid),
+		"closed=true",
+	} {
+		if !strings.Contains(said, want) {
+			t.Errorf("the flood was not refused as %q:\n%s", want, said)
+		}
+	}
+	var mib int
+	if _, err := fmt.Sscanf(said[strings.Index(said, "endless written="):], "endless written=%dMiB", &mib); err != nil || mib > 24 {
+		t.Errorf("the daemon read %d MiB of a call that never ends (%v)", mib, err)
+	}
+
+	// Root is served while she holds it all.
+	start := time.Now()
+	ask(t, nil, "ps", "-daemon", d.sock)
+	if took := time.Since(start); took > 5*time.Second {
+		t.Errorf("root's gopmi ps took %v", took)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	server := startRun(ctx, daemonArgv(d.sock, "-n", "1", progs[clients.PMI2Test], "ns-serve"), nil, nil, "")
+	client := startRun(ctx, daemonArgv(d.sock, "-n", "1", progs[clients.PMI2Test], "ns-client"), nil, nil, "")
+	cr, sr := client.wait(t, "root's client run"), server.wait(t, "root's serving run")
+	if cr.ExitCode != 0 || sr.ExitCode != 0 {
+		t.Fatal(twoRuns(cr, sr, d))
+	}
+	if rss := vmRSS(t, d.cmd.Process.Pid); rss > 150<<20 {
+		t.Errorf("the daemon holds %d MiB", rss>>20)
+	} else {
+		t.Logf("the daemon's RSS while she holds it all: %d MiB", rss>>20)
+	}
+	for _, want := range []string{fmt.Sprintf("uid=%d", cred.Uid), "connections of uid", "a connection closed: link: a frame over the server's limit", "keys in one call"} {
+		if !strings.Contains(d.log.String(), want) {
+			t.Errorf("the daemon's log lacks %q:\n%s", want, d.log.String())
+		}
+	}
+}
+
+// vmRSS is pid's resident memory in bytes.
+func vmRSS(t *testing.T, pid int) int {
+	t.Helper()
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		if v, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, _ := strconv.Atoi(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(v), "kB")))
+			return kb << 10
+		}
+	}
+	t.Fatalf("no VmRSS for pid %d", pid)
+	return 0
+}
+
 // The daemon killed with SIGKILL and started again while a run waits:
 // the run re-registers, the name it published before is found by a run
 // started afterwards, and both finish.
@@ -419,10 +513,12 @@ func TestDaemonKilledAndRestarted(t *testing.T) {
 	})
 	// The daemon writes its names from a goroutine of its own, so that
 	// no call waits for the disk: a name is kept across a kill once it
-	// is in the state file (a loaded CI machine killed it before once).
+	// is in the state (a loaded CI machine killed it before once).
+	// A publish is a line appended to the journal beside the snapshot.
 	waitFor(t, "the name in the state file", func() bool {
-		b, err := os.ReadFile(filepath.Join(state, "names.json"))
-		return err == nil && strings.Contains(string(b), "gopmi-xrun")
+		snap, _ := os.ReadFile(filepath.Join(state, "names.json"))
+		journal, _ := os.ReadFile(filepath.Join(state, "names.journal"))
+		return strings.Contains(string(snap)+string(journal), "gopmi-xrun")
 	})
 	d.kill(syscall.SIGKILL)
 	d2 := startNodeDaemon(t, sock, state)

@@ -1,12 +1,19 @@
 package integration
 
 import (
+	"context"
 	"fmt"
+	"io"
+	"net"
 	"os"
+	"strconv"
+	"strings"
+	"time"
 
 	"github.com/rs/zerolog"
 
 	"github.com/gopmi/gopmi/hostrm/daemon"
+	"github.com/gopmi/gopmi/hostrm/link"
 	"github.com/gopmi/gopmi/plugin"
 )
 
@@ -40,5 +47,92 @@ func forgeMain() int {
 	// the line back.
 	c.Log(ns, []plugin.Info{{Key: "line", Value: forgedLog}})
 	fmt.Println("forged", ns)
+	return 0
+}
+
+// floodEnv makes the test binary run floodMain instead of the tests: as
+// another user, it takes what the node daemon at its value lets one user
+// take, and holds it until its stdin closes (TestDaemonFloodedByAnotherUser).
+const floodEnv = "GOPMI_ITEST_FLOOD"
+
+// floodConns is how many connections the flood opens: more than a user
+// may hold (hostrm/daemon maxConnsPerUser).
+const floodConns = 300
+
+// floodMain, in order: publishes 60 KiB names until refused, asks one
+// query of 10,000 keys, opens floodConns connections (asking on each),
+// and writes a value that never ends on the first it holds. Its client
+// of the daemon holds one connection more. It prints a
+// line for each ("names ...", "query ...", "conns ...", "endless ...")
+// and "holding" at the end.
+func floodMain() int {
+	sock := os.Getenv(floodEnv)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	c := daemon.Dial(sock, daemon.RunName(), zerolog.New(io.Discard))
+	host, _ := os.Hostname()
+	ns := fmt.Sprintf("flood.%d.0", os.Getpid())
+	c.Register(plugin.Job{Nspace: ns, Size: 1, Nodes: []plugin.Node{{ID: 0, Name: host, Ranks: []int32{0}}}}, daemon.RunConfig{PID: os.Getpid(), Cmd: "flood"})
+	published, value := 0, strings.Repeat("v", 60<<10)
+	var err error
+	for ; published < 10000; published++ {
+		if err = c.Publish(ctx, &plugin.PublishRequest{Proc: plugin.Proc{Nspace: ns}, Data: []plugin.Info{{Key: "flood-" + strconv.Itoa(published), Value: value}}}); err != nil {
+			break
+		}
+	}
+	fmt.Printf("names published=%d refused=%q\n", published, fmt.Sprint(err))
+	keys := make([]string, 10000)
+	for i := range keys {
+		keys[i] = plugin.QueryNames
+	}
+	_, err = c.Query(ctx, &plugin.QueryRequest{Queries: []plugin.Query{{Keys: keys}}})
+	fmt.Printf("query refused=%q\n", fmt.Sprint(err))
+
+	var raw net.Conn
+	held, refused, why := 0, 0, ""
+	var conns []*link.Conn
+	for i := range floodConns {
+		nc, err := net.Dial("unix", sock)
+		if err != nil {
+			fmt.Printf("conns dial %d: %v\n", i, err)
+			break
+		}
+		if raw == nil {
+			raw, held = nc, 1
+			continue
+		}
+		lc := link.NewConn(nc)
+		conns = append(conns, lc)
+		if _, err := lc.Backend().GetInfo(ctx); err != nil {
+			// The first refusal says why; past a few at once the
+			// daemon closes without a word.
+			if refused++; why == "" {
+				why = err.Error()
+			}
+		} else {
+			held++
+		}
+	}
+	fmt.Printf("conns held=%d refused=%d why=%q\n", held, refused, why)
+
+	written := 0
+	_, _ = raw.Write([]byte(`{"id":1,"call":"query","req":{"queries":[{"keys":["`))
+	chunk := strings.Repeat("x", 1<<20)
+	for written < 64<<20 {
+		_ = raw.SetWriteDeadline(time.Now().Add(10 * time.Second))
+		n, err := raw.Write([]byte(chunk))
+		written += n
+		if err != nil {
+			break
+		}
+	}
+	fmt.Printf("endless written=%dMiB closed=%v\n", written>>20, written < 64<<20)
+	fmt.Println("holding")
+	_, _ = io.Copy(io.Discard, os.Stdin)
+	for _, lc := range conns {
+		lc.Close()
+	}
+	raw.Close()
+	c.Close()
 	return 0
 }

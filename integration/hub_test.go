@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -13,6 +14,7 @@ import (
 	"time"
 
 	"github.com/gopmi/gopmi/integration/clients"
+	"github.com/gopmi/gopmi/plugin/plugintest"
 )
 
 // A cluster's name space across nodes, as two daemons on this machine
@@ -195,4 +197,108 @@ func psJobs(t *testing.T, cred *syscall.Credential, sock string) []psJob {
 		t.Fatal(err)
 	}
 	return jobs
+}
+
+// aliasHolder keeps connections to a TCP address from many loopback
+// addresses: aliasholder.py HOST:PORT ALIASES PER-ALIAS. It opens PER-ALIAS
+// connections from each of 127.0.0.2 onwards, says "holding N" (how many
+// the peer has not closed), and opens again each one the peer closes,
+// until its stdin closes.
+const aliasHolder = `import os, select, socket, sys, time
+host, port = sys.argv[1].rsplit(":", 1)
+aliases, per = int(sys.argv[2]), int(sys.argv[3])
+def dial(i):
+    s = socket.socket()
+    s.bind(("127.0.0.%d" % (2 + i), 0))
+    s.setblocking(False)
+    try:
+        s.connect((host, int(port)))
+    except BlockingIOError:
+        pass
+    return s
+socks = [(i, dial(i)) for i in range(aliases) for _ in range(per)]
+said = False
+while True:
+    r, _, _ = select.select([sys.stdin] + [s for _, s in socks], [], [], 0.1)
+    if sys.stdin in r:
+        break
+    kept = []
+    for i, s in socks:
+        if s in r:
+            try:
+                gone = s.recv(4096, socket.MSG_DONTWAIT) == b""
+            except OSError:
+                gone = True
+            if gone:
+                s.close()
+                s = dial(i)
+        kept.append((i, s))
+    socks = kept
+    if not said:
+        time.sleep(0.5)
+        r, _, _ = select.select([s for _, s in socks], [], [], 0)
+        print("holding %d" % (len(socks) - len(r)), flush=True)
+        said = True
+`
+
+// Another user holds connections to the hub from 40 loopback addresses,
+// opening each again as the hub closes it (issue 31 item 7): before, each
+// address counted as a host of its own and together they took every
+// place the hub keeps for handshakes, so that no node's relay could link.
+// Now on the hub's host a connection is its user's (the kernel's uid for
+// its 4-tuple), and a relay connects from a privileged port, which takes
+// root's places: the relay links while she holds hers, a run of root's
+// through it publishes and another through the hub looks the name up,
+// and the hub's log names her uid.
+func TestHubHandshakesHeldByAnotherUser(t *testing.T) {
+	begin(t)
+	cred := testUser(t)
+	dir := worldDir(t)
+	key := filepath.Join(dir, "link.key")
+	if err := os.WriteFile(key, []byte("c2VjcmV0LWtleS1mb3ItdGhlLWh1Yi10ZXN0\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	hub := startNodeDaemon(t, filepath.Join(dir, "hub.sock"), filepath.Join(dir, "hub-state"), "-listen", "127.0.0.1:0", "-key", key)
+	var addr string
+	waitFor(t, "the hub's address in its log", func() bool {
+		m := regexp.MustCompile(`hub=(127\.0\.0\.1:\d+)`).FindStringSubmatch(hub.log.String())
+		if m != nil {
+			addr = m[1]
+		}
+		return m != nil
+	})
+	holder := filepath.Join(dir, "aliasholder.py")
+	if err := os.WriteFile(holder, []byte(aliasHolder), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	hold := exec.CommandContext(ctx, "/usr/bin/python3", holder, addr, "40", "8")
+	hold.SysProcAttr = &syscall.SysProcAttr{Credential: cred, Pdeathsig: syscall.SIGKILL}
+	out := &plugintest.Buffer{}
+	hold.Stdout, hold.Stderr = out, out
+	stdin, err := hold.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := hold.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		stdin.Close()
+		_ = hold.Wait()
+	}()
+	waitFor(t, "her connections", func() bool { return strings.Contains(out.String(), "holding ") })
+
+	node := startNodeDaemon(t, filepath.Join(dir, "node.sock"), "", "-upstream", addr, "-key", key, "-node", "node-b")
+	waitFor(t, "the relay's link to the hub", func() bool { return strings.Contains(hub.log.String(), "hub: node linked") })
+	server := startRun(ctx, daemonArgv(node.sock, "-n", "1", progs[clients.PMI2Test], "ns-serve"), nil, nil, "")
+	client := startRun(ctx, daemonArgv(hub.sock, "-n", "1", progs[clients.PMI2Test], "ns-client"), nil, nil, "")
+	cr, sr := client.wait(t, "the client run on the hub"), server.wait(t, "the serving run on the relay")
+	if cr.ExitCode != 0 || sr.ExitCode != 0 {
+		t.Fatal(twoRuns(cr, sr, hub) + "\nrelay:\n" + node.log.String())
+	}
+	if want := fmt.Sprintf(`who="uid %d of this host"`, cred.Uid); !strings.Contains(hub.log.String(), "hub: too many handshakes at once") || !strings.Contains(hub.log.String(), want) {
+		t.Errorf("the hub's log does not name her (%s):\n%s", want, hub.log.String())
+	}
 }

@@ -44,6 +44,9 @@ func TestMain(m *testing.M) {
 	if os.Getenv(forgeEnv) != "" {
 		os.Exit(forgeMain())
 	}
+	if os.Getenv(floodEnv) != "" {
+		os.Exit(floodMain())
+	}
 	os.Exit(runTests(m))
 }
 

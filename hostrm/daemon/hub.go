@@ -15,6 +15,7 @@ import (
 
 	"github.com/gopmi/gopmi/hostrm/link"
 	"github.com/gopmi/gopmi/plugin"
+	"github.com/gopmi/gopmi/plugin/peercred"
 	"github.com/gopmi/gopmi/plugin/seclink"
 )
 
@@ -125,10 +126,13 @@ const (
 // Bounds on what other nodes may hold open at the hub.
 const (
 	// maxHandshakes is how many connections may be in their handshake at
-	// once, and maxHandshakesPerHost from one host; more are closed at
-	// once. A host that floods the hub with connections that never speak
-	// holds its own few places, each for the link's TLS time-out
-	// (seclink.DefaultTLSTimeout), not the cluster's.
+	// once, and maxHandshakesPerHost from one host (one user, on the
+	// hub's own host); more are closed at once. Root's connections, from
+	// a privileged port (a relay's), have places of their own that no
+	// other user's take. A host or user that floods the hub with
+	// connections that never speak holds its own few places, each for
+	// the link's TLS time-out (seclink.DefaultTLSTimeout), not the
+	// cluster's, nor root's.
 	maxHandshakes        = 256
 	maxHandshakesPerHost = 8
 	// maxCallsPerUser is how many relayed connections one user of one
@@ -145,14 +149,56 @@ func (s *Server) ServeHub(ctx context.Context, l net.Listener, key []byte) error
 		return fmt.Errorf("hub: a link key of %d bytes; want %d at least", len(key), seclink.MinKey)
 	}
 	return link.Accept(ctx, l, func(ctx context.Context, c net.Conn) {
-		host, _, _ := net.SplitHostPort(c.RemoteAddr().String())
-		if !s.shaking.hold(host, maxHandshakesPerHost, maxHandshakes) {
-			s.log.Debug().Str("from", c.RemoteAddr().String()).Msg("hub: too many handshakes at once; closing a connection")
+		who, root := handshaker(c)
+		pool := &s.shaking
+		if root {
+			pool = &s.shakingRoot
+		}
+		if !pool.hold(who, maxHandshakesPerHost, maxHandshakes) {
+			if ok, notLogged := s.refused.news("handshakes " + who); ok {
+				ev := s.log.Warn().Str("from", c.RemoteAddr().String()).Str("who", who).Int("per_host", maxHandshakesPerHost).Int("all", maxHandshakes)
+				if notLogged > 0 {
+					ev = ev.Int("same_refusals_not_logged", notLogged)
+				}
+				ev.Msg("hub: too many handshakes at once; closing a connection")
+			}
 			_ = c.Close()
 			return
 		}
-		s.hubConn(ctx, c, key, func() { s.shaking.release(host) })
+		s.hubConn(ctx, c, key, func() { pool.release(who) })
 	})
+}
+
+// handshaker is whose places a connection to the hub takes while in its
+// handshake, and whether they are root's: a connection from a privileged
+// port (below 1024; only root binds one, as a node's relay does) takes
+// root's places of its host, any other the places of its host for every
+// other user; a connection from the hub's own host (a loopback address,
+// every one of 127.0.0.0/8, or the hub's own) takes its user's places,
+// by the uid the kernel gives for its 4-tuple, so that addresses of her
+// own cost a user only her own.
+func handshaker(c net.Conn) (who string, root bool) {
+	ra, _ := c.RemoteAddr().(*net.TCPAddr)
+	la, _ := c.LocalAddr().(*net.TCPAddr)
+	if ra == nil || la == nil {
+		return c.RemoteAddr().String(), false
+	}
+	return handshakerOf(ra, la, func() (int, error) {
+		sk, err := peercred.LookupTCP(ra, la)
+		return sk.UID, err
+	})
+}
+
+// handshakerOf is handshaker for a connection from ra to la, with the
+// uid of its peer's socket from owner (asked for a local peer only).
+func handshakerOf(ra, la *net.TCPAddr, owner func() (int, error)) (who string, root bool) {
+	root = ra.Port < 1024
+	if ra.IP.IsLoopback() || ra.IP.Equal(la.IP) {
+		if uid, err := owner(); err == nil {
+			return "uid " + strconv.Itoa(uid) + " of this host", root
+		}
+	}
+	return ra.IP.String(), root
 }
 
 // hubConn serves one connection from a node: a relayed call, or the node's
@@ -185,9 +231,12 @@ func (s *Server) hubConn(ctx context.Context, c net.Conn, key []byte, shaken fun
 			return
 		}
 		defer s.calls.release(calls)
-		link.ServeConn(ctx, bc, s, func(ctx context.Context, _ net.Conn) context.Context {
-			return withPeer(ctx, peer{uid: h.UID, pid: h.PID, node: h.Node, start: h.Start})
-		})
+		p := peer{uid: h.UID, pid: h.PID, node: h.Node, start: h.Start}
+		lim := link.Limits{}
+		if !s.opts.unbounded(h.UID) {
+			lim = s.limitsOf(calls, fmt.Sprintf("uid %d of node %s", h.UID, h.Node), p)
+		}
+		link.ServeConnLimited(ctx, bc, s, func(ctx context.Context, _ net.Conn) context.Context { return withPeer(ctx, p) }, lim)
 	case roleNode:
 		lc := link.NewConn(bc)
 		s.addNode(h.Node, from, lc)

@@ -497,3 +497,30 @@ func TestClosedDaemonDialsNoUniverse(t *testing.T) {
 		t.Errorf("after Close the daemon holds a link to the run's universe: %+v", r)
 	}
 }
+
+// Whose handshake places a connection takes: a remote host's, apart for
+// root's privileged ports; on the hub's own host, its user's, whatever
+// loopback address it came from.
+func TestHandshaker(t *testing.T) {
+	hub := &net.TCPAddr{IP: net.IPv4(10, 0, 0, 1), Port: 7170}
+	owner := func() (int, error) { return 999, nil }
+	for _, c := range []struct {
+		from     *net.TCPAddr
+		to       *net.TCPAddr
+		who      string
+		rootPool bool
+	}{
+		{&net.TCPAddr{IP: net.IPv4(10, 1, 2, 3), Port: 40000}, hub, "10.1.2.3", false},
+		{&net.TCPAddr{IP: net.IPv4(10, 1, 2, 3), Port: 700}, hub, "10.1.2.3", true},
+		{&net.TCPAddr{IP: net.IPv4(127, 0, 0, 41), Port: 40000}, &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 7170}, "uid 999 of this host", false},
+		{&net.TCPAddr{IP: net.IPv4(10, 0, 0, 1), Port: 40001}, hub, "uid 999 of this host", false},
+		{&net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 800}, &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1), Port: 7170}, "uid 999 of this host", true},
+	} {
+		if who, root := handshakerOf(c.from, c.to, owner); who != c.who || root != c.rootPool {
+			t.Errorf("from %v to %v: %q, root %v; want %q, %v", c.from, c.to, who, root, c.who, c.rootPool)
+		}
+	}
+	if who, _ := handshakerOf(&net.TCPAddr{IP: net.IPv4(127, 0, 0, 2), Port: 40000}, hub, func() (int, error) { return 0, errors.New("gone") }); who != "127.0.0.2" {
+		t.Errorf("a local peer whose socket is gone: %q", who)
+	}
+}

@@ -27,7 +27,8 @@ import (
 //     name that lives as long as its process or job (PersistProc,
 //     PersistApp) is refused: the daemon does not hear of a process's or
 //     a job's end before its run's;
-//   - bounds on what one user holds (maxNamesPerUser, maxKey, maxValue);
+//   - bounds on what one user holds (Options.MaxNames and MaxNameBytes,
+//     maxKey, maxValue);
 //   - the names are kept in the state file.
 
 // realmOf is the realm of uid's names.
@@ -69,21 +70,26 @@ func (s *Server) actingLocked(ctx context.Context, step string, p peer, proc plu
 	return s.askerLocked(p, j, proc), nil
 }
 
-// refusePublish is the daemon's policy on a publish the rules allow.
-func (s *Server) refusePublish(held, adding int, req *plugin.PublishRequest) error {
+// refusePublish is the daemon's policy on a publish the rules allow. A
+// user at her bounds is refused as not permitted, not as unavailable: a
+// client does not try again what only an unpublish makes pass.
+func (s *Server) refusePublish(held, adding names.Held, req *plugin.PublishRequest) error {
 	switch {
 	case req.Persistence == plugin.PersistProc || req.Persistence == plugin.PersistApp:
 		return plugin.Errorf(plugin.ErrNotSupported, "publish: names that end with their process or job are not supported across runs; publish for the run (the default) or until unpublished")
-	case held+adding > maxNamesPerUser:
-		return plugin.Errorf(plugin.ErrUnavailable, "publish %q: %d names are published for this user on this node, the most one user may", req.Data[0].Key, maxNamesPerUser)
+	case held.Names+adding.Names > s.opts.MaxNames:
+		return plugin.Errorf(plugin.ErrPermission, "publish %q: %d names are published for this user on this node, the most one user may (gopmi daemon -max-names)", req.Data[0].Key, held.Names)
+	case held.Bytes+adding.Bytes > s.opts.MaxNameBytes:
+		return plugin.Errorf(plugin.ErrPermission, "publish %q: this user's names on this node hold %d of the %d bytes one user may (keys and values; gopmi daemon -max-name-bytes)",
+			req.Data[0].Key, held.Bytes, s.opts.MaxNameBytes)
 	}
 	return nil
 }
 
-// namesChanged hands the names to the state file's writer.
-func (s *Server) namesChanged(all []names.Name) {
+// namesChanged hands a change of the names to the state's writer.
+func (s *Server) namesChanged(added, removed []names.Name) {
 	if s.save != nil {
-		s.save.put(all)
+		s.save.put(added, removed)
 	}
 }
 

@@ -23,6 +23,14 @@ import (
 // another node. So `gopmi query` shows the same keys in the same format
 // wherever the job runs.
 
+// Bounds on one query: how many keys it may ask (the vocabulary has nine;
+// a tool asks a few at once, of several jobs), and how big its answer may
+// grow (every user's names, asked by root, are at most maxNames of each).
+const (
+	maxQueryKeys = 64
+	maxAnswer    = 64 << 20
+)
+
 // nodeKeys are answered from the daemon's own state.
 var nodeKeys = []string{plugin.QueryNamespaces, plugin.QueryJobs, plugin.QueryNames, plugin.QueryJobLog}
 
@@ -37,8 +45,16 @@ func (s *Server) Query(ctx context.Context, req *plugin.QueryRequest) (*plugin.Q
 	if err != nil {
 		return nil, err
 	}
+	asked := 0
+	for _, q := range req.Queries {
+		asked += len(q.Keys)
+	}
+	if asked > maxQueryKeys {
+		return nil, s.refuse(p, plugin.ErrInvalidArgument, "query: %d keys in one call; the node daemon answers %d at most", asked, maxQueryKeys)
+	}
 	resp := &plugin.QueryResponse{}
 	var keys []string
+	size := 0
 	for _, q := range req.Queries {
 		for _, k := range q.Keys {
 			keys = append(keys, k)
@@ -51,6 +67,10 @@ func (s *Server) Query(ctx context.Context, req *plugin.QueryRequest) (*plugin.Q
 				v, ok = s.answerJob(ctx, p, key, q.Qualifiers, req.Proc)
 			}
 			if ok {
+				if size += len(k) + len(v); size > maxAnswer {
+					return nil, s.refuse(p, plugin.ErrInvalidArgument, "query %s: the answer is over %d MiB, the most the node daemon sends; ask fewer keys, or of one job",
+						strings.Join(keys, ","), maxAnswer>>20)
+				}
 				resp.Results = append(resp.Results, plugin.Info{Key: k, Value: v})
 			}
 		}

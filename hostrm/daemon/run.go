@@ -15,8 +15,6 @@ import (
 	"github.com/coreos/go-systemd/v22/activation"
 	sddaemon "github.com/coreos/go-systemd/v22/daemon"
 	"github.com/rs/zerolog"
-
-	"github.com/gopmi/gopmi/hostrm/link"
 )
 
 // DefaultSocket is where the node daemon listens, and where `gopmi run`
@@ -37,8 +35,8 @@ type RunOptions struct {
 	// Socket is the path to listen on when systemd passed no socket
 	// (LISTEN_FDS); default DefaultSocket.
 	Socket string
-	// StateDir holds names.json; default $STATE_DIRECTORY, else
-	// DefaultStateDir.
+	// StateDir holds names.json and names.journal; default
+	// $STATE_DIRECTORY, else DefaultStateDir.
 	StateDir string
 	// Grace: see Options.Grace.
 	Grace time.Duration
@@ -52,9 +50,11 @@ type RunOptions struct {
 	Upstream string
 	KeyFile  string
 	// Node names this node to its hub; default the host name.
-	Node    string
-	Logger  zerolog.Logger
-	Version string
+	Node string
+	// MaxNames and MaxNameBytes: see Options.
+	MaxNames, MaxNameBytes int
+	Logger                 zerolog.Logger
+	Version                string
 }
 
 // Run is `gopmi daemon`: it serves the node until ctx ends. Under systemd
@@ -121,6 +121,7 @@ func Run(ctx context.Context, o RunOptions) error {
 		_, _ = sddaemon.SdNotify(false, fmt.Sprintf("STATUS=serving %d jobs, %d processes", jobs, procs))
 	}
 	srv, err = NewServer(Options{StateFile: filepath.Join(dir, "names.json"), Grace: o.Grace, Logger: log, Version: o.Version,
+		MaxNames: o.MaxNames, MaxNameBytes: o.MaxNameBytes,
 		OnChange: func() { status() }})
 	if err != nil {
 		closeAll()
@@ -148,7 +149,7 @@ func Run(ctx context.Context, o RunOptions) error {
 	if every, err := sddaemon.SdWatchdogEnabled(false); err == nil && every > 0 {
 		watching.Go(func() { watchdog(wctx, srv, every/2) })
 	}
-	err = link.ServeConns(ctx, l, srv, ConnContext)
+	err = srv.ServeLocal(ctx, l)
 	stopWatchdog()
 	watching.Wait()
 	stopHub()

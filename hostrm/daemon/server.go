@@ -2,10 +2,13 @@ package daemon
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/rs/zerolog"
@@ -40,8 +43,14 @@ type Server struct {
 
 	refused quietly // which refusals are logged; see refuse
 	calls   counts  // relayed connections open, by node/uid (a hub's)
-	shaking counts  // handshakes in progress, by host (a hub's)
-	tasks   tasks   // the goroutines and timers Close waits for
+	conns   counts  // local connections open, by uid (root's uncounted)
+	budget  budgets // what callers' unanswered calls hold (serve.go)
+
+	refusing atomic.Int32 // connections being told why they are refused
+	shaking  counts       // handshakes in progress, by host or local user (a hub's; handshaker)
+	// shakingRoot is shaking for root's connections (from privileged ports).
+	shakingRoot counts
+	tasks       tasks // the goroutines and timers Close waits for
 
 	save *saver // writes the names outside mu; nil without a StateFile
 }
@@ -59,6 +68,11 @@ type Options struct {
 	Logger zerolog.Logger
 	// Version is reported by GetInfo.
 	Version string
+	// MaxNames and MaxNameBytes bound what one user may publish on the
+	// node: names, and their keys' and values' bytes; default
+	// DefaultMaxNames and DefaultMaxNameBytes.
+	MaxNames     int
+	MaxNameBytes int
 	// OnChange is called, without locks held, after jobs or names
 	// changed (sd_notify STATUS).
 	OnChange func()
@@ -66,6 +80,9 @@ type Options struct {
 	// checkRun says whether the caller may register run; default
 	// callerRun (tests replace it).
 	checkRun func(run string, p peer) error
+	// unbounded says whether uid's connections are held to no bounds
+	// (serve.go); default root's (tests bound root too).
+	unbounded func(uid uint32) bool
 }
 
 // NewServer returns a server, with the names StateFile kept. The runs that
@@ -74,25 +91,42 @@ func NewServer(opts Options) (*Server, error) {
 	if opts.Grace <= 0 {
 		opts.Grace = 30 * time.Second
 	}
+	if opts.MaxNames <= 0 {
+		opts.MaxNames = DefaultMaxNames
+	}
+	if opts.MaxNameBytes <= 0 {
+		opts.MaxNameBytes = DefaultMaxNameBytes
+	}
 	if opts.checkRun == nil {
 		opts.checkRun = callerRun
+	}
+	if opts.unbounded == nil {
+		opts.unbounded = func(uid uint32) bool { return uid == 0 }
 	}
 	s := &Server{opts: opts, log: opts.Logger, jobs: map[string]*job{}, runs: map[string]*run{}}
 	var kept []names.Name
 	if opts.StateFile != "" {
-		var err error
-		kept, err = loadNames(opts.StateFile)
+		var (
+			err  error
+			torn bool
+		)
+		kept, torn, err = loadNames(opts.StateFile)
 		if err != nil {
 			// The node's name service must come up: the names are lost,
-			// the file is kept for whoever wants to look.
-			aside := opts.StateFile + ".bad-" + time.Now().Format("20060102-150405")
-			if rerr := os.Rename(opts.StateFile, aside); rerr != nil {
-				return nil, fmt.Errorf("%w, and it cannot be moved aside: %w", err, rerr)
+			// the files are kept for whoever wants to look.
+			suffix := ".bad-" + time.Now().Format("20060102-150405")
+			for _, f := range []string{opts.StateFile, journalOf(opts.StateFile)} {
+				if rerr := os.Rename(f, f+suffix); rerr != nil && !errors.Is(rerr, fs.ErrNotExist) {
+					return nil, fmt.Errorf("%w, and %s cannot be moved aside: %w", err, f, rerr)
+				}
 			}
-			opts.Logger.Error().Err(err).Str("moved_to", aside).Msg("the state file cannot be read: starting with no names")
+			opts.Logger.Error().Err(err).Str("moved_aside", "*"+suffix).Msg("the state cannot be read: starting with no names")
 			kept = nil
 		}
-		s.save = newSaver(opts.StateFile, opts.Logger)
+		if torn {
+			opts.Logger.Warn().Str("file", journalOf(opts.StateFile)).Msg("the state journal's last line was cut short (the daemon was killed as it wrote it): that change is lost")
+		}
+		s.save = newSaver(opts.StateFile, kept, opts.Logger)
 	}
 	s.names = names.New(names.Options{Host: "the node daemon", RealmNoun: "user", Retries: true, RealmUnpublishes: true, Refuse: s.refusePublish, Changes: &s.changed, OnChange: s.namesChanged})
 	s.names.Load(kept)
@@ -188,11 +222,14 @@ func (s *Server) logRefused(p peer, err error) {
 	ev.Msg("refused: " + err.Error())
 }
 
-// Bounds on what one user may put in the daemon.
+// Bounds on what one user may put in the daemon: the defaults of
+// Options.MaxNames and MaxNameBytes (an MPI port name is some 100 bytes:
+// 10,000 of them are 1 MiB), and each name's key and value.
 const (
-	maxNamesPerUser = 10000
-	maxKey          = 256
-	maxValue        = 64 << 10
+	DefaultMaxNames     = 10000
+	DefaultMaxNameBytes = 4 << 20
+	maxKey              = 256
+	maxValue            = 64 << 10
 )
 
 // may reports whether p may see or change what uid owns: its owner and

@@ -47,7 +47,9 @@ const (
 
 // NewUpstream relays to the hub at addr (host:port) as node, with key.
 func NewUpstream(addr, node string, key []byte, log zerolog.Logger) *Upstream {
-	d, err := seclink.NewDialer(seclink.Config{Key: key, Role: linkNode, PeerRole: linkHub}, nil)
+	// From a privileged port: the hub keeps places for the handshakes of
+	// root's relays that no other user's connections take.
+	d, err := seclink.NewDialer(seclink.Config{Key: key, Role: linkNode, PeerRole: linkHub, Privileged: true}, nil)
 	return &Upstream{hub: addr, node: node, dialer: d, dialErr: err, log: log}
 }
 

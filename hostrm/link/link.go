@@ -10,8 +10,9 @@
 //
 // # Wire
 //
-// One stream connection carries many calls at once, each a JSON value
-// written whole (encoding/json, one value after another):
+// One stream connection carries many calls at once, each frame a JSON
+// value written whole on a line of its own (json.Encoder ends each with a
+// newline; a server reads a frame to its newline, bounded by its Limits):
 //
 //	caller:  {"id":7,"call":"fence","req":{...plugin.FenceRequest...}}
 //	         {"id":7,"cancel":true}           the caller gave up
@@ -24,7 +25,9 @@
 // caller's side; a call cancelled by the caller ends the server's context
 // for it. A connection that breaks fails every call in flight with
 // plugin.ErrUnavailable. There is no authentication: the socket lives in
-// a directory only its users can reach.
+// a directory only its users can reach, or its server knows each caller
+// from the kernel (the node daemon) and bounds what it may make the server
+// hold (Limits).
 package link
 
 import (

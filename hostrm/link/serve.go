@@ -1,6 +1,8 @@
 package link
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -111,11 +113,20 @@ func callSafely(h handler, ctx context.Context, be plugin.Full, req json.RawMess
 // breaks or ctx ends; then the calls still running are cancelled and
 // waited for, and c is closed. connCtx is as for ServeConns.
 func ServeConn(ctx context.Context, c net.Conn, be plugin.Full, connCtx func(context.Context, net.Conn) context.Context) {
+	ServeConnLimited(ctx, c, be, connCtx, Limits{})
+}
+
+// ServeConnLimited is ServeConn within lim.
+func ServeConnLimited(ctx context.Context, c net.Conn, be plugin.Full, connCtx func(context.Context, net.Conn) context.Context, lim Limits) {
 	ctx, cancelAll := context.WithCancel(ctx)
 	stop := context.AfterFunc(ctx, func() { _ = c.Close() })
 	defer stop()
 	if connCtx != nil {
 		ctx = connCtx(ctx, c)
+	}
+	var budget Budget
+	if lim.Budget != nil {
+		budget = lim.Budget(ctx)
 	}
 	var (
 		wg      sync.WaitGroup
@@ -136,13 +147,27 @@ func ServeConn(ctx context.Context, c net.Conn, be plugin.Full, connCtx func(con
 			_ = c.Close() // the caller is gone; the reader sees it
 		}
 	}
-	dec := json.NewDecoder(c)
+	frames := &frameReader{r: bufio.NewReaderSize(c, frameBuffer), max: lim.MaxFrame, budget: budget}
 	for {
-		var req request
-		if err := dec.Decode(&req); err != nil {
+		frame, err := frames.next()
+		if err != nil {
+			var refused refusal
+			if lim.Refused != nil && errors.As(err, &refused) {
+				lim.Refused(ctx, refused.err)
+			}
 			return
 		}
-		if req.Cancel {
+		var req request
+		err = json.Unmarshal(frame, &req)
+		if budget != nil && (err != nil || req.Cancel || handlers[req.Call] == nil) {
+			budget.FreeBytes(len(frame))
+		}
+		switch {
+		case err != nil && len(bytes.TrimSpace(frame)) == 0:
+			continue
+		case err != nil:
+			return // not this wire: nothing to answer
+		case req.Cancel:
 			mu.Lock()
 			if cancel := running[req.ID]; cancel != nil {
 				cancel()
@@ -155,6 +180,16 @@ func ServeConn(ctx context.Context, c net.Conn, be plugin.Full, connCtx func(con
 			answer(response{ID: req.ID, Err: toWire(plugin.Errorf(plugin.ErrNotSupported, "link: no call %q", req.Call))})
 			continue
 		}
+		size := len(frame)
+		release := func() {}
+		if budget != nil {
+			if err := budget.TakeCall(); err != nil {
+				budget.FreeBytes(size)
+				answer(response{ID: req.ID, Err: toWire(err)})
+				continue
+			}
+			release = func() { budget.FreeCall(); budget.FreeBytes(size) }
+		}
 		cctx, cancel := context.WithCancel(ctx)
 		mu.Lock()
 		running[req.ID] = cancel
@@ -162,6 +197,7 @@ func ServeConn(ctx context.Context, c net.Conn, be plugin.Full, connCtx func(con
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
+			defer release()
 			resp, err := callSafely(h, cctx, be, req.Req)
 			mu.Lock()
 			delete(running, req.ID)

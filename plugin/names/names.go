@@ -86,9 +86,9 @@ type Options struct {
 	RealmNoun string
 	// Refuse is the host's policy on a publish the rules allow: a
 	// persistence it cannot honour, a bound on what one realm holds
-	// (held names now, adding more). It is called with the Service's lock
+	// (held now, adding more). It is called with the Service's lock
 	// held; it must not call the Service.
-	Refuse func(held, adding int, req *plugin.PublishRequest) error
+	Refuse func(held, adding Held, req *plugin.PublishRequest) error
 	// Changes is woken on every change of the names; the host may wake
 	// it too (a job ended), and waiting lookups then call their check
 	// again. Nil: the Service makes its own.
@@ -103,10 +103,22 @@ type Options struct {
 	// owns their names across runs, and a name kept until unpublished
 	// outlives the job that published it.
 	RealmUnpublishes bool
-	// OnChange is called, with the Service's lock held, with every name
-	// after a change: the daemon writes its state file. It must not call
-	// the Service.
-	OnChange func(all []Name)
+	// OnChange is called, with the Service's lock held, with the names a
+	// change added and removed: the daemon writes them to its state file.
+	// It must not call the Service.
+	OnChange func(added, removed []Name)
+}
+
+// Held is what a realm holds, or a publish adds: names, and their bytes
+// (keys and values).
+type Held struct {
+	Names int
+	Bytes int
+}
+
+func (h *Held) count(n *Name) {
+	h.Names++
+	h.Bytes += len(n.Key) + len(n.Value)
 }
 
 // Service holds published names.
@@ -139,11 +151,28 @@ func (s *Service) Load(all []Name) {
 }
 
 // changed wakes the waits and tells the host. Called with mu held.
-func (s *Service) changed() {
+func (s *Service) changed(added, removed []Name) {
 	s.opts.Changes.Broadcast()
 	if s.opts.OnChange != nil {
-		s.opts.OnChange(s.snapshot(nil))
+		s.opts.OnChange(added, removed)
 	}
+}
+
+// remove deletes the names pred selects and tells the change. Called
+// with mu held.
+func (s *Service) remove(pred func(*Name) bool) int {
+	var gone []Name
+	s.names = slices.DeleteFunc(s.names, func(n *Name) bool {
+		if pred(n) {
+			gone = append(gone, *n)
+			return true
+		}
+		return false
+	})
+	if len(gone) > 0 {
+		s.changed(nil, gone)
+	}
+	return len(gone)
 }
 
 // snapshot copies the names keep selects (all for nil). Called with mu
@@ -170,12 +199,7 @@ func (s *Service) Names(keep func(*Name) bool) []Name {
 func (s *Service) Drop(pred func(*Name) bool) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	before := len(s.names)
-	s.names = slices.DeleteFunc(s.names, pred)
-	if len(s.names) != before {
-		s.changed()
-	}
-	return before - len(s.names)
+	return s.remove(pred)
 }
 
 // RefuseInfo refuses the first directive: the name service takes none,
@@ -249,18 +273,25 @@ func (s *Service) Publish(a Asker, req *plugin.PublishRequest) error {
 		return nil
 	}
 	if s.opts.Refuse != nil {
-		held := 0
+		var held, adding Held
 		for _, n := range s.names {
 			if n.Realm == a.Realm {
-				held++
+				held.count(n)
 			}
 		}
-		if err := s.opts.Refuse(held, len(add), req); err != nil {
+		for _, n := range add {
+			adding.count(n)
+		}
+		if err := s.opts.Refuse(held, adding, req); err != nil {
 			return err
 		}
 	}
 	s.names = append(s.names, add...)
-	s.changed()
+	added := make([]Name, len(add))
+	for i, n := range add {
+		added[i] = *n
+	}
+	s.changed(added, nil)
 	return nil
 }
 
@@ -321,15 +352,15 @@ func (s *Service) findKeys(a Asker, keys []string, refuseElsewhere bool) (found 
 // readFirst removes the PersistFirstRead names among keys that a sees.
 // Called with mu held.
 func (s *Service) readFirst(a Asker, keys []string) {
-	gone := false
+	var gone []Name
 	for _, k := range keys {
 		if i, _ := s.find(a, k); i >= 0 && s.names[i].Persist == plugin.PersistFirstRead {
+			gone = append(gone, *s.names[i])
 			s.names = slices.Delete(s.names, i, i+1)
-			gone = true
 		}
 	}
-	if gone {
-		s.changed()
+	if len(gone) > 0 {
+		s.changed(nil, gone)
 	}
 }
 
@@ -410,13 +441,9 @@ func (s *Service) Unpublish(a Asker, req *plugin.UnpublishRequest) (notFound []s
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if len(req.Keys) == 0 {
-		before := len(s.names)
-		s.names = slices.DeleteFunc(s.names, func(n *Name) bool {
+		s.remove(func(n *Name) bool {
 			return n.Publisher == a.Proc && n.Realm == a.Realm && (req.Range == plugin.RangeDefault || n.Range == req.Range)
 		})
-		if len(s.names) != before {
-			s.changed()
-		}
 		return nil, nil
 	}
 	var drop []*Name
@@ -437,8 +464,7 @@ func (s *Service) Unpublish(a Asker, req *plugin.UnpublishRequest) (notFound []s
 		}
 	}
 	if len(drop) > 0 {
-		s.names = slices.DeleteFunc(s.names, func(n *Name) bool { return slices.Contains(drop, n) })
-		s.changed()
+		s.remove(func(n *Name) bool { return slices.Contains(drop, n) })
 	}
 	return notFound, nil
 }

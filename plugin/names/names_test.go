@@ -3,6 +3,7 @@ package names
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -331,20 +332,36 @@ func TestUnpublish(t *testing.T) {
 }
 
 func TestHostPolicyAndChanges(t *testing.T) {
+	// saved is the state after each change, rebuilt from the changes.
 	var saved [][]Name
+	state := func() []Name {
+		if len(saved) == 0 {
+			return nil
+		}
+		return saved[len(saved)-1]
+	}
 	s := New(Options{
 		Host:    "test",
 		Retries: true,
-		Refuse: func(held, adding int, req *plugin.PublishRequest) error {
+		Refuse: func(held, adding Held, req *plugin.PublishRequest) error {
 			if req.Persistence == plugin.PersistProc {
 				return plugin.Errorf(plugin.ErrNotSupported, "no proc names here")
 			}
-			if held+adding > 2 {
+			if held.Names+adding.Names > 2 {
 				return plugin.Errorf(plugin.ErrUnavailable, "too many")
+			}
+			if adding.Bytes != len(req.Data[0].Key)+len(req.Data[0].Value) || held.Bytes != 2*held.Names {
+				return fmt.Errorf("held %+v, adding %+v: want the keys' and values' bytes", held, adding)
 			}
 			return nil
 		},
-		OnChange: func(all []Name) { saved = append(saved, all) },
+		OnChange: func(added, removed []Name) {
+			all := slices.Clone(state())
+			for _, n := range removed {
+				all = slices.DeleteFunc(all, func(o Name) bool { return o.Key == n.Key })
+			}
+			saved = append(saved, append(all, added...))
+		},
 	})
 	a := asker("a", 0, "", "")
 	if err := s.Publish(a, pub("p", "v", 0, plugin.PersistProc)); !errors.Is(err, plugin.ErrNotSupported) {

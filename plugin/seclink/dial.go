@@ -3,8 +3,11 @@ package seclink
 import (
 	"context"
 	"crypto/tls"
+	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
+	"syscall"
 	"time"
 
 	"github.com/gopmi/gopmi/plugin"
@@ -43,8 +46,7 @@ func (d *Dialer) Dial(ctx context.Context, addr string) (net.Conn, error) {
 // DialHello is Dial with a hello of its own: a node daemon's hub learns
 // from it who each relayed caller is.
 func (d *Dialer) DialHello(ctx context.Context, addr string, hello []byte) (*Conn, error) {
-	nd := net.Dialer{Timeout: d.cfg.timeout(), KeepAlive: 30 * time.Second}
-	raw, err := nd.DialContext(ctx, "tcp", addr)
+	raw, err := d.connect(ctx, addr)
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, fmt.Errorf("%s %s: connect: %w: %w", d.cfg.PeerRole, addr, err, plugin.ErrTimeout)
@@ -57,4 +59,35 @@ func (d *Dialer) DialHello(ctx context.Context, addr string, hello []byte) (*Con
 		return nil, fmt.Errorf("%s %s: %w", d.cfg.PeerRole, addr, err)
 	}
 	return c, nil
+}
+
+// Privileged ports a Privileged dialler binds, at random.
+const (
+	lowPort  = 600
+	highPort = 1023
+)
+
+// connect makes the TCP connection: from a privileged port when asked
+// and allowed, trying a few while they are taken.
+func (d *Dialer) connect(ctx context.Context, addr string) (net.Conn, error) {
+	nd := net.Dialer{Timeout: d.cfg.timeout(), KeepAlive: 30 * time.Second}
+	if d.cfg.Privileged {
+		for range 16 {
+			nd.LocalAddr = &net.TCPAddr{Port: lowPort + rand.IntN(highPort-lowPort+1)}
+			c, err := nd.DialContext(ctx, "tcp", addr)
+			switch {
+			case err == nil:
+				return c, nil
+			case errors.Is(err, syscall.EADDRINUSE) || errors.Is(err, syscall.EADDRNOTAVAIL):
+				continue // taken: another
+			case errors.Is(err, syscall.EACCES) || errors.Is(err, syscall.EPERM):
+				// Not root: any port.
+			default:
+				return nil, err
+			}
+			break
+		}
+		nd.LocalAddr = nil
+	}
+	return nd.DialContext(ctx, "tcp", addr)
 }

@@ -78,6 +78,12 @@ type Config struct {
 	// that proved the key, given its address and hello: the error's
 	// text is what the peer reads as the reason.
 	Admit func(from net.Addr, hello []byte) error
+	// Privileged, at a dialling end, connects from a privileged port
+	// (below 1024) when the process may bind one (root may): the
+	// accepting end can then tell root's connections from any other
+	// user's before the handshake (a node daemon's hub keeps places for
+	// them). A process that may not dials from any port, as without it.
+	Privileged bool
 }
 
 // check refuses a Config that cannot make a handshake.

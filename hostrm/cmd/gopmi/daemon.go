@@ -43,6 +43,8 @@ func daemonCmd(args []string, stderr io.Writer) int {
 	upstream := fs.String("upstream", "", "relay every call to the hub at this TCP `host:port`, so that runs on every node share one name space (needs -key)")
 	keyFile := fs.String("key", "", "the link key shared by the hub and its nodes: a `file` only root may read (head -c 32 /dev/urandom | base64 > FILE; chmod 600 FILE)")
 	node := fs.String("node", "", "this node's name to its hub (default the host name)")
+	maxNames := fs.Int("max-names", daemon.DefaultMaxNames, "the most names one user may have published on the node (on a hub: in the cluster)")
+	maxNameBytes := fs.Int("max-name-bytes", daemon.DefaultMaxNameBytes, "the most bytes (keys and values) one user's published names may hold")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "usage: gopmi daemon [flags]\n\nThe node daemon: the name service and job registry that every gopmi run on this node shares,\nand what gopmi ps and gopmi query ask. Under systemd, gopmi.socket starts it.\nOne daemon of a cluster may serve as its hub (-listen), to which the others relay (-upstream).\n\nflags:\n")
 		fs.PrintDefaults()
@@ -70,6 +72,7 @@ func daemonCmd(args []string, stderr io.Writer) int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	if err := daemon.Run(ctx, daemon.RunOptions{Socket: *sock, StateDir: *state, Grace: *grace, Logger: log, Version: version,
+		MaxNames: *maxNames, MaxNameBytes: *maxNameBytes,
 		Listen: *listen, Upstream: *upstream, KeyFile: *keyFile, Node: *node}); err != nil {
 		log.Error().Err(err).Msg("gopmi daemon: exiting")
 		return 1
