@@ -45,7 +45,7 @@ install: build
 
 # gopmi as MPICH's mpiexec, in $(PREFIX)/bin (before /usr/bin in PATH):
 # a singleton MPICH program, started with no process manager, runs
-# "mpiexec -pmi_args ..." and gopmi serves it (README: singletons). It
+# "mpiexec -pmi_args ..." and gopmi serves it (docs/admin/shared-node.md: MPICH programs started without a launcher). It
 # shadows Debian's mpiexec (Hydra), which does not know -pmi_args; other
 # arguments run a job as gopmi run does.
 install-mpiexec: install
@@ -106,7 +106,7 @@ deps-test: deps
 test: deps-test
 	@test -z "$$(gofmt -l $$(git ls-files '*.go' | grep -v '\.pb\.go$$'))" || { gofmt -l $$(git ls-files '*.go' | grep -v '\.pb\.go$$'); echo 'gofmt needed'; exit 1; }
 	$(GO) vet ./...
-	$(GO) vet -tags pmix ./shim/pmix/
+	$(GO) vet -tags pmix ./...
 	$(GO) test -race -timeout 20m ./...
 	$(GO) test -race -tags pmix ./shim/pmix/
 	GOPMI_IT_SERVE=shim $(GO) test -race -timeout 20m ./integration/

@@ -16,7 +16,7 @@
 // Under Slurm the node's backend runs inside the node's shim process
 // (shim.RunConfig.Backend): one Go process per node per step instead of a
 // shim and a go-plugin backend, which on a loaded node took about a third
-// of a short step's launch (see the README's Slurm table). gopmi-slurm
+// of a short step's launch (see docs/perf/slurm.md). gopmi-slurm
 // does not link go-plugin. The same Node is also gopmi-rm-slurm, the
 // go-plugin backend that gopmi-shim starts and the conformance kit runs
 // one process per node, as every gopmi backend (package plugin, "Process

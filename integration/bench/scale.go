@@ -26,9 +26,9 @@ func runScale(ctx context.Context, c *config, stdout, stderr io.Writer) int {
 		us(costs.Hop), us(costs.Part), us(costs.Read), us(costs.Dial), costs.ByteNs)
 	// The model against the real thing: the lab's eight-node cluster at
 	// width 2, one rank a node, pmi2_bench k=8 v=200 (about 1.7 KB of
-	// KVS a node); the README has the measured fence beside it.
+	// KVS a node); docs/perf/slurm.md has the measured fence beside it.
 	lab := scale.Model(costs, 8, 2, 1700, 0)
-	fmt.Fprintf(stdout, "scale model nodes=8 width=2 part_bytes=1700 collect_ms=%.1f (the lab's 8-node fence, README)\n", ms(lab.Collect))
+	fmt.Fprintf(stdout, "scale model nodes=8 width=2 part_bytes=1700 collect_ms=%.1f (the lab's 8-node fence, docs/perf/slurm.md)\n", ms(lab.Collect))
 	code := 0
 	for _, w := range c.scaleWidths {
 		for _, n := range c.scaleNs {

@@ -11,7 +11,7 @@ import (
 // the jobs of this process hold more than bigKVS bytes of KVS records, the
 // collector runs when the heap is a quarter above what is live instead: a
 // shim holding D bytes for its jobs stays near 1.25 D plus what it needs
-// without them (measured: README, "Bounded memory"). Small jobs, the common
+// without them (measured: docs/admin/shared-node.md, "A job's KVS is bounded"). Small jobs, the common
 // case, never pay for the extra collections, which cost a big one about 2%
 // of its CPU (GODEBUG=gctrace=1).
 const (

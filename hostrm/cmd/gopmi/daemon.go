@@ -206,7 +206,7 @@ func queryCmd(args []string, stdout, stderr io.Writer) int {
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, `usage: gopmi query [flags] [key...]
 
-The contract's query vocabulary (PMIx RFC0010 names; README: "gopmi query"),
+The contract's query vocabulary (PMIx RFC0010 names; docs/admin/daemon.md: "gopmi query"),
 answered alike by the node daemon, a gopmi run and a Slurm step:
   %-18s the running jobs you may see, comma-separated (the default; alias namespaces)
   %-18s the jobs, JSON (gopmi ps)
