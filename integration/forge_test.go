@@ -2,6 +2,7 @@ package integration
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -60,7 +61,8 @@ const floodEnv = "GOPMI_ITEST_FLOOD"
 const floodConns = 300
 
 // floodMain, in order: publishes 60 KiB names until refused, asks one
-// query of 10,000 keys, opens floodConns connections (asking on each),
+// query of 10,000 keys, registers jobs of 64 KiB commands until refused
+// and logs 25 MiB to one, opens floodConns connections (asking on each),
 // and writes a value that never ends on the first it holds. Its client
 // of the daemon holds one connection more. It prints a
 // line for each ("names ...", "query ...", "conns ...", "endless ...")
@@ -87,6 +89,27 @@ func floodMain() int {
 	}
 	_, err = c.Query(ctx, &plugin.QueryRequest{Queries: []plugin.Query{{Keys: keys}}})
 	fmt.Printf("query refused=%q\n", fmt.Sprint(err))
+
+	lc, err := link.Dial(ctx, sock)
+	if err != nil {
+		fmt.Printf("jobs dial: %v\n", err)
+		return 1
+	}
+	registered, refusedJob := 0, ""
+	for i := range floodConns {
+		cfg, _ := json.Marshal(daemon.RunConfig{Run: daemon.RunName(), PID: os.Getpid(), Cmd: strings.Repeat("c", 64<<10)})
+		job := plugin.Job{Nspace: fmt.Sprintf("%s.%d", ns, i), Size: 1, Nodes: []plugin.Node{{ID: 0, Name: host, Ranks: []int32{0}}}}
+		if _, err := lc.Backend().Configure(ctx, &plugin.ConfigureRequest{APIVersion: plugin.APIVersion1, Job: job, Config: cfg}); err != nil {
+			refusedJob = err.Error()
+			break
+		}
+		registered++
+	}
+	for range 100 {
+		_ = lc.Backend().Log(ctx, &plugin.LogRequest{Proc: plugin.Proc{Nspace: ns + ".0"}, Data: []plugin.Info{{Key: "line", Value: strings.Repeat("l", 256<<10)}}})
+	}
+	lc.Close()
+	fmt.Printf("jobs registered=%d refused=%q\n", registered, refusedJob)
 
 	var raw net.Conn
 	held, refused, why := 0, 0, ""

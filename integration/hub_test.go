@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -14,7 +13,6 @@ import (
 	"time"
 
 	"github.com/gopmi/gopmi/integration/clients"
-	"github.com/gopmi/gopmi/plugin/plugintest"
 )
 
 // A cluster's name space across nodes, as two daemons on this machine
@@ -164,7 +162,17 @@ func TestDaemonHub(t *testing.T) {
 // address.
 func startHub(t *testing.T, dir string) (hub, node *nodeDaemon, addr string) {
 	t.Helper()
-	key := filepath.Join(dir, "link.key")
+	hub, addr, key := startHubAlone(t, dir)
+	node = startNodeDaemon(t, filepath.Join(dir, "node.sock"), "", "-upstream", addr, "-key", key, "-node", "node-b")
+	waitFor(t, "the node's link", func() bool { return strings.Contains(hub.log.String(), "hub: node linked") })
+	return hub, node, addr
+}
+
+// startHubAlone runs a hub (with its state) in dir and returns it, its
+// address and its link key's file.
+func startHubAlone(t *testing.T, dir string) (hub *nodeDaemon, addr, key string) {
+	t.Helper()
+	key = filepath.Join(dir, "link.key")
 	if err := os.WriteFile(key, []byte("c2VjcmV0LWtleS1mb3ItdGhlLWh1Yi10ZXN0\n"), 0o600); err != nil {
 		t.Fatal(err)
 	}
@@ -176,9 +184,7 @@ func startHub(t *testing.T, dir string) (hub, node *nodeDaemon, addr string) {
 		}
 		return m != nil
 	})
-	node = startNodeDaemon(t, filepath.Join(dir, "node.sock"), "", "-upstream", addr, "-key", key, "-node", "node-b")
-	waitFor(t, "the node's link", func() bool { return strings.Contains(hub.log.String(), "hub: node linked") })
-	return hub, node, addr
+	return hub, addr, key
 }
 
 // psJob is one job of gopmi ps -json.
@@ -254,40 +260,14 @@ func TestHubHandshakesHeldByAnotherUser(t *testing.T) {
 	begin(t)
 	cred := testUser(t)
 	dir := worldDir(t)
-	key := filepath.Join(dir, "link.key")
-	if err := os.WriteFile(key, []byte("c2VjcmV0LWtleS1mb3ItdGhlLWh1Yi10ZXN0\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	hub := startNodeDaemon(t, filepath.Join(dir, "hub.sock"), filepath.Join(dir, "hub-state"), "-listen", "127.0.0.1:0", "-key", key)
-	var addr string
-	waitFor(t, "the hub's address in its log", func() bool {
-		m := regexp.MustCompile(`hub=(127\.0\.0\.1:\d+)`).FindStringSubmatch(hub.log.String())
-		if m != nil {
-			addr = m[1]
-		}
-		return m != nil
-	})
+	hub, addr, key := startHubAlone(t, dir)
 	holder := filepath.Join(dir, "aliasholder.py")
 	if err := os.WriteFile(holder, []byte(aliasHolder), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
-	hold := exec.CommandContext(ctx, "/usr/bin/python3", holder, addr, "40", "8")
-	hold.SysProcAttr = &syscall.SysProcAttr{Credential: cred, Pdeathsig: syscall.SIGKILL}
-	out := &plugintest.Buffer{}
-	hold.Stdout, hold.Stderr = out, out
-	stdin, err := hold.StdinPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := hold.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		stdin.Close()
-		_ = hold.Wait()
-	}()
+	out := startAs(t, cred, dir, nil, "/usr/bin/python3", holder, addr, "40", "8")
 	waitFor(t, "her connections", func() bool { return strings.Contains(out.String(), "holding ") })
 
 	node := startNodeDaemon(t, filepath.Join(dir, "node.sock"), "", "-upstream", addr, "-key", key, "-node", "node-b")

@@ -3,6 +3,7 @@ package daemon
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"net"
 	"os"
@@ -183,5 +184,70 @@ func waitUntil(t *testing.T, cond func() bool) {
 		if time.Now().After(deadline) {
 			t.Fatal("timed out")
 		}
+	}
+}
+
+// One user's registrations are bounded in number and bytes, and each
+// job's log in entries and bytes; a job that ended makes room.
+func TestJobRegistryBounded(t *testing.T) {
+	s, _ := newTestServer(t, Options{unbounded: func(uint32) bool { return false }})
+	a, closeA := as(1000)
+	defer closeA()
+	reg := func(ns, cmd string, nodes []plugin.Node) error {
+		b, _ := json.Marshal(RunConfig{Run: "run-a", PID: 42, Cmd: cmd})
+		job := jobOf(ns, 1)
+		if nodes != nil {
+			job = plugin.Job{Nspace: ns, Size: int32(len(nodes[0].Ranks)), Nodes: nodes}
+		}
+		_, err := s.Configure(a, &plugin.ConfigureRequest{Job: job, Config: b})
+		return err
+	}
+	for i := range maxJobsPerUser {
+		if err := reg("job."+strconv.Itoa(i), strings.Repeat("c", 10<<10), nil); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := reg("one.more", "./app", nil); !errors.Is(err, plugin.ErrPermission) || !strings.Contains(err.Error(), "256 jobs of") {
+		t.Fatalf("a job past the bound: %v", err)
+	}
+	resp, err := s.Query(a, &plugin.QueryRequest{Queries: []plugin.Query{{Keys: []string{plugin.QueryJobs}}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var jobs []plugin.JobInfo
+	if err := json.Unmarshal([]byte(resp.Results[0].Value), &jobs); err != nil {
+		t.Fatal(err)
+	}
+	if c := jobs[0].Cmd; len(c) > maxCmd+64 || !strings.HasSuffix(c, "(6144 bytes more)") {
+		t.Errorf("a command of 10 KiB is kept as %d bytes ending %q", len(c), c[max(0, len(c)-40):])
+	}
+	// A log is bounded however much its run says.
+	for range 100 {
+		if err := s.Log(a, &plugin.LogRequest{Proc: plugin.Proc{Nspace: "job.0"}, Data: []plugin.Info{{Key: "line", Value: strings.Repeat("l", 1<<20)}}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.mu.Lock()
+	j := s.jobs[jobKey(1000, "job.0")]
+	if j.logBytes > maxLogBytes+maxLogEntry || len(j.log) > maxLog {
+		t.Errorf("a job's log holds %d entries of %d bytes", len(j.log), j.logBytes)
+	}
+	// One ended makes room for another.
+	j.info.State, j.info.Ended = "finished", time.Now()
+	s.mu.Unlock()
+	if err := reg("one.more", "./app", nil); err != nil {
+		t.Fatalf("a job once another ended: %v", err)
+	}
+	// Bytes: a job of a million ranks is more than one user may register.
+	b, closeB := as(1001)
+	defer closeB()
+	ranks := make([]int32, 1<<22)
+	for i := range ranks {
+		ranks[i] = int32(i)
+	}
+	cfg, _ := json.Marshal(RunConfig{Run: "run-b", PID: 43})
+	_, err = s.Configure(b, &plugin.ConfigureRequest{Job: plugin.Job{Nspace: "huge", Size: int32(len(ranks)), Nodes: []plugin.Node{{ID: 0, Name: "n", Ranks: ranks}}}, Config: cfg})
+	if !errors.Is(err, plugin.ErrPermission) || !strings.Contains(err.Error(), "bytes one user may register") {
+		t.Fatalf("a registration of 16 MiB: %v", err)
 	}
 }

@@ -104,8 +104,9 @@ func (s *Server) answerNode(p peer, key string, quals []plugin.Info) string {
 		}
 		return plugin.EncodeAnswer(out)
 	}
+	// What the answer holds is copied under the lock and encoded after
+	// it: a user's query of her many jobs keeps no other call waiting.
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	s.pruneLocked(time.Now())
 	jobs := []plugin.JobInfo{}
 	for _, j := range s.jobs {
@@ -113,25 +114,29 @@ func (s *Server) answerNode(p peer, key string, quals []plugin.Info) string {
 			jobs = append(jobs, j.info)
 		}
 	}
+	var logs []plugin.LogEntry
+	if key == plugin.QueryJobLog {
+		logs = []plugin.LogEntry{}
+		if want, ok := plugin.Qualifier(quals, plugin.QualNspace); ok {
+			for _, j := range s.jobsNamedLocked(p, want) {
+				logs = append(logs, j.log...)
+			}
+		} else {
+			for _, j := range s.jobs {
+				if p.may(j.info.UID) {
+					logs = append(logs, j.log...)
+				}
+			}
+		}
+	}
+	s.mu.Unlock()
 	sort.Slice(jobs, func(a, b int) bool { return jobs[a].Started.Before(jobs[b].Started) })
 	switch key {
 	case plugin.QueryJobs:
 		return plugin.EncodeAnswer(jobs)
 	case plugin.QueryJobLog:
-		out := []plugin.LogEntry{}
-		if want, ok := plugin.Qualifier(quals, plugin.QualNspace); ok {
-			for _, j := range s.jobsNamedLocked(p, want) {
-				out = append(out, j.log...)
-			}
-		} else {
-			for _, j := range s.jobs {
-				if p.may(j.info.UID) {
-					out = append(out, j.log...)
-				}
-			}
-		}
-		sort.SliceStable(out, func(a, b int) bool { return out[a].Time.Before(out[b].Time) })
-		return plugin.EncodeAnswer(out)
+		sort.SliceStable(logs, func(a, b int) bool { return logs[a].Time.Before(logs[b].Time) })
+		return plugin.EncodeAnswer(logs)
 	}
 	// The jobs that have not ended: PMIx's active namespaces (pps lists
 	// them). An ended job stays an hour for gopmi ps -a and gopmi log.

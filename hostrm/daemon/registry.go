@@ -55,9 +55,65 @@ type run struct {
 
 // job is one registered job.
 type job struct {
-	info  plugin.JobInfo
-	nodes []plugin.Node     // its layout: the ranks of each node
-	log   []plugin.LogEntry // oldest first, at most maxLog
+	info     plugin.JobInfo
+	nodes    []plugin.Node     // its layout: the ranks of each node
+	log      []plugin.LogEntry // oldest first, within maxLog and maxLogBytes
+	logBytes int               // the text of log
+	regBytes int               // what its registration holds (registrationSize)
+}
+
+// Bounds on the jobs one user may have registered (at a hub: from each
+// node), counting those that ended within the hour gopmi ps -a shows them
+// (the oldest of those goes to make room): a run holds one job, and each
+// spawn one more. Root is bound by neither.
+const (
+	maxJobsPerUser     = 256
+	maxJobBytesPerUser = 16 << 20
+	maxCmd             = 4 << 10
+)
+
+// registrationSize is about what a job's registration holds in memory.
+func registrationSize(req *plugin.ConfigureRequest, rc RunConfig) int {
+	n := 256 + len(req.Job.Nspace) + len(rc.Run) + len(rc.Cmd) + len(rc.Universe) + 8*len(rc.Pids)
+	for _, nd := range req.Job.Nodes {
+		n += 32 + len(nd.Name) + 4*len(nd.Ranks)
+	}
+	return n
+}
+
+// admitJobLocked makes room for a registration of size bytes of uid's
+// job k, or says why there is none. Called with mu held.
+func (s *Server) admitJobLocked(p peer, uid uint32, k string, size int) error {
+	if s.opts.unbounded(uid) {
+		return nil
+	}
+	count, held := 0, 0
+	var oldest string
+	for key, j := range s.jobs {
+		if j.info.UID != uid || key == k {
+			continue
+		}
+		if r := s.runs[j.info.Run]; r != nil && r.node != p.node {
+			continue // a hub bounds each node's users apart
+		}
+		count++
+		held += j.regBytes
+		if !j.info.Ended.IsZero() && (oldest == "" || j.info.Ended.Before(s.jobs[oldest].info.Ended)) {
+			oldest = key
+		}
+	}
+	if count >= maxJobsPerUser && oldest != "" {
+		held -= s.jobs[oldest].regBytes
+		delete(s.jobs, oldest)
+		count--
+	}
+	switch {
+	case count >= maxJobsPerUser:
+		return s.refuse(p, plugin.ErrPermission, "register: %d jobs of %s are running on this node, the most one user may", count, userName(uid))
+	case held+size > maxJobBytesPerUser:
+		return s.refuse(p, plugin.ErrPermission, "register: the jobs of %s hold %d of the %d bytes one user may register on this node", userName(uid), held, maxJobBytesPerUser)
+	}
+	return nil
 }
 
 // running is a registered job's state while its run lives (JobInfo.State);
@@ -80,7 +136,7 @@ func (s *Server) Configure(ctx context.Context, req *plugin.ConfigureRequest) (*
 	}
 	var rc RunConfig
 	if err := json.Unmarshal(req.Config, &rc); err != nil || rc.Run == "" {
-		return nil, plugin.Errorf(plugin.ErrInvalidArgument, "register: config %q: want {\"run\": ...}", req.Config)
+		return nil, plugin.Errorf(plugin.ErrInvalidArgument, "register: config %q: want {\"run\": ...}", cut(string(req.Config), 256))
 	}
 	if err := req.Job.Validate(); err != nil {
 		return nil, err
@@ -103,6 +159,11 @@ func (s *Server) Configure(ctx context.Context, req *plugin.ConfigureRequest) (*
 	k := jobKey(uid, req.Job.Nspace)
 	if j := s.jobs[k]; j != nil && j.info.Run != rc.Run && j.info.State == running {
 		return nil, s.refuse(p, plugin.ErrAlreadyExists, "register: job %s belongs to run %s, which is running", req.Job.Nspace, j.info.Run)
+	}
+	rc.Cmd = cut(rc.Cmd, maxCmd)
+	size := registrationSize(req, rc)
+	if err := s.admitJobLocked(p, uid, k, size); err != nil {
+		return nil, err
 	}
 	if r == nil {
 		r = &run{id: rc.Run, uid: uid}
@@ -151,7 +212,7 @@ func (s *Server) Configure(ctx context.Context, req *plugin.ConfigureRequest) (*
 		j.note("daemon", "info", "registered again after its connection came back")
 	}
 	j.info.PID, j.info.Cmd, j.info.Size, j.info.Nodes, j.info.State = r.pid, rc.Cmd, req.Job.Size, nodes, running
-	j.nodes = req.Job.Nodes
+	j.nodes, j.regBytes = req.Job.Nodes, size
 	if rc.Pids != nil {
 		j.info.Pids = rc.Pids
 	}
