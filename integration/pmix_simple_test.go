@@ -18,7 +18,7 @@ import (
 // OpenPMIx's own test clients, test/simple of Debian's pmix source package
 // (contrib/tools/pmix-simple.sh builds them against the installed
 // libpmix), under gopmi run. Three of them cannot pass under any server
-// that keeps PMIx's rules, and are not run, as the README says:
+// that keeps PMIx's rules, and are not run, as docs/user/openmpi.md says:
 // simpclient across nodes (4.2.2 inverted its check of a peer on another
 // node: it exits 1 when the peer's data is found), simpdyn (its connect
 // names procs that never connect, for which libpmix itself waits with no
@@ -194,7 +194,7 @@ func TestPMIxDirectModex(t *testing.T) {
 // (libpmix completes each node's part of a fence itself and knows no
 // time-out unless the client gives one, so the backend sees the node,
 // not the rank, that is missing; a job on one node waits as it does
-// under mpirun or Slurm's --mpi=pmix: see the README.)
+// under mpirun or Slurm's --mpi=pmix: see docs/user/openmpi.md.)
 func TestPMIxFenceTimeout(t *testing.T) {
 	begin(t)
 	if err := pmixShim(); err != nil {
