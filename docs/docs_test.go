@@ -131,7 +131,7 @@ func TestFlagListsHeldToTheCode(t *testing.T) {
 // Every mpi.conf key the Slurm plugin reads is in the administrator's
 // document.
 func TestMPIConfKeysDocumented(t *testing.T) {
-	src, err := os.ReadFile("../contrib/slurm/mpi_gopmi.c")
+	src, err := os.ReadFile("../contrib/slurm/conf.c")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,7 +141,7 @@ func TestMPIConfKeysDocumented(t *testing.T) {
 	}
 	keys := regexp.MustCompile(`\{"(Gopmi[A-Za-z]+)", S_P_`).FindAllStringSubmatch(string(src), -1)
 	if len(keys) == 0 {
-		t.Fatal("no mpi.conf keys found in mpi_gopmi.c")
+		t.Fatal("no mpi.conf keys found in contrib/slurm/conf.c")
 	}
 	for _, k := range keys {
 		if !strings.Contains(string(doc), "`"+k[1]+"`") {

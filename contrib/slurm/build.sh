@@ -52,5 +52,5 @@ done
 
 mkdir -p "$(dirname "$out")"
 gcc -shared -fPIC -O2 -Wall -Werror -Wno-unused-result -DHAVE_CONFIG_H \
-  -DGOPMI_BINDIR="\"$bindir\"" -I"$build" -I"$src" -o "$out" "$here/mpi_gopmi.c" -lpthread
+  -DGOPMI_BINDIR="\"$bindir\"" -I"$build" -I"$src" -o "$out" "$here"/*.c -lpthread
 echo "built $out for Slurm $have (gopmi binaries in $bindir)"
