@@ -53,26 +53,14 @@ type counts struct {
 
 // hold counts one more of key, unless key holds perKey already or all
 // hold all (0: no bound in all).
-func (c *counts) hold(key string, perKey, all int) bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.n[key] >= perKey || (all > 0 && c.total >= all) {
-		return false
-	}
-	if c.n == nil {
-		c.n = map[string]int{}
-	}
-	c.n[key]++
-	c.total++
-	return true
-}
+func (c *counts) hold(key string, perKey, all int) bool { return c.add(key, 1, perKey, all) }
 
 // add counts n more of key, unless key would then hold more than perKey
-// or all more than all.
+// or all more than all (0: no bound in all).
 func (c *counts) add(key string, n, perKey, all int) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.n[key]+n > perKey || c.total+n > all {
+	if c.n[key]+n > perKey || all > 0 && c.total+n > all {
 		return false
 	}
 	if c.n == nil {
@@ -102,16 +90,7 @@ func (c *counts) sum() int {
 }
 
 // release gives back one hold of key.
-func (c *counts) release(key string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.n[key] > 0 {
-		c.total--
-	}
-	if c.n[key]--; c.n[key] <= 0 {
-		delete(c.n, key)
-	}
-}
+func (c *counts) release(key string) { c.sub(key, 1) }
 
 // Bounds on what callers other than root may make the daemon hold at
 // once, per user (per user of a node, at a hub) and in all. Root is bound

@@ -83,32 +83,16 @@ func goVetPeer(fd C.int) C.int {
 // connections is summed up instead.
 const refusalsPerSecond = 5
 
-// refusals counts the connections refused before libpmix read them, for
-// the log; guarded by Server.mu.
-type refusals struct {
-	since  time.Time // the second being counted
-	logged int
-	quiet  int // refused and not logged since
-}
-
 // refused logs r, naming the peer's user and process, at most
 // refusalsPerSecond a second; the others are counted and said with the
 // next one logged.
 func (s *Server) refused(r *refusal) {
-	now := time.Now()
 	s.mu.Lock()
-	if now.Sub(s.refusing.since) >= time.Second {
-		s.refusing.since, s.refusing.logged = now, 0
-	}
-	if s.refusing.logged >= refusalsPerSecond {
-		s.refusing.quiet++
-		s.mu.Unlock()
+	ok, quiet, _ := s.refusing.Take(time.Now())
+	s.mu.Unlock()
+	if !ok {
 		return
 	}
-	s.refusing.logged++
-	quiet := s.refusing.quiet
-	s.refusing.quiet = 0
-	s.mu.Unlock()
 	ev := s.log.Warn().Int("uid", r.uid).Str("why", r.why)
 	if r.uid >= 0 {
 		ev = ev.Str("user", peercred.UserName(uint32(r.uid)))

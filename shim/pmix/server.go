@@ -29,6 +29,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/gopmi/gopmi/plugin"
+	"github.com/gopmi/gopmi/shim/internal/loglines"
 )
 
 // Options configure a Server.
@@ -80,7 +81,7 @@ type Server struct {
 	jobs      map[string]*jobOnNode // the jobs registered, by namespace; guarded by mu
 	node      string                // the node's name, from the first job registered; guarded by mu
 	fin       finalizes             // guarded by mu
-	refusing  refusals              // guarded by mu
+	refusing  loglines.Budget       // refused connections' lines; guarded by mu
 	// connects holds, per client, what is closed once the backend heard
 	// of its connect: its finalize is reported after. Guarded by mu.
 	connects map[plugin.Proc]chan struct{}
@@ -142,7 +143,8 @@ func Start(opts Options) (*Server, error) {
 		return nil, fmt.Errorf("pmix: server directory: %w", err)
 	}
 	ctx, stop := context.WithCancel(context.Background())
-	s := &Server{opts: opts, be: opts.Backend, log: opts.Logger, ctx: ctx, stop: stop, fences: map[string]int{}, jobs: map[string]*jobOnNode{}, connects: map[plugin.Proc]chan struct{}{}, failed: make(chan struct{})}
+	s := &Server{opts: opts, be: opts.Backend, log: opts.Logger, ctx: ctx, stop: stop, fences: map[string]int{}, jobs: map[string]*jobOnNode{}, connects: map[plugin.Proc]chan struct{}{}, failed: make(chan struct{}),
+		refusing: loglines.Budget{PerSecond: refusalsPerSecond}}
 	// Set before the init, without a lock held across it: a callback
 	// that comes during the init finds the server.
 	current.Store(s)

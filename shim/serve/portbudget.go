@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/gopmi/gopmi/bridge"
+	"github.com/gopmi/gopmi/shim/internal/loglines"
 )
 
 // The PMI_PORT listener is on TCP, where any local user (and, bound
@@ -34,11 +35,9 @@ type portBudget struct {
 	others  int            // everyone else's
 	pending map[string]int // everyone else's that have not claimed a rank yet, by source
 
-	logged     time.Time       // when the current second of refusal lines began
-	lines      int             // refusal lines logged in it
-	suppressed int             // refusals not logged since the last line
-	last       bridge.PortPeer // the last of them
-	lastWhy    string
+	lines   loglines.Budget // refusal lines, refusalsPerSecond a second
+	last    bridge.PortPeer // the last refusal not logged
+	lastWhy string
 }
 
 // portConn is one admitted connection's place in the budget.
@@ -51,7 +50,7 @@ type portConn struct {
 }
 
 func newPortBudget(tasks int) *portBudget {
-	return &portBudget{limit: 2*tasks + 8, pending: map[string]int{}}
+	return &portBudget{limit: 2*tasks + 8, pending: map[string]int{}, lines: loglines.Budget{PerSecond: refusalsPerSecond}}
 }
 
 // admit gives a connection of source its place, or says why it has none.
@@ -98,28 +97,12 @@ func (b *portBudget) leave(pc *portConn) {
 	}
 }
 
-// logLine reports whether a refusal may be logged now, and how many went
-// unlogged before it; first: it is the first one not logged since the
-// last line (a summary is due a second later).
-func (b *portBudget) logLine(now time.Time) (ok bool, unlogged int, first bool) {
-	if now.Sub(b.logged) >= time.Second {
-		b.logged, b.lines = now, 0
-	}
-	if b.lines >= refusalsPerSecond {
-		b.suppressed++
-		return false, 0, b.suppressed == 1
-	}
-	b.lines++
-	unlogged, b.suppressed = b.suppressed, 0
-	return true, unlogged, false
-}
-
 // refusePort logs, within the budget's rate, a connection refused or
 // closed, naming its peer (which may be slow: only when logged); those
 // beyond the rate are summed up in a line a second later.
 func (s *Server) refusePort(peer bridge.PortPeer, why string) {
 	s.mu.Lock()
-	ok, unlogged, first := s.budget.logLine(time.Now())
+	ok, unlogged, first := s.budget.lines.Take(time.Now())
 	if !ok {
 		s.budget.last, s.budget.lastWhy = peer, why
 	}
@@ -140,8 +123,7 @@ func (s *Server) refusePort(peer bridge.PortPeer, why string) {
 // sumRefusals logs the refusals beyond the rate since the last line.
 func (s *Server) sumRefusals() {
 	s.mu.Lock()
-	n, last, why := s.budget.suppressed, s.budget.last, s.budget.lastWhy
-	s.budget.suppressed = 0
+	n, last, why := s.budget.lines.Quiet(), s.budget.last, s.budget.lastWhy
 	s.mu.Unlock()
 	if n > 0 {
 		s.log.Warn().Int("refused", n).Str("last_peer", last.String()).Str("last_why", why).Msg("pmi_port: more connections refused")

@@ -57,16 +57,16 @@ func TestPortRefusalLines(t *testing.T) {
 	b := newPortBudget(1)
 	now := time.Unix(100, 0)
 	for i := range refusalsPerSecond {
-		if ok, n, _ := b.logLine(now); !ok || n != 0 {
+		if ok, n, _ := b.lines.Take(now); !ok || n != 0 {
 			t.Fatalf("line %d: %v, %d", i, ok, n)
 		}
 	}
 	for i := range 3 {
-		if ok, _, first := b.logLine(now.Add(500 * time.Millisecond)); ok || first != (i == 0) {
+		if ok, _, first := b.lines.Take(now.Add(500 * time.Millisecond)); ok || first != (i == 0) {
 			t.Fatalf("a line beyond the rate: logged %v, first %v", ok, first)
 		}
 	}
-	if ok, n, _ := b.logLine(now.Add(time.Second)); !ok || n != 3 {
+	if ok, n, _ := b.lines.Take(now.Add(time.Second)); !ok || n != 3 {
 		t.Errorf("the next second's first line: %v, %d unlogged; want true, 3", ok, n)
 	}
 }
