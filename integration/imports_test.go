@@ -63,7 +63,11 @@ func TestImportRules(t *testing.T) {
 		mod + "hostrm/link":                     true,
 		mod + "hostrm/local/forwarder":          true,
 		mod + "hostrm/local/cmd/gopmi-rm-local": true,
+		// The fence tree every host with nodes of its own drives
+		// (Slurm's today, Flux's next) knows no resource manager.
+		mod + "hostrm/internal/fencetree": true,
 	}
+	fencetree := mod + "hostrm/internal/fencetree"
 	sdk := []string{mod + "plugin", mod + "plugin/wake", mod + "plugin/names", mod + "plugin/execpath", mod + "plugin/peercred", mod + "plugin/seclink", mod + "plugin/grpcplugin", mod + "plugin/grpcplugin/direct"}
 	slurmShim := mod + "hostrm/slurm/cmd/gopmi-slurm"
 	shimPkgs := map[string]bool{mod + "shim": true, mod + "shim/serve": true}
@@ -74,8 +78,8 @@ func TestImportRules(t *testing.T) {
 			case sdkOnly[path] && own && !slices.Contains(sdk, imp) && !sdkOnly[imp]:
 				t.Errorf("%s imports %s: the local resource manager may use only the SDK (%s)", path, imp, strings.Join(sdk, ", "))
 			case (path == mod+"hostrm/slurm" || path == mod+"hostrm/slurm/cmd/gopmi-rm-slurm") && own && !slices.Contains(sdk, imp) &&
-				imp != mod+"hostrm/slurm":
-				t.Errorf("%s imports %s: the Slurm backend may use only the SDK (%s)", path, imp, strings.Join(sdk, ", "))
+				imp != mod+"hostrm/slurm" && imp != fencetree:
+				t.Errorf("%s imports %s: the Slurm backend may use only the SDK (%s) and the host-neutral fence tree", path, imp, strings.Join(sdk, ", "))
 			case strings.HasPrefix(path, mod+"hostrm/slurm/") && own && !slices.Contains(sdk, imp) &&
 				imp != mod+"hostrm/local" && imp != mod+"hostrm/link" && !strings.HasPrefix(imp, mod+"hostrm/slurm") &&
 				!(path == slurmShim && (shimPkgs[imp] || imp == mod+"hostrm/daemon")):
@@ -90,7 +94,7 @@ func TestImportRules(t *testing.T) {
 				t.Errorf("%s imports package shim: only gopmi-shim's and gopmi-pmix's mains, shim/goplugin and gopmi-slurm may", path)
 			case strings.HasPrefix(imp, mod+"hostrm") && !strings.HasPrefix(path, mod+"hostrm") &&
 				// The benchmark runs the Slurm backend's own code at scale.
-				!(path == mod+"integration/bench" && imp == mod+"hostrm/slurm/scale"):
+				!(path == mod+"integration/bench" && imp == mod+"hostrm/slurm/slurmtest"):
 				t.Errorf("%s imports %s: nothing outside hostrm imports it (but the benchmark, its scale simulation)", path, imp)
 			case strings.HasPrefix(path, mod+"bridge") && strings.HasPrefix(imp, "google.golang.org/grpc"):
 				t.Errorf("%s imports %s: the bridge never imports gRPC", path, imp)
@@ -108,10 +112,10 @@ func TestImportRules(t *testing.T) {
 		t.Errorf("gopmi does not link the shim's serving loop: it no longer serves a job on one node itself?")
 	}
 	// The Slurm backend, as vendors and the conformance kit see it, links
-	// nothing of gopmi's but the SDK.
+	// nothing of gopmi's but the SDK and the fence tree (SDK-only itself).
 	for _, p := range listPackages(t, "./hostrm/slurm/cmd/gopmi-rm-slurm") {
 		for _, dep := range p.Deps {
-			if strings.HasPrefix(dep, mod) && !slices.Contains(sdk, dep) && dep != mod+"hostrm/slurm" &&
+			if strings.HasPrefix(dep, mod) && !slices.Contains(sdk, dep) && dep != mod+"hostrm/slurm" && dep != fencetree &&
 				!strings.HasPrefix(dep, mod+"proto/") && !strings.HasPrefix(dep, mod+"plugin/") {
 				t.Errorf("gopmi-rm-slurm links %s: the Slurm backend is built on the public SDK only", dep)
 			}

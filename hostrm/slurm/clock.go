@@ -91,6 +91,21 @@ func (c *crew) after(d time.Duration, f func()) (stop func() bool) {
 	}
 }
 
+// alarm is a channel closed once d has passed on the crew's clock, and
+// its stop: a wait's bound. Once the crew has closed it is closed at
+// once: nothing of the tree is left to wait for.
+func (c *crew) alarm(d time.Duration) (<-chan struct{}, func() bool) {
+	ch := make(chan struct{})
+	c.mu.Lock()
+	closed := c.closed
+	c.mu.Unlock()
+	if closed {
+		close(ch)
+		return ch, func() bool { return false }
+	}
+	return ch, c.after(d, func() { close(ch) })
+}
+
 // claim takes a timer out of timers and reports whether it was there.
 func (c *crew) claim(ref uint64) bool {
 	c.mu.Lock()

@@ -1,5 +1,6 @@
 // Package slurm is gopmi's Slurm backend (Node), built on the public SDK
-// only, and the link to the step's coordinator (package coord), which
+// and the host-neutral fence tree (hostrm/internal/fencetree, itself
+// SDK-only), and the link to the step's coordinator (package coord), which
 // it talks to. contrib/slurm's mpi/gopmi plugin makes Slurm run them:
 // `srun --mpi=gopmi`.
 //
@@ -52,9 +53,13 @@
 // slurmstepd, which copies each line into the node's slurmd log
 // (SlurmdLogFile), prefixed "gopmi-slurm shim:".
 //
-// The fence tree decides on a clock it is given and runs every goroutine
-// and timer on a crew that Close ends and waits for; its two control
-// names at the coordinator are one protocol, in control.go.
+// What becomes of each fence part is decided by package fencetree
+// (hostrm/internal/fencetree), which knows no resource manager: the
+// tree's shape and the gather, a pure type whose tests are tables of
+// events and effects. The node's tree carries its decisions out on a
+// clock it is given, and runs every goroutine, timer and bounded wait on
+// a crew that Close ends and waits for; its control name at the
+// coordinator (the abort watch) is in control.go.
 //
 // # The link
 //

@@ -2,11 +2,11 @@ package slurm
 
 import (
 	"context"
-	"fmt"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/gopmi/gopmi/hostrm/internal/fencetree"
 	"github.com/gopmi/gopmi/plugin"
 	"github.com/gopmi/gopmi/plugin/wake"
 )
@@ -51,8 +51,8 @@ type mailbox struct {
 // exchanges reports whether req is a fence the nodes exchange directly:
 // a collecting fence of the whole job, on at most width nodes.
 func (t *tree) exchanges(req *plugin.FenceRequest) bool {
-	n := len(t.job.Nodes)
-	return t.exchanging && req.Collect && n >= 2 && n <= t.width && t.wholeJob(req)
+	n := len(t.Job.Nodes)
+	return t.exchanging && req.Collect && n >= 2 && n <= t.Width && t.WholeJob(req)
 }
 
 // warm starts making this node's links to the other nodes of a job whose
@@ -63,13 +63,13 @@ func (t *tree) exchanges(req *plugin.FenceRequest) bool {
 // commits) does not wait for a TLS handshake and a proof of the step
 // secret each way. A link that fails here is made when a part is given.
 func (t *tree) warm(req *plugin.FenceRequest) {
-	n := len(t.job.Nodes)
-	if !t.exchanging || n < 2 || n > t.width || !t.wholeJob(req) {
+	n := len(t.Job.Nodes)
+	if !t.exchanging || n < 2 || n > t.Width || !t.WholeJob(req) {
 		return
 	}
 	t.warmed.Do(func() {
-		for i := range t.job.Nodes {
-			if i == t.self {
+		for i := range t.Job.Nodes {
+			if i == t.Self {
 				continue
 			}
 			t.crew.spawn(func(ctx context.Context) {
@@ -87,11 +87,6 @@ func (t *tree) warm(req *plugin.FenceRequest) {
 // warmWait bounds warm's making of one link.
 const warmWait = 2 * time.Second
 
-// wholeJob reports whether req's participants are its node's whole job.
-func (t *tree) wholeJob(req *plugin.FenceRequest) bool {
-	return len(req.Procs) == 1 && req.Procs[0] == plugin.Proc{Nspace: t.job.Nspace, Rank: plugin.RankWildcard}
-}
-
 // exchange runs req, this node's part of a fence that exchanges, and
 // answers with every node's part, in node order.
 func (t *tree) exchange(ctx context.Context, req *plugin.FenceRequest) (*plugin.FenceResponse, error) {
@@ -100,7 +95,7 @@ func (t *tree) exchange(ctx context.Context, req *plugin.FenceRequest) (*plugin.
 	}
 	timeout := req.TimeoutOrDefault()
 	start := t.clock.Now()
-	key := fenceKey(req)
+	key := fencetree.Key(req)
 	t.mu.Lock()
 	t.boxLocked(key, timeout)
 	t.mu.Unlock()
@@ -108,11 +103,11 @@ func (t *tree) exchange(ctx context.Context, req *plugin.FenceRequest) (*plugin.
 	// Give this node's part to every other node, at once.
 	give := *req
 	give.ID = partPrefix + req.ID
-	give.Node = t.job.Nodes[t.self].Name
+	give.Node = t.Job.Nodes[t.Self].Name
 	give.LocalProcs = nil
-	given := make(chan error, len(t.job.Nodes))
-	for i := range t.job.Nodes {
-		if i == t.self {
+	given := make(chan error, len(t.Job.Nodes))
+	for i := range t.Job.Nodes {
+		if i == t.Self {
 			continue
 		}
 		if !t.crew.spawn(func(cctx context.Context) { given <- t.givePart(cctx, i, &give, timeout) }) {
@@ -136,7 +131,7 @@ func (t *tree) exchange(ctx context.Context, req *plugin.FenceRequest) (*plugin.
 		return nil, err
 	}
 	// Every other node took this node's part (givePart bounds each).
-	for took := 0; took < len(t.job.Nodes)-1; {
+	for took := 0; took < len(t.Job.Nodes)-1; {
 		select {
 		case err := <-given:
 			if err != nil {
@@ -151,13 +146,13 @@ func (t *tree) exchange(ctx context.Context, req *plugin.FenceRequest) (*plugin.
 			return nil, plugin.Errorf(plugin.ErrAborted, "fence %s: caller went away: %v", req.ID, ctx.Err())
 		}
 	}
-	parts[t.self] = req.Data
+	parts[t.Self] = req.Data
 	size := 0
 	for _, p := range parts {
 		size += len(p)
 	}
 	data := make([]byte, 0, size)
-	for i := range t.job.Nodes {
+	for i := range t.Job.Nodes {
 		data = append(data, parts[i]...)
 	}
 	return &plugin.FenceResponse{Data: data}, nil
@@ -180,7 +175,7 @@ func (t *tree) givePart(ctx context.Context, i int, give *plugin.FenceRequest, t
 	}
 	if err != nil {
 		err = plugin.Wrapf(err, plugin.ErrUnavailable, "fence %s: node %s could not give its ranks' data to node %s",
-			id, t.job.Nodes[t.self].Name, t.job.Nodes[i].Name)
+			id, t.Job.Nodes[t.Self].Name, t.Job.Nodes[i].Name)
 		t.log.Warn().Str("fence", id).Err(err).Msg("fence exchange: a part could not be given")
 	}
 	return err
@@ -188,10 +183,10 @@ func (t *tree) givePart(ctx context.Context, i int, give *plugin.FenceRequest, t
 
 // takePart keeps a part another node gave (subtreeServer.Fence).
 func (t *tree) takePart(req *plugin.FenceRequest) error {
-	from := slices.IndexFunc(t.job.Nodes, func(n plugin.Node) bool { return n.Name == req.Node })
-	if from < 0 || from == t.self {
+	from := slices.IndexFunc(t.Job.Nodes, func(n plugin.Node) bool { return n.Name == req.Node })
+	if from < 0 || from == t.Self {
 		return plugin.Errorf(plugin.ErrInvalidArgument, "fence %s: a part from %q, which is no other node of job %s",
-			strings.TrimPrefix(req.ID, partPrefix), req.Node, t.job.Nspace)
+			strings.TrimPrefix(req.ID, partPrefix), req.Node, t.Job.Nspace)
 	}
 	plain := *req
 	plain.ID = strings.TrimPrefix(req.ID, partPrefix)
@@ -200,7 +195,7 @@ func (t *tree) takePart(req *plugin.FenceRequest) error {
 	if err := t.refusalLocked(plain.ID); err != nil {
 		return err
 	}
-	b := t.boxLocked(fenceKey(&plain), req.TimeoutOrDefault())
+	b := t.boxLocked(fencetree.Key(&plain), req.TimeoutOrDefault())
 	b.parts[from] = req.Data
 	b.changed.Broadcast()
 	return nil
@@ -248,9 +243,9 @@ func (t *tree) awaitParts(ctx context.Context, id, key string, wait time.Duratio
 		b := t.boxes[key]
 		if b == nil {
 			t.mu.Unlock()
-			return nil, plugin.Errorf(plugin.ErrTimeout, "fence %s: node %s's wait for the other nodes' data has expired", id, t.job.Nodes[t.self].Name)
+			return nil, plugin.Errorf(plugin.ErrTimeout, "fence %s: node %s's wait for the other nodes' data has expired", id, t.Job.Nodes[t.Self].Name)
 		}
-		if len(b.parts) == len(t.job.Nodes)-1 {
+		if len(b.parts) == len(t.Job.Nodes)-1 {
 			delete(t.boxes, key)
 			b.expire()
 			t.mu.Unlock()
@@ -264,29 +259,18 @@ func (t *tree) awaitParts(ctx context.Context, id, key string, wait time.Duratio
 		case <-timedOut:
 			t.mu.Lock()
 			var missing []string
-			for i, n := range t.job.Nodes {
-				if _, ok := b.parts[i]; !ok && i != t.self {
+			for i, n := range t.Job.Nodes {
+				if _, ok := b.parts[i]; !ok && i != t.Self {
 					missing = append(missing, n.Name)
 				}
 			}
 			t.mu.Unlock()
 			t.dropBox(key)
 			return nil, plugin.Errorf(plugin.ErrTimeout, "fence %s: every node arrived, but node %s did not get the data of %s in %s",
-				id, t.job.Nodes[t.self].Name, nodeList(missing), plugin.RoundDuration(wait))
+				id, t.Job.Nodes[t.Self].Name, fencetree.NodeList(missing), plugin.RoundDuration(wait))
 		case <-ctx.Done():
 			t.dropBox(key)
 			return nil, plugin.Errorf(plugin.ErrAborted, "fence %s: caller went away: %v", id, ctx.Err())
 		}
 	}
-}
-
-// nodeList names nodes, "and N more" past maxGroups.
-func nodeList(names []string) string {
-	if len(names) > maxGroups {
-		return fmt.Sprintf("%s and %d more nodes", strings.Join(names[:maxGroups], ", "), len(names)-maxGroups)
-	}
-	if len(names) == 1 {
-		return "node " + names[0]
-	}
-	return "nodes " + strings.Join(names, ", ")
 }

@@ -133,8 +133,8 @@ func TestExchangeFailsByName(t *testing.T) {
 	// Node n2 takes itself for a node the job does not have, and gives
 	// its part as that node.
 	tr := nodes[1].placed()
-	tr.job.Nodes = slices.Clone(tr.job.Nodes)
-	tr.job.Nodes[1].Name = "impostor"
+	tr.Job.Nodes = slices.Clone(tr.Job.Nodes)
+	tr.Job.Nodes[1].Name = "impostor"
 	world := []plugin.Proc{{Nspace: job.Nspace, Rank: plugin.RankWildcard}}
 	fence := func(id string, node []string) []error {
 		errs := make([]error, len(nodes))

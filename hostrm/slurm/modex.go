@@ -460,9 +460,9 @@ func dialNode(ctx context.Context, job plugin.Job, secret string, ports portRang
 // nodeRead answers a read that reached this node's listener: its own
 // data for a rank it hosts; anything else goes up.
 func (t *tree) nodeRead(ctx context.Context, req *plugin.ModexRequest) (*plugin.ModexResponse, error) {
-	if req.Proc.Nspace == t.job.Nspace && req.Proc.Rank >= 0 {
-		rankNode := t.job.RankNodes()
-		if r := req.Proc.Rank; int(r) < len(rankNode) && int(rankNode[r]) == t.self {
+	if req.Proc.Nspace == t.Job.Nspace && req.Proc.Rank >= 0 {
+		rankNode := t.Job.RankNodes()
+		if r := req.Proc.Rank; int(r) < len(rankNode) && int(rankNode[r]) == t.Self {
 			data, err := t.mine.read(ctx, req.TimeoutOrDefault(), false, t.readWhat(req))
 			if err != nil {
 				return nil, err
@@ -474,13 +474,13 @@ func (t *tree) nodeRead(ctx context.Context, req *plugin.ModexRequest) (*plugin.
 }
 
 func (t *tree) readWhat(req *plugin.ModexRequest) string {
-	return fmt.Sprintf("direct modex of %s for %s: node %s", req.Proc, req.Requestor, t.job.Nodes[t.self].Name)
+	return fmt.Sprintf("direct modex of %s for %s: node %s", req.Proc, req.Requestor, t.Job.Nodes[t.Self].Name)
 }
 
 // directModex is a read by this node's own ranks: of its own job, from
 // the nodes that hold the data; of another job, up to the coordinator.
 func (t *tree) directModex(ctx context.Context, req *plugin.ModexRequest) (*plugin.ModexResponse, error) {
-	if req.Proc.Nspace != t.job.Nspace {
+	if req.Proc.Nspace != t.Job.Nspace {
 		return t.toRoot.DirectModex(ctx, req)
 	}
 	t.mu.Lock()
@@ -489,7 +489,7 @@ func (t *tree) directModex(ctx context.Context, req *plugin.ModexRequest) (*plug
 	if err != nil {
 		return nil, plugin.Wrapf(err, plugin.ErrAborted, "direct modex of %s for %s", req.Proc, req.Requestor)
 	}
-	return t.peers.read(ctx, req, t.self, func(now bool) ([]byte, error) {
+	return t.peers.read(ctx, req, t.Self, func(now bool) ([]byte, error) {
 		return t.mine.read(ctx, req.TimeoutOrDefault(), now, t.readWhat(req))
 	})
 }

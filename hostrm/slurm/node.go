@@ -11,6 +11,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/gopmi/gopmi/hostrm/internal/fencetree"
 	"github.com/gopmi/gopmi/plugin"
 	"github.com/gopmi/gopmi/plugin/grpcplugin/direct"
 )
@@ -102,13 +103,13 @@ func WithFinalizeDrain() NodeOption {
 // WithoutExchange makes every collecting fence go up the fence tree with
 // its data, also on at most width nodes, where the nodes would exchange
 // their parts (exchange.go), and makes no link to another node before a
-// read: package scale, which runs and models the tree, runs its nodes so.
+// read: package slurmtest, which runs and models the tree, runs its nodes so.
 func WithoutExchange() NodeOption {
 	return func(n *Node) { n.noExchange = true }
 }
 
 // WithSecret sets the step secret instead of GOPMI_SLURM_SECRET's
-// (package scale runs many steps in one process).
+// (package slurmtest runs many steps in one process).
 func WithSecret(secret string) NodeOption {
 	return func(n *Node) { n.secret = secret }
 }
@@ -232,7 +233,7 @@ func (n *Node) Configure(ctx context.Context, req *plugin.ConfigureRequest) (*pl
 		// call, may dial up at once, and must go to the parent.
 		n.mu.Lock()
 		n.tree = t
-		n.above = ancestors(self, n.width)
+		n.above = fencetree.Ancestors(self, n.width)
 		n.mu.Unlock()
 		if err := t.serve(ctx); err != nil {
 			n.mu.Lock()
@@ -328,7 +329,7 @@ func (n *Node) Depart(ctx context.Context, req *plugin.DepartRequest) error {
 }
 
 // DropReadLinks closes the links this node made to read other nodes'
-// data; later reads make new ones. Package scale, which runs thousands of
+// data; later reads make new ones. Package slurmtest, which runs thousands of
 // nodes in one process, frees their files with it.
 func (n *Node) DropReadLinks() {
 	t := n.placed()

@@ -130,23 +130,13 @@ func nodeHost(job plugin.Job, i int) string {
 	return job.Nodes[i].Name
 }
 
-// ancestors are node index i's parent, its parent's parent, and so on
-// to the top of the tree, nearest first.
-func ancestors(i, width int) []int {
-	var out []int
-	for p := treeParent(i, width); p >= 0; p = treeParent(p, width) {
-		out = append(out, p)
-	}
-	return out
-}
-
 // listenTree listens at this node's host on the first of its ports that
 // is free, or, when the host is not one of this machine's addresses, on
 // every address with that port.
 func (t *tree) listenTree() (net.Listener, error) {
-	host := nodeHost(t.job, t.self)
+	host := nodeHost(t.Job, t.Self)
 	var last error
-	for _, p := range t.ports.ports(t.secret, t.job.Nspace, t.self) {
+	for _, p := range t.ports.ports(t.secret, t.Job.Nspace, t.Self) {
 		l, err := t.listen("tcp", net.JoinHostPort(host, strconv.Itoa(p)))
 		if err != nil && !errors.Is(err, syscall.EADDRINUSE) {
 			l, err = t.listen("tcp", net.JoinHostPort("", strconv.Itoa(p)))
@@ -157,7 +147,7 @@ func (t *tree) listenTree() (net.Listener, error) {
 		}
 		last = err
 	}
-	ps := t.ports.ports(t.secret, t.job.Nspace, t.self)
+	ps := t.ports.ports(t.secret, t.Job.Nspace, t.Self)
 	return nil, fmt.Errorf("at %s, none of %d ports from %d (in %d-%d) is free: %w", host, len(ps), ps[0], t.ports.low, t.ports.high, last)
 }
 
@@ -177,14 +167,14 @@ func (n *Node) dialAbove(ctx context.Context) (*direct.Conn, int) {
 	}
 	n.mu.Unlock()
 	for _, a := range alive {
-		c, err := dialNode(ctx, t.job, t.secret, t.ports, a, n.ancestorWait, false)
+		c, err := dialNode(ctx, t.Job, t.secret, t.ports, a, n.ancestorWait, false)
 		if err == nil {
 			return c, a
 		}
 		if ctx.Err() != nil {
 			return nil, -1
 		}
-		t.log.Warn().Err(err).Msgf("fence tree: node %s did not answer in %s; going up past it", t.job.Nodes[a].Name, n.ancestorWait)
+		t.log.Warn().Err(err).Msgf("fence tree: node %s did not answer in %s; going up past it", t.Job.Nodes[a].Name, n.ancestorWait)
 	}
 	return nil, -1
 }
@@ -228,16 +218,17 @@ func (n *Node) passedLocked() []int {
 // dials from the parent up again), or when the tree closes.
 func (n *Node) rejoin(ctx context.Context, t *tree) {
 	for pause := rejoinFirst; ; pause = min(2*pause, rejoinMax) {
-		due := make(chan struct{})
-		stop := t.clock.AfterFunc(pause, func() { close(due) })
+		due, stop := t.crew.alarm(pause)
 		select {
 		case <-ctx.Done():
-			stop()
+		case <-due:
+		}
+		stop()
+		if ctx.Err() != nil {
 			n.mu.Lock()
 			n.rejoining = false
 			n.mu.Unlock()
 			return
-		case <-due:
 		}
 		n.mu.Lock()
 		c, passed := n.up, n.passedLocked()
@@ -250,7 +241,7 @@ func (n *Node) rejoin(ctx context.Context, t *tree) {
 		}
 		n.mu.Unlock()
 		for _, a := range passed {
-			nc, err := dialNode(ctx, t.job, t.secret, t.ports, a, rejoinTry, false)
+			nc, err := dialNode(ctx, t.Job, t.secret, t.ports, a, rejoinTry, false)
 			if err != nil {
 				continue
 			}
@@ -262,7 +253,7 @@ func (n *Node) rejoin(ctx context.Context, t *tree) {
 			n.up, n.upNode = nc, a
 			n.retired = append(n.retired, c)
 			n.mu.Unlock()
-			t.log.Info().Msgf("fence tree: node %s answers now; this node's calls go through it again", t.job.Nodes[a].Name)
+			t.log.Info().Msgf("fence tree: node %s answers now; this node's calls go through it again", t.Job.Nodes[a].Name)
 			break
 		}
 	}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"net"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -23,45 +22,6 @@ import (
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
-
-func TestTreeShape(t *testing.T) {
-	for _, tc := range []struct {
-		i, width, n int
-		parent      int
-		children    []int
-	}{
-		{0, 16, 2, -1, nil},
-		{1, 16, 40, -1, []int{32, 33, 34, 35, 36, 37, 38, 39}},
-		{0, 1, 3, -1, []int{1}},
-		{1, 1, 3, 0, []int{2}},
-		{2, 1, 3, 1, nil},
-		{0, 2, 7, -1, []int{2, 3}},
-		{1, 2, 7, -1, []int{4, 5}},
-		{5, 2, 7, 1, nil},
-		{2, 2, 7, 0, []int{6}},
-	} {
-		if p := treeParent(tc.i, tc.width); p != tc.parent {
-			t.Errorf("treeParent(%d, %d) = %d, want %d", tc.i, tc.width, p, tc.parent)
-		}
-		if c := treeChildren(tc.i, tc.width, tc.n); !slices.Equal(c, tc.children) {
-			t.Errorf("treeChildren(%d, %d, %d) = %v, want %v", tc.i, tc.width, tc.n, c, tc.children)
-		}
-	}
-	// Every node is in exactly one subtree under the coordinator.
-	for _, width := range []int{1, 2, 3, 16} {
-		seen := map[int]int{}
-		for i := 0; i < min(width, 20); i++ {
-			for _, x := range subtree(i, width, 20) {
-				seen[x]++
-			}
-		}
-		for i := 0; i < 20; i++ {
-			if seen[i] != 1 {
-				t.Errorf("width %d: node %d in %d subtrees", width, i, seen[i])
-			}
-		}
-	}
-}
 
 // A node process without its coordinator or secret says what is missing.
 func TestNodeNeedsItsEnvironment(t *testing.T) {

@@ -4,24 +4,22 @@ import (
 	"context"
 	"errors"
 	"net"
-	"slices"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/rs/zerolog"
 
+	"github.com/gopmi/gopmi/hostrm/internal/fencetree"
 	"github.com/gopmi/gopmi/plugin"
 	"github.com/gopmi/gopmi/plugin/wake"
 )
 
 // The fence tree. A step's nodes form a tree of width w under the
-// coordinator, in Slurm's node order: with k = node index + 1, node k's
-// parent is k' = (k-1)/w (0: the coordinator) and its children are
-// k*w+1 .. k*w+w. Each node's gopmi-rm-slurm gathers a fence from its own
-// shim and from its children's subtrees, and sends one call up with the
-// parts concatenated and the local participants joined; the answer comes
-// back down the same calls. A fence costs one message up and one down per
+// coordinator, in Slurm's node order (package fencetree has its shape).
+// Each node's gopmi-rm-slurm gathers a fence from its own shim and from
+// its children's subtrees, and sends one call up with the parts
+// concatenated and the local participants joined; the answer comes back
+// down the same calls. A fence costs one message up and one down per
 // tree edge, and the coordinator hears at most w calls per fence. Every
 // node of a job on several nodes listens on TCP, for its children and for
 // the nodes that read its data (the step's authenticated, private link,
@@ -37,16 +35,12 @@ import (
 // node watches for its job's abort at its parent, which fails the fences
 // it holds and the reads of its data.
 //
-// A subtree still missing a part when half the fence's Timeout has passed
-// sends what it has up, with the rest of the Timeout, and logs whom it
-// misses; later parts go up one by one: the coordinator, which times the
-// fence from its first arrival, then names exactly the ranks and nodes
-// that never arrived. A fence the coordinator does not answer within its
-// Timeout (and expireGrace) fails here, naming the ranks this subtree
-// never got, or the parent that never answered.
-//
-// The tree decides on its clock and runs its goroutines and timers on its
-// crew, so that tests drive its time and close leaves nothing behind.
+// What becomes of each part (it goes up at once, waits for its subtree,
+// goes up at half the time-out, fails naming whom the subtree misses) is
+// decided by fencetree.Gathers, a pure type; the tree only carries its
+// decisions out: it arms the timers on its clock, runs the calls up on
+// its crew and answers the waiters, so that tests drive its time and
+// close leaves nothing behind.
 
 // DefaultTreeWidth is Slurm's own TreeWidth default.
 const DefaultTreeWidth = 16
@@ -57,15 +51,12 @@ const (
 	// comes first; the tree's names only its subtree's. It is below the
 	// bridge's grace (5 s) so that the tree's message reaches the client
 	// before the bridge's context cuts the call.
-	expireGrace = 2 * time.Second
+	expireGrace = fencetree.ExpireGrace
 	// sendGrace bounds a call up beyond the Timeout it carries, for the
 	// answer to come back down.
 	sendGrace = 5 * time.Second
-	// maxGroups is how many nodes a message names before "and N more".
-	maxGroups = 16
 	// childDrain bounds how long this node's ranks wait, answered, for
-	// the answers of their fence to reach the children (real time: it
-	// only ever shortens a wait).
+	// the answers of their fence to reach the children.
 	childDrain = 2 * time.Second
 	// childFlush is how long a child's answer is given to leave this
 	// process once its call returned (gRPC writes it after).
@@ -90,11 +81,11 @@ type treeConfig struct {
 	exchange bool
 }
 
-// tree is one node's place in its job's fence tree.
+// tree is one node's place in its job's fence tree: the driver of its
+// gathers (package fencetree decides, the tree carries out), the
+// listener of its children, its own data and its links to read others'.
 type tree struct {
-	width  int
-	job    plugin.Job
-	self   int
+	fencetree.Place
 	log    zerolog.Logger
 	clock  clock
 	crew   *crew
@@ -108,8 +99,9 @@ type tree struct {
 	peers  *peers // links to the nodes read from (modex.go)
 
 	mu       sync.Mutex
-	open     map[string]*gather
-	abortErr error // the job was aborted: every fence fails with it
+	gathers  *fencetree.Gathers
+	timers   map[fencetree.Timer]func() bool // the gathers' armed timers, with their stop
+	abortErr error                           // the job was aborted: every fence fails with it
 	closed   bool
 	// abortSeen is closed once abortErr is set (or the tree closed):
 	// it answers the children's abort watches.
@@ -139,89 +131,27 @@ func newTree(c treeConfig) *tree {
 	if c.listen == nil {
 		c.listen = net.Listen
 	}
+	place := fencetree.Place{Job: c.job, Self: c.self, Width: c.width, Root: "the coordinator"}
 	return &tree{
-		width: c.width, job: c.job, self: c.self, toRoot: c.toRoot, secret: c.secret, ports: c.ports,
+		Place: place, toRoot: c.toRoot, secret: c.secret, ports: c.ports,
 		// No job or node fields: the shim's logger has them.
 		log:        c.log,
 		clock:      c.clock,
 		crew:       newCrew(c.clock),
 		ctl:        treeControl{root: c.toRoot, job: c.job, self: c.self},
 		listen:     c.listen,
-		open:       map[string]*gather{},
+		gathers:    fencetree.NewGathers(place),
+		timers:     map[fencetree.Timer]func() bool{},
 		peers:      &peers{job: c.job, secret: c.secret, ports: c.ports, viaRoot: c.toRoot.DirectModex},
 		exchanging: c.exchange,
 	}
 }
 
-// gather is one collecting fence as a subtree sees it. Guarded by the
-// tree's mu.
-type gather struct {
-	key                   string
-	req                   *plugin.FenceRequest // the first part: ID, Procs, Collect
-	start                 time.Time
-	timeout               time.Duration
-	ranks                 []int32        // the subtree's participants, sorted
-	have                  map[int32]bool // those that arrived
-	parts                 []*plugin.FenceRequest
-	waiters               []chan fenceResult // parts not sent up yet
-	batches               []*batch           // parts sent up, waiting for the answer
-	sent                  bool               // the gathered parts went up
-	stopFlush, stopExpire func() bool
-}
-
-// batch is the waiters of one call up: the call's answer, the fence's
-// expiry, an abort or the tree's close answers them, whichever is first.
-type batch struct {
-	waiters []chan fenceResult
-	done    bool
-}
-
-type fenceResult struct {
-	resp *plugin.FenceResponse
-	err  error
-}
-
-// subtreeRanks lists the participants of procs that this node's subtree
-// hosts, sorted, and says whether they are all on this node.
-func (t *tree) subtreeRanks(procs []plugin.Proc) (ranks []int32, onlyHere bool) {
-	rankNode := t.job.RankNodes()
-	in := make([]bool, len(t.job.Nodes))
-	for _, i := range subtree(t.self, t.width, len(t.job.Nodes)) {
-		in[i] = true
-	}
-	seen := map[int32]bool{}
-	onlyHere = true
-	add := func(r int32) {
-		if r < 0 || int(r) >= len(rankNode) || rankNode[r] < 0 || seen[r] || !in[rankNode[r]] {
-			return
-		}
-		seen[r] = true
-		ranks = append(ranks, r)
-		if int(rankNode[r]) != t.self {
-			onlyHere = false
-		}
-	}
-	for _, p := range procs {
-		if p.Nspace != t.job.Nspace {
-			continue
-		}
-		if p.Rank == plugin.RankWildcard {
-			for r := range rankNode {
-				add(int32(r))
-			}
-			continue
-		}
-		add(p.Rank)
-	}
-	slices.Sort(ranks)
-	return ranks, onlyHere
-}
-
 // arrival is what the tree decided for one part.
 type arrival struct {
 	up   *plugin.FenceRequest // goes up by itself, as it is or with what is left of its time-out
-	g    *gather              // else it joined g and waits on wait
-	wait chan fenceResult
+	g    *fencetree.Gather    // else it joined g and waits on wait
+	wait chan fencetree.Result
 	err  error
 }
 
@@ -237,11 +167,11 @@ func (t *tree) fence(ctx context.Context, req *plugin.FenceRequest) (*plugin.Fen
 	}
 	select {
 	case r := <-a.wait:
-		return r.resp, r.err
+		return r.Resp, r.Err
 	case <-ctx.Done():
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			t.mu.Lock()
-			err := t.timeoutErr(a.g)
+			err := t.gathers.TimeoutErr(a.g)
 			t.mu.Unlock()
 			return nil, err
 		}
@@ -249,217 +179,80 @@ func (t *tree) fence(ctx context.Context, req *plugin.FenceRequest) (*plugin.Fen
 	}
 }
 
-// arrive decides what becomes of one part, without waiting: it goes up
-// alone, or joins its subtree's gather, which goes up when complete or at
-// half its time-out.
+// arrive hands one part to the gathers, without waiting, and carries out
+// what they decide: it goes up alone, or joins its subtree's gather,
+// which goes up when complete or at half its time-out.
 func (t *tree) arrive(req *plugin.FenceRequest) arrival {
-	if !t.involves(req) {
-		// Another job's fence (a connect's), or no participant here:
-		// the part goes up as it is.
-		return arrival{up: req}
-	}
-	key := fenceKey(req)
-	now := t.clock.Now()
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if err := t.refusalLocked(req.ID); err != nil {
-		return arrival{err: err}
-	}
-	g := t.open[key]
-	if g == nil {
-		ranks, onlyHere := t.subtreeRanks(req.Procs)
-		if onlyHere {
-			// Nobody below takes part: this node's part goes up as it is.
-			return arrival{up: req}
-		}
-		g = &gather{key: key, req: req, start: now, timeout: req.TimeoutOrDefault(), ranks: ranks, have: map[int32]bool{}}
-		t.open[key] = g
-		g.stopFlush = t.crew.after(g.timeout/2, func() { t.flush(g) })
-		g.stopExpire = t.crew.after(g.timeout+expireGrace, func() { t.expire(g) })
-	}
-	for _, p := range req.LocalProcs {
-		if _, ok := slices.BinarySearch(g.ranks, p.Rank); ok {
-			g.have[p.Rank] = true
+	if t.Involves(req) {
+		if err := t.refusalLocked(req.ID); err != nil {
+			return arrival{err: err}
 		}
 	}
-	if g.sent {
-		// Late: the subtree's parts went up without this one.
-		t.log.Info().Str("fence", req.ID).Str("from", req.Node).Msg("fence tree: a late part goes up alone")
-		return arrival{up: t.rest(g, req, now)}
+	ch := make(chan fencetree.Result, 1)
+	a, eff := t.gathers.Arrive(req, ch, t.clock.Now())
+	t.applyLocked(eff)
+	if a.Alone != nil {
+		return arrival{up: a.Alone}
 	}
-	ch := make(chan fenceResult, 1)
-	g.parts = append(g.parts, req)
-	g.waiters = append(g.waiters, ch)
-	if len(g.have) >= len(g.ranks) {
-		t.goUp(g, now)
-	}
-	return arrival{g: g, wait: ch}
+	return arrival{g: a.G, wait: ch}
 }
 
-// involves reports whether req is a fence of this tree's job alone.
-func (t *tree) involves(req *plugin.FenceRequest) bool {
-	for _, p := range req.Procs {
-		if p.Nspace != t.job.Nspace {
-			return false
+// applyLocked carries out what the gathers decided. Called with mu held:
+// the timers' and the calls' events come back under it.
+func (t *tree) applyLocked(eff fencetree.Effects) {
+	for _, a := range eff.Arm {
+		t.timers[a.Timer] = t.crew.after(a.After, func() { t.timerDue(a.Timer) })
+	}
+	for _, tm := range eff.Disarm {
+		if stop, ok := t.timers[tm]; ok {
+			delete(t.timers, tm)
+			stop()
 		}
 	}
-	return len(req.Procs) > 0
-}
-
-func fenceKey(req *plugin.FenceRequest) string {
-	return req.ID + "\x00" + procsKey(req.Procs)
-}
-
-func procsKey(ps []plugin.Proc) string {
-	s := make([]string, len(ps))
-	for i, p := range ps {
-		s[i] = p.String()
-	}
-	slices.Sort(s)
-	return strings.Join(s, ",")
-}
-
-// rest is a part that goes up alone, with what is left of its fence's
-// time-out.
-func (t *tree) rest(g *gather, req *plugin.FenceRequest, now time.Time) *plugin.FenceRequest {
-	r := *req
-	r.Timeout = left(g, now)
-	return &r
-}
-
-// left is what remains of g's time-out at now, at least a millisecond: a
-// zero Timeout would mean the default.
-func left(g *gather, now time.Time) time.Duration {
-	return max(g.timeout-now.Sub(g.start), time.Millisecond)
-}
-
-// missing names the subtree's participants that have not arrived,
-// grouped by node. Called with mu held.
-func (t *tree) missing(g *gather) string {
-	var out []int32
-	for _, r := range g.ranks {
-		if !g.have[r] {
-			out = append(out, r)
+	for _, a := range eff.Answers {
+		for _, w := range a.Waiters {
+			w <- a.Result
 		}
 	}
-	return rankGroups(t.job, out, maxGroups)
+	for _, up := range eff.Up {
+		started := t.crew.spawn(func(ctx context.Context) {
+			ctx, cancel := context.WithTimeout(ctx, up.Req.Timeout+sendGrace)
+			defer cancel()
+			resp, err := t.send(ctx, up.Req)
+			t.mu.Lock()
+			defer t.mu.Unlock()
+			t.applyLocked(t.gathers.Answered(up.G, up.Batch, fencetree.Result{Resp: resp, Err: err}))
+		})
+		if !started {
+			t.applyLocked(t.gathers.Answered(up.G, up.Batch, fencetree.Result{Err: closedErr(up.Req.ID)}))
+		}
+	}
+	for _, l := range eff.Logs {
+		t.log.WithLevel(l.Level).Str("fence", l.Fence).Msg(l.Msg)
+	}
 }
 
-// flush sends up what the subtree gathered when half the time-out passed.
-func (t *tree) flush(g *gather) {
+// timerDue is a gather's timer firing.
+func (t *tree) timerDue(tm fencetree.Timer) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if g.sent || len(g.parts) == 0 {
-		return
+	if _, ok := t.timers[tm]; !ok {
+		return // disarmed meanwhile
 	}
-	// A child that has not sent its part by now is stuck or gone: the
-	// operator reads here which of this node's subtree it was.
-	t.log.Warn().Str("fence", g.req.ID).Int("arrived", len(g.have)).Int("expected", len(g.ranks)).
-		Msgf("fence tree: fence %s: %s did not arrive in %s; sending the subtree's part up without them",
-			g.req.ID, t.missing(g), plugin.RoundDuration(t.clock.Now().Sub(g.start)))
-	t.goUp(g, t.clock.Now())
-}
-
-// goUp sends the gathered parts as one call and answers their waiters.
-// Called with mu held.
-func (t *tree) goUp(g *gather, now time.Time) {
-	g.sent = true
-	g.stopFlush()
-	merged := *g.req
-	merged.Node = t.job.Nodes[t.self].Name
-	merged.LocalProcs = nil
-	merged.Data = nil
-	for _, p := range g.parts {
-		merged.LocalProcs = append(merged.LocalProcs, p.LocalProcs...)
-		merged.Data = append(merged.Data, p.Data...)
-	}
-	merged.Timeout = left(g, now)
-	b := &batch{waiters: g.waiters}
-	g.waiters, g.parts = nil, nil
-	g.batches = append(g.batches, b)
-	if len(g.have) >= len(g.ranks) {
-		// Complete: no late part can come. The expiry stays armed, for
-		// a parent that never answers.
-		delete(t.open, g.key)
-	}
-	started := t.crew.spawn(func(ctx context.Context) {
-		ctx, cancel := context.WithTimeout(ctx, merged.Timeout+sendGrace)
-		defer cancel()
-		resp, err := t.send(ctx, &merged)
-		t.mu.Lock()
-		defer t.mu.Unlock()
-		t.answer(b, fenceResult{resp, err})
-		if t.open[g.key] != g && !slices.ContainsFunc(g.batches, func(b *batch) bool { return !b.done }) {
-			// Over: no late part can come and nobody waits. A busy
-			// job's fences would otherwise keep a timer each for
-			// their whole time-out.
-			g.stopExpire()
-		}
-	})
-	if !started {
-		t.answer(b, fenceResult{nil, plugin.Errorf(plugin.ErrAborted, "fence %s: the node's fence tree has closed", g.req.ID)})
+	delete(t.timers, tm)
+	switch tm.Kind {
+	case fencetree.Flush:
+		t.applyLocked(t.gathers.FlushDue(tm.G, t.clock.Now()))
+	case fencetree.Expiry:
+		t.applyLocked(t.gathers.ExpiryDue(tm.G))
 	}
 }
 
-// answer gives b's waiters r unless they have their answer. Called with
-// mu held.
-func (t *tree) answer(b *batch, r fenceResult) {
-	if b.done {
-		return
-	}
-	b.done = true
-	for _, w := range b.waiters {
-		w <- r
-	}
-	b.waiters = nil
-}
-
-// answerAll answers every waiter of g with err. Called with mu held.
-func (t *tree) answerAll(g *gather, err error) {
-	g.stopFlush()
-	g.stopExpire()
-	if len(g.waiters) > 0 {
-		g.batches = append(g.batches, &batch{waiters: g.waiters})
-		g.waiters = nil
-	}
-	for _, b := range g.batches {
-		t.answer(b, fenceResult{nil, err})
-	}
-	if t.open[g.key] == g {
-		delete(t.open, g.key)
-	}
-}
-
-// expire ends g once its time-out (and expireGrace) passed: late parts no
-// longer find it, and parts still waiting for the parent fail, naming
-// whom this subtree misses.
-func (t *tree) expire(g *gather) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	pending := len(g.waiters) > 0
-	for _, b := range g.batches {
-		pending = pending || !b.done
-	}
-	if pending {
-		err := t.timeoutErr(g)
-		t.log.Warn().Str("fence", g.req.ID).Err(err).Msg("fence tree: failing the subtree's waiting parts")
-		t.answerAll(g, err)
-		return
-	}
-	if t.open[g.key] == g {
-		delete(t.open, g.key)
-	}
-}
-
-// timeoutErr says why g failed when its time passed: the ranks the
-// subtree never got, or, when all came, the parent that did not answer.
-// Called with mu held.
-func (t *tree) timeoutErr(g *gather) error {
-	d := plugin.RoundDuration(g.timeout)
-	if m := t.missing(g); m != "" {
-		return plugin.Errorf(plugin.ErrTimeout, "fence %s: %s did not arrive in %s", g.req.ID, m, d)
-	}
-	return plugin.Errorf(plugin.ErrTimeout, "fence %s: %s did not answer in %s", g.req.ID, t.parentName(), d)
+// closedErr is a fence's error once the tree has closed.
+func closedErr(id string) error {
+	return plugin.Errorf(plugin.ErrAborted, "fence %s: the node's fence tree has closed", id)
 }
 
 // close leaves the tree: the fences it holds fail, and its goroutines
@@ -467,9 +260,7 @@ func (t *tree) timeoutErr(g *gather) error {
 func (t *tree) close() {
 	t.mu.Lock()
 	t.closed = true
-	for _, g := range t.open {
-		t.answerAll(g, plugin.Errorf(plugin.ErrAborted, "fence %s: the node's fence tree has closed", g.req.ID))
-	}
+	t.applyLocked(t.gathers.Stop(closedErr))
 	t.mu.Unlock()
 	t.mine.fail(plugin.Errorf(plugin.ErrAborted, "the node has left the job"))
 	t.abortSeen.Close()
@@ -486,7 +277,7 @@ func (t *tree) childCall(id string, d int) {
 	t.children[id] += d
 	if t.children[id] <= 0 {
 		delete(t.children, id)
-		t.lastEnd = time.Now()
+		t.lastEnd = t.clock.Now()
 	}
 	t.mu.Unlock()
 	if d < 0 {
@@ -505,8 +296,8 @@ func (t *tree) childCall(id string, d int) {
 // through (a subset's, another job's) holds that wait up to childDrain:
 // its parts would be cut off when the node ends anyway.
 func (t *tree) awaitChildren(ctx context.Context, id string) {
-	bound := time.NewTimer(childDrain)
-	defer bound.Stop()
+	bound, stop := t.crew.alarm(childDrain)
+	defer stop()
 	for {
 		t.mu.Lock()
 		n := t.children[id]
@@ -519,9 +310,11 @@ func (t *tree) awaitChildren(ctx context.Context, id string) {
 		ch := t.childDone.C()
 		t.mu.Unlock()
 		if n == 0 {
-			if left := childFlush - time.Since(last); !last.IsZero() && left > 0 {
+			if left := childFlush - t.clock.Now().Sub(last); !last.IsZero() && left > 0 {
+				flushed, stop := t.crew.alarm(left)
+				defer stop()
 				select {
-				case <-time.After(left):
+				case <-flushed:
 				case <-ctx.Done():
 				}
 			}
@@ -529,7 +322,7 @@ func (t *tree) awaitChildren(ctx context.Context, id string) {
 		}
 		select {
 		case <-ch:
-		case <-bound.C:
+		case <-bound:
 			return
 		case <-ctx.Done():
 			return
@@ -551,7 +344,7 @@ func (t *tree) refusalLocked(id string) error {
 		return t.abortErr
 	}
 	if t.closed {
-		return plugin.Errorf(plugin.ErrAborted, "fence %s: the node's fence tree has closed", id)
+		return closedErr(id)
 	}
 	return nil
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"net"
 	"os"
-	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -16,8 +15,10 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/rs/zerolog"
 
+	"github.com/gopmi/gopmi/hostrm/internal/fencetree"
 	"github.com/gopmi/gopmi/hostrm/local"
 	"github.com/gopmi/gopmi/plugin"
+	"github.com/gopmi/gopmi/plugin/grpcplugin/direct"
 	"github.com/gopmi/gopmi/plugin/plugintest"
 )
 
@@ -198,7 +199,7 @@ func TestTreeFlushAndLateParts(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			r := newTreeRig(t, 0, nil)
 			var got []upCall
-			var waits []chan fenceResult
+			var waits []chan fencetree.Result
 			now := time.Duration(0)
 			for _, ev := range tc.events {
 				r.clock.Advance(ev.at - now)
@@ -218,8 +219,8 @@ func TestTreeFlushAndLateParts(t *testing.T) {
 			for i, w := range waits {
 				select {
 				case res := <-w:
-					if res.err != nil || string(res.resp.Data) != "answer" {
-						t.Errorf("waiter %d: %v, %v; want the coordinator's answer", i, res.resp, res.err)
+					if res.Err != nil || string(res.Resp.Data) != "answer" {
+						t.Errorf("waiter %d: %v, %v; want the coordinator's answer", i, res.Resp, res.Err)
 					}
 				case <-time.After(10 * time.Second):
 					t.Fatalf("waiter %d has no answer", i)
@@ -277,7 +278,7 @@ func TestTreeTimeoutNamesMissing(t *testing.T) {
 	}} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := newTreeRig(t, tc.self, hold)
-			var waits []chan fenceResult
+			var waits []chan fencetree.Result
 			for _, p := range tc.parts {
 				a := r.tree.arrive(p)
 				if a.wait == nil {
@@ -289,8 +290,8 @@ func TestTreeTimeoutNamesMissing(t *testing.T) {
 			for i, w := range waits {
 				select {
 				case res := <-w:
-					if !errors.Is(res.err, plugin.ErrTimeout) || res.err.Error() != tc.want {
-						t.Errorf("waiter %d: %v; want %q", i, res.err, tc.want)
+					if !errors.Is(res.Err, plugin.ErrTimeout) || res.Err.Error() != tc.want {
+						t.Errorf("waiter %d: %v; want %q", i, res.Err, tc.want)
 					}
 				case <-time.After(10 * time.Second):
 					t.Fatalf("waiter %d has no answer", i)
@@ -388,9 +389,32 @@ func TestTreeLostParentNamesSubtree(t *testing.T) {
 	if !strings.Contains(r.log.String(), want) {
 		t.Fatalf("the log lacks %q:\n%s", want, r.log.String())
 	}
-	// Said once: a node further down does not add its own words.
-	if lostLink(err) {
-		t.Fatalf("lostLink(%q) is true: a child would name the parent's failure again", err)
+	// Said once: a node further down, which gets it as its parent's
+	// answer, does not add its own words; a link that breaks is lost.
+	ctx, cancel := context.WithCancel(context.Background())
+	l, lerr := net.Listen("tcp", "127.0.0.1:0")
+	if lerr != nil {
+		t.Fatal(lerr)
+	}
+	served := make(chan error, 1)
+	go func() {
+		served <- direct.Serve(ctx, l, &plugintest.Fake{FenceF: func(context.Context, *plugin.FenceRequest) (*plugin.FenceResponse, error) {
+			return nil, err
+		}})
+	}()
+	c, derr := direct.Dial(context.Background(), l.Addr().String())
+	if derr != nil {
+		t.Fatal(derr)
+	}
+	defer c.Close()
+	_, answered := c.Backend().Fence(context.Background(), req)
+	if answered == nil || answered.Error() != want || lostLink(answered) {
+		t.Fatalf("the parent's answer %q: lostLink %v; want it passed on as it is", answered, lostLink(answered))
+	}
+	cancel()
+	<-served
+	if _, broken := c.Backend().Fence(context.Background(), req); !lostLink(broken) {
+		t.Fatalf("a call on a link whose server ended: %v; want a lost link", broken)
 	}
 }
 
@@ -406,8 +430,8 @@ func TestTreeCloseEndsItsWork(t *testing.T) {
 	r.tree.close()
 	select {
 	case res := <-a.wait:
-		if !errors.Is(res.err, plugin.ErrAborted) {
-			t.Errorf("a held part at close: %v", res.err)
+		if !errors.Is(res.Err, plugin.ErrAborted) {
+			t.Errorf("a held part at close: %v", res.Err)
 		}
 	default:
 		t.Error("close left a part without an answer")
@@ -420,23 +444,6 @@ func TestTreeCloseEndsItsWork(t *testing.T) {
 	r.tree.crew.mu.Unlock()
 	if armed != 0 {
 		t.Errorf("%d timers armed after close", armed)
-	}
-}
-
-func TestRankGroups(t *testing.T) {
-	for _, tc := range []struct {
-		ranks []int32
-		limit int
-		want  string
-	}{
-		{nil, 16, ""},
-		{[]int32{4}, 16, "rank 4 (node n3)"},
-		{[]int32{3, 2, 0}, 16, "rank 0 (node n1), ranks 2-3 (node n2)"},
-		{[]int32{0, 1, 2, 3, 4}, 2, "ranks 0-1 (node n1), ranks 2-3 (node n2) and 1 more nodes"},
-	} {
-		if got := rankGroups(treeJob, slices.Clone(tc.ranks), tc.limit); got != tc.want {
-			t.Errorf("rankGroups(%v, %d) = %q, want %q", tc.ranks, tc.limit, got, tc.want)
-		}
 	}
 }
 
@@ -500,32 +507,57 @@ func TestDrainBeforeFinalize(t *testing.T) {
 	r := newTreeRig(t, 0, nil)
 	r.tree.childCall("f/1", 1)
 	r.tree.childCall("f/2", 1)
-	done := make(chan time.Time, 1)
-	go func() {
-		r.tree.awaitChildren(context.Background(), "")
-		done <- time.Now()
-	}()
+	drain := func() <-chan struct{} {
+		done := make(chan struct{})
+		go func() {
+			r.tree.awaitChildren(context.Background(), "")
+			close(done)
+		}()
+		return done
+	}
+	// drained advances the tree's clock by step until done is closed.
+	drained := func(done <-chan struct{}, step time.Duration) {
+		t.Helper()
+		deadline := time.After(5 * time.Second)
+		for {
+			r.clock.Advance(step)
+			select {
+			case <-done:
+				return
+			case <-time.After(10 * time.Millisecond):
+			case <-deadline:
+				t.Fatal("not drained")
+			}
+		}
+	}
+	done := drain()
 	r.tree.childCall("f/1", -1)
 	select {
 	case <-done:
 		t.Fatal("drained while a child's part of f/2 was still passing through")
 	case <-time.After(50 * time.Millisecond):
 	}
-	end := time.Now()
 	r.tree.childCall("f/2", -1)
 	select {
-	case at := <-done:
-		if at.Sub(end) < childFlush-time.Millisecond {
-			t.Errorf("drained %v after the last child's part returned, want at least %v", at.Sub(end), childFlush)
-		}
+	case <-done:
+		t.Fatal("drained before its answer had childFlush to leave")
+	case <-time.After(50 * time.Millisecond):
+	}
+	drained(done, childFlush)
+	// Nothing passing through, childFlush after the last: at once.
+	select {
+	case <-drain():
 	case <-time.After(5 * time.Second):
-		t.Fatal("not drained after the children's parts returned")
+		t.Fatal("an idle node did not drain at once")
 	}
-	// Nothing passing through: at once.
-	start := time.Now()
-	time.Sleep(childFlush)
-	r.tree.awaitChildren(context.Background(), "")
-	if d := time.Since(start); d > childFlush+100*time.Millisecond {
-		t.Errorf("an idle node drained in %v", d)
+	// A child's part that never returns holds the drain childDrain, no
+	// more.
+	r.tree.childCall("f/3", 1)
+	done = drain()
+	select {
+	case <-done:
+		t.Fatal("drained while a child's part of f/3 was still passing through")
+	case <-time.After(50 * time.Millisecond):
 	}
+	drained(done, childDrain)
 }

@@ -17,29 +17,6 @@ import (
 	"github.com/gopmi/gopmi/plugin/grpcplugin/direct"
 )
 
-// parentName names where this node's fences go.
-func (t *tree) parentName() string {
-	if p := treeParent(t.self, t.width); p >= 0 {
-		return "the parent node " + t.job.Nodes[p].Name
-	}
-	return "the coordinator"
-}
-
-// cutSubtree names the ranks a lost parent node cuts off from the
-// coordinator: its whole subtree, the parent's own included ("" under
-// the coordinator).
-func (t *tree) cutSubtree() string {
-	p := treeParent(t.self, t.width)
-	if p < 0 {
-		return ""
-	}
-	var ranks []int32
-	for _, i := range subtree(p, t.width, len(t.job.Nodes)) {
-		ranks = append(ranks, t.job.Nodes[i].Ranks...)
-	}
-	return ", so its subtree is lost: " + rankGroups(t.job, ranks, maxGroups)
-}
-
 // send passes a call up the node's link: to its parent node (or, when
 // that never answered, an ancestor or the coordinator). A parent that
 // cannot be reached cuts off every rank the call carries: the error names
@@ -52,32 +29,17 @@ func (t *tree) send(ctx context.Context, req *plugin.FenceRequest) (*plugin.Fenc
 	if ctx.Err() != nil || !lostLink(err) {
 		return nil, err
 	}
-	err = plugin.Wrapf(err, plugin.ErrUnavailable, "fence %s: %s %s %s%s", req.ID, t.procGroups(req.LocalProcs), cutOff, t.parentName(), t.cutSubtree())
+	err = plugin.Wrapf(err, plugin.ErrUnavailable, "fence %s: %s cannot reach %s%s", req.ID, t.ProcGroups(req.LocalProcs), t.ParentName(), t.CutSubtree())
 	t.log.Warn().Str("fence", req.ID).Err(err).Msg("fence tree: a part could not go up")
 	return nil, err
 }
 
-// cutOff is the words of a part that could not go up: a node whose
-// parent's error says them already does not say them again.
-const cutOff = "cannot reach"
-
-// lostLink reports whether err says a link on the way up is gone, not
-// an answer of the coordinator's (a time-out naming ranks, an abort),
-// and not one said further up already.
+// lostLink reports whether err says the node's own link up is gone (a
+// parent that cannot be reached, a connection that broke), not an answer
+// from up the tree (the coordinator's time-out naming ranks, an abort, or
+// a node further up that could not reach its own parent, which said so).
 func lostLink(err error) bool {
-	return (errors.Is(err, plugin.ErrUnavailable) || errors.Is(err, plugin.ErrBackendGone)) &&
-		!strings.Contains(err.Error(), cutOff)
-}
-
-// procGroups names procs of the job by node.
-func (t *tree) procGroups(procs []plugin.Proc) string {
-	var ranks []int32
-	for _, p := range procs {
-		if p.Nspace == t.job.Nspace && p.Rank >= 0 {
-			ranks = append(ranks, p.Rank)
-		}
-	}
-	return rankGroups(t.job, ranks, maxGroups)
+	return (errors.Is(err, plugin.ErrUnavailable) || errors.Is(err, plugin.ErrBackendGone)) && !direct.Answered(err)
 }
 
 // watchAbort waits, up the node's link (at its parent, or at the
@@ -97,12 +59,12 @@ func (t *tree) watchAbort(ctx context.Context) {
 		default:
 			// The coordinator is unreachable: the fences will say so.
 			// A second between tries; close cuts it short.
-			pause := time.NewTimer(time.Second)
+			pause, stop := t.crew.alarm(time.Second)
 			select {
 			case <-ctx.Done():
-			case <-pause.C:
+			case <-pause:
 			}
-			pause.Stop()
+			stop()
 		}
 	}
 }
@@ -112,9 +74,7 @@ func (t *tree) watchAbort(ctx context.Context) {
 func (t *tree) aborted(err error) {
 	t.mu.Lock()
 	t.abortErr = err
-	for _, g := range t.open {
-		t.answerAll(g, err)
-	}
+	t.applyLocked(t.gathers.Stop(func(string) error { return err }))
 	t.mu.Unlock()
 	t.mine.fail(err)
 	t.abortSeen.Close()
@@ -124,11 +84,11 @@ func (t *tree) aborted(err error) {
 // node knows: ErrAborted once the job was aborted, ErrTimeout when wait
 // passed without, so that the coordinator hears only the top nodes'.
 func (t *tree) awaitAbort(ctx context.Context, wait time.Duration) error {
-	timer := time.NewTimer(wait)
-	defer timer.Stop()
+	passed, stop := t.crew.alarm(wait)
+	defer stop()
 	select {
 	case <-t.abortSeen.C():
-	case <-timer.C:
+	case <-passed:
 		return plugin.Errorf(plugin.ErrTimeout, "no abort in %s", wait)
 	case <-ctx.Done():
 		return plugin.Errorf(plugin.ErrAborted, "abort watch: caller went away: %v", ctx.Err())
@@ -138,7 +98,7 @@ func (t *tree) awaitAbort(ctx context.Context, wait time.Duration) error {
 	if t.abortErr != nil {
 		return t.abortErr
 	}
-	return plugin.Errorf(plugin.ErrUnavailable, "node %s has left the job", t.job.Nodes[t.self].Name)
+	return plugin.Errorf(plugin.ErrUnavailable, "node %s has left the job", t.Job.Nodes[t.Self].Name)
 }
 
 // serve listens, at the address and port the other nodes compute
@@ -149,7 +109,7 @@ func (t *tree) serve(context.Context) error {
 	if err != nil {
 		return fmt.Errorf("fence tree: listen for the other nodes: %w", err)
 	}
-	sl, err := listen(l, t.secret, parentRole(t.job.Nspace, t.self), roleTreeChild, t.log)
+	sl, err := listen(l, t.secret, parentRole(t.Job.Nspace, t.Self), roleTreeChild, t.log)
 	if err != nil {
 		return fmt.Errorf("fence tree: %w", err)
 	}
@@ -162,7 +122,7 @@ func (t *tree) serve(context.Context) error {
 			// The children's fences fail, naming this node; the
 			// operator reads here which ranks they cut off.
 			t.log.Error().Err(err).Msgf("fence tree: serving node %s's subtree failed: the fences of %s cannot reach it",
-				t.job.Nodes[t.self].Name, t.belowGroups())
+				t.Job.Nodes[t.Self].Name, t.BelowGroups())
 		}
 	})
 	if !served {
@@ -170,22 +130,6 @@ func (t *tree) serve(context.Context) error {
 		return plugin.Errorf(plugin.ErrAborted, "fence tree: the node's fence tree has closed")
 	}
 	return nil
-}
-
-// belowGroups names the ranks of every node below this one.
-func (t *tree) belowGroups() string {
-	rankNode := t.job.RankNodes()
-	below := map[int32]bool{}
-	for _, i := range subtree(t.self, t.width, len(t.job.Nodes))[1:] {
-		below[int32(i)] = true
-	}
-	var ranks []int32
-	for r, n := range rankNode {
-		if below[n] {
-			ranks = append(ranks, int32(r))
-		}
-	}
-	return rankGroups(t.job, ranks, maxGroups)
 }
 
 // subtreeServer is what a node serves the other nodes of its job: its
@@ -202,7 +146,7 @@ func (subtreeServer) GetInfo(context.Context) (*plugin.BackendInfo, error) {
 
 // Lookup answers a child's abort watch here; any other goes up.
 func (s subtreeServer) Lookup(ctx context.Context, req *plugin.LookupRequest) (*plugin.LookupResponse, error) {
-	if len(req.Keys) == 1 && req.Keys[0] == watchName(s.t.job.Nspace) {
+	if len(req.Keys) == 1 && req.Keys[0] == watchName(s.t.Job.Nspace) {
 		return nil, s.t.awaitAbort(ctx, req.TimeoutOrDefault())
 	}
 	return s.Full.Lookup(ctx, req)
@@ -234,7 +178,7 @@ func (s subtreeServer) Fence(ctx context.Context, req *plugin.FenceRequest) (*pl
 	s.t.mu.Unlock()
 	if err != nil && !closed && errors.Is(ctx.Err(), context.Canceled) {
 		s.t.log.Warn().Str("fence", req.ID).Str("child", req.Node).Err(err).
-			Msgf("fence tree: node %s's subtree went away in fence %s (it carried %s)", req.Node, req.ID, s.t.procGroups(req.LocalProcs))
+			Msgf("fence tree: node %s's subtree went away in fence %s (it carried %s)", req.Node, req.ID, s.t.ProcGroups(req.LocalProcs))
 	}
 	return resp, err
 }

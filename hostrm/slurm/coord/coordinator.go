@@ -65,10 +65,12 @@ type Options struct {
 
 // Coordinator is the step-wide side of gopmi under Slurm: it runs in
 // srun's process tree (srun's mpi/gopmi plugin starts gopmi-slurm
-// coordinate) and serves every node's backend (slurm.Node) over an
-// authenticated TCP link. The step-wide state (fences across nodes, every
-// node's data for direct modex, the name service, connects, aborts) lives
-// in one local.Universe.
+// coordinate) and serves the nodes at the top of the fence tree
+// (slurm.Node) over an authenticated TCP link; every other node's calls
+// reach it through them. The step-wide state (fences across the tree's
+// top, the name service, connects, spawn, aborts, and the data of the
+// nodes that departed) lives in one local.Universe; a job on several
+// nodes keeps the rest of its data on its nodes.
 type Coordinator struct {
 	opts Options
 	u    *local.Universe

@@ -2,6 +2,7 @@ package direct
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"strings"
@@ -148,4 +149,14 @@ func (c *Conn) gone(bool) error {
 	default:
 		return nil
 	}
+}
+
+// Answered reports whether err is an error the backend at the other end
+// returned (the call reached it and it answered), as opposed to a link
+// that broke or was never made: a relay that wraps the failure of its own
+// link up in words of its own (a node naming the parent it cannot reach)
+// passes a further relay's answer on as it is, without saying it again.
+func Answered(err error) bool {
+	var e *convert.Error
+	return errors.As(err, &e) && e.Answered()
 }

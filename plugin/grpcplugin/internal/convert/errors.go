@@ -55,7 +55,14 @@ type Error struct {
 	// the time the backend's answer came: the backend saw the same
 	// deadline, and the caller may test for either.
 	ctxErr error
+	// answered: the backend itself returned it (the status carries the
+	// gopmi ErrorInfo), as opposed to a broken or never-made connection.
+	answered bool
 }
+
+// Answered reports whether the backend itself returned the error: the
+// call reached it and it answered, whatever the error's kind.
+func (e *Error) Answered() bool { return e.answered }
 
 // Error returns the remote message.
 func (e *Error) Error() string { return e.msg }
@@ -150,6 +157,7 @@ func FromCallError(ctx context.Context, op string, err error) error {
 	if reason, ok := reasonOf(st); ok {
 		e := newError(op, st.Message(), st.Code(), kindOfReason(reason))
 		e.ctxErr = cerr
+		e.answered = true
 		return e
 	}
 	if cerr != nil {

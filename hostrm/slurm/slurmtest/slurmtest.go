@@ -1,4 +1,4 @@
-// Package scale runs gopmi's Slurm backend at scale in one process: the
+// Package slurmtest runs gopmi's Slurm backend at scale in one process: the
 // step's coordinator (package coord) and N node backends (slurm.Node),
 // each with its authenticated link to the coordinator and its place in
 // the fence tree, over loopback, as `srun --mpi=gopmi -N N` would run
@@ -12,7 +12,10 @@
 // so its wall time grows with N where a real cluster's would not: the
 // times a real cluster would see are estimated from costs measured here
 // uncontended (Calibrate) and the tree's shape (Model).
-package scale
+//
+// It is a test harness, for make bench's scale rows and the tests; no
+// gopmi program links it.
+package slurmtest
 
 import (
 	"context"
@@ -118,7 +121,7 @@ type step struct {
 // (linked to the coordinator and placed in the tree).
 func start(ctx context.Context, o Options) (*step, error) {
 	if o.Nodes < 2 || o.Width < 1 {
-		return nil, fmt.Errorf("scale: %d nodes of width %d: want at least 2 nodes and width 1", o.Nodes, o.Width)
+		return nil, fmt.Errorf("slurmtest: %d nodes of width %d: want at least 2 nodes and width 1", o.Nodes, o.Width)
 	}
 	secret, err := slurm.NewSecret()
 	if err != nil {
@@ -166,7 +169,7 @@ func start(ctx context.Context, o Options) (*step, error) {
 	wg.Wait()
 	if err := errors.Join(errs...); err != nil {
 		s.close()
-		return nil, fmt.Errorf("scale: configure: %w", err)
+		return nil, fmt.Errorf("slurmtest: configure: %w", err)
 	}
 	return s, nil
 }
@@ -292,7 +295,7 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	r := &Result{Nodes: o.Nodes, Width: o.Width, Depth: Depth(o.Nodes, o.Width)}
 	// A first barrier forms the tree: each child dials its parent.
 	if _, err := s.fence(ctx, "warm", false, nil); err != nil {
-		return nil, fmt.Errorf("scale: the first barrier: %w", err)
+		return nil, fmt.Errorf("slurmtest: the first barrier: %w", err)
 	}
 	r.Setup = time.Since(t0)
 	runtime.GC()
@@ -303,13 +306,13 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	for round := range o.Rounds {
 		d, err := s.fence(ctx, fmt.Sprintf("barrier/%d", round), false, nil)
 		if err != nil {
-			return nil, fmt.Errorf("scale: barrier: %w", err)
+			return nil, fmt.Errorf("slurmtest: barrier: %w", err)
 		}
 		barrier = append(barrier, d)
 		c0 := cpuNow()
 		d, err = s.fence(ctx, fmt.Sprintf("collect/%d", round), true, func(i int) []byte { return partOf(i, o.PartBytes) })
 		if err != nil {
-			return nil, fmt.Errorf("scale: collecting fence: %w", err)
+			return nil, fmt.Errorf("slurmtest: collecting fence: %w", err)
 		}
 		collectCPU += cpuNow() - c0
 		collect = append(collect, d)
@@ -320,13 +323,13 @@ func Run(ctx context.Context, o Options) (*Result, error) {
 	// fences.
 	d, err := s.fence(ctx, "modex", false, func(i int) []byte { return partOf(i, o.PartBytes) })
 	if err != nil {
-		return nil, fmt.Errorf("scale: modex barrier: %w", err)
+		return nil, fmt.Errorf("slurmtest: modex barrier: %w", err)
 	}
 	// Once too: every read makes a new link, as a step's first reads
 	// do.
 	rd, err := s.reads(ctx, o.Reads, 1)
 	if err != nil {
-		return nil, fmt.Errorf("scale: direct modex: %w", err)
+		return nil, fmt.Errorf("slurmtest: direct modex: %w", err)
 	}
 	modex = append(modex, d+rd)
 	r.Barrier, r.Collect, r.Modex = median(barrier), median(collect), median(modex)
