@@ -58,8 +58,10 @@
 // tree's shape and the gather, a pure type whose tests are tables of
 // events and effects. The node's tree carries its decisions out on a
 // clock it is given, and runs every goroutine, timer and bounded wait on
-// a crew that Close ends and waits for; its control name at the
-// coordinator (the abort watch) is in control.go.
+// a crew that Close ends and waits for. Each node hears its job's abort
+// and its clients' events through one AwaitEvents up its link, and
+// answers its children's and its own host's from what it heard
+// (news.go).
 //
 // # The link
 //

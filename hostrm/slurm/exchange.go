@@ -27,8 +27,8 @@ import (
 // over the nodes; past width nodes the tree carries the data, whose
 // fan-out stays w per node.
 //
-// A part is a control call (control.go): a Fence, on the link to the
-// node, whose ID is partPrefix followed by the fence's, and which the
+// A part is a Fence, on the link to the node, whose ID is partPrefix
+// followed by the fence's (a NUL no PMI client can send), and which the
 // node's subtreeServer takes into its mailbox, answering at once.
 //
 // What cannot go wrong silently: a part that cannot be given fails this
@@ -38,7 +38,7 @@ import (
 // fence's; an abort or the tree's close ends every wait at once.
 
 // partPrefix begins the ID of a part given to another node.
-const partPrefix = controlPrefix + "part/"
+const partPrefix = "\x00gopmi-slurm-part/"
 
 // mailbox is the parts of one exchanged fence that other nodes gave this
 // node, by node index. Guarded by the tree's mu.

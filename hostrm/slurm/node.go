@@ -229,8 +229,9 @@ func (n *Node) Configure(ctx context.Context, req *plugin.ConfigureRequest) (*pl
 		}
 		t = newTree(treeConfig{width: n.width, job: req.Job, self: self, toRoot: n.Relay,
 			secret: n.secret, ports: n.ports, log: *log, clock: n.clock, exchange: !n.noExchange})
-		// Placed before it serves: its abort watch, or a child's
-		// call, may dial up at once, and must go to the parent.
+		// Placed before it serves: its wait for the job's news, or
+		// a child's call, may dial up at once, and must go to the
+		// parent.
 		n.mu.Lock()
 		n.tree = t
 		n.above = fencetree.Ancestors(self, n.width)
@@ -298,6 +299,17 @@ func (n *Node) Fence(ctx context.Context, req *plugin.FenceRequest) (*plugin.Fen
 		}
 	}
 	return resp, err
+}
+
+// AwaitEvents answers a wait for the news of this node's job from what
+// the node heard up its link (news.go), once Configure placed it in the
+// fence tree; any other goes up.
+func (n *Node) AwaitEvents(ctx context.Context, req *plugin.AwaitEventsRequest) (*plugin.AwaitEventsResponse, error) {
+	t := n.placed()
+	if t == nil || req.Nspace != t.Job.Nspace {
+		return n.Relay.AwaitEvents(ctx, req)
+	}
+	return t.awaitNews(ctx, req)
 }
 
 // DirectModex reads a rank's data from the node that holds it: in a job

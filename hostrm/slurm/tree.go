@@ -90,7 +90,6 @@ type tree struct {
 	clock  clock
 	crew   *crew
 	toRoot plugin.Full // the node's link up (Node.dialAbove)
-	ctl    treeControl
 	secret string
 	ports  portRange
 	listen func(network, addr string) (net.Listener, error)
@@ -104,8 +103,9 @@ type tree struct {
 	abortErr error                           // the job was aborted: every fence fails with it
 	closed   bool
 	// abortSeen is closed once abortErr is set (or the tree closed):
-	// it answers the children's abort watches.
+	// it ends every wait for the job's news.
 	abortSeen wake.Cond
+	news      news // the job's events, as the node heard them (news.go)
 
 	// children counts, per fence ID, the children's parts this node is
 	// passing up and down; childDone is broadcast as each ends. Guarded
@@ -138,7 +138,6 @@ func newTree(c treeConfig) *tree {
 		log:        c.log,
 		clock:      c.clock,
 		crew:       newCrew(c.clock),
-		ctl:        treeControl{root: c.toRoot, job: c.job, self: c.self},
 		listen:     c.listen,
 		gathers:    fencetree.NewGathers(place),
 		timers:     map[fencetree.Timer]func() bool{},

@@ -348,8 +348,8 @@ func TestSubtreeServerFailureIsLogged(t *testing.T) {
 	log := &plugintest.Buffer{}
 	root := &plugintest.Fake{
 		PublishF: func(context.Context, *plugin.PublishRequest) error { return nil },
-		LookupF: func(ctx context.Context, _ *plugin.LookupRequest) (*plugin.LookupResponse, error) {
-			<-ctx.Done() // the abort watch: no abort
+		AwaitEventsF: func(ctx context.Context, _ *plugin.AwaitEventsRequest) (*plugin.AwaitEventsResponse, error) {
+			<-ctx.Done() // the wait for the job's news: none
 			return nil, ctx.Err()
 		},
 	}

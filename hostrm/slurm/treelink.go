@@ -42,33 +42,6 @@ func lostLink(err error) bool {
 	return (errors.Is(err, plugin.ErrUnavailable) || errors.Is(err, plugin.ErrBackendGone)) && !direct.Answered(err)
 }
 
-// watchAbort waits, up the node's link (at its parent, or at the
-// coordinator for a top node), for the job's abort, which fails a pending
-// watch at once: then every fence gathered here fails, and every later
-// one, and every read of this node's data.
-func (t *tree) watchAbort(ctx context.Context) {
-	for ctx.Err() == nil {
-		err := t.ctl.watchAbort(ctx, time.Hour)
-		switch {
-		case ctx.Err() != nil:
-			return
-		case errors.Is(err, plugin.ErrAborted):
-			t.aborted(plugin.Wrapf(err, plugin.ErrAborted, "fence"))
-			return
-		case err == nil, errors.Is(err, plugin.ErrTimeout):
-		default:
-			// The coordinator is unreachable: the fences will say so.
-			// A second between tries; close cuts it short.
-			pause, stop := t.crew.alarm(time.Second)
-			select {
-			case <-ctx.Done():
-			case <-pause:
-			}
-			stop()
-		}
-	}
-}
-
 // aborted fails every gathered fence and every later one with err, and
 // every read of this node's data, and tells the children watching.
 func (t *tree) aborted(err error) {
@@ -78,27 +51,6 @@ func (t *tree) aborted(err error) {
 	t.mu.Unlock()
 	t.mine.fail(err)
 	t.abortSeen.Close()
-}
-
-// awaitAbort answers a child's abort watch (control.go) from what this
-// node knows: ErrAborted once the job was aborted, ErrTimeout when wait
-// passed without, so that the coordinator hears only the top nodes'.
-func (t *tree) awaitAbort(ctx context.Context, wait time.Duration) error {
-	passed, stop := t.crew.alarm(wait)
-	defer stop()
-	select {
-	case <-t.abortSeen.C():
-	case <-passed:
-		return plugin.Errorf(plugin.ErrTimeout, "no abort in %s", wait)
-	case <-ctx.Done():
-		return plugin.Errorf(plugin.ErrAborted, "abort watch: caller went away: %v", ctx.Err())
-	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.abortErr != nil {
-		return t.abortErr
-	}
-	return plugin.Errorf(plugin.ErrUnavailable, "node %s has left the job", t.Job.Nodes[t.Self].Name)
 }
 
 // serve listens, at the address and port the other nodes compute
@@ -115,7 +67,7 @@ func (t *tree) serve(context.Context) error {
 	}
 	served := t.crew.spawn(func(ctx context.Context) {
 		var wg sync.WaitGroup
-		wg.Go(func() { t.watchAbort(ctx) })
+		wg.Go(func() { t.watchNews(ctx) })
 		defer wg.Wait()
 		err := direct.Serve(ctx, sl, subtreeServer{Full: t.toRoot, t: t}, direct.WithLogger(t.log), direct.WithGracePeriod(time.Second))
 		if err != nil && ctx.Err() == nil {
@@ -144,12 +96,13 @@ func (subtreeServer) GetInfo(context.Context) (*plugin.BackendInfo, error) {
 	return Info(), nil
 }
 
-// Lookup answers a child's abort watch here; any other goes up.
-func (s subtreeServer) Lookup(ctx context.Context, req *plugin.LookupRequest) (*plugin.LookupResponse, error) {
-	if len(req.Keys) == 1 && req.Keys[0] == watchName(s.t.Job.Nspace) {
-		return nil, s.t.awaitAbort(ctx, req.TimeoutOrDefault())
+// AwaitEvents answers a child's wait for its job's news (news.go) here;
+// another job's goes up.
+func (s subtreeServer) AwaitEvents(ctx context.Context, req *plugin.AwaitEventsRequest) (*plugin.AwaitEventsResponse, error) {
+	if req.Nspace == s.t.Job.Nspace {
+		return s.t.awaitNews(ctx, req)
 	}
-	return s.Full.Lookup(ctx, req)
+	return s.Full.AwaitEvents(ctx, req)
 }
 
 // DirectModex answers a read of this node's data; any other goes up.
