@@ -63,11 +63,11 @@ func TestImportRules(t *testing.T) {
 		mod + "hostrm/link":                     true,
 		mod + "hostrm/local/forwarder":          true,
 		mod + "hostrm/local/cmd/gopmi-rm-local": true,
-		// The fence tree every host with nodes of its own drives
-		// (Slurm's today, Flux's next) knows no resource manager.
-		mod + "hostrm/internal/fencetree": true,
 	}
-	fencetree := mod + "hostrm/internal/fencetree"
+	// The host-neutral pieces every host with nodes of its own drives
+	// (Slurm's today, Flux's next: the fence tree, the crew) know no
+	// resource manager and use only the SDK and each other.
+	neutral := func(path string) bool { return strings.HasPrefix(path, mod+"hostrm/internal/") }
 	sdk := []string{mod + "plugin", mod + "plugin/wake", mod + "plugin/names", mod + "plugin/execpath", mod + "plugin/peercred", mod + "plugin/seclink", mod + "plugin/grpcplugin", mod + "plugin/grpcplugin/direct"}
 	slurmShim := mod + "hostrm/slurm/cmd/gopmi-slurm"
 	shimPkgs := map[string]bool{mod + "shim": true, mod + "shim/serve": true}
@@ -75,10 +75,12 @@ func TestImportRules(t *testing.T) {
 		for _, imp := range p.Imports {
 			own := strings.HasPrefix(imp, mod)
 			switch {
+			case neutral(path) && own && !slices.Contains(sdk, imp) && !neutral(imp):
+				t.Errorf("%s imports %s: a host-neutral piece may use only the SDK and the other pieces", path, imp)
 			case sdkOnly[path] && own && !slices.Contains(sdk, imp) && !sdkOnly[imp]:
 				t.Errorf("%s imports %s: the local resource manager may use only the SDK (%s)", path, imp, strings.Join(sdk, ", "))
 			case (path == mod+"hostrm/slurm" || path == mod+"hostrm/slurm/cmd/gopmi-rm-slurm") && own && !slices.Contains(sdk, imp) &&
-				imp != mod+"hostrm/slurm" && imp != fencetree:
+				imp != mod+"hostrm/slurm" && !neutral(imp):
 				t.Errorf("%s imports %s: the Slurm backend may use only the SDK (%s) and the host-neutral fence tree", path, imp, strings.Join(sdk, ", "))
 			case strings.HasPrefix(path, mod+"hostrm/slurm/") && own && !slices.Contains(sdk, imp) &&
 				imp != mod+"hostrm/local" && imp != mod+"hostrm/link" && !strings.HasPrefix(imp, mod+"hostrm/slurm") &&
@@ -112,10 +114,11 @@ func TestImportRules(t *testing.T) {
 		t.Errorf("gopmi does not link the shim's serving loop: it no longer serves a job on one node itself?")
 	}
 	// The Slurm backend, as vendors and the conformance kit see it, links
-	// nothing of gopmi's but the SDK and the fence tree (SDK-only itself).
+	// nothing of gopmi's but the SDK and the host-neutral pieces (SDK-only
+	// themselves).
 	for _, p := range listPackages(t, "./hostrm/slurm/cmd/gopmi-rm-slurm") {
 		for _, dep := range p.Deps {
-			if strings.HasPrefix(dep, mod) && !slices.Contains(sdk, dep) && dep != mod+"hostrm/slurm" && dep != fencetree &&
+			if strings.HasPrefix(dep, mod) && !slices.Contains(sdk, dep) && dep != mod+"hostrm/slurm" && !neutral(dep) &&
 				!strings.HasPrefix(dep, mod+"proto/") && !strings.HasPrefix(dep, mod+"plugin/") {
 				t.Errorf("gopmi-rm-slurm links %s: the Slurm backend is built on the public SDK only", dep)
 			}

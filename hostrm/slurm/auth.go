@@ -9,8 +9,7 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/gopmi/gopmi/plugin"
-	"github.com/gopmi/gopmi/plugin/seclink"
+	"github.com/gopmi/gopmi/hostrm/internal/overlay"
 )
 
 // The step's links, a top node's to the coordinator, a tree child's to
@@ -30,11 +29,8 @@ const (
 	// RoleNode the node's.
 	RoleCoordinator = "coordinator"
 	RoleNode        = "node"
-	// roleTreeParent begins a node's role at its listener (parentRole
-	// adds which job and node), and roleTreeChild is the role of the
-	// nodes that link to it: its children and its data's readers.
-	roleTreeParent = "tree-parent"
-	roleTreeChild  = "tree-child"
+	// The nodes' roles between each other are the overlay's
+	// (overlay.RoleTreeParent, overlay.RoleTreeChild).
 )
 
 // NewSecret returns a fresh step secret, hex.
@@ -50,31 +46,12 @@ func NewSecret() (string, error) {
 // whose peer proved secret as a node of the step; the others are closed
 // and logged on log. Close waits for the handshakes it ran.
 func AuthListener(l net.Listener, secret string, log zerolog.Logger) (net.Listener, error) {
-	return listen(l, secret, RoleCoordinator, RoleNode, log)
+	return overlay.Listen(l, secret, RoleCoordinator, RoleNode, log)
 }
 
 // AuthDialer returns a dial function for direct.WithDialer that links a
 // node to the coordinator at addr, which must prove secret. One Dialer
 // keeps its TLS sessions: a link made again resumes one.
 func AuthDialer(secret string) func(ctx context.Context, addr string) (net.Conn, error) {
-	return dialer(secret, RoleNode, RoleCoordinator)
-}
-
-func listen(l net.Listener, secret, role, peer string, log zerolog.Logger) (net.Listener, error) {
-	sl, err := seclink.Listen(l, seclink.Config{Key: []byte(secret), Role: role, PeerRole: peer}, log)
-	if err != nil {
-		_ = l.Close()
-		return nil, fmt.Errorf("%s: the step secret: %w", role, err)
-	}
-	return sl, nil
-}
-
-func dialer(secret, role, peer string) func(ctx context.Context, addr string) (net.Conn, error) {
-	d, err := seclink.NewDialer(seclink.Config{Key: []byte(secret), Role: role, PeerRole: peer}, nil)
-	if err != nil {
-		return func(context.Context, string) (net.Conn, error) {
-			return nil, plugin.Wrapf(err, plugin.ErrInvalidArgument, "%s: the step secret", role)
-		}
-	}
-	return d.Dial
+	return overlay.Dialer(secret, RoleNode, RoleCoordinator)
 }

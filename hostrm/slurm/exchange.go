@@ -72,13 +72,13 @@ func (t *tree) warm(req *plugin.FenceRequest) {
 			if i == t.Self {
 				continue
 			}
-			t.crew.spawn(func(ctx context.Context) {
+			t.crew.Spawn(func(ctx context.Context) {
 				ctx, cancel := context.WithTimeout(ctx, warmWait)
 				defer cancel()
 				// Every node listened for the fence just done: one that
 				// no longer does has ended, and a reader waiting on this
 				// link learns it at once.
-				_, _ = t.peers.linkOrGone(ctx, i, warmWait)
+				_, _ = t.peers.links.LinkOrGone(ctx, i, warmWait)
 			})
 		}
 	})
@@ -94,7 +94,7 @@ func (t *tree) exchange(ctx context.Context, req *plugin.FenceRequest) (*plugin.
 		return nil, err
 	}
 	timeout := req.TimeoutOrDefault()
-	start := t.clock.Now()
+	start := t.crew.Now()
 	key := fencetree.Key(req)
 	t.mu.Lock()
 	t.boxLocked(key, timeout)
@@ -110,7 +110,7 @@ func (t *tree) exchange(ctx context.Context, req *plugin.FenceRequest) (*plugin.
 		if i == t.Self {
 			continue
 		}
-		if !t.crew.spawn(func(cctx context.Context) { given <- t.givePart(cctx, i, &give, timeout) }) {
+		if !t.crew.Spawn(func(cctx context.Context) { given <- t.givePart(cctx, i, &give, timeout) }) {
 			given <- plugin.Errorf(plugin.ErrAborted, "fence %s: the node's fence tree has closed", req.ID)
 		}
 	}
@@ -125,7 +125,7 @@ func (t *tree) exchange(ctx context.Context, req *plugin.FenceRequest) (*plugin.
 
 	// Every node arrived, so every part is on its way: what is left of
 	// the fence's time (at least expireGrace) bounds the wait for them.
-	wait := max(timeout-t.clock.Now().Sub(start), expireGrace)
+	wait := max(timeout-t.crew.Now().Sub(start), expireGrace)
 	parts, err := t.awaitParts(ctx, req.ID, key, wait)
 	if err != nil {
 		return nil, err
@@ -164,11 +164,11 @@ func (t *tree) givePart(ctx context.Context, i int, give *plugin.FenceRequest, t
 	ctx, cancel := context.WithTimeout(ctx, timeout+sendGrace)
 	defer cancel()
 	id := strings.TrimPrefix(give.ID, partPrefix)
-	to, err := t.peers.link(ctx, i, timeout)
+	to, err := t.peers.links.Link(ctx, i, timeout)
 	if err != nil && ctx.Err() == nil {
 		// The dial was warm's, bounded by warmWait: make one of this
 		// fence's own.
-		to, err = t.peers.link(ctx, i, timeout)
+		to, err = t.peers.links.Link(ctx, i, timeout)
 	}
 	if err == nil {
 		_, err = to.Fence(ctx, give)
@@ -212,7 +212,7 @@ func (t *tree) boxLocked(key string, timeout time.Duration) *mailbox {
 	if b == nil {
 		b = &mailbox{parts: map[int][]byte{}}
 		t.boxes[key] = b
-		b.expire = t.crew.after(timeout+expireGrace+sendGrace, func() { t.dropBox(key) })
+		b.expire = t.crew.After(timeout+expireGrace+sendGrace, func() { t.dropBox(key) })
 	}
 	return b
 }
@@ -232,7 +232,7 @@ func (t *tree) dropBox(key string) {
 // (key) and takes them, by node index.
 func (t *tree) awaitParts(ctx context.Context, id, key string, wait time.Duration) (map[int][]byte, error) {
 	timedOut := make(chan struct{})
-	stop := t.crew.after(wait, func() { close(timedOut) })
+	stop := t.crew.After(wait, func() { close(timedOut) })
 	defer stop()
 	for {
 		t.mu.Lock()

@@ -15,6 +15,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/gopmi/gopmi/hostrm/internal/overlay"
 	"github.com/gopmi/gopmi/plugin"
 	"github.com/gopmi/gopmi/plugin/grpcplugin/direct"
 	"github.com/gopmi/gopmi/plugin/plugintest"
@@ -128,9 +129,9 @@ func TestImpostorTreeParent(t *testing.T) {
 	}
 	_, coordPort := listenAs(func(l net.Listener) (net.Listener, error) { return AuthListener(l, testSecret, zerolog.Nop()) })
 	_, otherPort := listenAs(func(l net.Listener) (net.Listener, error) {
-		return listen(l, testSecret, parentRole(job.Nspace, 1), roleTreeChild, zerolog.Nop())
+		return overlay.Listen(l, testSecret, overlay.ParentRole(job.Nspace, 1), overlay.RoleTreeChild, zerolog.Nop())
 	})
-	fake, _ := impostor(t, parentRole(job.Nspace, 0))
+	fake, _ := impostor(t, overlay.ParentRole(job.Nspace, 0))
 	_, fakePort, _ := net.SplitHostPort(fake)
 	port, _ := strconv.Atoi(fakePort)
 
@@ -139,14 +140,14 @@ func TestImpostorTreeParent(t *testing.T) {
 		port int
 		want string
 	}{
-		{"an impostor parent", port, "the " + parentRole(job.Nspace, 0) + " does not prove it holds the key"},
-		{"the coordinator's role", coordPort, "not a " + parentRole(job.Nspace, 0) + ": it says it is a coordinator"},
-		{"another node of the step", otherPort, "not a " + parentRole(job.Nspace, 0) + ": it says it is a " + parentRole(job.Nspace, 1)},
+		{"an impostor parent", port, "the " + overlay.ParentRole(job.Nspace, 0) + " does not prove it holds the key"},
+		{"the coordinator's role", coordPort, "not a " + overlay.ParentRole(job.Nspace, 0) + ": it says it is a coordinator"},
+		{"another node of the step", otherPort, "not a " + overlay.ParentRole(job.Nspace, 0) + ": it says it is a " + overlay.ParentRole(job.Nspace, 1)},
 	} {
-		if c.port+portTries > 65535 {
-			t.Skipf("port %d: no room for a range of %d", c.port, portTries)
+		if c.port+overlay.PortTries > 65535 {
+			t.Skipf("port %d: no room for a range of %d", c.port, overlay.PortTries)
 		}
-		_, err := dialNode(ctx, job, testSecret, portRange{c.port, c.port + portTries - 1}, 0, time.Second, false)
+		_, err := overlay.DialNode(ctx, job, testSecret, overlay.PortRange{Low: c.port, High: c.port + overlay.PortTries - 1}, 0, time.Second, false)
 		if !errors.Is(err, plugin.ErrUnavailable) || !strings.Contains(err.Error(), "fence tree: node n1") || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("%s: %v", c.name, err)
 		}

@@ -14,12 +14,11 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
 	"sync"
 	"time"
 
+	"github.com/gopmi/gopmi/hostrm/internal/overlay"
 	"github.com/gopmi/gopmi/plugin"
-	"github.com/gopmi/gopmi/plugin/grpcplugin/direct"
 	"github.com/gopmi/gopmi/plugin/wake"
 )
 
@@ -82,49 +81,21 @@ func (s *store) snapshot() []byte {
 	return append([]byte(nil), s.data...)
 }
 
-// peers are the links to the nodes of one job, made on first use and
-// kept until close.
+// peers are a node's (or the coordinator's) reads of the nodes of one
+// job: over the overlay's links, else from what a node handed over when
+// it departed, else at the coordinator.
 type peers struct {
-	job    plugin.Job
-	secret string
-	ports  portRange
+	links *overlay.Links
 	// viaRoot, set for a node's own reads, reads a rank at the
 	// coordinator: there the data of a node that departed stays
 	// (Node.Depart), and the coordinator reads a node not reached here
 	// itself.
 	viaRoot func(ctx context.Context, req *plugin.ModexRequest) (*plugin.ModexResponse, error)
 
-	mu     sync.Mutex
-	links  map[int]*peerLink
-	closed bool
+	mu sync.Mutex
 	// departed holds the data of the nodes that departed (the
 	// coordinator's reader: JobReader.Depart), by node index.
 	departed map[int][]byte
-	// unreached is when a node's read last failed to link to a node
-	// (by index): for probeAgain after it, reads of that node go
-	// straight to the coordinator.
-	unreached map[int]time.Time
-}
-
-// probeAgain is how long a node's reads of a node they could not link to
-// go straight to the coordinator before they try that node again: a
-// departed node is not probed per read.
-const probeAgain = time.Second
-
-// unreachedLately reports whether a read failed to link to node index i
-// less than probeAgain ago; with mark, it records such a failure now.
-func (p *peers) unreachedLately(i int, mark bool) bool {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	if mark {
-		if p.unreached == nil {
-			p.unreached = map[int]time.Time{}
-		}
-		p.unreached[i] = time.Now()
-		return true
-	}
-	t, ok := p.unreached[i]
-	return ok && time.Since(t) < probeAgain
 }
 
 // departedData is the data node index i handed over when it departed.
@@ -133,120 +104,6 @@ func (p *peers) departedData(i int) ([]byte, bool) {
 	defer p.mu.Unlock()
 	d, ok := p.departed[i]
 	return d, ok
-}
-
-// dropLost forgets node index i's link when it broke (its node ended),
-// so that a read does not wait on it for a node that is gone.
-func (p *peers) dropLost(i int) {
-	p.mu.Lock()
-	l := p.links[i]
-	if l == nil || !isClosed(l.ready) || l.c == nil || !l.c.Lost() {
-		p.mu.Unlock()
-		return
-	}
-	delete(p.links, i)
-	p.mu.Unlock()
-	_ = l.c.Close()
-}
-
-func isClosed(ch <-chan struct{}) bool {
-	select {
-	case <-ch:
-		return true
-	default:
-		return false
-	}
-}
-
-type peerLink struct {
-	ready chan struct{} // closed once c or err is set
-	c     *direct.Conn
-	err   error
-}
-
-// link returns the link to node index i, dialling it (for at most wait)
-// on first use. A failed dial is not kept: the next read tries again.
-func (p *peers) link(ctx context.Context, i int, wait time.Duration) (plugin.Full, error) {
-	return p.linkTo(ctx, i, wait, false)
-}
-
-// linkOrGone is link that fails at once, with errNoneListens, when
-// nothing listens at the node's ports: its server has ended.
-func (p *peers) linkOrGone(ctx context.Context, i int, wait time.Duration) (plugin.Full, error) {
-	return p.linkTo(ctx, i, wait, true)
-}
-
-func (p *peers) linkTo(ctx context.Context, i int, wait time.Duration, orGone bool) (plugin.Full, error) {
-	p.mu.Lock()
-	if p.closed {
-		p.mu.Unlock()
-		return nil, plugin.Errorf(plugin.ErrAborted, "node %s: the node's links have closed", p.job.Nodes[i].Name)
-	}
-	if p.links == nil {
-		p.links = map[int]*peerLink{}
-	}
-	l := p.links[i]
-	if l == nil {
-		l = &peerLink{ready: make(chan struct{})}
-		p.links[i] = l
-		p.mu.Unlock()
-		l.c, l.err = dialNode(ctx, p.job, p.secret, p.ports, i, wait, orGone)
-		p.mu.Lock()
-		if (l.err != nil || p.closed) && p.links[i] == l {
-			delete(p.links, i)
-		}
-		// Ready under the lock: close, which takes the map under it
-		// too, either sees this link ready and closes it, or came
-		// first and this dialler sees closed.
-		closed := p.closed
-		close(l.ready)
-		p.mu.Unlock()
-		if l.err == nil && closed {
-			_ = l.c.Close()
-			return nil, plugin.Errorf(plugin.ErrAborted, "node %s: the node's links have closed", p.job.Nodes[i].Name)
-		}
-	} else {
-		p.mu.Unlock()
-		select {
-		case <-l.ready:
-		case <-ctx.Done():
-			return nil, plugin.Errorf(plugin.ErrAborted, "node %s: caller went away: %v", p.job.Nodes[i].Name, ctx.Err())
-		}
-	}
-	if l.err != nil {
-		return nil, l.err
-	}
-	return l.c.Backend(), nil
-}
-
-// close closes every link made; one still being dialled is closed by
-// its dialler, which sees closed.
-func (p *peers) close() { p.closeLinks(true) }
-
-// drop closes every link made, waiting for those being dialled (their
-// dialler, not closed, would keep them); later reads make new ones.
-func (p *peers) drop() { p.closeLinks(false) }
-
-func (p *peers) closeLinks(final bool) {
-	p.mu.Lock()
-	p.closed = p.closed || final
-	links := p.links
-	p.links = nil
-	p.mu.Unlock()
-	for _, l := range links {
-		if final {
-			select {
-			case <-l.ready:
-			default:
-				continue
-			}
-		} else {
-			<-l.ready
-		}
-		if l.c != nil {
-			_ = l.c.Close()
-		}
-	}
 }
 
 // modexNodes are the node indexes whose data answers req: the node of
@@ -270,7 +127,8 @@ func modexNodes(job plugin.Job, req *plugin.ModexRequest) ([]int, error) {
 // hold the data: local answers for node index self (-1: none), the
 // others are asked over their links, each for its own data only.
 func (p *peers) read(ctx context.Context, req *plugin.ModexRequest, self int, local func(now bool) ([]byte, error)) (*plugin.ModexResponse, error) {
-	nodes, err := modexNodes(p.job, req)
+	job := p.links.Job()
+	nodes, err := modexNodes(job, req)
 	if err != nil {
 		return nil, err
 	}
@@ -301,7 +159,7 @@ func (p *peers) read(ctx context.Context, req *plugin.ModexRequest, self int, lo
 			one := *req
 			if one.Proc.Rank == plugin.RankWildcard {
 				// Each node answers for itself: its data.
-				one.Proc.Rank = p.job.Nodes[i].Ranks[0]
+				one.Proc.Rank = job.Nodes[i].Ranks[0]
 			}
 			left := func() time.Duration { return max(timeout-time.Since(start), time.Millisecond) }
 			var up plugin.Full
@@ -309,13 +167,13 @@ func (p *peers) read(ctx context.Context, req *plugin.ModexRequest, self int, lo
 			gone := false // the node's server has ended: nothing listens, or its link broke
 			switch {
 			case p.viaRoot == nil:
-				up, err = p.link(dialCtx, i, timeout)
-			case p.unreachedLately(i, false):
+				up, err = p.links.Link(dialCtx, i, timeout)
+			case p.links.UnreachedLately(i, false):
 				gone = true
 			default:
-				p.dropLost(i)
-				up, err = p.linkOrGone(dialCtx, i, timeout)
-				gone = errors.Is(err, errNoneListens)
+				p.links.DropLost(i)
+				up, err = p.links.LinkOrGone(dialCtx, i, timeout)
+				gone = errors.Is(err, overlay.ErrNoneListens)
 			}
 			if up != nil && err == nil {
 				one.Timeout = left()
@@ -337,12 +195,12 @@ func (p *peers) read(ctx context.Context, req *plugin.ModexRequest, self int, lo
 			if gone && p.viaRoot != nil && ctx.Err() == nil {
 				// Its data is at the coordinator (Node.Depart), or the
 				// coordinator reads it once its server is up again.
-				p.unreachedLately(i, true)
+				p.links.UnreachedLately(i, true)
 				one.Timeout = left()
 				resp, rerr := p.viaRoot(ctx, &one)
 				if errors.Is(rerr, plugin.ErrTimeout) {
 					rerr = plugin.Errorf(plugin.ErrTimeout, "node %s did not answer in %s (its gopmi is not up yet, or gone): %v",
-						p.job.Nodes[i].Name, plugin.RoundDuration(timeout), rerr)
+						job.Nodes[i].Name, plugin.RoundDuration(timeout), rerr)
 				}
 				if rerr != nil {
 					errs[k] = rerr
@@ -356,7 +214,7 @@ func (p *peers) read(ctx context.Context, req *plugin.ModexRequest, self int, lo
 				// gopmi is not up (none of its ranks has spoken PMI
 				// yet), or gone.
 				err = plugin.Errorf(plugin.ErrTimeout, "node %s did not answer in %s (its gopmi is not up yet, or gone): %v",
-					p.job.Nodes[i].Name, plugin.RoundDuration(timeout), err)
+					job.Nodes[i].Name, plugin.RoundDuration(timeout), err)
 			}
 			errs[k] = err
 		}
@@ -385,7 +243,7 @@ type JobReader struct{ p peers }
 // NewJobReader returns a reader of job's nodes, which prove secret;
 // ports is their port range ("LOW-HIGH", "" for the default).
 func NewJobReader(job plugin.Job, secret, ports string) *JobReader {
-	return &JobReader{p: peers{job: job, secret: secret, ports: parsePorts(ports)}}
+	return &JobReader{p: peers{links: overlay.NewLinks(job, secret, overlay.ParsePorts(ports))}}
 }
 
 // HoldsOwnData reports whether job's nodes keep their own data: a job
@@ -402,9 +260,10 @@ func (r *JobReader) DirectModex(ctx context.Context, req *plugin.ModexRequest) (
 // Depart keeps the data a node of the job handed over as it ended
 // (Node.Depart): reads of its ranks are answered from it from now on.
 func (r *JobReader) Depart(req *plugin.DepartRequest) error {
-	rankNode := r.p.job.RankNodes()
+	job := r.p.links.Job()
+	rankNode := job.RankNodes()
 	for _, pr := range req.Procs {
-		if pr.Nspace != r.p.job.Nspace || pr.Rank < 0 || int(pr.Rank) >= len(rankNode) || rankNode[pr.Rank] < 0 {
+		if pr.Nspace != job.Nspace || pr.Rank < 0 || int(pr.Rank) >= len(rankNode) || rankNode[pr.Rank] < 0 {
 			continue
 		}
 		i := int(rankNode[pr.Rank])
@@ -416,46 +275,11 @@ func (r *JobReader) Depart(req *plugin.DepartRequest) error {
 		r.p.mu.Unlock()
 		return nil
 	}
-	return plugin.Errorf(plugin.ErrInvalidArgument, "depart of node %s: no process of job %s named", req.Node, r.p.job.Nspace)
+	return plugin.Errorf(plugin.ErrInvalidArgument, "depart of node %s: no process of job %s named", req.Node, job.Nspace)
 }
 
 // Close closes the links made.
-func (r *JobReader) Close() { r.p.close() }
-
-// dialNode links to node index i of job, trying its ports until one
-// proves to be that node, for at most wait.
-func dialNode(ctx context.Context, job plugin.Job, secret string, ports portRange, i int, wait time.Duration, orGone bool) (*direct.Conn, error) {
-	name := job.Nodes[i].Name
-	fctx, cancel := context.WithTimeout(ctx, wait)
-	defer cancel()
-	find := findNode
-	if orGone {
-		find = findNodeOrGone
-	}
-	conn, err := find(fctx, job, secret, ports, i)
-	if errors.Is(err, errNoneListens) {
-		return nil, fmt.Errorf("fence tree: node %s: %w", name, err) // the reader asks elsewhere
-	}
-	if err != nil {
-		return nil, plugin.Wrapf(err, plugin.ErrUnavailable, "fence tree: node %s", name)
-	}
-	// The link made is the first; gRPC's later ones (after a break)
-	// look again.
-	var once sync.Once
-	c, err := direct.Dial(ctx, name, direct.WithDialer(func(ctx context.Context, _ string) (net.Conn, error) {
-		var first net.Conn
-		once.Do(func() { first, conn = conn, nil })
-		if first != nil {
-			return first, nil
-		}
-		return findNode(ctx, job, secret, ports, i)
-	}))
-	if err != nil {
-		once.Do(func() { _ = conn.Close() }) // never handed to gRPC
-		return nil, plugin.Wrapf(err, plugin.ErrUnavailable, "fence tree: node %s", name)
-	}
-	return c, nil
-}
+func (r *JobReader) Close() { r.p.links.Close() }
 
 // nodeRead answers a read that reached this node's listener: its own
 // data for a rank it hosts; anything else goes up.

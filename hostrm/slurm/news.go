@@ -86,7 +86,7 @@ func (t *tree) watchNews(ctx context.Context) {
 			// The coordinator is unreachable: the fences will say so.
 			// A pause between tries; close cuts it short.
 			t.log.Debug().Err(err).Msg("fence tree: waiting for the job's news")
-			pause, stop := t.crew.alarm(newsPause)
+			pause, stop := t.crew.Alarm(newsPause)
 			select {
 			case <-ctx.Done():
 			case <-pause:
@@ -107,7 +107,7 @@ func (t *tree) watchNews(ctx context.Context) {
 // a child's) from what this node heard: the events after req.After,
 // waiting up to req.Timeout for one; ErrAborted once the job was aborted.
 func (t *tree) awaitNews(ctx context.Context, req *plugin.AwaitEventsRequest) (*plugin.AwaitEventsResponse, error) {
-	passed, stop := t.crew.alarm(req.Timeout)
+	passed, stop := t.crew.Alarm(req.Timeout)
 	defer stop()
 	for {
 		t.mu.Lock()

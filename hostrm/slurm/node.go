@@ -2,6 +2,7 @@ package slurm
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"io"
 	"os"
@@ -11,7 +12,8 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/gopmi/gopmi/hostrm/internal/fencetree"
+	"github.com/gopmi/gopmi/hostrm/internal/crew"
+	"github.com/gopmi/gopmi/hostrm/internal/overlay"
 	"github.com/gopmi/gopmi/plugin"
 	"github.com/gopmi/gopmi/plugin/grpcplugin/direct"
 )
@@ -39,7 +41,7 @@ type Node struct {
 	width  int
 	secret string
 	log    *zerolog.Logger // nil: the logger of Configure's context
-	clock  clock           // the fence tree's; nil: the wall clock
+	clock  crew.Clock      // the fence tree's; nil: the wall clock
 
 	// drainAtFinalize: this node's ranks get a fence's answer at once,
 	// and their finalize waits for the children's answers to leave
@@ -47,28 +49,17 @@ type Node struct {
 	drainAtFinalize bool
 	noExchange      bool // WithoutExchange
 
-	ports portRange // where the nodes of a step listen for their children
+	ports overlay.PortRange // where the nodes of a step listen for their children
 	// ancestorWait is how long the node tries an ancestor before the
-	// next one up (peers.go).
+	// next one up (0: the overlay's default).
 	ancestorWait time.Duration
+	// ov is the node's links: up the tree (its parent, past it an
+	// ancestor or the coordinator) and its listener.
+	ov *overlay.Overlay
 
 	cfgMu sync.Mutex // one Configure at a time: one tree
 	mu    sync.Mutex
 	tree  *tree // set by Configure for a job on several nodes
-	// above are the nodes this node's calls go up through, nearest
-	// first (set by Configure for a job on several nodes); the
-	// coordinator when none answers.
-	above []int
-	// up is the link up while it lasts; lost are the ancestors whose
-	// link broke, passed over from then on.
-	up     *direct.Conn
-	upNode int // the node index up links to; -1: the coordinator
-	lost   map[int]bool
-	// rejoining: a goroutine tries the ancestors the link up went
-	// past (rejoin); retired are the links up it replaced, closed
-	// with the node (calls may still be in flight on them).
-	rejoining bool
-	retired   []io.Closer
 }
 
 // NodeOption configures a Node.
@@ -114,6 +105,12 @@ func WithSecret(secret string) NodeOption {
 	return func(n *Node) { n.secret = secret }
 }
 
+// withAncestorWait sets how long the node tries an ancestor before the
+// next one up (tests).
+func withAncestorWait(d time.Duration) NodeOption {
+	return func(n *Node) { n.ancestorWait = d }
+}
+
 // NewNode returns the backend of a node process, which reads the
 // coordinator's address from its -coordinator argument or
 // GOPMI_SLURM_COORD, and the secret from GOPMI_SLURM_SECRET.
@@ -141,10 +138,18 @@ func newNode(args []string, getenv func(string) string, opts ...NodeOption) *Nod
 		*width = DefaultTreeWidth
 	}
 	secret := getenv(EnvSecret)
-	n := &Node{width: *width, secret: secret, ports: parsePorts(*ports), ancestorWait: ancestorWait}
+	n := &Node{width: *width, secret: secret, ports: overlay.ParsePorts(*ports)}
 	for _, o := range opts {
 		o(n)
 	}
+	n.ov = overlay.New(overlay.Config{Secret: n.secret, Ports: n.ports, AncestorWait: n.ancestorWait,
+		Root: func(ctx context.Context) (*direct.Conn, error) {
+			c, err := direct.Dial(ctx, *addr, direct.WithDialer(AuthDialer(n.secret)))
+			if err != nil {
+				return nil, plugin.Wrapf(err, plugin.ErrUnavailable, "gopmi-rm-slurm: coordinator %s", *addr)
+			}
+			return c, nil
+		}})
 	n.Relay = plugin.NewRelay(func(ctx context.Context) (plugin.Full, io.Closer, error) {
 		switch {
 		case *addr == "":
@@ -152,58 +157,19 @@ func newNode(args []string, getenv func(string) string, opts ...NodeOption) *Nod
 		case n.secret == "":
 			return nil, nil, plugin.Errorf(plugin.ErrUnavailable, "gopmi-rm-slurm: no step secret in %s", EnvSecret)
 		}
-		c, to := n.dialAbove(ctx)
-		if c == nil {
-			var err error
-			if c, err = direct.Dial(ctx, *addr, direct.WithDialer(AuthDialer(n.secret))); err != nil {
-				return nil, nil, plugin.Wrapf(err, plugin.ErrUnavailable, "gopmi-rm-slurm: coordinator %s", *addr)
-			}
+		c, err := n.ov.Dial(ctx)
+		if err != nil {
+			return nil, nil, err
 		}
-		n.mu.Lock()
-		n.up, n.upNode = c, to
-		n.rejoinLocked()
-		n.mu.Unlock()
 		return c.Backend(), c, nil
 	})
+	n.ov.SetRelay(n.Relay)
 	resolve := n.Relay.Resolve
 	n.Relay.Resolve = func(ctx context.Context, call string) (plugin.Full, error) {
-		n.relink()
+		n.ov.Relink()
 		return resolve(ctx, call)
 	}
 	return n
-}
-
-// relink drops the link up when it broke (its node went away: a parent
-// node's gopmi ends with its own ranks, while its children may still
-// call), so that the next call links past that node: to the next
-// ancestor, or the coordinator.
-func (n *Node) relink() {
-	n.mu.Lock()
-	c, to := n.up, n.upNode
-	if c == nil || !c.Lost() {
-		n.mu.Unlock()
-		return
-	}
-	// Its node is passed over from now on, before any call can dial
-	// again.
-	if to >= 0 {
-		if n.lost == nil {
-			n.lost = map[int]bool{}
-		}
-		n.lost[to] = true
-	}
-	n.mu.Unlock()
-	// Dropped only if it is still the relay's (rejoin may have moved
-	// the calls on).
-	if !n.Relay.Replace(c, nil, nil) {
-		return
-	}
-	n.mu.Lock()
-	if n.up == c {
-		n.up = nil
-	}
-	n.mu.Unlock()
-	_ = c.Close()
 }
 
 // Configure forwards the job's layout to the coordinator. For a job on
@@ -227,18 +193,19 @@ func (n *Node) Configure(ctx context.Context, req *plugin.ConfigureRequest) (*pl
 		if self < 0 {
 			return nil, plugin.Errorf(plugin.ErrInvalidArgument, "configure: node %d is not in job %s's layout", req.NodeID, req.Job.Nspace)
 		}
-		t = newTree(treeConfig{width: n.width, job: req.Job, self: self, toRoot: n.Relay,
-			secret: n.secret, ports: n.ports, log: *log, clock: n.clock, exchange: !n.noExchange})
+		t = newTree(treeConfig{width: n.width, job: req.Job, self: self, toRoot: n.Relay, ov: n.ov,
+			secret: n.secret, log: *log, clock: n.clock, exchange: !n.noExchange})
 		// Placed before it serves: its wait for the job's news, or
 		// a child's call, may dial up at once, and must go to the
 		// parent.
 		n.mu.Lock()
 		n.tree = t
-		n.above = fencetree.Ancestors(self, n.width)
 		n.mu.Unlock()
+		n.ov.Place(t.Place, t.crew, t.log)
 		if err := t.serve(ctx); err != nil {
+			n.ov.Leave()
 			n.mu.Lock()
-			n.tree, n.above = nil, nil
+			n.tree = nil
 			n.mu.Unlock()
 			t.close()
 			return nil, err
@@ -247,7 +214,7 @@ func (n *Node) Configure(ctx context.Context, req *plugin.ConfigureRequest) (*pl
 	// The coordinator reads the job's data from its nodes for readers
 	// outside the job: it learns their port range here.
 	fwd := *req
-	fwd.Config = []byte(configTreePorts + n.ports.String())
+	fwd.Config, _ = json.Marshal(NodeConfig{TreePorts: n.ports.String()})
 	return n.Relay.Configure(ctx, &fwd)
 }
 
@@ -346,7 +313,7 @@ func (n *Node) Depart(ctx context.Context, req *plugin.DepartRequest) error {
 func (n *Node) DropReadLinks() {
 	t := n.placed()
 	if t != nil {
-		t.peers.drop()
+		t.peers.links.Drop()
 	}
 }
 
@@ -364,18 +331,12 @@ func (n *Node) DrainBeforeFinalize(ctx context.Context) {
 func (n *Node) Close() error {
 	n.mu.Lock()
 	t := n.tree
-	n.tree, n.above = nil, nil
+	n.tree = nil
 	n.mu.Unlock()
 	if t != nil {
-		t.close() // ends rejoin
+		t.close() // ends rejoin, on the tree's crew
 	}
-	n.mu.Lock()
-	retired := n.retired
-	n.retired = nil
-	n.mu.Unlock()
-	for _, c := range retired {
-		_ = c.Close()
-	}
+	n.ov.Close()
 	return n.Relay.Close()
 }
 
@@ -394,6 +355,29 @@ func Info() *plugin.BackendInfo {
 // GetInfo answers Info, without a call to the coordinator.
 func (n *Node) GetInfo(context.Context) (*plugin.BackendInfo, error) {
 	return Info(), nil
+}
+
+// NodeConfig is what a node tells the coordinator in its Configure's
+// Config, the contract's field for a backend's own configuration, as
+// JSON: keys it does not know are ignored, so either side may add one.
+type NodeConfig struct {
+	// TreePorts is the range the job's nodes listen in ("LOW-HIGH"):
+	// the coordinator reads the nodes' data there for readers outside
+	// the job.
+	TreePorts string `json:"tree_ports,omitempty"`
+}
+
+// ParseNodeConfig reads a node's Configure Config; an empty one is the
+// zero NodeConfig.
+func ParseNodeConfig(config []byte) (NodeConfig, error) {
+	var c NodeConfig
+	if len(config) == 0 {
+		return c, nil
+	}
+	if err := json.Unmarshal(config, &c); err != nil {
+		return c, plugin.Errorf(plugin.ErrInvalidArgument, "configure: the node's config (%d bytes) is not JSON: %v", len(config), err)
+	}
+	return c, nil
 }
 
 // allHere reports whether every participant of req is named, not a

@@ -253,8 +253,7 @@ func TestNodeGoesPastASilentParent(t *testing.T) {
 	defer cancel()
 	step.configure(ctx, t, step.node(t), 0)
 	log := &plugintest.Buffer{}
-	leaf := step.node(t, WithLogger(zerolog.New(log)))
-	leaf.ancestorWait = 200 * time.Millisecond
+	leaf := step.node(t, WithLogger(zerolog.New(log)), withAncestorWait(200*time.Millisecond))
 	step.configure(ctx, t, leaf, 2)
 	if err := leaf.Publish(ctx, &plugin.PublishRequest{Proc: plugin.Proc{Nspace: job.Nspace, Rank: 2},
 		Data: []plugin.Info{{Key: "from-n3", Value: "v"}}}); err != nil {
@@ -282,8 +281,7 @@ func TestNodeRejoinsALateParent(t *testing.T) {
 	nodes := make([]*Node, 3)
 	for i := range nodes {
 		logs[i] = &plugintest.Buffer{}
-		nodes[i] = step.node(t, WithLogger(zerolog.New(logs[i])))
-		nodes[i].ancestorWait = 200 * time.Millisecond
+		nodes[i] = step.node(t, WithLogger(zerolog.New(logs[i])), withAncestorWait(200*time.Millisecond))
 	}
 	configure := func(i int) { step.configure(ctx, t, nodes[i], i) }
 	configure(0)
@@ -334,8 +332,7 @@ func TestNodeRelinksPastALostParent(t *testing.T) {
 	defer cancel()
 	var nodes []*Node
 	for i := range job.Nodes {
-		n := step.node(t)
-		n.ancestorWait = 300 * time.Millisecond
+		n := step.node(t, withAncestorWait(300*time.Millisecond))
 		step.configure(ctx, t, n, i)
 		nodes = append(nodes, n)
 	}
@@ -383,5 +380,26 @@ func TestReadOfANodeNotUp(t *testing.T) {
 	}
 	if d := time.Since(start); d > 5*time.Second {
 		t.Errorf("the read took %s, far past its 300ms time-out", d)
+	}
+}
+
+// A node's Configure Config is a declared JSON object: the coordinator
+// reads the port range from it, ignores keys it does not know, and
+// refuses what is not JSON.
+func TestNodeConfig(t *testing.T) {
+	for _, tc := range []struct {
+		in    string
+		ports string
+		bad   bool
+	}{
+		{"", "", false},
+		{`{"tree_ports":"30000-30099"}`, "30000-30099", false},
+		{`{"tree_ports":"30000-30099","later":1}`, "30000-30099", false},
+		{"tree-ports=30000-30099", "", true},
+	} {
+		c, err := ParseNodeConfig([]byte(tc.in))
+		if (err != nil) != tc.bad || c.TreePorts != tc.ports || (tc.bad && !errors.Is(err, plugin.ErrInvalidArgument)) {
+			t.Errorf("ParseNodeConfig(%q) = %+v, %v", tc.in, c, err)
+		}
 	}
 }

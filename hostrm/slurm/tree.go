@@ -9,7 +9,9 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/gopmi/gopmi/hostrm/internal/crew"
 	"github.com/gopmi/gopmi/hostrm/internal/fencetree"
+	"github.com/gopmi/gopmi/hostrm/internal/overlay"
 	"github.com/gopmi/gopmi/plugin"
 	"github.com/gopmi/gopmi/plugin/wake"
 )
@@ -69,33 +71,32 @@ type treeConfig struct {
 	job    plugin.Job
 	self   int         // this node's index in job.Nodes
 	toRoot plugin.Full // the node's link up: its parent, or the coordinator
+	// ov is the node's overlay (its listener, its links); nil: one of
+	// the tree's own, with secret, ports and listen (tests).
+	ov     *overlay.Overlay
 	secret string
-	ports  portRange
-	log    zerolog.Logger
-	clock  clock // nil: the wall clock
-	// listen makes the children's listener; nil: net.Listen (tests
-	// pass a failing one).
+	ports  overlay.PortRange
 	listen func(network, addr string) (net.Listener, error)
+	log    zerolog.Logger
+	clock  crew.Clock // nil: the wall clock
 	// exchange lets the nodes of a flat tree exchange a collecting
 	// fence's parts (exchange.go).
 	exchange bool
 }
 
 // tree is one node's place in its job's fence tree: the driver of its
-// gathers (package fencetree decides, the tree carries out), the
-// listener of its children, its own data and its links to read others'.
+// gathers (package fencetree decides, the tree carries out), the server
+// of its children, its own data and its reads of others'. Its links are
+// the overlay's.
 type tree struct {
 	fencetree.Place
 	log    zerolog.Logger
-	clock  clock
-	crew   *crew
-	toRoot plugin.Full // the node's link up (Node.dialAbove)
-	secret string
-	ports  portRange
-	listen func(network, addr string) (net.Listener, error)
+	crew   *crew.Crew
+	toRoot plugin.Full // the node's link up (the overlay's)
+	ov     *overlay.Overlay
 	addr   string // where the children reach this node, once it listens
 	mine   store  // this node's own contributions (modex.go)
-	peers  *peers // links to the nodes read from (modex.go)
+	peers  *peers // reads of the other nodes (modex.go)
 
 	mu       sync.Mutex
 	gathers  *fencetree.Gathers
@@ -125,23 +126,19 @@ type tree struct {
 }
 
 func newTree(c treeConfig) *tree {
-	if c.clock == nil {
-		c.clock = realClock{}
-	}
-	if c.listen == nil {
-		c.listen = net.Listen
+	if c.ov == nil {
+		c.ov = overlay.New(overlay.Config{Secret: c.secret, Ports: c.ports, Listen: c.listen})
 	}
 	place := fencetree.Place{Job: c.job, Self: c.self, Width: c.width, Root: "the coordinator"}
 	return &tree{
-		Place: place, toRoot: c.toRoot, secret: c.secret, ports: c.ports,
+		Place: place, toRoot: c.toRoot, ov: c.ov,
 		// No job or node fields: the shim's logger has them.
-		log:        c.log,
-		clock:      c.clock,
-		crew:       newCrew(c.clock),
-		listen:     c.listen,
-		gathers:    fencetree.NewGathers(place),
-		timers:     map[fencetree.Timer]func() bool{},
-		peers:      &peers{job: c.job, secret: c.secret, ports: c.ports, viaRoot: c.toRoot.DirectModex},
+		log:     c.log,
+		crew:    crew.New(c.clock),
+		gathers: fencetree.NewGathers(place),
+		timers:  map[fencetree.Timer]func() bool{},
+		peers: &peers{links: overlay.NewLinks(c.job, c.secret, c.ov.Ports()),
+			viaRoot: c.toRoot.DirectModex},
 		exchanging: c.exchange,
 	}
 }
@@ -190,7 +187,7 @@ func (t *tree) arrive(req *plugin.FenceRequest) arrival {
 		}
 	}
 	ch := make(chan fencetree.Result, 1)
-	a, eff := t.gathers.Arrive(req, ch, t.clock.Now())
+	a, eff := t.gathers.Arrive(req, ch, t.crew.Now())
 	t.applyLocked(eff)
 	if a.Alone != nil {
 		return arrival{up: a.Alone}
@@ -202,7 +199,7 @@ func (t *tree) arrive(req *plugin.FenceRequest) arrival {
 // the timers' and the calls' events come back under it.
 func (t *tree) applyLocked(eff fencetree.Effects) {
 	for _, a := range eff.Arm {
-		t.timers[a.Timer] = t.crew.after(a.After, func() { t.timerDue(a.Timer) })
+		t.timers[a.Timer] = t.crew.After(a.After, func() { t.timerDue(a.Timer) })
 	}
 	for _, tm := range eff.Disarm {
 		if stop, ok := t.timers[tm]; ok {
@@ -216,7 +213,7 @@ func (t *tree) applyLocked(eff fencetree.Effects) {
 		}
 	}
 	for _, up := range eff.Up {
-		started := t.crew.spawn(func(ctx context.Context) {
+		started := t.crew.Spawn(func(ctx context.Context) {
 			ctx, cancel := context.WithTimeout(ctx, up.Req.Timeout+sendGrace)
 			defer cancel()
 			resp, err := t.send(ctx, up.Req)
@@ -243,7 +240,7 @@ func (t *tree) timerDue(tm fencetree.Timer) {
 	delete(t.timers, tm)
 	switch tm.Kind {
 	case fencetree.Flush:
-		t.applyLocked(t.gathers.FlushDue(tm.G, t.clock.Now()))
+		t.applyLocked(t.gathers.FlushDue(tm.G, t.crew.Now()))
 	case fencetree.Expiry:
 		t.applyLocked(t.gathers.ExpiryDue(tm.G))
 	}
@@ -263,8 +260,8 @@ func (t *tree) close() {
 	t.mu.Unlock()
 	t.mine.fail(plugin.Errorf(plugin.ErrAborted, "the node has left the job"))
 	t.abortSeen.Close()
-	t.crew.close()
-	t.peers.close()
+	t.crew.Close()
+	t.peers.links.Close()
 }
 
 // childCall counts a child's part of fence id in (+1) or out (-1).
@@ -276,7 +273,7 @@ func (t *tree) childCall(id string, d int) {
 	t.children[id] += d
 	if t.children[id] <= 0 {
 		delete(t.children, id)
-		t.lastEnd = t.clock.Now()
+		t.lastEnd = t.crew.Now()
 	}
 	t.mu.Unlock()
 	if d < 0 {
@@ -295,7 +292,7 @@ func (t *tree) childCall(id string, d int) {
 // through (a subset's, another job's) holds that wait up to childDrain:
 // its parts would be cut off when the node ends anyway.
 func (t *tree) awaitChildren(ctx context.Context, id string) {
-	bound, stop := t.crew.alarm(childDrain)
+	bound, stop := t.crew.Alarm(childDrain)
 	defer stop()
 	for {
 		t.mu.Lock()
@@ -309,8 +306,8 @@ func (t *tree) awaitChildren(ctx context.Context, id string) {
 		ch := t.childDone.C()
 		t.mu.Unlock()
 		if n == 0 {
-			if left := childFlush - t.clock.Now().Sub(last); !last.IsZero() && left > 0 {
-				flushed, stop := t.crew.alarm(left)
+			if left := childFlush - t.crew.Now().Sub(last); !last.IsZero() && left > 0 {
+				flushed, stop := t.crew.Alarm(left)
 				defer stop()
 				select {
 				case <-flushed:

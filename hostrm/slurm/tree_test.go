@@ -16,6 +16,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/gopmi/gopmi/hostrm/internal/fencetree"
+	"github.com/gopmi/gopmi/hostrm/internal/overlay"
 	"github.com/gopmi/gopmi/hostrm/local"
 	"github.com/gopmi/gopmi/plugin"
 	"github.com/gopmi/gopmi/plugin/grpcplugin/direct"
@@ -439,9 +440,7 @@ func TestTreeCloseEndsItsWork(t *testing.T) {
 	if b := r.tree.arrive(part("n2", 2, 3, 4)); !errors.Is(b.err, plugin.ErrAborted) {
 		t.Errorf("a part after close: %+v", b)
 	}
-	r.tree.crew.mu.Lock()
-	armed := len(r.tree.crew.timers)
-	r.tree.crew.mu.Unlock()
+	armed := r.tree.crew.Armed()
 	if armed != 0 {
 		t.Errorf("%d timers armed after close", armed)
 	}
@@ -476,7 +475,7 @@ func TestNodeLoggerReachesTheTree(t *testing.T) {
 	listening := n1.placed().addr
 	dctx, dcancel := context.WithTimeout(ctx, 5*time.Second)
 	defer dcancel()
-	wrong := dialer(strings.Repeat("w", len(testSecret)), roleTreeChild, parentRole(job.Nspace, 0))
+	wrong := overlay.Dialer(strings.Repeat("w", len(testSecret)), overlay.RoleTreeChild, overlay.ParentRole(job.Nspace, 0))
 	if c, err := wrong(dctx, listening); err == nil {
 		c.Close()
 		t.Fatal("a wrong secret was accepted")

@@ -57,15 +57,12 @@ func (t *tree) aborted(err error) {
 // (peers.go), for this node's children and for the nodes that read its
 // data (modex.go).
 func (t *tree) serve(context.Context) error {
-	l, err := t.listenTree()
-	if err != nil {
-		return fmt.Errorf("fence tree: listen for the other nodes: %w", err)
-	}
-	sl, err := listen(l, t.secret, parentRole(t.Job.Nspace, t.Self), roleTreeChild, t.log)
+	sl, addr, err := t.ov.Listen(t.Place, t.log)
 	if err != nil {
 		return fmt.Errorf("fence tree: %w", err)
 	}
-	served := t.crew.spawn(func(ctx context.Context) {
+	t.addr = addr
+	served := t.crew.Spawn(func(ctx context.Context) {
 		var wg sync.WaitGroup
 		wg.Go(func() { t.watchNews(ctx) })
 		defer wg.Wait()

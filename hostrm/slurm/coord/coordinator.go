@@ -142,6 +142,10 @@ func (b *stepBackend) Fence(ctx context.Context, req *plugin.FenceRequest) (*plu
 }
 
 func (b *stepBackend) Configure(ctx context.Context, req *plugin.ConfigureRequest) (*plugin.ConfigureResponse, error) {
+	cfg, err := slurm.ParseNodeConfig(req.Config)
+	if err != nil {
+		return nil, err
+	}
 	resp, err := b.Universe.Configure(ctx, req)
 	b.c.changed.Broadcast()
 	b.c.mu.Lock()
@@ -155,7 +159,7 @@ func (b *stepBackend) Configure(ctx context.Context, req *plugin.ConfigureReques
 			if b.c.readers == nil {
 				b.c.readers = map[string]*slurm.JobReader{}
 			}
-			b.c.readers[req.Job.Nspace] = slurm.NewJobReader(req.Job, b.c.opts.Secret, slurm.ConfigTreePorts(req.Config))
+			b.c.readers[req.Job.Nspace] = slurm.NewJobReader(req.Job, b.c.opts.Secret, cfg.TreePorts)
 		}
 		// Told before any node's Configure returns: a node whose ranks
 		// publish at once must find the job registered with the daemon

@@ -1,4 +1,9 @@
-package slurm
+// Package crew owns the goroutines, timers and bounded waits of one
+// piece of a host (a node's fence tree, its overlay): nothing there
+// starts any other way, so that closing the crew ends them all and waits
+// for them (goleak finds none left), and every decision about time is
+// made on a Clock tests drive.
+package crew
 
 import (
 	"context"
@@ -6,10 +11,11 @@ import (
 	"time"
 )
 
-// clock is the fence tree's time: it decides with it when half a fence's
-// time-out has passed and when a fence is over for good, so that tests
-// drive those decisions with a fake clock instead of waiting for them.
-type clock interface {
+// Clock is a crew's time: a fence tree decides with it when half a
+// fence's time-out has passed and when a fence is over for good, so that
+// tests drive those decisions with a fake clock instead of waiting for
+// them.
+type Clock interface {
 	Now() time.Time
 	// AfterFunc calls f on a goroutine of its own once d has passed,
 	// unless stop is called first; stop reports whether it prevented the
@@ -17,20 +23,21 @@ type clock interface {
 	AfterFunc(d time.Duration, f func()) (stop func() bool)
 }
 
-// realClock is the wall clock.
-type realClock struct{}
+// Real is the wall clock.
+type Real struct{}
 
-func (realClock) Now() time.Time { return time.Now() }
+// Now is time.Now.
+func (Real) Now() time.Time { return time.Now() }
 
-func (realClock) AfterFunc(d time.Duration, f func()) func() bool {
+// AfterFunc is time.AfterFunc.
+func (Real) AfterFunc(d time.Duration, f func()) func() bool {
 	return time.AfterFunc(d, f).Stop
 }
 
-// crew owns the fence tree's goroutines and timers: the tree starts none
-// any other way, so that closing it ends them all and waits for them
-// (goleak finds none left), as the bridge's calls do for a job.
-type crew struct {
-	clock  clock
+// Crew owns a piece's goroutines and timers, as the bridge's calls do
+// for a job.
+type Crew struct {
+	clock  Clock
 	ctx    context.Context // ends when the crew closes
 	cancel context.CancelFunc
 
@@ -41,14 +48,28 @@ type crew struct {
 	timers map[uint64]func() bool // guarded by mu: armed timers by id, with their clock's stop
 }
 
-func newCrew(c clock) *crew {
+// New returns a crew on clock c (nil: the wall clock).
+func New(c Clock) *Crew {
+	if c == nil {
+		c = Real{}
+	}
 	ctx, cancel := context.WithCancel(context.Background())
-	return &crew{clock: c, ctx: ctx, cancel: cancel, timers: map[uint64]func() bool{}}
+	return &Crew{clock: c, ctx: ctx, cancel: cancel, timers: map[uint64]func() bool{}}
 }
 
-// spawn runs f on a goroutine that close waits for, with a context that
-// close cancels, and reports whether it started (not after close).
-func (c *crew) spawn(f func(ctx context.Context)) bool {
+// Now is the time on the crew's clock.
+func (c *Crew) Now() time.Time { return c.clock.Now() }
+
+// Armed is how many timers are armed, for tests.
+func (c *Crew) Armed() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.timers)
+}
+
+// Spawn runs f on a goroutine that close waits for, with a context that
+// Close cancels, and reports whether it started (not after close).
+func (c *Crew) Spawn(f func(ctx context.Context)) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
@@ -62,10 +83,10 @@ func (c *crew) spawn(f func(ctx context.Context)) bool {
 	return true
 }
 
-// after calls f once d has passed on the crew's clock, unless stop or
+// After calls f once d has passed on the crew's clock, unless stop or
 // close comes first. Whoever takes a timer out of timers (its firing,
 // stop, close) owns its count in wg, so each is counted down once.
-func (c *crew) after(d time.Duration, f func()) (stop func() bool) {
+func (c *Crew) After(d time.Duration, f func()) (stop func() bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.closed {
@@ -91,10 +112,10 @@ func (c *crew) after(d time.Duration, f func()) (stop func() bool) {
 	}
 }
 
-// alarm is a channel closed once d has passed on the crew's clock, and
+// Alarm is a channel closed once d has passed on the crew's clock, and
 // its stop: a wait's bound. Once the crew has closed it is closed at
 // once: nothing of the tree is left to wait for.
-func (c *crew) alarm(d time.Duration) (<-chan struct{}, func() bool) {
+func (c *Crew) Alarm(d time.Duration) (<-chan struct{}, func() bool) {
 	ch := make(chan struct{})
 	c.mu.Lock()
 	closed := c.closed
@@ -103,11 +124,11 @@ func (c *crew) alarm(d time.Duration) (<-chan struct{}, func() bool) {
 		close(ch)
 		return ch, func() bool { return false }
 	}
-	return ch, c.after(d, func() { close(ch) })
+	return ch, c.After(d, func() { close(ch) })
 }
 
 // claim takes a timer out of timers and reports whether it was there.
-func (c *crew) claim(ref uint64) bool {
+func (c *Crew) claim(ref uint64) bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	stop, ok := c.timers[ref]
@@ -118,11 +139,11 @@ func (c *crew) claim(ref uint64) bool {
 	return ok
 }
 
-// close cancels the goroutines' context, stops the timers still armed
+// Close cancels the goroutines' context, stops the timers still armed
 // and waits for the goroutines and the timers already firing. Each of
 // them ends once the context does (a call to the parent or the
-// coordinator is cut), so the wait is bounded by theirs.
-func (c *crew) close() {
+// root is cut), so the wait is bounded by theirs.
+func (c *Crew) Close() {
 	c.mu.Lock()
 	c.closed = true
 	armed := c.timers
