@@ -67,7 +67,10 @@ func TestImportRules(t *testing.T) {
 	// The host-neutral pieces every host with nodes of its own drives
 	// (Slurm's today, Flux's next: the fence tree, the crew) know no
 	// resource manager and use only the SDK and each other.
-	neutral := func(path string) bool { return strings.HasPrefix(path, mod+"hostrm/internal/") }
+	// The fence tree's private service (gopmi.tree.v1) is one of them.
+	neutral := func(path string) bool {
+		return strings.HasPrefix(path, mod+"hostrm/internal/") || path == mod+"proto/gopmi/tree/v1"
+	}
 	sdk := []string{mod + "plugin", mod + "plugin/wake", mod + "plugin/names", mod + "plugin/execpath", mod + "plugin/peercred", mod + "plugin/seclink", mod + "plugin/grpcplugin", mod + "plugin/grpcplugin/direct"}
 	slurmShim := mod + "hostrm/slurm/cmd/gopmi-slurm"
 	shimPkgs := map[string]bool{mod + "shim": true, mod + "shim/serve": true}

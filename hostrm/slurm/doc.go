@@ -30,7 +30,8 @@
 // fences across the tree's top, the name service, spawn, connects and
 // aborts, hears only the top nodes. In a job on several nodes each node
 // keeps its own fence data and serves the direct-modex reads of it
-// (modex.go); nodes find each other without the coordinator (peers.go).
+// (modex.go); nodes find each other without the coordinator (package
+// overlay, hostrm/internal/overlay).
 // A collecting fence of a whole job on at most width nodes (a flat tree)
 // is exchanged: each node gives its part straight to the others while
 // the fence goes up as a barrier, without data (exchange.go). A node's

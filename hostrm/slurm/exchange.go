@@ -3,12 +3,14 @@ package slurm
 import (
 	"context"
 	"slices"
-	"strings"
+	"sync"
 	"time"
 
 	"github.com/gopmi/gopmi/hostrm/internal/fencetree"
 	"github.com/gopmi/gopmi/plugin"
+	"github.com/gopmi/gopmi/plugin/grpcplugin/direct"
 	"github.com/gopmi/gopmi/plugin/wake"
+	treev1 "github.com/gopmi/gopmi/proto/gopmi/tree/v1"
 )
 
 // The exchange. A collecting fence of a whole job on at most width nodes
@@ -27,9 +29,9 @@ import (
 // over the nodes; past width nodes the tree carries the data, whose
 // fan-out stays w per node.
 //
-// A part is a Fence, on the link to the node, whose ID is partPrefix
-// followed by the fence's (a NUL no PMI client can send), and which the
-// node's subtreeServer takes into its mailbox, answering at once.
+// A part is a Give of the fence tree's private service (gopmi.tree.v1,
+// served beside the contract on every node's listener), which the node
+// takes into its mailbox, answering at once.
 //
 // What cannot go wrong silently: a part that cannot be given fails this
 // node's fence, naming the node it could not reach (and that node, which
@@ -37,22 +39,32 @@ import (
 // barrier that times out names the ranks that never arrived, as any
 // fence's; an abort or the tree's close ends every wait at once.
 
-// partPrefix begins the ID of a part given to another node.
-const partPrefix = "\x00gopmi-slurm-part/"
+// exchanger is a node's side of the exchange: the parts other nodes gave
+// it, by fence, under its own lock.
+type exchanger struct {
+	t  *tree // the node's fence tree: its barrier, its links, its abort
+	on bool  // the nodes of a flat tree exchange (treeConfig.exchange)
+	// warmed is done once the links to the other nodes are being made.
+	warmed sync.Once
+
+	mu    sync.Mutex
+	boxes map[string]*mailbox // by fence key
+}
 
 // mailbox is the parts of one exchanged fence that other nodes gave this
-// node, by node index. Guarded by the tree's mu.
+// node, by node index. Guarded by the exchanger's mu.
 type mailbox struct {
 	parts   map[int][]byte
 	changed wake.Cond
 	expire  func() bool
 }
 
-// exchanges reports whether req is a fence the nodes exchange directly:
+// applies reports whether req is a fence the nodes exchange directly:
 // a collecting fence of the whole job, on at most width nodes.
-func (t *tree) exchanges(req *plugin.FenceRequest) bool {
+func (x *exchanger) applies(req *plugin.FenceRequest) bool {
+	t := x.t
 	n := len(t.Job.Nodes)
-	return t.exchanging && req.Collect && n >= 2 && n <= t.Width && t.WholeJob(req)
+	return x.on && req.Collect && n >= 2 && n <= t.Width && t.WholeJob(req)
 }
 
 // warm starts making this node's links to the other nodes of a job whose
@@ -62,12 +74,13 @@ func (t *tree) exchanges(req *plugin.FenceRequest) bool {
 // job's collecting fence follow a barrier or a hand-over of first
 // commits) does not wait for a TLS handshake and a proof of the step
 // secret each way. A link that fails here is made when a part is given.
-func (t *tree) warm(req *plugin.FenceRequest) {
+func (x *exchanger) warm(req *plugin.FenceRequest) {
+	t := x.t
 	n := len(t.Job.Nodes)
-	if !t.exchanging || n < 2 || n > t.Width || !t.WholeJob(req) {
+	if !x.on || n < 2 || n > t.Width || !t.WholeJob(req) {
 		return
 	}
-	t.warmed.Do(func() {
+	x.warmed.Do(func() {
 		for i := range t.Job.Nodes {
 			if i == t.Self {
 				continue
@@ -78,7 +91,7 @@ func (t *tree) warm(req *plugin.FenceRequest) {
 				// Every node listened for the fence just done: one that
 				// no longer does has ended, and a reader waiting on this
 				// link learns it at once.
-				_, _ = t.peers.links.LinkOrGone(ctx, i, warmWait)
+				_, _ = t.data.peers.links.LinkOrGone(ctx, i, warmWait)
 			})
 		}
 	})
@@ -87,30 +100,28 @@ func (t *tree) warm(req *plugin.FenceRequest) {
 // warmWait bounds warm's making of one link.
 const warmWait = 2 * time.Second
 
-// exchange runs req, this node's part of a fence that exchanges, and
+// run runs req, this node's part of a fence that exchanges, and
 // answers with every node's part, in node order.
-func (t *tree) exchange(ctx context.Context, req *plugin.FenceRequest) (*plugin.FenceResponse, error) {
+func (x *exchanger) run(ctx context.Context, req *plugin.FenceRequest) (*plugin.FenceResponse, error) {
+	t := x.t
 	if err := t.refusal(req.ID); err != nil {
 		return nil, err
 	}
 	timeout := req.TimeoutOrDefault()
 	start := t.crew.Now()
 	key := fencetree.Key(req)
-	t.mu.Lock()
-	t.boxLocked(key, timeout)
-	t.mu.Unlock()
+	x.mu.Lock()
+	x.boxLocked(key, timeout)
+	x.mu.Unlock()
 
 	// Give this node's part to every other node, at once.
-	give := *req
-	give.ID = partPrefix + req.ID
-	give.Node = t.Job.Nodes[t.Self].Name
-	give.LocalProcs = nil
+	give := &treev1.GiveRequest{Fence: req.ID, Key: key, Node: t.Name(), Data: req.Data, TimeoutMs: timeout.Milliseconds()}
 	given := make(chan error, len(t.Job.Nodes))
 	for i := range t.Job.Nodes {
 		if i == t.Self {
 			continue
 		}
-		if !t.crew.Spawn(func(cctx context.Context) { given <- t.givePart(cctx, i, &give, timeout) }) {
+		if !t.crew.Spawn(func(cctx context.Context) { given <- x.give(cctx, i, give, timeout) }) {
 			given <- plugin.Errorf(plugin.ErrAborted, "fence %s: the node's fence tree has closed", req.ID)
 		}
 	}
@@ -119,14 +130,14 @@ func (t *tree) exchange(ctx context.Context, req *plugin.FenceRequest) (*plugin.
 	bare := *req
 	bare.Collect, bare.Data = false, nil
 	if _, err := t.fence(ctx, &bare); err != nil {
-		t.dropBox(key)
+		x.dropBox(key)
 		return nil, err
 	}
 
 	// Every node arrived, so every part is on its way: what is left of
 	// the fence's time (at least expireGrace) bounds the wait for them.
 	wait := max(timeout-t.crew.Now().Sub(start), expireGrace)
-	parts, err := t.awaitParts(ctx, req.ID, key, wait)
+	parts, err := x.awaitParts(ctx, req.ID, key, wait)
 	if err != nil {
 		return nil, err
 	}
@@ -138,7 +149,7 @@ func (t *tree) exchange(ctx context.Context, req *plugin.FenceRequest) (*plugin.
 				return nil, err
 			}
 			took++
-		case <-t.abortSeen.C():
+		case <-t.end.seen.C():
 			if err := t.refusal(req.ID); err != nil {
 				return nil, err
 			}
@@ -158,45 +169,69 @@ func (t *tree) exchange(ctx context.Context, req *plugin.FenceRequest) (*plugin.
 	return &plugin.FenceResponse{Data: data}, nil
 }
 
-// givePart gives this node's part to node index i, over the link kept to
+// give gives this node's part to node index i, over the link kept to
 // it, within the fence's time-out.
-func (t *tree) givePart(ctx context.Context, i int, give *plugin.FenceRequest, timeout time.Duration) error {
+func (x *exchanger) give(ctx context.Context, i int, give *treev1.GiveRequest, timeout time.Duration) error {
+	t := x.t
 	ctx, cancel := context.WithTimeout(ctx, timeout+sendGrace)
 	defer cancel()
-	id := strings.TrimPrefix(give.ID, partPrefix)
-	to, err := t.peers.links.Link(ctx, i, timeout)
+	to, err := t.data.peers.links.Conn(ctx, i, timeout)
 	if err != nil && ctx.Err() == nil {
 		// The dial was warm's, bounded by warmWait: make one of this
 		// fence's own.
-		to, err = t.peers.links.Link(ctx, i, timeout)
+		to, err = t.data.peers.links.Conn(ctx, i, timeout)
 	}
 	if err == nil {
-		_, err = to.Fence(ctx, give)
+		_, err = treev1.NewTreeClient(to.ClientConn()).Give(ctx, give)
+		err = direct.CallError(ctx, "give", err)
 	}
 	if err != nil {
 		err = plugin.Wrapf(err, plugin.ErrUnavailable, "fence %s: node %s could not give its ranks' data to node %s",
-			id, t.Job.Nodes[t.Self].Name, t.Job.Nodes[i].Name)
-		t.log.Warn().Str("fence", id).Err(err).Msg("fence exchange: a part could not be given")
+			give.Fence, t.Name(), t.Job.Nodes[i].Name)
+		t.log.Warn().Str("fence", give.Fence).Err(err).Msg("fence exchange: a part could not be given")
 	}
 	return err
 }
 
-// takePart keeps a part another node gave (subtreeServer.Fence).
-func (t *tree) takePart(req *plugin.FenceRequest) error {
-	from := slices.IndexFunc(t.Job.Nodes, func(n plugin.Node) bool { return n.Name == req.Node })
+// treeService is what a node serves the others besides the contract
+// (gopmi.tree.v1).
+type treeService struct {
+	treev1.UnimplementedTreeServer
+	x *exchanger
+}
+
+// Give takes another node's part of a fence the nodes exchange. Counted
+// as a child's part is: the ranks this part completes may finalize at
+// once, and the node must not end before this answer (the other node's
+// wait) left it.
+func (s treeService) Give(_ context.Context, req *treev1.GiveRequest) (*treev1.GiveResponse, error) {
+	s.x.t.drain.call(req.GetFence(), 1)
+	defer s.x.t.drain.call(req.GetFence(), -1)
+	if err := s.x.take(req); err != nil {
+		return nil, direct.Status(err)
+	}
+	return &treev1.GiveResponse{}, nil
+}
+
+// take keeps a part another node gave.
+func (x *exchanger) take(req *treev1.GiveRequest) error {
+	t := x.t
+	from := slices.IndexFunc(t.Job.Nodes, func(n plugin.Node) bool { return n.Name == req.GetNode() })
 	if from < 0 || from == t.Self {
 		return plugin.Errorf(plugin.ErrInvalidArgument, "fence %s: a part from %q, which is no other node of job %s",
-			strings.TrimPrefix(req.ID, partPrefix), req.Node, t.Job.Nspace)
+			req.GetFence(), req.GetNode(), t.Job.Nspace)
 	}
-	plain := *req
-	plain.ID = strings.TrimPrefix(req.ID, partPrefix)
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if err := t.refusalLocked(plain.ID); err != nil {
+	if err := t.refusal(req.GetFence()); err != nil {
 		return err
 	}
-	b := t.boxLocked(fencetree.Key(&plain), req.TimeoutOrDefault())
-	b.parts[from] = req.Data
+	timeout := time.Duration(req.GetTimeoutMs()) * time.Millisecond
+	if timeout <= 0 {
+		timeout = plugin.DefaultFenceTimeout
+	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	b := x.boxLocked(req.GetKey(), timeout)
+	b.parts[from] = req.GetData()
 	b.changed.Broadcast()
 	return nil
 }
@@ -204,25 +239,25 @@ func (t *tree) takePart(req *plugin.FenceRequest) error {
 // boxLocked is the mailbox of the fence of key, made on first use (by
 // this node's own part or another's, whichever comes first) and dropped
 // when the fence's time is up, if nobody took it. Called with mu held.
-func (t *tree) boxLocked(key string, timeout time.Duration) *mailbox {
-	if t.boxes == nil {
-		t.boxes = map[string]*mailbox{}
+func (x *exchanger) boxLocked(key string, timeout time.Duration) *mailbox {
+	if x.boxes == nil {
+		x.boxes = map[string]*mailbox{}
 	}
-	b := t.boxes[key]
+	b := x.boxes[key]
 	if b == nil {
 		b = &mailbox{parts: map[int][]byte{}}
-		t.boxes[key] = b
-		b.expire = t.crew.After(timeout+expireGrace+sendGrace, func() { t.dropBox(key) })
+		x.boxes[key] = b
+		b.expire = x.t.crew.After(timeout+expireGrace+sendGrace, func() { x.dropBox(key) })
 	}
 	return b
 }
 
 // dropBox forgets the mailbox of key.
-func (t *tree) dropBox(key string) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if b := t.boxes[key]; b != nil {
-		delete(t.boxes, key)
+func (x *exchanger) dropBox(key string) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if b := x.boxes[key]; b != nil {
+		delete(x.boxes, key)
 		b.expire()
 		b.changed.Broadcast()
 	}
@@ -230,46 +265,45 @@ func (t *tree) dropBox(key string) {
 
 // awaitParts waits up to wait for every other node's part of fence id
 // (key) and takes them, by node index.
-func (t *tree) awaitParts(ctx context.Context, id, key string, wait time.Duration) (map[int][]byte, error) {
-	timedOut := make(chan struct{})
-	stop := t.crew.After(wait, func() { close(timedOut) })
+func (x *exchanger) awaitParts(ctx context.Context, id, key string, wait time.Duration) (map[int][]byte, error) {
+	t := x.t
+	timedOut, stop := t.crew.Alarm(wait)
 	defer stop()
 	for {
-		t.mu.Lock()
-		if err := t.refusalLocked(id); err != nil {
-			t.mu.Unlock()
+		if err := t.refusal(id); err != nil {
 			return nil, err
 		}
-		b := t.boxes[key]
+		x.mu.Lock()
+		b := x.boxes[key]
 		if b == nil {
-			t.mu.Unlock()
-			return nil, plugin.Errorf(plugin.ErrTimeout, "fence %s: node %s's wait for the other nodes' data has expired", id, t.Job.Nodes[t.Self].Name)
+			x.mu.Unlock()
+			return nil, plugin.Errorf(plugin.ErrTimeout, "fence %s: node %s's wait for the other nodes' data has expired", id, t.Name())
 		}
 		if len(b.parts) == len(t.Job.Nodes)-1 {
-			delete(t.boxes, key)
+			delete(x.boxes, key)
 			b.expire()
-			t.mu.Unlock()
+			x.mu.Unlock()
 			return b.parts, nil
 		}
-		ch, aborted := b.changed.C(), t.abortSeen.C()
-		t.mu.Unlock()
+		ch, aborted := b.changed.C(), t.end.seen.C()
+		x.mu.Unlock()
 		select {
 		case <-ch:
 		case <-aborted:
 		case <-timedOut:
-			t.mu.Lock()
+			x.mu.Lock()
 			var missing []string
 			for i, n := range t.Job.Nodes {
 				if _, ok := b.parts[i]; !ok && i != t.Self {
 					missing = append(missing, n.Name)
 				}
 			}
-			t.mu.Unlock()
-			t.dropBox(key)
+			x.mu.Unlock()
+			x.dropBox(key)
 			return nil, plugin.Errorf(plugin.ErrTimeout, "fence %s: every node arrived, but node %s did not get the data of %s in %s",
-				id, t.Job.Nodes[t.Self].Name, fencetree.NodeList(missing), plugin.RoundDuration(wait))
+				id, t.Name(), fencetree.NodeList(missing), plugin.RoundDuration(wait))
 		case <-ctx.Done():
-			t.dropBox(key)
+			x.dropBox(key)
 			return nil, plugin.Errorf(plugin.ErrAborted, "fence %s: caller went away: %v", id, ctx.Err())
 		}
 	}

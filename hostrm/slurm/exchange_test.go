@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/gopmi/gopmi/plugin"
+	"github.com/gopmi/gopmi/plugin/grpcplugin/direct"
+	treev1 "github.com/gopmi/gopmi/proto/gopmi/tree/v1"
 )
 
 // A collecting fence of a whole job on a flat tree is exchanged: every
@@ -82,11 +84,11 @@ func TestExchangeGivesEveryNodeEveryPart(t *testing.T) {
 	}
 	for i, n := range nodes {
 		tr := n.placed()
-		tr.mu.Lock()
-		if len(tr.boxes) != 0 {
-			t.Errorf("node %d keeps %d mailboxes after its fences", i, len(tr.boxes))
+		tr.ex.mu.Lock()
+		if len(tr.ex.boxes) != 0 {
+			t.Errorf("node %d keeps %d mailboxes after its fences", i, len(tr.ex.boxes))
 		}
-		tr.mu.Unlock()
+		tr.ex.mu.Unlock()
 	}
 }
 
@@ -113,7 +115,14 @@ func TestExchangeNamesWhoNeverCame(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	err := nodes[0].placed().takePart(&plugin.FenceRequest{ID: partPrefix + "world/2", Procs: world, Node: "elsewhere", Data: []byte("y")})
+	// Over the tree's private service, as another node gives it: the
+	// refusal keeps its kind and words across the link.
+	conn, err := nodes[1].placed().data.peers.links.Conn(ctx, 0, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = treev1.NewTreeClient(conn.ClientConn()).Give(ctx, &treev1.GiveRequest{Fence: "world/2", Key: "k", Node: "elsewhere", Data: []byte("y")})
+	err = direct.CallError(ctx, "give", err)
 	if !errors.Is(err, plugin.ErrInvalidArgument) || !strings.Contains(err.Error(), `"elsewhere"`) {
 		t.Errorf("a part from a node outside the job: %v", err)
 	}

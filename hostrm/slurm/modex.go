@@ -22,6 +22,13 @@ import (
 	"github.com/gopmi/gopmi/plugin/wake"
 )
 
+// nodeData is a node's own data, which it serves, and its reads of the
+// other nodes'.
+type nodeData struct {
+	mine  store  // this node's own contributions
+	peers *peers // reads of the other nodes
+}
+
 // store is one node's own contributions to its job's fences, in order.
 type store struct {
 	mu      sync.Mutex
@@ -287,7 +294,7 @@ func (t *tree) nodeRead(ctx context.Context, req *plugin.ModexRequest) (*plugin.
 	if req.Proc.Nspace == t.Job.Nspace && req.Proc.Rank >= 0 {
 		rankNode := t.Job.RankNodes()
 		if r := req.Proc.Rank; int(r) < len(rankNode) && int(rankNode[r]) == t.Self {
-			data, err := t.mine.read(ctx, req.TimeoutOrDefault(), false, t.readWhat(req))
+			data, err := t.data.mine.read(ctx, req.TimeoutOrDefault(), false, t.readWhat(req))
 			if err != nil {
 				return nil, err
 			}
@@ -308,12 +315,12 @@ func (t *tree) directModex(ctx context.Context, req *plugin.ModexRequest) (*plug
 		return t.toRoot.DirectModex(ctx, req)
 	}
 	t.mu.Lock()
-	err := t.abortErr
+	err := t.end.err
 	t.mu.Unlock()
 	if err != nil {
 		return nil, plugin.Wrapf(err, plugin.ErrAborted, "direct modex of %s for %s", req.Proc, req.Requestor)
 	}
-	return t.peers.read(ctx, req, t.Self, func(now bool) ([]byte, error) {
-		return t.mine.read(ctx, req.TimeoutOrDefault(), now, t.readWhat(req))
+	return t.data.peers.read(ctx, req, t.Self, func(now bool) ([]byte, error) {
+		return t.data.mine.read(ctx, req.TimeoutOrDefault(), now, t.readWhat(req))
 	})
 }

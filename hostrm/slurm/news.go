@@ -111,12 +111,12 @@ func (t *tree) awaitNews(ctx context.Context, req *plugin.AwaitEventsRequest) (*
 	defer stop()
 	for {
 		t.mu.Lock()
-		if t.abortErr != nil {
-			err := t.abortErr
+		if t.end.err != nil {
+			err := t.end.err
 			t.mu.Unlock()
 			return nil, err
 		}
-		if t.closed {
+		if t.end.closed {
 			t.mu.Unlock()
 			return nil, plugin.Errorf(plugin.ErrUnavailable, "node %s has left the job", t.Name())
 		}
@@ -128,7 +128,7 @@ func (t *tree) awaitNews(ctx context.Context, req *plugin.AwaitEventsRequest) (*
 		}
 		select {
 		case <-ch:
-		case <-t.abortSeen.C():
+		case <-t.end.seen.C():
 		case <-passed:
 			return &plugin.AwaitEventsResponse{Missed: resp.Missed}, nil
 		case <-ctx.Done():

@@ -37,22 +37,7 @@ const (
 // what spans nodes is decided in the coordinator.
 type Node struct {
 	*plugin.Relay
-
-	width  int
-	secret string
-	log    *zerolog.Logger // nil: the logger of Configure's context
-	clock  crew.Clock      // the fence tree's; nil: the wall clock
-
-	// drainAtFinalize: this node's ranks get a fence's answer at once,
-	// and their finalize waits for the children's answers to leave
-	// (DrainBeforeFinalize) instead of every fence's answer.
-	drainAtFinalize bool
-	noExchange      bool // WithoutExchange
-
-	ports overlay.PortRange // where the nodes of a step listen for their children
-	// ancestorWait is how long the node tries an ancestor before the
-	// next one up (0: the overlay's default).
-	ancestorWait time.Duration
+	cfg nodeConfig
 	// ov is the node's links: up the tree (its parent, past it an
 	// ancestor or the coordinator) and its listener.
 	ov *overlay.Overlay
@@ -60,6 +45,24 @@ type Node struct {
 	cfgMu sync.Mutex // one Configure at a time: one tree
 	mu    sync.Mutex
 	tree  *tree // set by Configure for a job on several nodes
+}
+
+// nodeConfig is what a Node is made with: its arguments, environment and
+// options.
+type nodeConfig struct {
+	width  int
+	secret string
+	log    *zerolog.Logger // nil: the logger of Configure's context
+	clock  crew.Clock      // the fence tree's; nil: the wall clock
+	// drainAtFinalize: this node's ranks get a fence's answer at once,
+	// and their finalize waits for the children's answers to leave
+	// (DrainBeforeFinalize) instead of every fence's answer.
+	drainAtFinalize bool
+	noExchange      bool              // WithoutExchange
+	ports           overlay.PortRange // where the nodes of a step listen for their children
+	// ancestorWait is how long the node tries an ancestor before the
+	// next one up (0: the overlay's default).
+	ancestorWait time.Duration
 }
 
 // NodeOption configures a Node.
@@ -73,7 +76,7 @@ type NodeOption func(*Node)
 // Serve (grpcplugin) sets to the plugin's stderr, relayed by the shim;
 // a node served inside its shim (gopmi-slurm shim) passes the shim's.
 func WithLogger(l zerolog.Logger) NodeOption {
-	return func(n *Node) { n.log = &l }
+	return func(n *Node) { n.cfg.log = &l }
 }
 
 // WithFinalizeDrain moves the wait that keeps a node with children alive
@@ -88,7 +91,7 @@ func WithLogger(l zerolog.Logger) NodeOption {
 // DrainBeforeFinalize) every fence's answer to the node's own ranks
 // waits.
 func WithFinalizeDrain() NodeOption {
-	return func(n *Node) { n.drainAtFinalize = true }
+	return func(n *Node) { n.cfg.drainAtFinalize = true }
 }
 
 // WithoutExchange makes every collecting fence go up the fence tree with
@@ -96,19 +99,19 @@ func WithFinalizeDrain() NodeOption {
 // their parts (exchange.go), and makes no link to another node before a
 // read: package slurmtest, which runs and models the tree, runs its nodes so.
 func WithoutExchange() NodeOption {
-	return func(n *Node) { n.noExchange = true }
+	return func(n *Node) { n.cfg.noExchange = true }
 }
 
 // WithSecret sets the step secret instead of GOPMI_SLURM_SECRET's
 // (package slurmtest runs many steps in one process).
 func WithSecret(secret string) NodeOption {
-	return func(n *Node) { n.secret = secret }
+	return func(n *Node) { n.cfg.secret = secret }
 }
 
 // withAncestorWait sets how long the node tries an ancestor before the
 // next one up (tests).
 func withAncestorWait(d time.Duration) NodeOption {
-	return func(n *Node) { n.ancestorWait = d }
+	return func(n *Node) { n.cfg.ancestorWait = d }
 }
 
 // NewNode returns the backend of a node process, which reads the
@@ -138,13 +141,13 @@ func newNode(args []string, getenv func(string) string, opts ...NodeOption) *Nod
 		*width = DefaultTreeWidth
 	}
 	secret := getenv(EnvSecret)
-	n := &Node{width: *width, secret: secret, ports: overlay.ParsePorts(*ports)}
+	n := &Node{cfg: nodeConfig{width: *width, secret: secret, ports: overlay.ParsePorts(*ports)}}
 	for _, o := range opts {
 		o(n)
 	}
-	n.ov = overlay.New(overlay.Config{Secret: n.secret, Ports: n.ports, AncestorWait: n.ancestorWait,
+	n.ov = overlay.New(overlay.Config{Secret: n.cfg.secret, Ports: n.cfg.ports, AncestorWait: n.cfg.ancestorWait,
 		Root: func(ctx context.Context) (*direct.Conn, error) {
-			c, err := direct.Dial(ctx, *addr, direct.WithDialer(AuthDialer(n.secret)))
+			c, err := direct.Dial(ctx, *addr, direct.WithDialer(AuthDialer(n.cfg.secret)))
 			if err != nil {
 				return nil, plugin.Wrapf(err, plugin.ErrUnavailable, "gopmi-rm-slurm: coordinator %s", *addr)
 			}
@@ -154,7 +157,7 @@ func newNode(args []string, getenv func(string) string, opts ...NodeOption) *Nod
 		switch {
 		case *addr == "":
 			return nil, nil, plugin.Errorf(plugin.ErrUnavailable, "gopmi-rm-slurm: no coordinator address (-coordinator or %s): it runs under srun --mpi=gopmi", EnvCoordinator)
-		case n.secret == "":
+		case n.cfg.secret == "":
 			return nil, nil, plugin.Errorf(plugin.ErrUnavailable, "gopmi-rm-slurm: no step secret in %s", EnvSecret)
 		}
 		c, err := n.ov.Dial(ctx)
@@ -186,15 +189,15 @@ func (n *Node) Configure(ctx context.Context, req *plugin.ConfigureRequest) (*pl
 	t := n.placed()
 	if t == nil {
 		log := zerolog.Ctx(ctx)
-		if n.log != nil {
-			log = n.log
+		if n.cfg.log != nil {
+			log = n.cfg.log
 		}
 		self := req.Job.NodeIndex(req.NodeID)
 		if self < 0 {
 			return nil, plugin.Errorf(plugin.ErrInvalidArgument, "configure: node %d is not in job %s's layout", req.NodeID, req.Job.Nspace)
 		}
-		t = newTree(treeConfig{width: n.width, job: req.Job, self: self, toRoot: n.Relay, ov: n.ov,
-			secret: n.secret, log: *log, clock: n.clock, exchange: !n.noExchange})
+		t = newTree(treeConfig{width: n.cfg.width, job: req.Job, self: self, toRoot: n.Relay, ov: n.ov,
+			secret: n.cfg.secret, log: *log, clock: n.cfg.clock, exchange: !n.cfg.noExchange})
 		// Placed before it serves: its wait for the job's news, or
 		// a child's call, may dial up at once, and must go to the
 		// parent.
@@ -214,7 +217,7 @@ func (n *Node) Configure(ctx context.Context, req *plugin.ConfigureRequest) (*pl
 	// The coordinator reads the job's data from its nodes for readers
 	// outside the job: it learns their port range here.
 	fwd := *req
-	fwd.Config, _ = json.Marshal(NodeConfig{TreePorts: n.ports.String()})
+	fwd.Config, _ = json.Marshal(NodeConfig{TreePorts: n.cfg.ports.String()})
 	return n.Relay.Configure(ctx, &fwd)
 }
 
@@ -235,7 +238,7 @@ func (n *Node) Fence(ctx context.Context, req *plugin.FenceRequest) (*plugin.Fen
 	// This node's data stays here for the nodes that read it
 	// (modex.go); only a collecting fence's goes up, or to the other
 	// nodes (exchange.go).
-	t.mine.add(req.Data)
+	t.data.mine.add(req.Data)
 	if !req.Collect && allHere(req) {
 		// Every participant is this node's and here (a PMIx server's
 		// hand-over of its clients' data): nothing to wait for, and
@@ -247,8 +250,8 @@ func (n *Node) Fence(ctx context.Context, req *plugin.FenceRequest) (*plugin.Fen
 	}
 	var resp *plugin.FenceResponse
 	var err error
-	if t.exchanges(req) {
-		resp, err = t.exchange(ctx, req)
+	if t.ex.applies(req) {
+		resp, err = t.ex.run(ctx, req)
 	} else {
 		if !req.Collect && len(req.Data) > 0 {
 			bare := *req
@@ -260,9 +263,9 @@ func (n *Node) Fence(ctx context.Context, req *plugin.FenceRequest) (*plugin.Fen
 	if err == nil {
 		// Every node of a whole-job fence is up now: the links to
 		// them can be made at once, for the job's exchanges.
-		t.warm(req)
-		if !n.drainAtFinalize {
-			t.awaitChildren(ctx, req.ID)
+		t.ex.warm(req)
+		if !n.cfg.drainAtFinalize {
+			t.drain.await(ctx, req.ID)
 		}
 	}
 	return resp, err
@@ -303,7 +306,7 @@ func (n *Node) Depart(ctx context.Context, req *plugin.DepartRequest) error {
 		return n.Relay.Depart(ctx, req)
 	}
 	fwd := *req
-	fwd.Data = t.mine.snapshot()
+	fwd.Data = t.data.mine.snapshot()
 	return n.Relay.Depart(ctx, &fwd)
 }
 
@@ -313,7 +316,7 @@ func (n *Node) Depart(ctx context.Context, req *plugin.DepartRequest) error {
 func (n *Node) DropReadLinks() {
 	t := n.placed()
 	if t != nil {
-		t.peers.links.Drop()
+		t.data.peers.links.Drop()
 	}
 }
 
@@ -322,8 +325,8 @@ func (n *Node) DropReadLinks() {
 // host calls it before it answers a rank's finalize.
 func (n *Node) DrainBeforeFinalize(ctx context.Context) {
 	t := n.placed()
-	if t != nil && n.drainAtFinalize {
-		t.awaitChildren(ctx, "")
+	if t != nil && n.cfg.drainAtFinalize {
+		t.drain.await(ctx, "")
 	}
 }
 

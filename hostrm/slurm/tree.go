@@ -26,7 +26,7 @@ import (
 // node of a job on several nodes listens on TCP, for its children and for
 // the nodes that read its data (the step's authenticated, private link,
 // as the coordinator's, in the roles tree-parent and tree-child), at an
-// address and port the others compute (peers.go).
+// address and port the others compute (package overlay).
 //
 // Every other call of a node goes up the same link: a node with children
 // passes its children's calls (names, spawn, abort, Configure) on to its
@@ -92,37 +92,32 @@ type tree struct {
 	fencetree.Place
 	log    zerolog.Logger
 	crew   *crew.Crew
-	toRoot plugin.Full // the node's link up (the overlay's)
-	ov     *overlay.Overlay
-	addr   string // where the children reach this node, once it listens
-	mine   store  // this node's own contributions (modex.go)
-	peers  *peers // reads of the other nodes (modex.go)
+	toRoot plugin.Full      // the node's link up (the overlay's)
+	ov     *overlay.Overlay // the node's listener and links
+	data   nodeData         // its own data and its reads of others' (modex.go)
+	drain  drain            // the children's parts passing through (drain.go)
+	ex     *exchanger       // the parts other nodes give this one (exchange.go)
 
-	mu       sync.Mutex
-	gathers  *fencetree.Gathers
-	timers   map[fencetree.Timer]func() bool // the gathers' armed timers, with their stop
-	abortErr error                           // the job was aborted: every fence fails with it
-	closed   bool
-	// abortSeen is closed once abortErr is set (or the tree closed):
-	// it ends every wait for the job's news.
-	abortSeen wake.Cond
-	news      news // the job's events, as the node heard them (news.go)
+	mu     sync.Mutex
+	fences gathering // the subtree's collecting fences
+	end    ending    // the job's abort, or the tree's close
+	news   news      // the job's events, as the node heard them (news.go)
+}
 
-	// children counts, per fence ID, the children's parts this node is
-	// passing up and down; childDone is broadcast as each ends. Guarded
-	// by mu.
-	children  map[string]int
-	lastEnd   time.Time // when a child's part last returned
-	childDone wake.Cond
+// gathering is the gathers of the node's subtree, which decide, and the
+// timers the tree armed for them. Guarded by the tree's mu.
+type gathering struct {
+	*fencetree.Gathers
+	timers map[fencetree.Timer]func() bool // armed, with their stop
+}
 
-	// boxes are the parts of exchanged fences that other nodes gave
-	// this node, by fence key (exchange.go). Guarded by mu.
-	boxes map[string]*mailbox
-	// exchanging is treeConfig's exchange; warmed is done once the links to the
-	// other nodes are being made, for a job whose fences the nodes
-	// exchange (exchange.go).
-	exchanging bool
-	warmed     sync.Once
+// ending is why the tree takes nothing more. Guarded by the tree's mu.
+type ending struct {
+	err    error // the job was aborted: every fence fails with it
+	closed bool  // the node left
+	// seen is closed once err is set (or the tree closed): it ends
+	// every wait for the job's news and every exchange.
+	seen wake.Cond
 }
 
 func newTree(c treeConfig) *tree {
@@ -130,17 +125,19 @@ func newTree(c treeConfig) *tree {
 		c.ov = overlay.New(overlay.Config{Secret: c.secret, Ports: c.ports, Listen: c.listen})
 	}
 	place := fencetree.Place{Job: c.job, Self: c.self, Width: c.width, Root: "the coordinator"}
-	return &tree{
+	cr := crew.New(c.clock)
+	t := &tree{
 		Place: place, toRoot: c.toRoot, ov: c.ov,
 		// No job or node fields: the shim's logger has them.
-		log:     c.log,
-		crew:    crew.New(c.clock),
-		gathers: fencetree.NewGathers(place),
-		timers:  map[fencetree.Timer]func() bool{},
-		peers: &peers{links: overlay.NewLinks(c.job, c.secret, c.ov.Ports()),
-			viaRoot: c.toRoot.DirectModex},
-		exchanging: c.exchange,
+		log:    c.log,
+		crew:   cr,
+		drain:  drain{crew: cr},
+		fences: gathering{Gathers: fencetree.NewGathers(place), timers: map[fencetree.Timer]func() bool{}},
+		data: nodeData{peers: &peers{links: overlay.NewLinks(c.job, c.secret, c.ov.Ports()),
+			viaRoot: c.toRoot.DirectModex}},
 	}
+	t.ex = &exchanger{t: t, on: c.exchange}
+	return t
 }
 
 // arrival is what the tree decided for one part.
@@ -167,7 +164,7 @@ func (t *tree) fence(ctx context.Context, req *plugin.FenceRequest) (*plugin.Fen
 	case <-ctx.Done():
 		if errors.Is(ctx.Err(), context.DeadlineExceeded) {
 			t.mu.Lock()
-			err := t.gathers.TimeoutErr(a.g)
+			err := t.fences.TimeoutErr(a.g)
 			t.mu.Unlock()
 			return nil, err
 		}
@@ -187,7 +184,7 @@ func (t *tree) arrive(req *plugin.FenceRequest) arrival {
 		}
 	}
 	ch := make(chan fencetree.Result, 1)
-	a, eff := t.gathers.Arrive(req, ch, t.crew.Now())
+	a, eff := t.fences.Arrive(req, ch, t.crew.Now())
 	t.applyLocked(eff)
 	if a.Alone != nil {
 		return arrival{up: a.Alone}
@@ -199,11 +196,11 @@ func (t *tree) arrive(req *plugin.FenceRequest) arrival {
 // the timers' and the calls' events come back under it.
 func (t *tree) applyLocked(eff fencetree.Effects) {
 	for _, a := range eff.Arm {
-		t.timers[a.Timer] = t.crew.After(a.After, func() { t.timerDue(a.Timer) })
+		t.fences.timers[a.Timer] = t.crew.After(a.After, func() { t.timerDue(a.Timer) })
 	}
 	for _, tm := range eff.Disarm {
-		if stop, ok := t.timers[tm]; ok {
-			delete(t.timers, tm)
+		if stop, ok := t.fences.timers[tm]; ok {
+			delete(t.fences.timers, tm)
 			stop()
 		}
 	}
@@ -219,10 +216,10 @@ func (t *tree) applyLocked(eff fencetree.Effects) {
 			resp, err := t.send(ctx, up.Req)
 			t.mu.Lock()
 			defer t.mu.Unlock()
-			t.applyLocked(t.gathers.Answered(up.G, up.Batch, fencetree.Result{Resp: resp, Err: err}))
+			t.applyLocked(t.fences.Answered(up.G, up.Batch, fencetree.Result{Resp: resp, Err: err}))
 		})
 		if !started {
-			t.applyLocked(t.gathers.Answered(up.G, up.Batch, fencetree.Result{Err: closedErr(up.Req.ID)}))
+			t.applyLocked(t.fences.Answered(up.G, up.Batch, fencetree.Result{Err: closedErr(up.Req.ID)}))
 		}
 	}
 	for _, l := range eff.Logs {
@@ -234,15 +231,15 @@ func (t *tree) applyLocked(eff fencetree.Effects) {
 func (t *tree) timerDue(tm fencetree.Timer) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if _, ok := t.timers[tm]; !ok {
+	if _, ok := t.fences.timers[tm]; !ok {
 		return // disarmed meanwhile
 	}
-	delete(t.timers, tm)
+	delete(t.fences.timers, tm)
 	switch tm.Kind {
 	case fencetree.Flush:
-		t.applyLocked(t.gathers.FlushDue(tm.G, t.crew.Now()))
+		t.applyLocked(t.fences.FlushDue(tm.G, t.crew.Now()))
 	case fencetree.Expiry:
-		t.applyLocked(t.gathers.ExpiryDue(tm.G))
+		t.applyLocked(t.fences.ExpiryDue(tm.G))
 	}
 }
 
@@ -255,75 +252,13 @@ func closedErr(id string) error {
 // and timers end. The link up is the node's, which closes it.
 func (t *tree) close() {
 	t.mu.Lock()
-	t.closed = true
-	t.applyLocked(t.gathers.Stop(closedErr))
+	t.end.closed = true
+	t.applyLocked(t.fences.Stop(closedErr))
 	t.mu.Unlock()
-	t.mine.fail(plugin.Errorf(plugin.ErrAborted, "the node has left the job"))
-	t.abortSeen.Close()
+	t.data.mine.fail(plugin.Errorf(plugin.ErrAborted, "the node has left the job"))
+	t.end.seen.Close()
 	t.crew.Close()
-	t.peers.links.Close()
-}
-
-// childCall counts a child's part of fence id in (+1) or out (-1).
-func (t *tree) childCall(id string, d int) {
-	t.mu.Lock()
-	if t.children == nil {
-		t.children = map[string]int{}
-	}
-	t.children[id] += d
-	if t.children[id] <= 0 {
-		delete(t.children, id)
-		t.lastEnd = t.crew.Now()
-	}
-	t.mu.Unlock()
-	if d < 0 {
-		t.childDone.Broadcast()
-	}
-}
-
-// awaitChildren waits, at most childDrain or until ctx ends, until no
-// child's part of fence id ("": of any fence) is still on its way through
-// this node, and childFlush after the last one returned, for its answer
-// to be written. A fence's parts are answered together, but this node's
-// ranks, answered first, may finalize and end the node's gopmi (its stepd
-// kills it with them) while a child's answer still has to pass through
-// it: a node waits so per fence, or with WithFinalizeDrain once, for any
-// fence, before its ranks finalize. A fence of other ranks passing
-// through (a subset's, another job's) holds that wait up to childDrain:
-// its parts would be cut off when the node ends anyway.
-func (t *tree) awaitChildren(ctx context.Context, id string) {
-	bound, stop := t.crew.Alarm(childDrain)
-	defer stop()
-	for {
-		t.mu.Lock()
-		n := t.children[id]
-		if id == "" {
-			for _, c := range t.children {
-				n += c
-			}
-		}
-		last := t.lastEnd
-		ch := t.childDone.C()
-		t.mu.Unlock()
-		if n == 0 {
-			if left := childFlush - t.crew.Now().Sub(last); !last.IsZero() && left > 0 {
-				flushed, stop := t.crew.Alarm(left)
-				defer stop()
-				select {
-				case <-flushed:
-				case <-ctx.Done():
-				}
-			}
-			return
-		}
-		select {
-		case <-ch:
-		case <-bound:
-			return
-		case <-ctx.Done():
-			return
-		}
-	}
+	t.data.peers.links.Close()
 }
 
 // refusal is why the tree takes fence id no more (the job's abort, or
@@ -336,10 +271,10 @@ func (t *tree) refusal(id string) error {
 
 // refusalLocked is refusal with mu held.
 func (t *tree) refusalLocked(id string) error {
-	if t.abortErr != nil {
-		return t.abortErr
+	if t.end.err != nil {
+		return t.end.err
 	}
-	if t.closed {
+	if t.end.closed {
 		return closedErr(id)
 	}
 	return nil

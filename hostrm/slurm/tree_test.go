@@ -472,7 +472,7 @@ func TestNodeLoggerReachesTheTree(t *testing.T) {
 	}
 
 	// n1 listens for n2; a stranger without the secret knocks.
-	listening := n1.placed().addr
+	listening := n1.ov.Addr()
 	dctx, dcancel := context.WithTimeout(ctx, 5*time.Second)
 	defer dcancel()
 	wrong := overlay.Dialer(strings.Repeat("w", len(testSecret)), overlay.RoleTreeChild, overlay.ParentRole(job.Nspace, 0))
@@ -504,12 +504,12 @@ func TestNodeLoggerReachesTheTree(t *testing.T) {
 // after the last one returned, for its answer to be written.
 func TestDrainBeforeFinalize(t *testing.T) {
 	r := newTreeRig(t, 0, nil)
-	r.tree.childCall("f/1", 1)
-	r.tree.childCall("f/2", 1)
+	r.tree.drain.call("f/1", 1)
+	r.tree.drain.call("f/2", 1)
 	drain := func() <-chan struct{} {
 		done := make(chan struct{})
 		go func() {
-			r.tree.awaitChildren(context.Background(), "")
+			r.tree.drain.await(context.Background(), "")
 			close(done)
 		}()
 		return done
@@ -530,13 +530,13 @@ func TestDrainBeforeFinalize(t *testing.T) {
 		}
 	}
 	done := drain()
-	r.tree.childCall("f/1", -1)
+	r.tree.drain.call("f/1", -1)
 	select {
 	case <-done:
 		t.Fatal("drained while a child's part of f/2 was still passing through")
 	case <-time.After(50 * time.Millisecond):
 	}
-	r.tree.childCall("f/2", -1)
+	r.tree.drain.call("f/2", -1)
 	select {
 	case <-done:
 		t.Fatal("drained before its answer had childFlush to leave")
@@ -551,7 +551,7 @@ func TestDrainBeforeFinalize(t *testing.T) {
 	}
 	// A child's part that never returns holds the drain childDrain, no
 	// more.
-	r.tree.childCall("f/3", 1)
+	r.tree.drain.call("f/3", 1)
 	done = drain()
 	select {
 	case <-done:

@@ -1,6 +1,6 @@
 package slurm
 
-// The tree's links: each node's to its parent (peers.go finds it), and
+// The tree's links: each node's to its parent (the overlay finds it), and
 // the listener a node with children serves them on; both are the step's
 // private link (auth.go, plugin/seclink), in the roles tree-parent and
 // tree-child.
@@ -9,12 +9,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strings"
 	"sync"
 	"time"
 
 	"github.com/gopmi/gopmi/plugin"
 	"github.com/gopmi/gopmi/plugin/grpcplugin/direct"
+	treev1 "github.com/gopmi/gopmi/proto/gopmi/tree/v1"
 )
 
 // send passes a call up the node's link: to its parent node (or, when
@@ -46,27 +46,27 @@ func lostLink(err error) bool {
 // every read of this node's data, and tells the children watching.
 func (t *tree) aborted(err error) {
 	t.mu.Lock()
-	t.abortErr = err
-	t.applyLocked(t.gathers.Stop(func(string) error { return err }))
+	t.end.err = err
+	t.applyLocked(t.fences.Stop(func(string) error { return err }))
 	t.mu.Unlock()
-	t.mine.fail(err)
-	t.abortSeen.Close()
+	t.data.mine.fail(err)
+	t.end.seen.Close()
 }
 
 // serve listens, at the address and port the other nodes compute
-// (peers.go), for this node's children and for the nodes that read its
+// (package overlay), for this node's children and for the nodes that read its
 // data (modex.go).
 func (t *tree) serve(context.Context) error {
-	sl, addr, err := t.ov.Listen(t.Place, t.log)
+	sl, err := t.ov.Listen(t.Place, t.log)
 	if err != nil {
 		return fmt.Errorf("fence tree: %w", err)
 	}
-	t.addr = addr
 	served := t.crew.Spawn(func(ctx context.Context) {
 		var wg sync.WaitGroup
 		wg.Go(func() { t.watchNews(ctx) })
 		defer wg.Wait()
-		err := direct.Serve(ctx, sl, subtreeServer{Full: t.toRoot, t: t}, direct.WithLogger(t.log), direct.WithGracePeriod(time.Second))
+		err := direct.Serve(ctx, sl, subtreeServer{Full: t.toRoot, t: t}, direct.WithLogger(t.log), direct.WithGracePeriod(time.Second),
+			direct.WithService(&treev1.Tree_ServiceDesc, treeService{x: t.ex}))
 		if err != nil && ctx.Err() == nil {
 			// The children's fences fail, naming this node; the
 			// operator reads here which ranks they cut off.
@@ -111,20 +111,11 @@ func (s subtreeServer) DirectModex(ctx context.Context, req *plugin.ModexRequest
 // answer (its process died, its link broke) is a subtree lost in the
 // middle of a fence: the log names it and the ranks it carried.
 func (s subtreeServer) Fence(ctx context.Context, req *plugin.FenceRequest) (*plugin.FenceResponse, error) {
-	if id, ok := strings.CutPrefix(req.ID, partPrefix); ok {
-		// Another node's part of a fence the nodes exchange. Counted as
-		// a child's part is: the ranks this part completes may
-		// finalize at once, and the node must not end before this
-		// answer (the other node's wait) left it.
-		s.t.childCall(id, 1)
-		defer s.t.childCall(id, -1)
-		return &plugin.FenceResponse{}, s.t.takePart(req)
-	}
-	s.t.childCall(req.ID, 1)
-	defer s.t.childCall(req.ID, -1)
+	s.t.drain.call(req.ID, 1)
+	defer s.t.drain.call(req.ID, -1)
 	resp, err := s.t.fence(ctx, req)
 	s.t.mu.Lock()
-	closed := s.t.closed
+	closed := s.t.end.closed
 	s.t.mu.Unlock()
 	if err != nil && !closed && errors.Is(ctx.Err(), context.Canceled) {
 		s.t.log.Warn().Str("fence", req.ID).Str("child", req.Node).Err(err).

@@ -84,19 +84,34 @@ type peerLink struct {
 	err   error
 }
 
-// Link returns the link to node index i, dialling it (for at most wait)
-// on first use. A failed dial is not kept: the next read tries again.
+// Link returns the backend at node index i, dialling it (for at most
+// wait) on first use. A failed dial is not kept: the next read tries
+// again.
 func (p *Links) Link(ctx context.Context, i int, wait time.Duration) (plugin.Full, error) {
+	c, err := p.linkTo(ctx, i, wait, false)
+	if err != nil {
+		return nil, err
+	}
+	return c.Backend(), nil
+}
+
+// Conn is Link's connection, for the services the nodes serve each other
+// besides the backend.
+func (p *Links) Conn(ctx context.Context, i int, wait time.Duration) (*direct.Conn, error) {
 	return p.linkTo(ctx, i, wait, false)
 }
 
 // LinkOrGone is Link that fails at once, with ErrNoneListens, when
 // nothing listens at the node's ports: its server has ended.
 func (p *Links) LinkOrGone(ctx context.Context, i int, wait time.Duration) (plugin.Full, error) {
-	return p.linkTo(ctx, i, wait, true)
+	c, err := p.linkTo(ctx, i, wait, true)
+	if err != nil {
+		return nil, err
+	}
+	return c.Backend(), nil
 }
 
-func (p *Links) linkTo(ctx context.Context, i int, wait time.Duration, orGone bool) (plugin.Full, error) {
+func (p *Links) linkTo(ctx context.Context, i int, wait time.Duration, orGone bool) (*direct.Conn, error) {
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()
@@ -136,7 +151,7 @@ func (p *Links) linkTo(ctx context.Context, i int, wait time.Duration, orGone bo
 	if l.err != nil {
 		return nil, l.err
 	}
-	return l.c.Backend(), nil
+	return l.c, nil
 }
 
 // Close closes every link made; one still being dialled is closed by

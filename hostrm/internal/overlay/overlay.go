@@ -71,10 +71,8 @@ type Overlay struct {
 	cfg   Config
 	relay Relay
 
-	mu    sync.Mutex
-	place *fencetree.Place // set by Place
-	crew  *crew.Crew       // the placed node's
-	log   zerolog.Logger
+	mu     sync.Mutex
+	placed *placement // set by Place
 	// above are the nodes this node's calls go up through, nearest
 	// first; the root when none answers.
 	above []int
@@ -88,6 +86,15 @@ type Overlay struct {
 	// overlay (calls may still be in flight on them).
 	rejoining bool
 	retired   []io.Closer
+	addr      string // where the node listens, once it does
+}
+
+// placement is the node's place in its tree, with the crew that runs
+// its rejoin and the log it writes to.
+type placement struct {
+	fencetree.Place
+	crew *crew.Crew
+	log  zerolog.Logger
 }
 
 // New returns a node's overlay; SetRelay gives it the relay its link up
@@ -113,7 +120,7 @@ func (o *Overlay) Ports() PortRange { return o.cfg.Ports }
 func (o *Overlay) Place(p fencetree.Place, c *crew.Crew, log zerolog.Logger) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	o.place, o.crew, o.log = &p, c, log
+	o.placed = &placement{Place: p, crew: c, log: log}
 	o.above = fencetree.Ancestors(p.Self, p.Width)
 }
 
@@ -121,7 +128,7 @@ func (o *Overlay) Place(p fencetree.Place, c *crew.Crew, log zerolog.Logger) {
 func (o *Overlay) Leave() {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	o.place, o.crew, o.above = nil, nil, nil
+	o.placed, o.above = nil, nil
 }
 
 // Dial links the node up, for its relay: to the nearest of its ancestors
@@ -147,7 +154,7 @@ func (o *Overlay) Dial(ctx context.Context) (*direct.Conn, error) {
 // or not placed).
 func (o *Overlay) dialAbove(ctx context.Context) (*direct.Conn, int) {
 	o.mu.Lock()
-	p, log := o.place, o.log
+	p := o.placed
 	var alive []int
 	for _, a := range o.above {
 		if !o.lost[a] {
@@ -163,7 +170,7 @@ func (o *Overlay) dialAbove(ctx context.Context) (*direct.Conn, int) {
 		if ctx.Err() != nil {
 			return nil, -1
 		}
-		log.Warn().Err(err).Msgf("fence tree: node %s did not answer in %s; going up past it", p.Job.Nodes[a].Name, o.cfg.AncestorWait)
+		p.log.Warn().Err(err).Msgf("fence tree: node %s did not answer in %s; going up past it", p.Job.Nodes[a].Name, o.cfg.AncestorWait)
 	}
 	return nil, -1
 }
@@ -204,10 +211,10 @@ func (o *Overlay) Relink() {
 // rejoinLocked starts rejoin when the link up went past ancestors that
 // did not answer in time. Called with mu held.
 func (o *Overlay) rejoinLocked() {
-	if o.rejoining || o.crew == nil || len(o.passedLocked()) == 0 {
+	if o.rejoining || o.placed == nil || len(o.passedLocked()) == 0 {
 		return
 	}
-	o.rejoining = o.crew.Spawn(o.rejoin)
+	o.rejoining = o.placed.crew.Spawn(o.rejoin)
 }
 
 // passedLocked are the ancestors nearer than the one the link up goes
@@ -239,10 +246,10 @@ func (o *Overlay) passedLocked() []int {
 // dials from the parent up again), or when the crew closes.
 func (o *Overlay) rejoin(ctx context.Context) {
 	o.mu.Lock()
-	p, c0, log := o.place, o.crew, o.log
+	p := o.placed
 	o.mu.Unlock()
 	for pause := rejoinFirst; ; pause = min(2*pause, rejoinMax) {
-		due, stop := c0.Alarm(pause)
+		due, stop := p.crew.Alarm(pause)
 		select {
 		case <-ctx.Done():
 		case <-due:
@@ -271,7 +278,7 @@ func (o *Overlay) rejoin(ctx context.Context) {
 			o.up, o.upNode = nc, a
 			o.retired = append(o.retired, c)
 			o.mu.Unlock()
-			log.Info().Msgf("fence tree: node %s answers now; this node's calls go through it again", p.Job.Nodes[a].Name)
+			p.log.Info().Msgf("fence tree: node %s answers now; this node's calls go through it again", p.Job.Nodes[a].Name)
 			break
 		}
 	}
@@ -280,9 +287,8 @@ func (o *Overlay) rejoin(ctx context.Context) {
 // Listen listens for the node's children and for the nodes that read its
 // data, at its host on the first of its ports that is free (or, when the
 // host is not one of this machine's addresses, on every address with
-// that port), behind the job's private link in the node's role; it
-// returns the listener and its address.
-func (o *Overlay) Listen(p fencetree.Place, log zerolog.Logger) (net.Listener, string, error) {
+// that port), behind the job's private link in the node's role.
+func (o *Overlay) Listen(p fencetree.Place, log zerolog.Logger) (net.Listener, error) {
 	host := NodeHost(p.Job, p.Self)
 	ports := o.cfg.Ports.Ports(o.cfg.Secret, p.Job.Nspace, p.Self)
 	var last error
@@ -292,12 +298,10 @@ func (o *Overlay) Listen(p fencetree.Place, log zerolog.Logger) (net.Listener, s
 			l, err = o.cfg.Listen("tcp", net.JoinHostPort("", strconv.Itoa(port)))
 		}
 		if err == nil {
-			addr := l.Addr().String()
-			sl, err := Listen(l, o.cfg.Secret, ParentRole(p.Job.Nspace, p.Self), RoleTreeChild, log)
-			if err != nil {
-				return nil, "", err
-			}
-			return sl, addr, nil
+			o.mu.Lock()
+			o.addr = l.Addr().String()
+			o.mu.Unlock()
+			return Listen(l, o.cfg.Secret, ParentRole(p.Job.Nspace, p.Self), RoleTreeChild, log)
 		}
 		last = err
 	}
@@ -305,7 +309,14 @@ func (o *Overlay) Listen(p fencetree.Place, log zerolog.Logger) (net.Listener, s
 	if r.High == 0 {
 		r = DefaultPorts
 	}
-	return nil, "", fmt.Errorf("listen for the other nodes: at %s, none of %d ports from %d (in %d-%d) is free: %w", host, len(ports), ports[0], r.Low, r.High, last)
+	return nil, fmt.Errorf("listen for the other nodes: at %s, none of %d ports from %d (in %d-%d) is free: %w", host, len(ports), ports[0], r.Low, r.High, last)
+}
+
+// Addr is where the node listens, "" before Listen.
+func (o *Overlay) Addr() string {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.addr
 }
 
 // Close closes the links up that rejoin retired. The link up itself is
@@ -314,7 +325,7 @@ func (o *Overlay) Close() {
 	o.mu.Lock()
 	retired := o.retired
 	o.retired = nil
-	o.place, o.crew, o.above = nil, nil, nil
+	o.placed, o.above = nil, nil
 	o.mu.Unlock()
 	for _, c := range retired {
 		_ = c.Close()

@@ -78,14 +78,26 @@ type Coordinator struct {
 	log  zerolog.Logger
 
 	mu      sync.Mutex
-	status  int       // what srun should exit with; 0 while nothing failed
-	why     string    // the first abort or failure
+	outcome outcome   // what srun should exit with, and why
 	addr    string    // host:port the nodes reach us at, from their connections
 	served  string    // where the universe is served to the node daemon; set before nodes connect
 	changed wake.Cond // broadcast when a node configures: a spawn waits for its job's nodes
 	spawned sync.WaitGroup
 	sruns   map[*exec.Cmd]bool // spawned steps' sruns still running
-	known   map[string]bool    // jobs told to OnJob
+	jobs    stepJobs
+}
+
+// outcome is what srun should exit with: 0 while nothing failed, else
+// the first abort's or failure's status, and why.
+type outcome struct {
+	status int
+	why    string
+}
+
+// stepJobs are the jobs of the step (its own, and those it spawned), as
+// the coordinator knows them.
+type stepJobs struct {
+	known map[string]bool // told to OnJob
 	// readers read the data of the jobs on several nodes, which their
 	// nodes hold (package slurm, modex.go), for readers outside them.
 	readers map[string]*slurm.JobReader
@@ -149,17 +161,17 @@ func (b *stepBackend) Configure(ctx context.Context, req *plugin.ConfigureReques
 	resp, err := b.Universe.Configure(ctx, req)
 	b.c.changed.Broadcast()
 	b.c.mu.Lock()
-	first := err == nil && !b.c.known[req.Job.Nspace]
+	first := err == nil && !b.c.jobs.known[req.Job.Nspace]
 	if first {
-		if b.c.known == nil {
-			b.c.known = map[string]bool{}
+		if b.c.jobs.known == nil {
+			b.c.jobs.known = map[string]bool{}
 		}
-		b.c.known[req.Job.Nspace] = true
+		b.c.jobs.known[req.Job.Nspace] = true
 		if slurm.HoldsOwnData(req.Job) {
-			if b.c.readers == nil {
-				b.c.readers = map[string]*slurm.JobReader{}
+			if b.c.jobs.readers == nil {
+				b.c.jobs.readers = map[string]*slurm.JobReader{}
 			}
-			b.c.readers[req.Job.Nspace] = slurm.NewJobReader(req.Job, b.c.opts.Secret, cfg.TreePorts)
+			b.c.jobs.readers[req.Job.Nspace] = slurm.NewJobReader(req.Job, b.c.opts.Secret, cfg.TreePorts)
 		}
 		// Told before any node's Configure returns: a node whose ranks
 		// publish at once must find the job registered with the daemon
@@ -178,7 +190,7 @@ func (b *stepBackend) Configure(ctx context.Context, req *plugin.ConfigureReques
 // each other directly); other jobs' data is the universe's.
 func (b *stepBackend) DirectModex(ctx context.Context, req *plugin.ModexRequest) (*plugin.ModexResponse, error) {
 	b.c.mu.Lock()
-	r := b.c.readers[req.Proc.Nspace]
+	r := b.c.jobs.readers[req.Proc.Nspace]
 	b.c.mu.Unlock()
 	if r == nil {
 		return b.Universe.DirectModex(ctx, req)
@@ -195,7 +207,7 @@ func (b *stepBackend) Depart(ctx context.Context, req *plugin.DepartRequest) err
 		return plugin.Errorf(plugin.ErrInvalidArgument, "depart of node %s: no processes", req.Node)
 	}
 	b.c.mu.Lock()
-	r := b.c.readers[req.Procs[0].Nspace]
+	r := b.c.jobs.readers[req.Procs[0].Nspace]
 	b.c.mu.Unlock()
 	if r == nil {
 		return b.Universe.Depart(ctx, req)
@@ -206,8 +218,8 @@ func (b *stepBackend) Depart(ctx context.Context, req *plugin.DepartRequest) err
 // closeReaders closes the links the readers made.
 func (c *Coordinator) closeReaders() {
 	c.mu.Lock()
-	rs := c.readers
-	c.readers = nil
+	rs := c.jobs.readers
+	c.jobs.readers = nil
 	c.mu.Unlock()
 	for _, r := range rs {
 		r.Close()
@@ -223,7 +235,7 @@ func (c *Coordinator) Backend() plugin.Full { return c.be }
 func (c *Coordinator) Status() (int, string) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.status, c.why
+	return c.outcome.status, c.outcome.why
 }
 
 // Run listens, reports the port and serves until ctx ends.
@@ -341,9 +353,9 @@ func (c *Coordinator) procFailed(p plugin.Proc, reason string) {
 // rank aborted or died would otherwise hang in its next fence.
 func (c *Coordinator) fail(status int, why string) {
 	c.mu.Lock()
-	first := c.status == 0
+	first := c.outcome.status == 0
 	if first {
-		c.status, c.why = status, why
+		c.outcome.status, c.outcome.why = status, why
 	}
 	c.mu.Unlock()
 	if !first {

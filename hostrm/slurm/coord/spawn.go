@@ -121,7 +121,7 @@ func (c *Coordinator) launch(ctx context.Context, spec *local.JobSpec) error {
 		c.sruns = map[*exec.Cmd]bool{}
 	}
 	c.sruns[cmd] = true
-	stopped := c.status != 0
+	stopped := c.outcome.status != 0
 	c.mu.Unlock()
 	if stopped {
 		c.stopSpawned() // the job failed while this one started

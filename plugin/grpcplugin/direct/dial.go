@@ -126,6 +126,10 @@ func (c *Conn) Lost() bool {
 	return c.cc.GetState() != connectivity.Ready
 }
 
+// ClientConn is the connection, for the clients of services served
+// besides the backend (WithService).
+func (c *Conn) ClientConn() grpc.ClientConnInterface { return c.cc }
+
 // Backend returns the remote backend. Calls fail with an error wrapping
 // plugin.ErrBackendGone once Close was called or the connection broke.
 func (c *Conn) Backend() plugin.Full { return c.backend }

@@ -13,6 +13,7 @@ import (
 	healthpb "google.golang.org/grpc/health/grpc_health_v1"
 
 	"github.com/gopmi/gopmi/plugin"
+	"github.com/gopmi/gopmi/plugin/grpcplugin/internal/convert"
 	"github.com/gopmi/gopmi/plugin/grpcplugin/internal/service"
 	rmv1 "github.com/gopmi/gopmi/proto/gopmi/rm/v1"
 )
@@ -54,6 +55,15 @@ type Options struct {
 	// GracePeriod is how long Serve waits for running calls when its
 	// context ends.
 	GracePeriod time.Duration
+	// Services are served besides ResourceManagerService (Serve only).
+	Services []Service
+}
+
+// Service is a gRPC service served on the same listener as the backend:
+// its description (from the generated code) and its implementation.
+type Service struct {
+	Desc *grpc.ServiceDesc
+	Impl any
 }
 
 // ResolveOptions applies opts to the defaults.
@@ -92,6 +102,27 @@ func WithGracePeriod(d time.Duration) ServeOption {
 	}
 }
 
+// WithService serves a service of the caller's own besides the backend,
+// on the same listener and link (Serve only): what the processes behind
+// one link tell each other that is no call of the contract. Its handlers
+// return errors through Status; its callers read them with CallError.
+func WithService(desc *grpc.ServiceDesc, impl any) ServeOption {
+	return func(o *Options) { o.Services = append(o.Services, Service{Desc: desc, Impl: impl}) }
+}
+
+// Status is what a handler of a WithService service returns for err: the
+// status a backend's error travels in, so that CallError on the calling
+// side gives back its kind and message.
+func Status(err error) error { return convert.ToStatus(err) }
+
+// CallError is what a call of a WithService service returned, as the
+// caller sees a backend's errors: the remote error's kind and message,
+// or the link's failure (plugin.ErrBackendGone, plugin.ErrUnavailable).
+// op names the call for messages made here.
+func CallError(ctx context.Context, op string, err error) error {
+	return convert.FromCallError(ctx, op, err)
+}
+
 // ServerOptions are the grpc.Server options the service needs: the message
 // limits, and log in every call's context.
 func (o Options) ServerOptions(log zerolog.Logger) []grpc.ServerOption {
@@ -120,6 +151,9 @@ func Serve(ctx context.Context, l net.Listener, b plugin.Backend, opts ...ServeO
 	hs.SetServingStatus(healthService, healthpb.HealthCheckResponse_SERVING)
 	healthpb.RegisterHealthServer(srv, hs)
 	rmv1.RegisterResourceManagerServiceServer(srv, service.NewServer(b))
+	for _, sv := range o.Services {
+		srv.RegisterService(sv.Desc, sv.Impl)
+	}
 
 	served := make(chan error, 1)
 	go func() { served <- srv.Serve(l) }()
