@@ -8,6 +8,8 @@ CMDS     := ./hostrm/cmd/gopmi ./shim/cmd/gopmi-shim ./hostrm/local/cmd/gopmi-rm
 # systemd's units for the node daemon (gopmi.socket, gopmi.service); the
 # local unit directory, which systemd searches.
 SYSTEMD_UNITDIR ?= $(PREFIX)/lib/systemd/system
+# The man pages (docs/man).
+MANDIR   ?= $(PREFIX)/share/man
 # Where Slurm loads plugins from (Debian's); make install-slurm-plugin
 # installs mpi_gopmi.so there.
 SLURM_PLUGINDIR ?= $(firstword $(wildcard /usr/lib/*/slurm-wlm) /usr/lib/x86_64-linux-gnu/slurm-wlm)
@@ -42,6 +44,10 @@ install: build
 	install -m 0644 contrib/systemd/gopmi.socket $(DESTDIR)$(SYSTEMD_UNITDIR)/
 	sed 's|@BINDIR@|$(PREFIX)/bin|' contrib/systemd/gopmi.service > $(DESTDIR)$(SYSTEMD_UNITDIR)/gopmi.service
 	chmod 0644 $(DESTDIR)$(SYSTEMD_UNITDIR)/gopmi.service
+	install -d $(DESTDIR)$(MANDIR)/man1 $(DESTDIR)$(MANDIR)/man5 $(DESTDIR)$(MANDIR)/man8
+	install -m 0644 docs/man/gopmi.1 docs/man/gopmi-run.1 $(DESTDIR)$(MANDIR)/man1/
+	install -m 0644 docs/man/gopmi-mpi.conf.5 $(DESTDIR)$(MANDIR)/man5/
+	install -m 0644 docs/man/gopmi-daemon.8 $(DESTDIR)$(MANDIR)/man8/
 
 # gopmi as MPICH's mpiexec, in $(PREFIX)/bin (before /usr/bin in PATH):
 # a singleton MPICH program, started with no process manager, runs

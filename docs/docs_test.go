@@ -149,3 +149,60 @@ func TestMPIConfKeysDocumented(t *testing.T) {
 		}
 	}
 }
+
+// The man pages name what the code takes: every command of gopmi(1),
+// every flag of gopmi-run(1) and gopmi-daemon(8), every mpi.conf key of
+// gopmi-mpi.conf(5); and groff reads each without a warning.
+func TestManPages(t *testing.T) {
+	read := func(name string) string {
+		b, err := os.ReadFile(filepath.Join("man", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		// roff escapes a dash as \-.
+		return strings.ReplaceAll(string(b), `\-`, "-")
+	}
+	commandRE := regexp.MustCompile(`(?m)^  ([a-z]+)\b`)
+	page := read("gopmi.1")
+	for _, m := range commandRE.FindAllStringSubmatch(gopmiHelp(t), -1) {
+		if !regexp.MustCompile(`(?m)^\.BR? ` + m[1] + `\b`).MatchString(page) {
+			t.Errorf("gopmi.1 does not describe the command %s", m[1])
+		}
+	}
+	for _, c := range []struct {
+		page string
+		args []string
+	}{
+		{"gopmi-run.1", []string{"run"}},
+		{"gopmi-daemon.8", []string{"daemon"}},
+	} {
+		page := read(c.page)
+		for _, m := range flagRE.FindAllStringSubmatch(gopmiHelp(t, c.args...), -1) {
+			if !regexp.MustCompile(`(?m)^\.BI? ` + regexp.QuoteMeta(m[1]) + `(\s|$)`).MatchString(page) {
+				t.Errorf("%s does not describe gopmi %s's flag %s", c.page, strings.Join(c.args, " "), m[1])
+			}
+		}
+	}
+	src, err := os.ReadFile("../contrib/slurm/conf.c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	page = read("gopmi-mpi.conf.5")
+	for _, k := range regexp.MustCompile(`\{"(Gopmi[A-Za-z]+)", S_P_`).FindAllStringSubmatch(string(src), -1) {
+		if !strings.Contains(page, ".BI "+k[1]+"=") {
+			t.Errorf("gopmi-mpi.conf.5 does not describe the key %s", k[1])
+		}
+	}
+	groff, err := exec.LookPath("groff")
+	if err != nil {
+		t.Logf("groff is not installed: the pages' roff is not checked")
+		return
+	}
+	pages, _ := filepath.Glob("man/*.[158]")
+	for _, p := range pages {
+		out, err := exec.Command(groff, "-man", "-ww", "-z", p).CombinedOutput()
+		if err != nil || len(out) > 0 {
+			t.Errorf("groff -man -ww %s: %v\n%s", p, err, out)
+		}
+	}
+}

@@ -144,8 +144,8 @@
 // bootstrap.log_level; GOPMI_LOG_FORMAT=console makes it text for a
 // human, and when stderr is the systemd journal (JOURNAL_STREAM) the shim
 // writes to journald natively. The backend's stderr is relayed into the
-// same log by grpcplugin. The shim keeps Go's default GC setting: a lower
-// GOGC (it used 40, for about 20% less peak RSS on a 64-task job) ran
-// four collections during a 64-rank MPI_Init instead of one, CPU the job
-// pays while it starts; GOGC in the environment still applies.
+// same log by grpcplugin. The collector's target has one owner in every
+// gopmi process, shim/serve's gc.go: Go's default, lowered while the
+// process's jobs hold a big KVS, and raised for a Slurm step's short-lived
+// processes (serve.StepGC); GOGC in the environment still applies.
 package shim

@@ -29,7 +29,7 @@ const DefaultMaxMessageSize = 512 << 20
 // (200 KiB) waited on the way for the reader's window updates, each a
 // wake-up of a process on a busy node. From the coordinator to a node it
 // took 3.3-12.2 ms, and 2.4-10.5 with this window (6 runs each; most of
-// the rest was the collector, see gopmi-slurm's gc.go). It is a credit,
+// the rest was the collector, see shim/serve's gc.go). It is a credit,
 // not a buffer: nothing is allocated for it.
 const window = 4 << 20
 

@@ -39,7 +39,7 @@ import (
 
 func main() {
 	zerolog.TimeFieldFormat = time.RFC3339Nano // sub-second log times
-	gcForAStep()
+	serve.StepGC()
 	if len(os.Args) > 1 {
 		switch os.Args[1] {
 		case "coordinate":
