@@ -271,7 +271,8 @@ type inProc struct {
 type runOpts struct {
 	start      StartFunc
 	inProcess  func(context.Context, serve.BackendSpec) (plugin.Full, error)
-	noPlugins  bool // neither StartPlugin nor Backend
+	inNames    []string // RunConfig.BackendNames
+	noPlugins  bool     // neither StartPlugin nor Backend
 	backendEnv []string
 	// extra files for Run besides one socketpair per fd task.
 	files []*os.File
@@ -313,18 +314,19 @@ func startRun(t *testing.T, b *shimv1.Bootstrap, o runOpts) *inProc {
 	ctx, cancel := context.WithCancel(context.Background())
 	p.cancel = cancel
 	t.Cleanup(cancel)
-	if o.start == nil && o.inProcess == nil && !o.noPlugins {
+	if o.start == nil && (o.inProcess == nil || len(o.inNames) > 0) && !o.noPlugins {
 		o.start = pluginStart
 	}
 	rc := RunConfig{
-		Stdin:       bytes.NewReader(data),
-		Stderr:      p.log,
-		Getenv:      func(k string) string { return env[k] },
-		Files:       func() ([]*os.File, error) { return files, nil },
-		Signals:     p.sigs,
-		StartPlugin: o.start,
-		Backend:     o.inProcess,
-		backendEnv:  o.backendEnv,
+		Stdin:        bytes.NewReader(data),
+		Stderr:       p.log,
+		Getenv:       func(k string) string { return env[k] },
+		Files:        func() ([]*os.File, error) { return files, nil },
+		Signals:      p.sigs,
+		StartPlugin:  o.start,
+		Backend:      o.inProcess,
+		BackendNames: o.inNames,
+		backendEnv:   o.backendEnv,
 	}
 	go func() { p.done <- Run(ctx, rc) }()
 	t.Cleanup(func() {

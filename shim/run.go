@@ -6,6 +6,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"slices"
 	"sync"
 	"syscall"
 	"time"
@@ -53,6 +54,11 @@ type RunConfig struct {
 	// carries the shim's logger for the backend (zerolog.Ctx), with the
 	// job's fields.
 	Backend func(ctx context.Context, spec serve.BackendSpec) (plugin.Full, error)
+	// BackendNames, when set, are the backends Backend serves; any other
+	// is started through StartPlugin (gopmi-pmix serves gopmi run's
+	// "local" backend in process, and starts a vendor's). Empty: Backend
+	// serves every one.
+	BackendNames []string
 
 	// StartPlugin starts gopmi-rm-<name> as a process when Backend is
 	// nil: gopmi-shim passes shim/goplugin.Start. The package does not
@@ -317,7 +323,7 @@ func (s *server) startBackend(ctx context.Context, path string) (*serve.Started,
 	c := s.cfg
 	start, dir := s.rc.StartPlugin, ""
 	var sock *sockdir.Dir
-	if s.rc.Backend != nil {
+	if s.inProcess() {
 		start = inProcess(s.rc.Backend, c.Backend)
 	} else {
 		// The socket directory is made only for a backend process that
@@ -352,11 +358,18 @@ func (s *server) startBackend(ctx context.Context, path string) (*serve.Started,
 	return &serve.Started{Backend: bp.Backend(), Info: bp.Info(), Exited: bp.Exited(), Close: bp.Close}, nil
 }
 
+// inProcess reports whether the job's backend is served in this process
+// (RunConfig.Backend, for the names it serves).
+func (s *server) inProcess() bool {
+	names := s.rc.BackendNames
+	return s.rc.Backend != nil && (len(names) == 0 || slices.Contains(names, s.cfg.Backend.Name))
+}
+
 // backendBinary is the backend process's executable, "" when the backend
 // is served in process (RunConfig.Backend); a shim that can do neither,
 // or a binary not found, is an error.
 func (s *server) backendBinary() (string, error) {
-	if s.rc.Backend != nil {
+	if s.inProcess() {
 		return "", nil
 	}
 	if s.rc.StartPlugin == nil {

@@ -627,6 +627,24 @@ func TestRunInProcessBackend(t *testing.T) {
 	}
 }
 
+// With BackendNames, RunConfig.Backend serves only the backends it names:
+// another is started as a process (gopmi-pmix serves gopmi run's own
+// backend in process, and starts a vendor's).
+func TestRunInProcessOnlyNamedBackends(t *testing.T) {
+	var called atomic.Bool
+	p := startRun(t, twoNodes(), runOpts{inNames: []string{"local"},
+		inProcess: func(context.Context, serve.BackendSpec) (plugin.Full, error) {
+			called.Store(true)
+			return nil, errors.New("not this one")
+		}})
+	p.ready()
+	helloWorld(t, p.tasks[0], p.tasks[1])
+	p.waitExit(serve.ExitOK, "")
+	if called.Load() {
+		t.Error("a backend BackendNames does not name was served in process")
+	}
+}
+
 // closeProbe records its Close.
 type closeProbe struct {
 	plugin.Full

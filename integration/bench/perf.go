@@ -31,8 +31,8 @@ var perfComms = map[string]bool{"perf": true, "perf-exec": true}
 // manager. The key is the base name of the launcher's command. For hydra,
 // mpiexec and its proxies; for gopmi, `gopmi run`, which serves a job on
 // one node itself and, with -ppn, starts a gopmi-shim and its
-// gopmi-rm-local backend per simulated node (gopmi-pmix instead of
-// gopmi-shim for a PMIx job, on every node). srun's step daemon runs
+// gopmi-rm-local backend per simulated node (for a PMIx job, a gopmi-pmix
+// on every node, with that backend in its own process). srun's step daemon runs
 // under slurmd, outside the launcher's tree: under Slurm perf samples the
 // whole machine (perfCPU.all), and srun's PM is srun, every slurmstepd
 // (which launches the tasks under any --mpi, and runs mpi/pmi2's agent

@@ -54,6 +54,13 @@ func New() *Backend {
 	return newBackend(os.Args[1:], os.Getenv)
 }
 
+// FromArgs is New with the arguments given, as the bootstrap's backend
+// spec has them: the backend served inside the shim's own process
+// (gopmi-pmix serves gopmi run's so).
+func FromArgs(args []string) *Backend {
+	return newBackend(args, os.Getenv)
+}
+
 func newBackend(args []string, getenv func(string) string) *Backend {
 	f := &Backend{args: args, getenv: getenv, dial: link.Dial}
 	f.Relay = plugin.NewRelay(f.dialUniverse)

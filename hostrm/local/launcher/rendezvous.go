@@ -188,8 +188,9 @@ func (l *Launcher) startRendezvousServer(rj *runJob, rn *runNode, r *rendezvous)
 }
 
 // rendezvousBootstrap is the bootstrap of node index's lazy PMIx server:
-// a PMIx job's (no task fds; its backend, gopmi-rm-local on the
-// universe, up at once) that listens on the rendezvous.
+// a PMIx job's (no task fds; its backend, the forwarder to the universe,
+// which gopmi-pmix serves in its own process, up at once) that listens on
+// the rendezvous.
 func (l *Launcher) rendezvousBootstrap(spec *local.JobSpec, index int) *shimv1.Bootstrap {
 	b := l.bootstrap(spec, index, "")
 	for _, t := range b.Tasks {

@@ -7,20 +7,37 @@
 // the one gopmi binary that links libpmix (cgo), built with the tag pmix
 // where libpmix-dev is installed; a job that never speaks PMIx never
 // starts it.
+//
+// gopmi run's own backend ("local", which forwards to the run's universe)
+// it serves in its own process, as gopmi-slurm serves Slurm's: one
+// process and one handshake fewer per node of a PMIx job. Any other
+// backend it starts as gopmi-rm-<name> through go-plugin, as gopmi-shim
+// does.
 package main
 
 import (
+	"context"
 	"os"
 	"time"
 
 	"github.com/rs/zerolog"
 
+	"github.com/gopmi/gopmi/hostrm/local/forwarder"
+	"github.com/gopmi/gopmi/plugin"
 	"github.com/gopmi/gopmi/shim"
 	"github.com/gopmi/gopmi/shim/goplugin"
 	"github.com/gopmi/gopmi/shim/pmix"
+	"github.com/gopmi/gopmi/shim/serve"
 )
 
 func main() {
 	zerolog.TimeFieldFormat = time.RFC3339Nano
-	os.Exit(shim.MainWith(shim.RunConfig{StartPlugin: goplugin.Start, PMIx: pmix.Face}))
+	os.Exit(shim.MainWith(shim.RunConfig{
+		StartPlugin: goplugin.Start,
+		PMIx:        pmix.Face,
+		Backend: func(_ context.Context, spec serve.BackendSpec) (plugin.Full, error) {
+			return forwarder.FromArgs(spec.Args), nil
+		},
+		BackendNames: []string{"local"},
+	}))
 }
