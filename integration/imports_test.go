@@ -85,7 +85,7 @@ func TestImportRules(t *testing.T) {
 			case (path == mod+"hostrm/slurm" || path == mod+"hostrm/slurm/cmd/gopmi-rm-slurm") && own && !slices.Contains(sdk, imp) &&
 				imp != mod+"hostrm/slurm" && !neutral(imp):
 				t.Errorf("%s imports %s: the Slurm backend may use only the SDK (%s) and the host-neutral fence tree", path, imp, strings.Join(sdk, ", "))
-			case strings.HasPrefix(path, mod+"hostrm/slurm/") && own && !slices.Contains(sdk, imp) &&
+			case strings.HasPrefix(path, mod+"hostrm/slurm/") && own && !slices.Contains(sdk, imp) && !neutral(imp) &&
 				imp != mod+"hostrm/local" && imp != mod+"hostrm/link" && !strings.HasPrefix(imp, mod+"hostrm/slurm") &&
 				!(path == slurmShim && (shimPkgs[imp] || imp == mod+"hostrm/daemon")):
 				// The coordinator keeps the step's state in the local RM's

@@ -14,6 +14,7 @@ import (
 
 	"github.com/rs/zerolog"
 
+	"github.com/gopmi/gopmi/hostrm/internal/crew"
 	"github.com/gopmi/gopmi/hostrm/link"
 	"github.com/gopmi/gopmi/hostrm/local"
 	"github.com/gopmi/gopmi/hostrm/slurm"
@@ -82,9 +83,17 @@ type Coordinator struct {
 	addr    string    // host:port the nodes reach us at, from their connections
 	served  string    // where the universe is served to the node daemon; set before nodes connect
 	changed wake.Cond // broadcast when a node configures: a spawn waits for its job's nodes
-	spawned sync.WaitGroup
-	sruns   map[*exec.Cmd]bool // spawned steps' sruns still running
+	spawned spawnedSteps
 	jobs    stepJobs
+	// crew runs the step's cancel after a failure and the kill of the
+	// spawned steps' sruns that outlive their SIGTERM; Run closes it.
+	crew *crew.Crew
+}
+
+// spawnedSteps are the steps the job spawned whose srun runs.
+type spawnedSteps struct {
+	wg    sync.WaitGroup
+	sruns map[*exec.Cmd]bool // guarded by the coordinator's mu
 }
 
 // outcome is what srun should exit with: 0 while nothing failed, else
@@ -120,7 +129,7 @@ func New(opts Options) *Coordinator {
 	if opts.Stderr == nil {
 		opts.Stderr = os.Stderr
 	}
-	c := &Coordinator{opts: opts, log: opts.Logger}
+	c := &Coordinator{opts: opts, log: opts.Logger, crew: crew.New(nil)}
 	c.u = local.NewUniverse(local.UniverseOptions{
 		Prefix:       "slurm." + opts.Step,
 		Version:      opts.Version,
@@ -240,6 +249,7 @@ func (c *Coordinator) Status() (int, string) {
 
 // Run listens, reports the port and serves until ctx ends.
 func (c *Coordinator) Run(ctx context.Context) error {
+	defer c.crew.Close()
 	if c.opts.Secret == "" {
 		return errors.New("coordinator: no step secret")
 	}
@@ -293,7 +303,7 @@ func (c *Coordinator) Run(ctx context.Context) error {
 func (c *Coordinator) WaitSpawned(ctx context.Context) error {
 	done := make(chan struct{})
 	go func() {
-		c.spawned.Wait()
+		c.spawned.wg.Wait()
 		close(done)
 	}()
 	select {
@@ -368,19 +378,25 @@ func (c *Coordinator) fail(status int, why string) {
 		c.stopSpawned()
 		return
 	}
-	go func() {
+	c.crew.Spawn(func(ctx context.Context) {
 		// The ranks in PMI calls fail at once (the universe fails the
 		// job's waits); the step's end is the backstop for the others.
 		// It waits a moment, so that the aborting rank's last lines,
 		// on their way from its node to srun, are not cut off.
-		time.Sleep(cancelGrace)
+		grace, stop := c.crew.Alarm(cancelGrace)
+		defer stop()
+		select {
+		case <-grace:
+		case <-ctx.Done():
+			return // the coordinator is done: so is the step
+		}
 		c.stopSpawned()
-		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		defer cancel()
 		if err := c.opts.Cancel(ctx, c.opts.Step); err != nil {
 			c.log.Error().Err(err).Str("step", c.opts.Step).Msg("cancelling the step failed")
 		}
-	}()
+	})
 }
 
 func scancel(ctx context.Context, step string) error {

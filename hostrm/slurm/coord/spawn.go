@@ -115,22 +115,22 @@ func (c *Coordinator) launch(ctx context.Context, spec *local.JobSpec) error {
 		}
 	}
 	// The step runs on; its end ends the job here.
-	c.spawned.Add(1)
+	c.spawned.wg.Add(1)
 	c.mu.Lock()
-	if c.sruns == nil {
-		c.sruns = map[*exec.Cmd]bool{}
+	if c.spawned.sruns == nil {
+		c.spawned.sruns = map[*exec.Cmd]bool{}
 	}
-	c.sruns[cmd] = true
+	c.spawned.sruns[cmd] = true
 	stopped := c.outcome.status != 0
 	c.mu.Unlock()
 	if stopped {
 		c.stopSpawned() // the job failed while this one started
 	}
 	go func() {
-		defer c.spawned.Done()
+		defer c.spawned.wg.Done()
 		err := <-exited
 		c.mu.Lock()
-		delete(c.sruns, cmd)
+		delete(c.spawned.sruns, cmd)
 		c.mu.Unlock()
 		failure := ""
 		var ee *exec.ExitError
@@ -239,17 +239,17 @@ func srunArgs(apps []local.AppSpec) (args, env []string, conf string, err error)
 func (c *Coordinator) stopSpawned() {
 	c.mu.Lock()
 	var cmds []*exec.Cmd
-	for cmd := range c.sruns {
+	for cmd := range c.spawned.sruns {
 		cmds = append(cmds, cmd)
 	}
 	c.mu.Unlock()
 	for _, cmd := range cmds {
 		_ = syscall.Kill(cmd.Process.Pid, syscall.SIGTERM)
-		time.AfterFunc(5*time.Second, func() {
+		c.crew.After(5*time.Second, func() {
 			// Only while it is unreaped: its pid cannot be reused yet.
 			c.mu.Lock()
 			defer c.mu.Unlock()
-			if c.sruns[cmd] {
+			if c.spawned.sruns[cmd] {
 				_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 			}
 		})
