@@ -2,7 +2,6 @@ package shim
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -91,8 +90,14 @@ func (s *server) runPMIx(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("%w: %w", serve.ErrJobFailed, err)
 	}
-	b, _ := json.Marshal(env)
-	if err := s.notify.send(fmt.Sprintf("READY=1\nSTATUS=serving %d PMIx tasks\n%s=%s", len(c.Tasks), serve.PMIxEnv, b)); err != nil {
+	msg, err := serve.PMIxReady(len(c.Tasks), env)
+	if err != nil {
+		done, cancel := context.WithCancel(ctx)
+		cancel()
+		_ = wait(done)
+		return fmt.Errorf("%w: %w", serve.ErrJobFailed, err)
+	}
+	if err := s.notify.send(msg); err != nil {
 		// No task will start: the face stops at once.
 		done, cancel := context.WithCancel(ctx)
 		cancel()

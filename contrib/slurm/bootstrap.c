@@ -334,84 +334,30 @@ char *bootstrap(const stepd_step_rec_t *job, char **env, const char *coord, cons
 	return b;
 }
 
-/* json_env parses the JSON array of "K=V" strings a PMIx shim's READY
- * carries (GOPMI_PMIX_ENV=[...], up to the line's end) into a NULL-ended
- * array, or returns NULL when it is not one. */
-static char **json_env(const char *p)
-{
-	char **out = xcalloc(1, sizeof(char *)), *v = NULL;
-	size_t n = 0;
-
-	while (isspace((unsigned char) *p))
-		p++;
-	if (*p++ != '[')
-		goto bad;
-	for (;;) {
-		while (isspace((unsigned char) *p) || *p == ',')
-			p++;
-		if (*p == ']')
-			return out;
-		if (*p++ != '"')
-			goto bad;
-		v = xstrdup("");
-		for (; *p != '"'; p++) {
-			unsigned c;
-			if (!*p || *p == '\n')
-				goto bad;
-			if (*p != '\\') {
-				xstrfmtcat(v, "%c", *p);
-				continue;
-			}
-			switch (*++p) {
-			case 'n': xstrcat(v, "\n"); break;
-			case 't': xstrcat(v, "\t"); break;
-			case 'r': xstrcat(v, "\r"); break;
-			case 'b': xstrcat(v, "\b"); break;
-			case 'f': xstrcat(v, "\f"); break;
-			case 'u':
-				for (int k = 1; k <= 4; k++)
-					if (!isxdigit((unsigned char) p[k]))
-						goto bad;
-				if (sscanf(p + 1, "%4x", &c) != 1 || !c)
-					goto bad;
-				p += 4;
-				if (c < 0x80)
-					xstrfmtcat(v, "%c", c);
-				else if (c < 0x800)
-					xstrfmtcat(v, "%c%c", 0xc0 | (c >> 6), 0x80 | (c & 0x3f));
-				else
-					xstrfmtcat(v, "%c%c%c", 0xe0 | (c >> 12), 0x80 | ((c >> 6) & 0x3f), 0x80 | (c & 0x3f));
-				break;
-			case '\0':
-				goto bad;
-			default: /* \" \\ \/ */
-				xstrfmtcat(v, "%c", *p);
-			}
-		}
-		p++;
-		xrealloc(out, (n + 2) * sizeof(char *));
-		out[n++] = v;
-		out[n] = NULL;
-		v = NULL;
-	}
-bad:
-	xfree(v);
-	for (size_t i = 0; i < n; i++)
-		xfree(out[i]);
-	xfree(out);
-	return NULL;
-}
-
-/* ready_env takes the PMIx tasks' environment from a READY=1 message. */
+/* ready_env takes the PMIx tasks' environment from a READY=1 message:
+ * one "GOPMI_PMIX_ENV=KEY=VALUE" line per variable, as the shim sends
+ * it (no value holds a newline), into a NULL-ended array. */
 int ready_env(char *msg)
 {
-	char *e = strstr(msg, "GOPMI_PMIX_ENV=");
+	static const char key[] = "GOPMI_PMIX_ENV=";
+	size_t n = 0;
 
 	if (!pmix_step)
 		return SLURM_SUCCESS;
-	if (e)
-		pmix_env = json_env(e + strlen("GOPMI_PMIX_ENV="));
-	if (!pmix_env) {
+	pmix_env = xcalloc(1, sizeof(char *));
+	for (char *line = msg; line && *line; ) {
+		char *end = strchr(line, '\n');
+		size_t len = end ? (size_t) (end - line) : strlen(line);
+		if (len > sizeof(key) - 1 && !strncmp(line, key, sizeof(key) - 1)) {
+			xrealloc(pmix_env, (n + 2) * sizeof(char *));
+			pmix_env[n++] = xstrndup(line + sizeof(key) - 1, len - (sizeof(key) - 1));
+			pmix_env[n] = NULL;
+		}
+		line = end ? end + 1 : NULL;
+	}
+	if (!n) {
+		xfree(pmix_env);
+		pmix_env = NULL;
 		snprintf(shim_error, sizeof(shim_error), "the shim (gopmi-slurm-pmix) said READY=1 without the tasks' PMIx environment (GOPMI_PMIX_ENV)");
 		return SLURM_ERROR;
 	}

@@ -45,9 +45,38 @@ const (
 )
 
 // PMIxEnv is the variable a PMIx face's READY carries (sd_notify): the
-// environment its node's tasks need, a JSON array of KEY=VALUE, the same
-// for every rank but PMIX_RANK, which the step daemon adds.
+// environment its node's tasks need, one line "GOPMI_PMIX_ENV=KEY=VALUE"
+// per variable, the same for every rank but PMIX_RANK, which the step
+// daemon adds. No value holds a newline, so a step daemon splits the
+// message into lines and parses nothing else (before 2026-11-30 it was
+// one line holding a JSON array).
 const PMIxEnv = "GOPMI_PMIX_ENV"
+
+// PMIxReady is the READY message of a PMIx face serving tasks, whose
+// environment is env (PMIxEnv); a variable that holds a newline or a
+// NUL is an error.
+func PMIxReady(tasks int, env []string) (string, error) {
+	var b strings.Builder
+	fmt.Fprintf(&b, "READY=1\nSTATUS=serving %d PMIx tasks", tasks)
+	for _, e := range env {
+		if strings.ContainsAny(e, "\n\x00") || !strings.Contains(e, "=") {
+			return "", fmt.Errorf("the tasks' PMIx environment has %q, which READY cannot carry", e)
+		}
+		b.WriteString("\n" + PMIxEnv + "=" + e)
+	}
+	return b.String(), nil
+}
+
+// ParsePMIxEnv is the tasks' environment in a PMIx face's READY message.
+func ParsePMIxEnv(msg string) []string {
+	var env []string
+	for line := range strings.SplitSeq(msg, "\n") {
+		if e, ok := strings.CutPrefix(line, PMIxEnv+"="); ok {
+			env = append(env, e)
+		}
+	}
+	return env
+}
 
 // Config is a validated bootstrap with the defaults applied: one job on
 // one node, as the serving loop and its host need it.

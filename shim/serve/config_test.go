@@ -2,6 +2,7 @@ package serve
 
 import (
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -240,5 +241,27 @@ func TestBridgeTimeoutsCoverBackendStart(t *testing.T) {
 	}
 	if got := c.bridgeTimeouts().Backend; got != 90*time.Second {
 		t.Fatalf("bridge backend time-out %v, want 90s", got)
+	}
+}
+
+// A PMIx face's READY carries its tasks' environment one variable a line,
+// which the step daemon reads back as it was; a variable READY cannot
+// carry is refused.
+func TestPMIxReady(t *testing.T) {
+	env := []string{"PMIX_NAMESPACE=slurm.1.0", "PMIX_SERVER_URI41=pmix-server.1;tcp4://127.0.0.1:4000", "EMPTY=", "EQ=a=b"}
+	msg, err := PMIxReady(2, env)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(msg, "READY=1\nSTATUS=serving 2 PMIx tasks\n") {
+		t.Errorf("READY message %q", msg)
+	}
+	if got := ParsePMIxEnv(msg); !slices.Equal(got, env) {
+		t.Errorf("ParsePMIxEnv = %q, want %q", got, env)
+	}
+	for _, bad := range []string{"A=b\nc", "A=\x00", "NOEQUALS"} {
+		if _, err := PMIxReady(1, []string{bad}); err == nil {
+			t.Errorf("PMIxReady took %q", bad)
+		}
 	}
 }

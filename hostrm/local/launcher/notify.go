@@ -1,7 +1,6 @@
 package launcher
 
 import (
-	"encoding/json"
 	"net"
 	"strings"
 	"sync"
@@ -95,6 +94,9 @@ func fromTrusted(oob []byte) bool {
 func (n *notifier) handle(b []byte) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
+	if env := serve.ParsePMIxEnv(string(b)); len(env) > 0 {
+		n.env = env
+	}
 	for line := range strings.SplitSeq(string(b), "\n") {
 		k, v, _ := strings.Cut(line, "=")
 		switch k {
@@ -105,10 +107,6 @@ func (n *notifier) handle(b []byte) {
 		case "STATUS":
 			n.status = v
 			n.log.Debug().Str("status", v).Msg("shim status")
-		case serve.PMIxEnv:
-			if err := json.Unmarshal([]byte(v), &n.env); err != nil {
-				n.log.Warn().Err(err).Msg("a PMIx face's environment that does not parse")
-			}
 		case "ERRNO":
 			n.errno = v
 			if !isClosed(n.failed) {
