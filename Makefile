@@ -21,7 +21,7 @@ FUZZ     := ./bridge/pmi1:FuzzParse ./bridge/pmi1:FuzzSplit ./bridge/pmi1:FuzzRo
 DEMO_N   ?= 4
 APT      := DEBIAN_FRONTEND=noninteractive apt-get install -y -q
 
-.PHONY: all build install install-mpiexec slurm-plugin install-slurm-plugin demo deps deps-test test test-unit integration bench fuzz proto check-proto generate lint clean
+.PHONY: all build install install-mpiexec slurm-plugin install-slurm-plugin demo deps deps-test test test-unit integration bench fuzz proto check-proto c-rules generate lint clean
 
 all: build
 
@@ -155,6 +155,12 @@ proto:
 		--go_out=. --go_opt=module=github.com/gopmi/gopmi \
 		--go-grpc_out=. --go-grpc_opt=module=github.com/gopmi/gopmi \
 		$(shell find proto -name '*.proto' | sort)
+
+# The header of the rules Slurm's mpi/gopmi shares with Go (fence modes,
+# Open MPI's soname), contrib/slurm/gopmi_rules.h, from shim/serve.CRules;
+# the same check runs in `make test` (TestCRulesHeader).
+c-rules:
+	$(GO) test -count=1 -run TestCRulesHeader ./shim/serve/ -args -update-c-rules
 
 # The committed generated code must match what `make proto` makes; the
 # same check runs in `make test` (proto/proto_test.go).

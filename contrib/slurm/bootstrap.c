@@ -136,11 +136,12 @@ out:
 #define ELF_HEAD (256 << 10)
 
 /* links_open_mpi reports whether the ELF program at path (relative to
- * cwd) needs Open MPI's library (libmpi.so.40; MPICH's is
- * libmpich.so.12), from the names in its head: what a PMIx client is. */
+ * cwd) needs Open MPI's library (GOPMI_OPENMPI_LIB, libmpi.so.40;
+ * MPICH's is libmpich.so.12), from the names in its head: what a PMIx
+ * client is. */
 static int links_open_mpi(const char *path, const char *cwd, uid_t uid, gid_t gid)
 {
-	static const char lib[] = "\0libmpi.so.40";
+	static const char lib[] = "\0" GOPMI_OPENMPI_LIB;
 	char *full = NULL, *buf;
 	ssize_t n, got = 0;
 	int fd, found = 0;

@@ -94,7 +94,7 @@ extern List mpi_p_conf_get_printable(void)
 	List l = list_create(destroy_config_key_pair);
 
 	add_pair(l, "GopmiBinDir", xstrdup(gconf.bindir ? gconf.bindir : GOPMI_BINDIR));
-	add_pair(l, "GopmiFenceMode", xstrdup(gconf.fence_mode ? gconf.fence_mode : "collect"));
+	add_pair(l, "GopmiFenceMode", xstrdup(gconf.fence_mode ? gconf.fence_mode : GOPMI_DEFAULT_FENCE_MODE));
 	add_pair(l, "GopmiLogLevel", xstrdup(gconf.log_level ? gconf.log_level : "info"));
 	add_pair(l, "GopmiPMIx", xstrdup(gconf.pmix ? gconf.pmix : "auto"));
 	add_pair(l, "GopmiOnDemand", xstrdup(gconf.on_demand ? gconf.on_demand : "yes"));

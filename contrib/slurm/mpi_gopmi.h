@@ -50,6 +50,8 @@
 #include "src/slurmd/slurmd/slurmd.h"
 #include "src/slurmd/slurmstepd/slurmstepd_job.h"
 
+#include "gopmi_rules.h" /* generated: the rules shared with Go */
+
 /* slurmstepd's configuration, for the path of the node's hwloc topology
  * (PMI_hwloc_xmlfile). srun, which loads this plugin too, has no such
  * symbol: weak, it is NULL there instead of failing the load. */

@@ -203,9 +203,16 @@ static int check_settings(char **env)
 	const char *mode = step_setting(env, "GOPMI_FENCE_MODE", gconf.fence_mode);
 	const char *t = getenvp(env, "GOPMI_TIMEOUT"), *w = getenvp(env, "GOPMI_TREE_WIDTH");
 
-	if (mode && mode[0] && strcasecmp(mode, "collect") && strcasecmp(mode, "lazy") && strcasecmp(mode, "modex")) {
-		snprintf(shim_error, sizeof(shim_error), "fence mode \"%.64s\" (GOPMI_FENCE_MODE or GopmiFenceMode): want collect, lazy or modex", mode);
-		return 1;
+	if (mode && mode[0]) {
+		static const char *const modes[] = GOPMI_FENCE_MODES;
+		int known = 0;
+		for (int i = 0; modes[i]; i++)
+			known = known || !strcasecmp(mode, modes[i]);
+		if (!known) {
+			snprintf(shim_error, sizeof(shim_error), "fence mode \"%.64s\" (GOPMI_FENCE_MODE or GopmiFenceMode): want %s",
+				 mode, GOPMI_FENCE_MODE_NAMES);
+			return 1;
+		}
 	}
 	if (t && t[0] && (strspn(t, "0123456789") != strlen(t) || atoi(t) < 1)) {
 		snprintf(shim_error, sizeof(shim_error), "GOPMI_TIMEOUT=%.64s: want a number of seconds, at least 1", t);

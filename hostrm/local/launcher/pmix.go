@@ -13,6 +13,7 @@ import (
 	"github.com/gopmi/gopmi/hostrm/local"
 	"github.com/gopmi/gopmi/plugin"
 	"github.com/gopmi/gopmi/plugin/execpath"
+	"github.com/gopmi/gopmi/shim/serve"
 )
 
 // Open MPI speaks PMIx only, which gopmi run serves with -pmix (through
@@ -26,9 +27,6 @@ import (
 // -pmix fails in MPI_Init ("OPAL ERROR: Unreachable"), which gopmi
 // explains in one line of its own.
 const openMPIDirectLaunch = "JSM_JSRUN_PORT=1"
-
-// openMPILib is Open MPI's library soname (4.x); MPICH's is libmpich.so.12.
-const openMPILib = "libmpi.so.40"
 
 // hints explains failed tasks whose cause gopmi can tell from their
 // program; it reads each program once, and only after a failure, so a
@@ -53,7 +51,7 @@ func (h *hints) pmixProgram(path string) string {
 	hint := ""
 	if linksOpenMPI(path) {
 		hint = fmt.Sprintf("gopmi: %s is built with Open MPI (it links %s), which speaks PMIx, and this run serves none (GOPMI_PMIX=0, or -pmi-port): run it without them",
-			path, openMPILib)
+			path, serve.OpenMPILib)
 	}
 	h.seen[path] = hint
 	return hint
@@ -77,7 +75,7 @@ func linksOpenMPI(path string) bool {
 	if !bytes.HasPrefix(buf, []byte("\x7fELF")) {
 		return false // a script, or not an executable: nothing to tell
 	}
-	return bytes.Contains(buf, []byte("\x00"+openMPILib+"\x00"))
+	return bytes.Contains(buf, []byte("\x00"+serve.OpenMPILib+"\x00"))
 }
 
 // elfHead is how much of an executable linksOpenMPI reads.
