@@ -519,9 +519,10 @@ const (
 	DefaultStartTimeout = 30 * time.Second
 )
 
-// orDefault is d, or def when d is zero (or negative): what a zero Timeout
-// means is the contract's, said once here.
-func orDefault(d, def time.Duration) time.Duration {
+// TimeoutOr is d, or def when d is zero (or negative): what a zero
+// Timeout means is the contract's, said once here, for the contract's
+// defaults (the requests' TimeoutOrDefault) and a backend's own.
+func TimeoutOr(d, def time.Duration) time.Duration {
 	if d <= 0 {
 		return def
 	}
@@ -531,23 +532,23 @@ func orDefault(d, def time.Duration) time.Duration {
 // TimeoutOrDefault is the fence's time-out: Timeout, or
 // DefaultFenceTimeout when zero.
 func (r *FenceRequest) TimeoutOrDefault() time.Duration {
-	return orDefault(r.Timeout, DefaultFenceTimeout)
+	return TimeoutOr(r.Timeout, DefaultFenceTimeout)
 }
 
 // TimeoutOrDefault is the direct modex's time-out: Timeout, or
 // DefaultFenceTimeout when zero.
 func (r *ModexRequest) TimeoutOrDefault() time.Duration {
-	return orDefault(r.Timeout, DefaultFenceTimeout)
+	return TimeoutOr(r.Timeout, DefaultFenceTimeout)
 }
 
 // TimeoutOrDefault is a waiting lookup's time-out: Timeout, or
 // DefaultLookupTimeout when zero.
 func (r *LookupRequest) TimeoutOrDefault() time.Duration {
-	return orDefault(r.Timeout, DefaultLookupTimeout)
+	return TimeoutOr(r.Timeout, DefaultLookupTimeout)
 }
 
 // TimeoutOrDefault is the spawn's time-out: Timeout, or
 // DefaultSpawnTimeout when zero.
 func (r *SpawnRequest) TimeoutOrDefault() time.Duration {
-	return orDefault(r.Timeout, DefaultSpawnTimeout)
+	return TimeoutOr(r.Timeout, DefaultSpawnTimeout)
 }

@@ -167,12 +167,10 @@ func (s *Server) universeConn(ctx context.Context, r *run, c *link.Conn, addr st
 }
 
 // modexTimeout bounds a read of another run's keys: the request's own
-// time-out, else 30 s; a run that stopped answering fails the read.
+// time-out, else the contract's default; a run that stopped answering
+// fails the read.
 func modexTimeout(req *plugin.ModexRequest) time.Duration {
-	if req.Timeout > 0 {
-		return req.Timeout
-	}
-	return 30 * time.Second
+	return req.TimeoutOrDefault()
 }
 
 // dialUniverse connects to the universe a run said it serves at addr, and

@@ -55,6 +55,10 @@ type Server struct {
 	save *saver // writes the names outside mu; nil without a StateFile
 }
 
+// DefaultGrace is how long a run whose connection closed keeps its jobs
+// and names by default (gopmi daemon -grace).
+const DefaultGrace = 30 * time.Second
+
 // Options configure a Server.
 type Options struct {
 	// StateFile keeps the published names across restarts; "" keeps
@@ -62,7 +66,7 @@ type Options struct {
 	StateFile string
 	// Grace is how long a run whose connection closed keeps its jobs and
 	// names, waiting for it to come back (a restart of the daemon looks
-	// like this to every run). Default 30s.
+	// like this to every run). Default DefaultGrace.
 	Grace time.Duration
 	// Logger receives the daemon's lines; each refusal is one.
 	Logger zerolog.Logger
@@ -89,7 +93,7 @@ type Options struct {
 // published them get Grace to come back before their run-long names go.
 func NewServer(opts Options) (*Server, error) {
 	if opts.Grace <= 0 {
-		opts.Grace = 30 * time.Second
+		opts.Grace = DefaultGrace
 	}
 	if opts.MaxNames <= 0 {
 		opts.MaxNames = DefaultMaxNames

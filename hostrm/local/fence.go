@@ -155,7 +155,7 @@ func (f *fence) localParticipants() []plugin.Proc {
 // every run ends it alike, with the daemon's answer; the callers here
 // wait for it (timeoutFence leaves it alone).
 func (u *Universe) joinBeyond(f *fence, key string, req *plugin.FenceRequest, local []plugin.Proc, data []byte) {
-	left := orDefault(req.Timeout, u.opts.FenceTimeout) - time.Since(f.start)
+	left := plugin.TimeoutOr(req.Timeout, u.opts.FenceTimeout) - time.Since(f.start)
 	if left < time.Second {
 		left = time.Second
 	}
@@ -367,7 +367,7 @@ func (u *Universe) Fence(ctx context.Context, req *plugin.FenceRequest) (*plugin
 	u.broadcast()
 	u.mu.Unlock()
 
-	timeout := orDefault(req.Timeout, u.opts.FenceTimeout)
+	timeout := plugin.TimeoutOr(req.Timeout, u.opts.FenceTimeout)
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()
 	select {
@@ -440,7 +440,7 @@ func (u *Universe) recordContribution(req *plugin.FenceRequest) {
 // returned blob decides itself whether to ask again after the next fence.
 func (u *Universe) DirectModex(ctx context.Context, req *plugin.ModexRequest) (*plugin.ModexResponse, error) {
 	step := fmt.Sprintf("direct modex of %s for %s", req.Proc, req.Requestor)
-	timeout := orDefault(req.Timeout, u.opts.FenceTimeout)
+	timeout := plugin.TimeoutOr(req.Timeout, u.opts.FenceTimeout)
 	timer := time.NewTimer(timeout)
 	defer timer.Stop()
 	for {

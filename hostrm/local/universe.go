@@ -17,14 +17,6 @@ import (
 	"github.com/gopmi/gopmi/plugin/wake"
 )
 
-// orDefault is a request's time-out, or def when it carries none.
-func orDefault(d, def time.Duration) time.Duration {
-	if d <= 0 {
-		return def
-	}
-	return d
-}
-
 // UniverseOptions configure a Universe. The zero value works for tests:
 // jobs are named "gopmi.<pid>.<seq>", spawn is not supported.
 type UniverseOptions struct {

@@ -18,10 +18,9 @@ import (
 	"github.com/gopmi/gopmi/shim/sockdir"
 )
 
-// DirPrefix begins the name of a PMIx server's directory in TMPDIR:
-// gopmi-pmix-<nspace>.<node>-<random>. Its shim removes it when it ends;
-// a step daemon removes a killed shim's.
-const DirPrefix = "gopmi-pmix-"
+// DirPrefix begins the name of a PMIx server's directory in TMPDIR
+// (sockdir.PMIxPrefix, which step daemons that link no libpmix use).
+const DirPrefix = sockdir.PMIxPrefix
 
 // Face serves one PMIx job's tasks on this node for a shim (the
 // signature of shim.PMIxFace): it makes the process a PMIx server in a
@@ -189,7 +188,7 @@ const shmDir = "/dev/shm"
 
 // DataDirPrefix begins the name of a server's data-store directory in
 // /dev/shm: DataDirPrefix + "<job>.<node>-<random>".
-const DataDirPrefix = "gopmi-pmixds-"
+const DataDirPrefix = sockdir.PMIxDataPrefix
 
 // shmMinFree is the free space /dev/shm must have for the data store to
 // go there: a job's store starts at 8 MB (libpmix's segments, sparse

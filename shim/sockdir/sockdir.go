@@ -22,6 +22,15 @@ import (
 	"time"
 )
 
+// PMIxPrefix begins the name of a PMIx server's directory in TMPDIR:
+// gopmi-pmix-<nspace>.<node>-<random>. Its shim removes it when it ends;
+// a step daemon removes a killed shim's (gopmi run's launcher does).
+// PMIxDataPrefix begins its data store's in /dev/shm, the same way.
+const (
+	PMIxPrefix     = "gopmi-pmix-"
+	PMIxDataPrefix = "gopmi-pmixds-"
+)
+
 const prefix = "gopmi-shim-"
 
 // Dir is a live shim's socket directory and the lock that says so.

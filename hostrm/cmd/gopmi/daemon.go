@@ -37,7 +37,7 @@ func daemonCmd(args []string, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	sock := fs.String("socket", daemon.DefaultSocket, "unix socket to listen on when systemd passes none (socket activation)")
 	state := fs.String("state", "", "directory that keeps published names across restarts (default $STATE_DIRECTORY, else "+daemon.DefaultStateDir+")")
-	grace := fs.Duration("grace", 30*time.Second, "how long a run whose connection closed keeps its jobs and names")
+	grace := fs.Duration("grace", daemon.DefaultGrace, "how long a run whose connection closed keeps its jobs and names")
 	level := fs.String("log-level", "info", "log level: debug, info, warn, error")
 	listen := fs.String("listen", "", "be the cluster's hub: also serve the daemons of other nodes on this TCP `host:port` (needs -key)")
 	upstream := fs.String("upstream", "", "relay every call to the hub at this TCP `host:port`, so that runs on every node share one name space (needs -key)")

@@ -46,7 +46,7 @@ const (
 
 // Defaults of Config.
 const (
-	DefaultStartTimeout = 30 * time.Second
+	DefaultStartTimeout = plugin.DefaultStartTimeout
 	DefaultKillGrace    = 2 * time.Second
 	DefaultShimGrace    = 3 * time.Second
 	DefaultMaxVal       = 1024

@@ -14,6 +14,7 @@ import (
 	"github.com/gopmi/gopmi/plugin"
 	"github.com/gopmi/gopmi/plugin/execpath"
 	"github.com/gopmi/gopmi/shim/serve"
+	"github.com/gopmi/gopmi/shim/sockdir"
 )
 
 // Open MPI speaks PMIx only, which gopmi run serves with -pmix (through
@@ -146,21 +147,13 @@ func openMPIApps(apps []local.AppSpec, wdir string) bool {
 	return len(apps) > 0
 }
 
-// pmixDirPrefix begins a PMIx server's directory in TMPDIR (shim/pmix's
-// DirPrefix, which this package cannot import: it links libpmix).
-const pmixDirPrefix = "gopmi-pmix-"
-
-// pmixDataDirPrefix begins a PMIx server's data-store directory in
-// /dev/shm (shim/pmix's DataDirPrefix).
-const pmixDataDirPrefix = "gopmi-pmixds-"
-
 // removePMIxDirs removes what a gopmi-pmix of node of job left in TMPDIR
 // and in /dev/shm: one killed could not remove its server's directory,
 // whose rendezvous files PMIx tools would go on finding, nor its data
 // store, which holds memory. The shim has been reaped.
 func removePMIxDirs(nspace string, node int32) {
-	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), fmt.Sprintf("%s%s.%d-*", pmixDirPrefix, nspace, node)))
-	data, _ := filepath.Glob(filepath.Join("/dev/shm", fmt.Sprintf("%s%s.%d-*", pmixDataDirPrefix, nspace, node)))
+	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), fmt.Sprintf("%s%s.%d-*", sockdir.PMIxPrefix, nspace, node)))
+	data, _ := filepath.Glob(filepath.Join("/dev/shm", fmt.Sprintf("%s%s.%d-*", sockdir.PMIxDataPrefix, nspace, node)))
 	for _, d := range append(dirs, data...) {
 		os.RemoveAll(d)
 	}
