@@ -118,7 +118,7 @@ func (c *Conn) brokenErr(op string) error {
 	if errors.Is(err, net.ErrClosed) {
 		err = errClosed
 	}
-	return plugin.Errorf(plugin.ErrUnavailable, "%s: link to the universe broke: %v", op, err)
+	return plugin.Errorf(plugin.ErrUnavailable, "%s: the link to the server broke: %v", op, err)
 }
 
 // call sends one call and waits for its answer or ctx. A caller that gives
@@ -140,7 +140,7 @@ func call[Resp any](ctx context.Context, c *Conn, op, name string, req any) (*Re
 	c.mu.Unlock()
 	if err := c.write(request{ID: id, Call: name, Req: raw}); err != nil {
 		c.forget(id)
-		return nil, plugin.Errorf(plugin.ErrUnavailable, "%s: link to the universe broke: %v", op, err)
+		return nil, plugin.Errorf(plugin.ErrUnavailable, "%s: the link to the server broke: %v", op, err)
 	}
 	select {
 	case r, ok := <-ch:

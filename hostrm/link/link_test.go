@@ -184,7 +184,7 @@ func TestBrokenConnection(t *testing.T) {
 	c.Close()
 	select {
 	case err := <-errc:
-		if !errors.Is(err, plugin.ErrUnavailable) || !strings.Contains(err.Error(), "fence: link to the universe broke") {
+		if !errors.Is(err, plugin.ErrUnavailable) || !strings.Contains(err.Error(), "fence: the link to the server broke") {
 			t.Errorf("Fence in flight: %v", err)
 		}
 	case <-time.After(waitLimit):

@@ -192,7 +192,7 @@ func TestConnectErrors(t *testing.T) {
 			name:  "info key",
 			setup: func(t *testing.T, u *Universe, a, b, c string) []plugin.Proc { return jobsOf(a, b) },
 			info:  []plugin.Info{{Key: "xchg-only", Value: "true"}},
-			want:  plugin.ErrNotSupported, msg: `connect gopmi.test.0,gopmi.test.1: info key "xchg-only" is not supported by gopmi-rm-local`,
+			want:  plugin.ErrNotSupported, msg: `connect gopmi.test.0,gopmi.test.1: info key "xchg-only" is not supported by gopmi run`,
 		},
 		{
 			name: "finished job",
@@ -279,7 +279,7 @@ func TestDisconnectErrors(t *testing.T) {
 		{"one job", jobsOf(a, a), nil, nil, plugin.ErrInvalidArgument,
 			"disconnect gopmi.test.0: needs processes of two jobs at least, got 1"},
 		{"info key", jobsOf(a, b), []plugin.Info{{Key: "timeout", Value: "1"}}, nil, plugin.ErrNotSupported,
-			`disconnect gopmi.test.0,gopmi.test.1: info key "timeout" is not supported by gopmi-rm-local`},
+			`disconnect gopmi.test.0,gopmi.test.1: info key "timeout" is not supported by gopmi run`},
 		{"caller gone", jobsOf(a, b), nil, cancelled, plugin.ErrAborted,
 			"disconnect gopmi.test.0,gopmi.test.1: caller went away: context canceled"},
 	}

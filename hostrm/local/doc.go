@@ -1,6 +1,7 @@
 // Package local is gopmi's single-machine resource manager, the universe
-// behind `gopmi run`: one plugin backend for every job of a run (the first
-// job and everything it spawned) on every simulated node, and the worked
+// behind `gopmi run` (and, under Slurm, inside each step's coordinator):
+// one plugin backend for every job of a run (the first job and
+// everything it spawned) on every simulated node, and the worked
 // example of a backend written with nothing but the plugin SDK (package
 // plugin; its imports show it).
 //

@@ -36,7 +36,7 @@ func (u *Universe) Spawn(ctx context.Context, req *plugin.SpawnRequest) (*plugin
 		return nil, plugin.Errorf(plugin.ErrNotSupported, "spawn: this universe has no launcher")
 	}
 	if len(req.JobInfo) > 0 {
-		return nil, plugin.Errorf(plugin.ErrNotSupported, "spawn: job info key %q is not supported by gopmi-rm-local", req.JobInfo[0].Key)
+		return nil, plugin.Errorf(plugin.ErrNotSupported, "spawn: job info key %q is not supported by %s", req.JobInfo[0].Key, u.name())
 	}
 	if len(req.Apps) == 0 {
 		return nil, plugin.Errorf(plugin.ErrInvalidArgument, "spawn: no apps")
@@ -110,7 +110,7 @@ func (u *Universe) resolveApp(a plugin.SpawnApp) (AppSpec, error) {
 				return AppSpec{}, err
 			}
 		default:
-			return AppSpec{}, plugin.Errorf(plugin.ErrNotSupported, "spawn: info key %q is not supported by gopmi-rm-local", in.Key)
+			return AppSpec{}, plugin.Errorf(plugin.ErrNotSupported, "spawn: info key %q is not supported by %s", in.Key, u.name())
 		}
 	}
 	if dir == "" {

@@ -1,6 +1,7 @@
 package local
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -17,9 +18,15 @@ import (
 	"github.com/gopmi/gopmi/plugin/wake"
 )
 
+// name is what the universe's refusals call it.
+func (u *Universe) name() string { return cmp.Or(u.opts.Name, "gopmi run") }
+
 // UniverseOptions configure a Universe. The zero value works for tests:
 // jobs are named "gopmi.<pid>.<seq>", spawn is not supported.
 type UniverseOptions struct {
+	// Name is what the universe's refusals call it: "gopmi run" (the
+	// default), "the step's coordinator".
+	Name string
 	// Prefix starts every job id: jobs are <Prefix>.<seq>, seq 0 first.
 	// Default "gopmi.<pid>".
 	Prefix string
@@ -174,7 +181,7 @@ func NewUniverse(opts UniverseOptions) *Universe {
 		fences:  make(map[string]*fence),
 		conns:   make(map[jobPair]int),
 	}
-	u.names = names.New(names.Options{Host: "gopmi-rm-local", Changes: &u.changed})
+	u.names = names.New(names.Options{Host: u.name(), Changes: &u.changed})
 	if u.stderr == nil {
 		u.stderr = os.Stderr
 	}

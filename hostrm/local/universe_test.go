@@ -890,14 +890,14 @@ func TestSpawn(t *testing.T) {
 			name: "unknown info key",
 			apps: []plugin.SpawnApp{{Cmd: "child", MaxProcs: 1, Info: []plugin.Info{{Key: "map_by", Value: "core"}}}},
 			err:  plugin.ErrNotSupported,
-			msg:  `spawn: info key "map_by" is not supported by gopmi-rm-local`,
+			msg:  `spawn: info key "map_by" is not supported by gopmi run`,
 		},
 		{
 			name:    "job info key",
 			apps:    []plugin.SpawnApp{{Cmd: "child", MaxProcs: 1}},
 			jobInfo: []plugin.Info{{Key: "pmix.timeout", Value: "5"}},
 			err:     plugin.ErrNotSupported,
-			msg:     `spawn: job info key "pmix.timeout" is not supported by gopmi-rm-local`,
+			msg:     `spawn: job info key "pmix.timeout" is not supported by gopmi run`,
 		},
 		{
 			name: "another host",
@@ -927,7 +927,7 @@ func TestSpawn(t *testing.T) {
 			name: "second app fails",
 			apps: []plugin.SpawnApp{{Cmd: "child", MaxProcs: 1}, {Cmd: "child", MaxProcs: 1, Info: []plugin.Info{{Key: "soft", Value: "1"}}}},
 			err:  plugin.ErrNotSupported,
-			msg:  `spawn: app 1: spawn: info key "soft" is not supported by gopmi-rm-local`,
+			msg:  `spawn: app 1: spawn: info key "soft" is not supported by gopmi run`,
 		},
 	}
 	for _, tc := range tests {

@@ -131,6 +131,7 @@ func New(opts Options) *Coordinator {
 	}
 	c := &Coordinator{opts: opts, log: opts.Logger, crew: crew.New(nil)}
 	c.u = local.NewUniverse(local.UniverseOptions{
+		Name:         "the step's coordinator",
 		Prefix:       "slurm." + opts.Step,
 		Version:      opts.Version,
 		Logger:       opts.Logger,
