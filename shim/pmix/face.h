@@ -15,11 +15,22 @@ int gopmi_server_finalize(void);
 /* gopmi_topology_xml is this node's hwloc topology, without I/O
  * devices, as XML (malloc'd), or returns NULL. */
 char *gopmi_topology_xml(void);
-int gopmi_register_nspace(const char *nspace, const char *nodes, const char *ppn,
-                          uint32_t size, uint32_t univ_size, uint32_t num_nodes, uint32_t num_apps,
-                          const char *local_peers, uint32_t nlocal, uint32_t local_leader,
-                          uint32_t nprocs, const uint32_t *local_rank, const uint32_t *node_rank,
-                          const uint32_t *node_id, const uint32_t *appnum, const char *topology);
+/* gopmi_job is what gopmi_register_nspace tells libpmix of one job. */
+struct gopmi_job {
+    const char *nspace;
+    const char *nodes;       /* the job's node names, comma-separated */
+    const char *ppn;         /* each node's ranks, nodes ';'-separated */
+    uint32_t size, univ_size, num_nodes, num_apps;
+    const char *local_peers; /* this node's ranks, comma-separated */
+    uint32_t nlocal, local_leader;
+    /* One entry per rank of the job (nprocs of them). */
+    uint32_t nprocs;
+    const uint32_t *local_rank, *node_rank, *node_id, *appnum;
+    const char *topology;    /* the node's hwloc XML, or NULL */
+};
+/* gopmi_register_nspace registers job j with libpmix; every libpmix
+ * call's status is checked, the first failure returned. */
+int gopmi_register_nspace(const struct gopmi_job *j);
 int gopmi_register_client(const char *nspace, uint32_t rank, uint32_t uid, uint32_t gid);
 char **gopmi_setup_fork(const char *nspace, uint32_t rank, int *rc);
 void gopmi_free_env(char **env);

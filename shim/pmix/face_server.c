@@ -15,13 +15,14 @@
 #include "_cgo_export.h"
 
 
-/* convert turns an info list into an array libpmix takes, and releases
- * the list. */
-static void convert(void *list, pmix_data_array_t *out)
-{
-    PMIx_Info_list_convert(list, out);
-    PMIx_Info_list_release(list);
-}
+/* ADD adds one value to an info list, or leaves with its status. */
+#define ADD(l, key, val, type)                                  \
+    do {                                                        \
+        rc = PMIx_Info_list_add((l), (key), (val), (type));     \
+        if (rc != PMIX_SUCCESS) {                               \
+            goto cleanup;                                       \
+        }                                                       \
+    } while (0)
 
 static void client_lost(size_t id, pmix_status_t status, const pmix_proc_t *source, pmix_info_t info[],
                         size_t ninfo, pmix_info_t *results, size_t nresults,
@@ -66,39 +67,54 @@ static void load_topology(void)
 
 int gopmi_server_init(const char *tmpdir, const char *dstpath, const char *server_nspace, int tools)
 {
+    int rc = PMIX_ERR_NOMEM, called = 0;
     void *list = PMIx_Info_list_start();
+    pmix_data_array_t arr = {0};
     pmix_rank_t rank = 0;
     bool yes = true;
-    PMIx_Info_list_add(list, PMIX_SERVER_TMPDIR, tmpdir, PMIX_STRING);
-    if (dstpath[0] != '\0') {
-        PMIx_Info_list_add(list, PMIX_DSTPATH, dstpath, PMIX_STRING);
+    if (list == NULL) {
+        return rc;
     }
-    PMIx_Info_list_add(list, PMIX_SERVER_NSPACE, server_nspace, PMIX_STRING);
-    PMIx_Info_list_add(list, PMIX_SERVER_RANK, &rank, PMIX_PROC_RANK);
+    ADD(list, PMIX_SERVER_TMPDIR, tmpdir, PMIX_STRING);
+    if (dstpath[0] != '\0') {
+        ADD(list, PMIX_DSTPATH, dstpath, PMIX_STRING);
+    }
+    ADD(list, PMIX_SERVER_NSPACE, server_nspace, PMIX_STRING);
+    ADD(list, PMIX_SERVER_RANK, &rank, PMIX_PROC_RANK);
     if (tools) {
-        PMIx_Info_list_add(list, PMIX_SERVER_TOOL_SUPPORT, &yes, PMIX_BOOL);
+        ADD(list, PMIX_SERVER_TOOL_SUPPORT, &yes, PMIX_BOOL);
     }
     load_topology();
     if (node_topo_loaded > 0) {
         /* The list and the array each hold a copy (hwloc_topology_dup);
          * libpmix keeps the array's. */
         pmix_topology_t t = {.source = "hwloc:" HWLOC_VERSION, .topology = node_topo};
-        PMIx_Info_list_add(list, PMIX_TOPOLOGY2, &t, PMIX_TOPO);
+        ADD(list, PMIX_TOPOLOGY2, &t, PMIX_TOPO);
     }
-    pmix_data_array_t arr;
-    convert(list, &arr);
-    int rc = PMIx_server_init(&gopmi_module, (pmix_info_t *)arr.array, arr.size);
-    /* libpmix points at the array's copy of the topology until it
-     * finalizes: the array goes, that copy stays (once per process). */
-    pmix_info_t *infos = arr.array;
-    for (size_t i = 0; i < arr.size; i++) {
-        if (PMIX_CHECK_KEY(&infos[i], PMIX_TOPOLOGY2) && infos[i].value.type == PMIX_TOPO) {
-            free(infos[i].value.data.topo->source);
-            free(infos[i].value.data.topo);
-            infos[i].value.type = PMIX_UNDEF;
+    rc = PMIx_Info_list_convert(list, &arr);
+    if (rc != PMIX_SUCCESS) {
+        goto cleanup;
+    }
+    rc = PMIx_server_init(&gopmi_module, (pmix_info_t *)arr.array, arr.size);
+    called = 1;
+cleanup:
+    if (called) {
+        /* libpmix points at the array's copy of the topology until it
+         * finalizes: the array goes, that copy stays (once per
+         * process). */
+        pmix_info_t *infos = arr.array;
+        for (size_t i = 0; i < arr.size; i++) {
+            if (PMIX_CHECK_KEY(&infos[i], PMIX_TOPOLOGY2) && infos[i].value.type == PMIX_TOPO) {
+                free(infos[i].value.data.topo->source);
+                free(infos[i].value.data.topo);
+                infos[i].value.type = PMIX_UNDEF;
+            }
         }
     }
-    PMIx_Data_array_destruct(&arr);
+    if (arr.array != NULL) {
+        PMIx_Data_array_destruct(&arr);
+    }
+    PMIx_Info_list_release(list);
     if (rc != PMIX_SUCCESS) {
         return rc;
     }
@@ -130,64 +146,96 @@ char *gopmi_topology_xml(void)
     return out;
 }
 
-int gopmi_register_nspace(const char *nspace, const char *nodes, const char *ppn,
-                          uint32_t size, uint32_t univ_size, uint32_t num_nodes, uint32_t num_apps,
-                          const char *local_peers, uint32_t nlocal, uint32_t local_leader,
-                          uint32_t nprocs, const uint32_t *local_rank, const uint32_t *node_rank,
-                          const uint32_t *node_id, const uint32_t *appnum, const char *topology)
+/* proc_data is one rank's values (PMIX_PROC_DATA) of job j, added to
+ * list. */
+static int proc_data(void *list, const struct gopmi_job *j, uint32_t r)
+{
+    int rc = PMIX_ERR_NOMEM;
+    pmix_data_array_t parr;
+    pmix_rank_t rank = r;
+    uint16_t lr = (uint16_t)j->local_rank[r], nr = (uint16_t)j->node_rank[r];
+    void *pl = PMIx_Info_list_start();
+    if (pl == NULL) {
+        return rc;
+    }
+    ADD(pl, PMIX_RANK, &rank, PMIX_PROC_RANK);
+    ADD(pl, PMIX_LOCAL_RANK, &lr, PMIX_UINT16);
+    ADD(pl, PMIX_NODE_RANK, &nr, PMIX_UINT16);
+    ADD(pl, PMIX_NODEID, &j->node_id[r], PMIX_UINT32);
+    ADD(pl, PMIX_APPNUM, &j->appnum[r], PMIX_UINT32);
+    rc = PMIx_Info_list_convert(pl, &parr);
+    if (rc == PMIX_SUCCESS) {
+        rc = PMIx_Info_list_add(list, PMIX_PROC_DATA, &parr, PMIX_DATA_ARRAY);
+        PMIx_Data_array_destruct(&parr);
+    }
+cleanup:
+    PMIx_Info_list_release(pl);
+    return rc;
+}
+
+int gopmi_register_nspace(const struct gopmi_job *j)
 {
     char *node_map = NULL, *proc_map = NULL;
-    int rc = PMIx_generate_regex(nodes, &node_map);
+    void *list = NULL;
+    pmix_data_array_t arr = {0};
+    uint32_t univ = j->univ_size, size = j->size, num_nodes = j->num_nodes, num_apps = j->num_apps, nlocal = j->nlocal;
+    int rc = PMIx_generate_regex(j->nodes, &node_map);
     if (rc != PMIX_SUCCESS) {
-        return rc;
+        goto cleanup;
     }
-    rc = PMIx_generate_ppn(ppn, &proc_map);
+    rc = PMIx_generate_ppn(j->ppn, &proc_map);
     if (rc != PMIX_SUCCESS) {
-        free(node_map);
-        return rc;
+        goto cleanup;
     }
-    void *list = PMIx_Info_list_start();
-    PMIx_Info_list_add(list, PMIX_JOBID, nspace, PMIX_STRING);
-    PMIx_Info_list_add(list, PMIX_NODE_MAP, node_map, PMIX_REGEX);
-    PMIx_Info_list_add(list, PMIX_PROC_MAP, proc_map, PMIX_REGEX);
-    PMIx_Info_list_add(list, PMIX_JOB_SIZE, &size, PMIX_UINT32);
-    PMIx_Info_list_add(list, PMIX_MAX_PROCS, &univ_size, PMIX_UINT32);
-    PMIx_Info_list_add(list, PMIX_UNIV_SIZE, &univ_size, PMIX_UINT32);
-    PMIx_Info_list_add(list, PMIX_NUM_NODES, &num_nodes, PMIX_UINT32);
-    PMIx_Info_list_add(list, PMIX_JOB_NUM_APPS, &num_apps, PMIX_UINT32);
-    PMIx_Info_list_add(list, PMIX_LOCAL_SIZE, &nlocal, PMIX_UINT32);
+    list = PMIx_Info_list_start();
+    if (list == NULL) {
+        rc = PMIX_ERR_NOMEM;
+        goto cleanup;
+    }
+    ADD(list, PMIX_JOBID, j->nspace, PMIX_STRING);
+    ADD(list, PMIX_NODE_MAP, node_map, PMIX_REGEX);
+    ADD(list, PMIX_PROC_MAP, proc_map, PMIX_REGEX);
+    ADD(list, PMIX_JOB_SIZE, &size, PMIX_UINT32);
+    ADD(list, PMIX_MAX_PROCS, &univ, PMIX_UINT32);
+    ADD(list, PMIX_UNIV_SIZE, &univ, PMIX_UINT32);
+    ADD(list, PMIX_NUM_NODES, &num_nodes, PMIX_UINT32);
+    ADD(list, PMIX_JOB_NUM_APPS, &num_apps, PMIX_UINT32);
+    ADD(list, PMIX_LOCAL_SIZE, &nlocal, PMIX_UINT32);
     if (nlocal > 0) {
-        pmix_rank_t leader = local_leader;
-        PMIx_Info_list_add(list, PMIX_LOCAL_PEERS, local_peers, PMIX_STRING);
-        PMIx_Info_list_add(list, PMIX_LOCALLDR, &leader, PMIX_PROC_RANK);
+        pmix_rank_t leader = j->local_leader;
+        ADD(list, PMIX_LOCAL_PEERS, j->local_peers, PMIX_STRING);
+        ADD(list, PMIX_LOCALLDR, &leader, PMIX_PROC_RANK);
     }
-    if (topology != NULL) {
+    if (j->topology != NULL) {
         /* The node's hwloc topology (XML), where Open MPI 4.1 looks
          * (PMIX_LOCAL_TOPO, as Slurm's mpi/pmix hands it): it loads it
          * instead of probing the machine in every rank. */
-        PMIx_Info_list_add(list, PMIX_LOCAL_TOPO, topology, PMIX_STRING);
+        ADD(list, PMIX_LOCAL_TOPO, j->topology, PMIX_STRING);
+    }
+    for (uint32_t r = 0; r < j->nprocs; r++) {
+        rc = proc_data(list, j, r);
+        if (rc != PMIX_SUCCESS) {
+            goto cleanup;
+        }
+    }
+    rc = PMIx_Info_list_convert(list, &arr);
+    if (rc != PMIX_SUCCESS) {
+        goto cleanup;
+    }
+    rc = PMIx_server_register_nspace(j->nspace, (int)nlocal, (pmix_info_t *)arr.array, arr.size, NULL, NULL);
+    if (rc == PMIX_OPERATION_SUCCEEDED) {
+        rc = PMIX_SUCCESS;
+    }
+cleanup:
+    if (arr.array != NULL) {
+        PMIx_Data_array_destruct(&arr);
+    }
+    if (list != NULL) {
+        PMIx_Info_list_release(list);
     }
     free(node_map);
     free(proc_map);
-    for (uint32_t r = 0; r < nprocs; r++) {
-        void *pl = PMIx_Info_list_start();
-        pmix_rank_t rank = r;
-        uint16_t lr = (uint16_t)local_rank[r], nr = (uint16_t)node_rank[r];
-        PMIx_Info_list_add(pl, PMIX_RANK, &rank, PMIX_PROC_RANK);
-        PMIx_Info_list_add(pl, PMIX_LOCAL_RANK, &lr, PMIX_UINT16);
-        PMIx_Info_list_add(pl, PMIX_NODE_RANK, &nr, PMIX_UINT16);
-        PMIx_Info_list_add(pl, PMIX_NODEID, &node_id[r], PMIX_UINT32);
-        PMIx_Info_list_add(pl, PMIX_APPNUM, &appnum[r], PMIX_UINT32);
-        pmix_data_array_t parr;
-        convert(pl, &parr);
-        PMIx_Info_list_add(list, PMIX_PROC_DATA, &parr, PMIX_DATA_ARRAY);
-        PMIx_Data_array_destruct(&parr);
-    }
-    pmix_data_array_t arr;
-    convert(list, &arr);
-    rc = PMIx_server_register_nspace(nspace, (int)nlocal, (pmix_info_t *)arr.array, arr.size, NULL, NULL);
-    PMIx_Data_array_destruct(&arr);
-    return rc == PMIX_OPERATION_SUCCEEDED ? PMIX_SUCCESS : rc;
+    return rc;
 }
 
 int gopmi_register_client(const char *nspace, uint32_t rank, uint32_t uid, uint32_t gid)

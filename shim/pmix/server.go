@@ -16,6 +16,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -349,12 +350,18 @@ func (s *Server) registerNspace(job plugin.Job, ni int) ([]int32, error) {
 	if apps == 0 {
 		apps = 1
 	}
+	// The arrays stay Go memory, pinned while C reads them through the
+	// job's struct (a Go pointer inside memory passed to C must be).
+	var pin runtime.Pinner
+	defer pin.Unpin()
 	var zero C.uint32_t
 	ptr := func(xs []C.uint32_t) *C.uint32_t {
-		if len(xs) == 0 {
-			return &zero
+		p := &zero
+		if len(xs) > 0 {
+			p = &xs[0]
 		}
-		return &xs[0]
+		pin.Pin(p)
+		return p
 	}
 	// The node's hwloc topology, probed once per process (without I/O
 	// devices: 3 ms on this VM; face_server.c): Open MPI otherwise probes the machine in each
@@ -367,8 +374,14 @@ func (s *Server) registerNspace(job plugin.Job, ni int) ([]int32, error) {
 		defer C.free(unsafe.Pointer(topo))
 	}
 	// Node rank and local rank are the same here: one job per server.
-	rc := C.gopmi_register_nspace(ns, cnodes, cppn, C.uint32_t(job.Size), C.uint32_t(univ), C.uint32_t(len(job.Nodes)), C.uint32_t(apps),
-		cpeers, C.uint32_t(len(local)), leader, C.uint32_t(size), ptr(localRank), ptr(localRank), ptr(nodeID), ptr(appnum), topo)
+	cj := C.struct_gopmi_job{
+		nspace: ns, nodes: cnodes, ppn: cppn,
+		size: C.uint32_t(job.Size), univ_size: C.uint32_t(univ), num_nodes: C.uint32_t(len(job.Nodes)), num_apps: C.uint32_t(apps),
+		local_peers: cpeers, nlocal: C.uint32_t(len(local)), local_leader: leader,
+		nprocs: C.uint32_t(size), local_rank: ptr(localRank), node_rank: ptr(localRank), node_id: ptr(nodeID), appnum: ptr(appnum),
+		topology: topo,
+	}
+	rc := C.gopmi_register_nspace(&cj)
 	if err := status(rc); err != nil {
 		return nil, fmt.Errorf("pmix: register job %s: %w", job.Nspace, err)
 	}
