@@ -17,11 +17,8 @@ import (
 func checked(r *request, m *wire.Message, t wire.Table) (*wire.CommandSpec, bool) {
 	spec, ok := t.Lookup(m.Cmd)
 	switch {
-	case !ok && r.v == 2:
-		r.fail(wire.RcErrOther, fmt.Errorf("unknown PMI-2 command %q", m.Cmd))
-		return nil, false
 	case !ok:
-		r.fail(wire.RcFail, fmt.Errorf("unknown PMI-1 command %q", m.Cmd))
+		r.fail(r.c.unknownRC(), fmt.Errorf("unknown PMI-%d command %q", r.c.version(), m.Cmd))
 		return nil, false
 	}
 	if miss := spec.MissingRequired(m); len(miss) > 0 {

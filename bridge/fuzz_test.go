@@ -50,7 +50,7 @@ func FuzzSessions(f *testing.F) {
 			// Read what was answered so far, as a client would;
 			// the version it reads with follows what it sent.
 			k := all[pick]
-			if k.s.version == 2 {
+			if k.s.codec().version() == 2 {
 				k.c.mu.Lock()
 				if k.c.version != 2 {
 					k.c.version = 2

@@ -16,7 +16,7 @@ func (s *Session) put(r *request, prefix, key, val string) {
 	j := s.j
 	l := j.cfg.Limits
 	switch {
-	case key == "" && val == "" && r.v == 1:
+	case key == "" && val == "" && r.c.emptyPutOK():
 		// MPICH's singleton pushes the put it cached before it had a
 		// process manager, an empty one when it cached nothing.
 		r.ok()
@@ -117,21 +117,13 @@ func (s *Session) get(r *request, jobid string, src int32, key string, v1 bool) 
 
 // foundValue answers a successful get in the form of its protocol.
 func (r *request) foundValue(v string) {
-	if r.v == 2 {
-		r.ok("found", "TRUE", "value", v)
-		return
-	}
-	r.ok("value", v)
+	r.c.found(r, v)
 }
 
 // notFound answers a get of a missing key: PMI-2 clients expect rc=0 and
 // found=FALSE (MPICH's "-NONEXIST-KEY" barrier), PMI-1 ones an error.
 func (r *request) notFound(key string) {
-	if r.v == 2 {
-		r.ok("found", "FALSE")
-		return
-	}
-	r.fail(wire.RcFail, fmt.Errorf("key %s not found", displayKey(key)))
+	r.c.notFound(r, key)
 }
 
 // parkLazyLocked parks a get until the world fence need ended.
@@ -164,7 +156,7 @@ func (j *Job) heldAnswerLocked(r *request, key string) func() {
 	if v, _, ok := j.store.Get(key); ok {
 		return func() { r.foundValue(v) }
 	}
-	if v, ok := j.attrs[key]; ok && r.v == 2 {
+	if v, ok := j.attrs[key]; ok && r.c.attrsInGet() {
 		return func() { r.foundValue(v) }
 	}
 	return func() { r.notFound(key) }

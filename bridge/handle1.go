@@ -86,8 +86,8 @@ func (s *Session) dispatch1(r *request, m *wire.Message) {
 
 // init answers the first line of both protocols.
 func (s *Session) init(r *request, spec *wire.CommandSpec, m *wire.Message) {
-	if s.version != 0 {
-		r.fail(wire.RcFail, fmt.Errorf("init: already initialized with PMI-%d", s.version))
+	if s.c != nil {
+		r.fail(wire.RcFail, fmt.Errorf("init: already initialized with PMI-%d", s.c.version()))
 		return
 	}
 	ver, err1 := spec.Int(m, "pmi_version")
@@ -98,13 +98,13 @@ func (s *Session) init(r *request, spec *wire.CommandSpec, m *wire.Message) {
 	}
 	switch {
 	case ver == 1 && sub >= 0 && sub <= 2:
-		s.version = 1
+		s.c = codec1
 		s.j.clientInit(s, r.rank)
 		r.ok("pmi_version", "1", "pmi_subversion", strconv.Itoa(sub))
 	case ver == 2 && sub == 0:
 		// The reply is still a PMI-1 line; PMI-2 framing starts after it.
 		r.ok("pmi_version", "2", "pmi_subversion", "0")
-		s.version = 2
+		s.c = codec2
 	default:
 		r.fail(wire.RcFail, fmt.Errorf("init: PMI version %d.%d is not supported (gopmi serves 1.0, 1.1, 1.2 and 2.0)", ver, sub))
 	}
@@ -159,7 +159,7 @@ func (s *Session) singinit(r *request, spec *wire.CommandSpec, m *wire.Message) 
 	case err1 != nil || err2 != nil:
 		r.fail(wire.RcInvalidArg, fmt.Errorf("singinit: bad version fields: %v", firstErr(err1, err2)))
 		return
-	case s.rank < 0 || s.version != 0:
+	case s.rank < 0 || s.c != nil:
 		r.fail(wire.RcFail, errors.New("singinit: only a singleton's first request, on the connection its process manager made"))
 		return
 	case m.Value("authtype") != "" && m.Value("authtype") != "none":

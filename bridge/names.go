@@ -80,35 +80,14 @@ func (s *Session) lookup(r *request, name string, info []wire.Arg) {
 			r.failKV(rcOf(err), inStep("lookup "+name, err), lookupFailKV(r)...)
 			return
 		}
-		port := resp.Data[0].Value
-		if r.v == 2 {
-			// MPICH reads port=, Slurm's libpmi2 reads value=: send both.
-			r.ok("found", "TRUE", "port", port, "value", port)
-			return
-		}
-		r.ok("info", "ok", "port", port)
+		r.c.lookupOK(r, resp.Data[0].Value)
 	})
 }
 
-// PMI-1 name-service replies also carry info=ok|fail, which Slurm-era
-// clients read instead of rc.
-func nsOKKV(r *request) []string {
-	if r.v == 1 {
-		return []string{"info", "ok"}
-	}
-	return nil
-}
+// nsOKKV and the others are a name-service reply's extra pairs in the
+// request's protocol (codec).
+func nsOKKV(r *request) []string { return r.c.nsOK() }
 
-func nsFailKV(r *request) []string {
-	if r.v == 1 {
-		return []string{"info", "fail"}
-	}
-	return nil
-}
+func nsFailKV(r *request) []string { return r.c.nsFail() }
 
-func lookupFailKV(r *request) []string {
-	if r.v == 1 {
-		return []string{"info", "fail"}
-	}
-	return []string{"found", "FALSE"}
-}
+func lookupFailKV(r *request) []string { return r.c.lookupFail() }

@@ -25,7 +25,7 @@ type Session struct {
 
 	// Used only by the Feed goroutine.
 	buf      []byte
-	version  int // 0 before init, then 1 or 2
+	c        *codec // nil before init, then PMI-1's or PMI-2's
 	split1   pmi1.Splitter
 	split2   pmi2.Splitter
 	spawn1   []*pmi1.SpawnBlock // PMI-1 mcmd=spawn blocks until the last one
@@ -74,11 +74,7 @@ func (s *Session) Feed(data []byte) {
 			tok []byte
 			err error
 		)
-		if s.version == 2 {
-			adv, tok, err = s.split2.Split(in, false)
-		} else {
-			adv, tok, err = s.split1.Split(in, false)
-		}
+		adv, tok, err = s.codec().split(s, in)
 		if adv == 0 && tok == nil && err == nil {
 			break
 		}
@@ -181,35 +177,27 @@ func (s *Session) send(b []byte) {
 
 // handle parses one frame and dispatches it.
 func (s *Session) handle(frame []byte) {
-	v := s.version
-	var (
-		m   *wire.Message
-		err error
-	)
-	if v == 2 {
-		m, err = pmi2.Parse(frame)
-	} else {
-		m, err = pmi1.Parse(frame)
-	}
+	c := s.codec()
+	m, err := c.parse(frame)
 	if err != nil {
 		r := s.newRequest(peekCmd(frame), "")
 		r.fail(wire.RcInvalidArg, fmt.Errorf("cannot parse request: %w", err))
 		return
 	}
-	thrid := ""
-	if v == 2 {
-		thrid = m.Value("thrid")
-	}
-	r := s.newRequest(m.Cmd, thrid)
+	r := s.newRequest(m.Cmd, c.thread(m))
 	if key, dup := m.Duplicate(); dup && !allowsDuplicates(m) {
 		r.fail(wire.RcInvalidArg, fmt.Errorf("%s: field %q given twice", m.Cmd, key))
 		return
 	}
-	if v == 2 {
-		s.dispatch2(r, m)
-	} else {
-		s.dispatch1(r, m)
+	c.dispatch(s, r, m)
+}
+
+// codec is the session's wire: PMI-1's until an init names PMI-2.
+func (s *Session) codec() *codec {
+	if s.c == nil {
+		return codec1
 	}
+	return s.c
 }
 
 // allowsDuplicates: a PMI-2 spawn repeats its per-command keys in every
@@ -221,7 +209,7 @@ func allowsDuplicates(m *wire.Message) bool {
 // request is one client request awaiting its single answer.
 type request struct {
 	s        *Session
-	v        int
+	c        *codec
 	cmd      string
 	thrid    string
 	rank     int32
@@ -229,11 +217,7 @@ type request struct {
 }
 
 func (s *Session) newRequest(cmd, thrid string) *request {
-	v := s.version
-	if v == 0 {
-		v = 1
-	}
-	return &request{s: s, v: v, cmd: cmd, thrid: thrid, rank: s.rank}
+	return &request{s: s, c: s.codec(), cmd: cmd, thrid: thrid, rank: s.rank}
 }
 
 // park records r as owed an answer, so a job failure answers it. Call
@@ -266,35 +250,7 @@ func (r *request) answer(rc int, err error, kv ...string) {
 	if !r.answered.CompareAndSwap(false, true) {
 		return
 	}
-	var b []byte
-	// Room for rc, thrid, errmsg or msg, and kv: one allocation.
-	args := make([]wire.Arg, 0, 3+len(kv)/2)
-	if r.v == 2 {
-		m := &wire.Message{Cmd: pmi2.ReplyName(r.cmd), Args: args}
-		m.AddInt("rc", rc)
-		if r.thrid != "" {
-			m.Add("thrid", r.thrid)
-		}
-		if err != nil {
-			m.Add("errmsg", err.Error())
-		}
-		for i := 0; i+1 < len(kv); i += 2 {
-			m.Add(kv[i], kv[i+1])
-		}
-		b = pmi2.Append(nil, m)
-	} else {
-		m := &wire.Message{Cmd: pmi1.ReplyName(r.cmd), Args: args}
-		m.AddInt("rc", rc)
-		for i := 0; i+1 < len(kv); i += 2 {
-			m.Add(kv[i], kv[i+1])
-		}
-		if err != nil {
-			// MPICH's PMI-1 parser splits on spaces, so a message with
-			// spaces would break its reply; Hydra writes key_x_not_found.
-			m.Add("msg", strings.ReplaceAll(err.Error(), " ", "_"))
-		}
-		b = pmi1.Append(nil, m)
-	}
+	b := r.c.reply(r.cmd, r.thrid, rc, err, kv)
 	if err != nil {
 		r.s.j.log.Debug().Int32("rank", r.rank).Str("cmd", r.cmd).Int("rc", rc).Err(err).Msg("request failed")
 	}

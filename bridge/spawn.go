@@ -87,10 +87,6 @@ func (s *Session) spawn(r *request, sp *wire.Spawn) {
 			r.fail(wire.RcFail, err)
 			return
 		}
-		if r.v == 2 {
-			r.ok("jobid", resp.Nspace, "nerrs", "0")
-			return
-		}
-		r.ok("jobid", resp.Nspace)
+		r.c.spawnOK(r, resp.Nspace)
 	})
 }
