@@ -337,6 +337,7 @@ func (j *Job) sendPublishLocked(data []byte) {
 		Node:       j.lay.node.Name,
 		Data:       data,
 		Timeout:    j.cfg.Timeouts.Fence,
+		HandOver:   true,
 	}
 	j.calls.run(j.cfg.Timeouts.Fence+grace, false, func(ctx context.Context) {
 		if _, err := j.be.Fence(ctx, req); err != nil && ctx.Err() == nil {

@@ -28,6 +28,11 @@ const (
 	// backend lists 1.0 and 1.1 too; a host that finds no "depart"
 	// calls nothing new.
 	APIVersion12 = "1.2"
+	// APIVersion13 adds FenceRequest.HandOver, which declares a node's
+	// hand-over of its data, which a backend before it tells only by
+	// its shape (a fence of the node's own processes alone). A 1.3
+	// backend lists 1.0 to 1.2 too.
+	APIVersion13 = "1.3"
 )
 
 // Capability names a backend lists in BackendInfo.Capabilities, one per
@@ -264,6 +269,15 @@ type FenceRequest struct {
 	// arrives later fails at once with the same error: a timed-out fence
 	// never completes.
 	Timeout time.Duration
+	// HandOver (new in 1.3) says the fence is a node's hand-over of its
+	// own processes' data, not a collective: every participant is among
+	// LocalProcs, nothing is collected, and the backend keeps Data
+	// readable by direct modex (by readers elsewhere) and answers at
+	// once. gopmi's hosts make one when a rank publishes data between
+	// fences (PMI-1's and PMI-2's puts after the last fence, a PMIx
+	// client's commit). A backend before 1.3 ignores it and completes
+	// the fence of one node it is, which is the same thing.
+	HandOver bool
 }
 
 // DepartRequest is a node's host's last word for a job (Departer): every

@@ -205,7 +205,7 @@ func (u *Universe) GetInfo(context.Context) (*plugin.BackendInfo, error) {
 	return &plugin.BackendInfo{
 		Name:         "local",
 		Version:      u.opts.Version,
-		APIVersions:  []string{plugin.APIVersion1, plugin.APIVersion11, plugin.APIVersion12},
+		APIVersions:  []string{plugin.APIVersion1, plugin.APIVersion11, plugin.APIVersion12, plugin.APIVersion13},
 		Capabilities: caps,
 	}, nil
 }

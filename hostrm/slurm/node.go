@@ -239,10 +239,13 @@ func (n *Node) Fence(ctx context.Context, req *plugin.FenceRequest) (*plugin.Fen
 	// (modex.go); only a collecting fence's goes up, or to the other
 	// nodes (exchange.go).
 	t.data.mine.add(req.Data)
-	if !req.Collect && allHere(req) {
-		// Every participant is this node's and here (a PMIx server's
-		// hand-over of its clients' data): nothing to wait for, and
+	if req.HandOver {
+		// The node's hand-over of its own processes' data (a PMIx
+		// server's, of its clients' commits): nothing to wait for, and
 		// nothing the coordinator needs: a reader asks this node.
+		if req.Collect || !allHere(req) {
+			return nil, plugin.Errorf(plugin.ErrInvalidArgument, "fence %s: a hand-over of processes that are not all node %s's, or that collects", req.ID, t.Name())
+		}
 		if err := t.refusal(req.ID); err != nil {
 			return nil, err
 		}
@@ -350,7 +353,7 @@ func (n *Node) Close() error {
 func Info() *plugin.BackendInfo {
 	return &plugin.BackendInfo{
 		Name:         "slurm",
-		APIVersions:  []string{plugin.APIVersion1, plugin.APIVersion11, plugin.APIVersion12},
+		APIVersions:  []string{plugin.APIVersion1, plugin.APIVersion11, plugin.APIVersion12, plugin.APIVersion13},
 		Capabilities: []string{plugin.CapPublish, plugin.CapConnect, plugin.CapQuery, plugin.CapLog, plugin.CapNotify, plugin.CapEvents, plugin.CapSpawn, plugin.CapDepart},
 	}
 }

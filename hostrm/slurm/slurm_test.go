@@ -110,12 +110,12 @@ func TestTreeJoinsFences(t *testing.T) {
 		t.Fatalf("the coordinator saw %d fence calls (%+v), want one carrying 3 ranks", len(count.fences), count.fences)
 	}
 	count.mu.Unlock()
-	// A fence of one node's own ranks that collects nothing (a PMIx
-	// server's hand-over of its clients' data) ends at that node: the
+	// A node's hand-over of its own ranks' data (HandOver: a PMIx
+	// server's, of its clients' commits) ends at that node: the
 	// coordinator hears nothing, and the other nodes read the data.
 	mine := []plugin.Proc{{Nspace: job.Nspace, Rank: 2}}
 	if _, err := nodes[2].Fence(ctx, &plugin.FenceRequest{ID: "pmix:modex:n3/1", Procs: mine, LocalProcs: mine, Node: job.Nodes[2].Name,
-		Data: []byte("h2;"), Timeout: 5 * time.Second}); err != nil {
+		Data: []byte("h2;"), Timeout: 5 * time.Second, HandOver: true}); err != nil {
 		t.Fatalf("node 3's hand-over: %v", err)
 	}
 	count.mu.Lock()

@@ -309,6 +309,31 @@ func testDepart(t *testing.T, e *env) {
 	}
 }
 
+// testHandOver: a node's hand-over of its own processes' data (a fence
+// with HandOver, contract 1.3) is answered without the other nodes, and
+// another node then reads the data by direct modex. A backend that does
+// not list 1.3 is not asked.
+func testHandOver(t *testing.T, e *env) {
+	if !slices.Contains(e.info.APIVersions, plugin.APIVersion13) {
+		t.Skipf("the backend does not list contract %s", plugin.APIVersion13)
+	}
+	ctx, cancel := e.ctx()
+	defer cancel()
+	data := []byte("handed-over-by-node0;")
+	local := e.localProcs(0)
+	if _, err := e.nodes[0].Fence(ctx, &plugin.FenceRequest{ID: "handover/1", Procs: local, LocalProcs: local,
+		Node: e.job.Nodes[0].Name, Data: data, Timeout: e.h.Timeout, HandOver: true}); err != nil {
+		t.Fatalf("node 0: a hand-over of its own data: %v%s", err, e.explain(err))
+	}
+	resp, err := e.nodes[1].DirectModex(ctx, &plugin.ModexRequest{Requestor: e.proc(2), Proc: e.proc(0), Timeout: e.h.Timeout})
+	if err != nil {
+		t.Fatalf("node 1: DirectModex(rank 0) after node 0's hand-over: %v%s", err, e.explain(err))
+	}
+	if !bytes.Equal(resp.Data, data) {
+		t.Errorf("node 1: DirectModex(rank 0) after node 0's hand-over = %q; want %q", resp.Data, data)
+	}
+}
+
 // testModexTimeout: a direct modex of a rank whose node never
 // contributed fails with ErrTimeout after about its Timeout, naming the
 // node or the rank.

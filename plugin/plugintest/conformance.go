@@ -98,6 +98,7 @@ var conformanceCases = slices.Concat([]conformanceCase{
 	{"DirectModexWholeJob", testModexWholeJob},
 	{"DirectModexUnknownJob", testModexUnknownJob},
 	{"DepartKeepsData", testDepart},
+	{"HandOverIsRead", testHandOver},
 }, nameServiceCases, []conformanceCase{
 	{"Connect", testConnect},
 	{"Capabilities", testCapabilities},

@@ -142,7 +142,7 @@ func (s *Server) handData(ctx context.Context, procs []plugin.Proc, data []byte,
 	s.published++
 	id := fmt.Sprintf("pmix:modex:%s/%d", node, s.published)
 	s.mu.Unlock()
-	_, err := s.be.Fence(ctx, &plugin.FenceRequest{ID: id, Procs: procs, LocalProcs: procs, Node: node, Data: data, Timeout: timeout})
+	_, err := s.be.Fence(ctx, &plugin.FenceRequest{ID: id, Procs: procs, LocalProcs: procs, Node: node, Data: data, Timeout: timeout, HandOver: true})
 	return err
 }
 

@@ -80,7 +80,7 @@ func TestRoundTrip(t *testing.T) {
 				return roundTrip(t, in.(*plugin.AbortRequest), ToAbortRequest, FromAbortRequest)
 			}},
 		{"FenceRequest", &plugin.FenceRequest{ID: "world/3", Procs: procs, LocalProcs: procs[:1], Node: "n1",
-			Data: []byte{0, 1, 2, 255}, Collect: true, Timeout: 1500 * time.Millisecond},
+			Data: []byte{0, 1, 2, 255}, Collect: true, Timeout: 1500 * time.Millisecond, HandOver: true},
 			func(t *testing.T, in any) any {
 				return roundTrip(t, in.(*plugin.FenceRequest), ToFenceRequest, FromFenceRequest)
 			}},

@@ -129,6 +129,7 @@ func ToFenceRequest(in *plugin.FenceRequest) *rmv1.FenceRequest {
 		Data:       in.Data,
 		Collect:    in.Collect,
 		Timeout:    toDuration(in.Timeout),
+		HandOver:   in.HandOver,
 	}
 }
 
@@ -142,6 +143,7 @@ func FromFenceRequest(in *rmv1.FenceRequest) *plugin.FenceRequest {
 		Data:       in.GetData(),
 		Collect:    in.GetCollect(),
 		Timeout:    fromDuration(in.GetTimeout()),
+		HandOver:   in.GetHandOver(),
 	}
 }
 

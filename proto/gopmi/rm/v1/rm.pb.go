@@ -1157,7 +1157,13 @@ type FenceRequest struct {
 	// timeout bounds the whole collective; on expiry the backend answers
 	// DEADLINE_EXCEEDED naming the procs or nodes missing. Unset: no bound
 	// beyond the call's deadline.
-	Timeout       *durationpb.Duration `protobuf:"bytes,7,opt,name=timeout,proto3" json:"timeout,omitempty"`
+	Timeout *durationpb.Duration `protobuf:"bytes,7,opt,name=timeout,proto3" json:"timeout,omitempty"`
+	// hand_over (new in 1.3): the fence is a node's hand-over of its own
+	// processes' data, not a collective: every participant is among
+	// local_procs, nothing is collected, and the backend keeps data readable
+	// by direct modex and answers at once. A backend before 1.3 ignores it
+	// and completes the fence of one node it is, which is the same thing.
+	HandOver      bool `protobuf:"varint,8,opt,name=hand_over,json=handOver,proto3" json:"hand_over,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -1239,6 +1245,13 @@ func (x *FenceRequest) GetTimeout() *durationpb.Duration {
 		return x.Timeout
 	}
 	return nil
+}
+
+func (x *FenceRequest) GetHandOver() bool {
+	if x != nil {
+		return x.HandOver
+	}
+	return false
 }
 
 // FenceResponse is the result of a fence.
@@ -3002,7 +3015,7 @@ const file_gopmi_rm_v1_rm_proto_rawDesc = "" +
 	"\x06status\x18\x02 \x01(\x05R\x06status\x12\x18\n" +
 	"\amessage\x18\x03 \x01(\tR\amessage\x12+\n" +
 	"\atargets\x18\x04 \x03(\v2\x11.gopmi.rm.v1.ProcR\atargets\"\x0f\n" +
-	"\rAbortResponse\"\xf2\x01\n" +
+	"\rAbortResponse\"\x8f\x02\n" +
 	"\fFenceRequest\x12\x0e\n" +
 	"\x02id\x18\x01 \x01(\tR\x02id\x12'\n" +
 	"\x05procs\x18\x02 \x03(\v2\x11.gopmi.rm.v1.ProcR\x05procs\x122\n" +
@@ -3011,7 +3024,8 @@ const file_gopmi_rm_v1_rm_proto_rawDesc = "" +
 	"\x04node\x18\x04 \x01(\tR\x04node\x12\x12\n" +
 	"\x04data\x18\x05 \x01(\fR\x04data\x12\x18\n" +
 	"\acollect\x18\x06 \x01(\bR\acollect\x123\n" +
-	"\atimeout\x18\a \x01(\v2\x19.google.protobuf.DurationR\atimeout\"#\n" +
+	"\atimeout\x18\a \x01(\v2\x19.google.protobuf.DurationR\atimeout\x12\x1b\n" +
+	"\thand_over\x18\b \x01(\bR\bhandOver\"#\n" +
 	"\rFenceResponse\x12\x12\n" +
 	"\x04data\x18\x01 \x01(\fR\x04data\"\xb3\x01\n" +
 	"\x12DirectModexRequest\x12/\n" +
