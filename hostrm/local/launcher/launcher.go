@@ -65,6 +65,7 @@ var DefaultFenceMode = serve.DefaultFenceMode
 // private directory.
 type Launcher struct {
 	cfg      Config
+	face     face // how the tasks reach their server (face.go)
 	log      zerolog.Logger
 	out      io.Writer
 	shims    bool // nodes are served by gopmi-shim processes
@@ -162,9 +163,10 @@ func New(cfg Config) (*Launcher, error) {
 	}
 	l := &Launcher{
 		cfg:    cfg,
+		face:   faceOf(cfg),
 		log:    cfg.Logger,
 		out:    cfg.Stderr,
-		shims:  cfg.PPN > 0 || cfg.PMIx,
+		shims:  faceOf(cfg).needsShims(cfg.PPN),
 		done:   make(chan struct{}),
 		ending: make(chan struct{}),
 		pol:    newPolicy(),
@@ -178,7 +180,7 @@ func New(cfg Config) (*Launcher, error) {
 	if l.shims {
 		self, _ := os.Executable()
 		var err error
-		if cfg.PMIx {
+		if l.face.pmix() {
 			if l.shimPath, err = FindBinary(PMIxBinary, cfg.PMIxPath, EnvPMIxShim, self, ""); err != nil {
 				return nil, fmt.Errorf("%w: gopmi-pmix serves PMIx and is built where libpmix is (apt-get install libpmix-dev, then make install)", err)
 			}

@@ -37,8 +37,7 @@ const rendezvousFD = "pmix-rendezvous"
 // singleton. Its binaries are looked for at the first connection
 // (rendezvousBinaries): an MPICH job does not stat them.
 func (l *Launcher) rendezvousOn() bool {
-	c := l.cfg
-	return c.PMIxAuto && !c.PMIx && !c.PMIPort && c.Singleton == nil
+	return l.cfg.PMIxAuto && l.face == faceFD && l.cfg.Singleton == nil
 }
 
 // rendezvousBinaries finds gopmi-pmix and gopmi-rm-local, once.

@@ -59,7 +59,7 @@ func (l *Launcher) startShim(rj *runJob, s *nodeStart) error {
 		}
 	}
 	index := nodeIndex(rj.spec.Job, s.rn.node.ID)
-	spec := serverSpec{path: l.shimPath, name: l.shimName(), pmix: l.cfg.PMIx, files: files, names: names,
+	spec := serverSpec{path: l.shimPath, name: l.shimName(), pmix: l.face.pmix(), files: files, names: names,
 		boot: func() *shimv1.Bootstrap { return l.bootstrap(rj.spec, index, rj.secret) }}
 	if err := l.startServer(rj, s.rn, spec); err != nil {
 		return err
@@ -241,11 +241,5 @@ func (z *lazyReader) Read(p []byte) (int, error) {
 	return z.r.Read(p)
 }
 
-// shimName is the name a node's server process goes by: gopmi-shim, or
-// gopmi-pmix for a PMIx job.
-func (l *Launcher) shimName() string {
-	if l.cfg.PMIx {
-		return PMIxBinary
-	}
-	return ShimBinary
-}
+// shimName is the name a node's server process goes by (face.server).
+func (l *Launcher) shimName() string { return l.face.server() }

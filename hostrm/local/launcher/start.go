@@ -171,7 +171,7 @@ func (l *Launcher) launch(ctx context.Context, spec *local.JobSpec) (err error) 
 	ctx, cancel := context.WithTimeout(ctx, l.cfg.StartTimeout)
 	defer cancel()
 	rj := &runJob{spec: spec, launching: true, tasks: make([]*runTask, spec.Job.Size)}
-	if l.cfg.PMIPort {
+	if l.face == facePort {
 		rj.secret = newSecret()
 	}
 	l.mu.Lock()
@@ -243,7 +243,7 @@ func (l *Launcher) launch(ctx context.Context, spec *local.JobSpec) (err error) 
 	// PMIx tasks wait for their servers instead: a PMIx client whose job
 	// its node's server has not registered yet is refused at once, and
 	// the tasks' environment comes with the server's READY.
-	pmix := l.cfg.PMIx
+	pmix := l.face.tasksAfterReady()
 	l.start.do(func() {
 		for _, s := range starts {
 			if l.shims {
@@ -304,10 +304,10 @@ func (l *Launcher) prepareNode(rj *runJob, node plugin.Node, index int) (*nodeSt
 	l.mu.Lock()
 	rj.nodes = append(rj.nodes, s.rn)
 	l.mu.Unlock()
-	if l.cfg.PMIx {
+	switch l.face {
+	case facePMIx:
 		return s, nil // PMIx clients connect to their node's PMIx server
-	}
-	if l.cfg.PMIPort {
+	case facePort:
 		ln, err := net.ListenTCP("tcp", &net.TCPAddr{IP: net.IPv4(127, 0, 0, 1)})
 		if err != nil {
 			return s, fmt.Errorf("job %s node %d: pmi port listener: %w", rj.spec.Job.Nspace, node.ID, err)
@@ -353,10 +353,7 @@ func (l *Launcher) bootstrap(spec *local.JobSpec, index int, secret string) *shi
 	node := j.Nodes[index]
 	var tasks []*shimv1.Task
 	for _, r := range node.Ranks {
-		t := &shimv1.Task{Rank: r}
-		if !l.cfg.PMIPort && !l.cfg.PMIx {
-			t.FdName = taskFDName(r)
-		}
+		t := &shimv1.Task{Rank: r, FdName: l.face.taskFD(r)}
 		tasks = append(tasks, t)
 	}
 	be := &shimv1.BackendConfig{Name: "local"}
@@ -384,11 +381,11 @@ func (l *Launcher) bootstrap(spec *local.JobSpec, index int, secret string) *shi
 		FenceMode: l.fence,
 		LogLevel:  l.cfg.LogLevel,
 	}
-	if l.cfg.PMIPort {
+	switch l.face {
+	case facePort:
 		b.PmiPortFd = pmiPortFD
 		b.PmiPortSecret = secret
-	}
-	if l.cfg.PMIx {
+	case facePMIx:
 		// A PMIx face brings its backend up at once: its clients' calls
 		// come through libpmix, not through requests the shim reads.
 		b.Pmix, be.StartAtOnce = true, true

@@ -27,7 +27,7 @@ func (l *Launcher) startTasks(rj *runJob, s *nodeStart) error {
 	}
 	base = append(base, l.cfg.Env...)
 	nlocal := strconv.Itoa(len(s.rn.node.Ranks))
-	if l.cfg.PMIx {
+	if l.face.pmix() {
 		return l.startPMIxTasks(rj, s, base)
 	}
 	for i, r := range s.rn.node.Ranks {
@@ -51,7 +51,7 @@ func (l *Launcher) startTasks(rj *runJob, s *nodeStart) error {
 			env = append(env, "PMIX_RANK="+strconv.Itoa(int(r)))
 		}
 		cmd := l.taskCmd(rj, r, app, env)
-		if l.cfg.PMIPort {
+		if l.face == facePort {
 			cmd.Env = append(cmd.Env, "PMI_PORT="+s.portAt, "PMI_ID="+strconv.Itoa(int(r)), "PMI_AUTH_SECRET="+rj.secret)
 		} else {
 			cmd.Env = append(cmd.Env, "PMI_FD=3")
@@ -149,10 +149,10 @@ func (l *Launcher) reapTask(rj *runJob, t *runTask, cmd *exec.Cmd, out *output) 
 	lazy := lazyPMIxServed(rj, l.nodeOf(rj, t.proc.Rank))
 	l.mu.Unlock()
 	switch st := l.u.ProcState(t.proc); {
-	case !ex.ok && !l.cfg.PMIx && !l.rendezvous && (st == "pending" || st == "started"):
+	case !ex.ok && !l.face.pmix() && !l.rendezvous && (st == "pending" || st == "started"):
 		// It never initialized PMI: gopmi may know why.
 		ex.hint = l.hints.pmixProgram(cmd.Path)
-	case (l.cfg.PMIx || lazy) && st == "connected":
+	case (l.face.endsSeenHere() || lazy) && st == "connected":
 		// A PMI task's server sees its connection close before finalize;
 		// a PMIx task's end is seen here: the job fails as for PMI.
 		err := l.u.NotifyEvent(context.Background(), &plugin.EventRequest{Code: plugin.EventProcAborted, Source: t.proc,
