@@ -54,9 +54,10 @@
 // "STATUS=<error>\nERRNO=<n>" before the shim exits; a later one (the backend
 // failed to start or died) as "STOPPING=1\nSTATUS=<reason>", so the step
 // daemon can say why either way. A PMIx face's READY also carries its
-// tasks' environment, one "GOPMI_PMIX_ENV=KEY=VALUE" line per variable
-// (serve.PMIxEnv), which the step daemon gives every task before it starts
-// them: it splits the message into lines and parses nothing else.
+// tasks' environment, one "GOPMI_PMIX_VAR=KEY=VALUE" line per variable
+// (serve.PMIxVar), which the step daemon gives every task before it
+// starts them: it splits the message into lines and parses nothing else
+// (GOPMI_PMIX_ENV, the same as a JSON array, is for older step daemons).
 // NOTIFY_SOCKET is read and removed from the
 // environment at the very start, so the backend plugin, which inherits the
 // environment, never sees it.

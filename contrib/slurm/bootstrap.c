@@ -336,11 +336,11 @@ char *bootstrap(const stepd_step_rec_t *job, char **env, const char *coord, cons
 }
 
 /* ready_env takes the PMIx tasks' environment from a READY=1 message:
- * one "GOPMI_PMIX_ENV=KEY=VALUE" line per variable, as the shim sends
- * it (no value holds a newline), into a NULL-ended array. */
+ * one "GOPMI_PMIX_VAR=KEY=VALUE" line per variable, as the shim sends it
+ * (no value holds a newline), into a NULL-ended array. */
 int ready_env(char *msg)
 {
-	static const char key[] = "GOPMI_PMIX_ENV=";
+	static const char key[] = "GOPMI_PMIX_VAR=";
 	size_t n = 0;
 
 	if (!pmix_step)
@@ -359,7 +359,7 @@ int ready_env(char *msg)
 	if (!n) {
 		xfree(pmix_env);
 		pmix_env = NULL;
-		snprintf(shim_error, sizeof(shim_error), "the shim (gopmi-slurm-pmix) said READY=1 without the tasks' PMIx environment (GOPMI_PMIX_ENV)");
+		snprintf(shim_error, sizeof(shim_error), "the shim (gopmi-slurm-pmix) said READY=1 without the tasks' PMIx environment (GOPMI_PMIX_VAR): is it older than this plugin?");
 		return SLURM_ERROR;
 	}
 	return SLURM_SUCCESS;

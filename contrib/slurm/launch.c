@@ -98,6 +98,10 @@ static ssize_t recv_from(int sock, pid_t from, char *buf, size_t size)
 
 	if (n <= 0)
 		return n;
+	if (mh.msg_flags & MSG_TRUNC) {
+		error("mpi/gopmi: a datagram on the shim's notify socket longer than %zu bytes was dropped", size);
+		return 0;
+	}
 	for (c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
 		struct ucred cred;
 		if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_CREDENTIALS)

@@ -2,7 +2,9 @@ package slurm
 
 import (
 	"context"
+	"errors"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -121,7 +123,7 @@ func (x *exchanger) run(ctx context.Context, req *plugin.FenceRequest) (*plugin.
 		if i == t.Self {
 			continue
 		}
-		if !t.crew.Spawn(func(cctx context.Context) { given <- x.give(cctx, i, give, timeout) }) {
+		if !t.crew.Spawn(func(cctx context.Context) { given <- x.give(cctx, i, give, req.Procs, timeout) }) {
 			given <- plugin.Errorf(plugin.ErrAborted, "fence %s: the node's fence tree has closed", req.ID)
 		}
 	}
@@ -171,7 +173,7 @@ func (x *exchanger) run(ctx context.Context, req *plugin.FenceRequest) (*plugin.
 
 // give gives this node's part to node index i, over the link kept to
 // it, within the fence's time-out.
-func (x *exchanger) give(ctx context.Context, i int, give *treev1.GiveRequest, timeout time.Duration) error {
+func (x *exchanger) give(ctx context.Context, i int, give *treev1.GiveRequest, procs []plugin.Proc, timeout time.Duration) error {
 	t := x.t
 	ctx, cancel := context.WithTimeout(ctx, timeout+sendGrace)
 	defer cancel()
@@ -184,6 +186,13 @@ func (x *exchanger) give(ctx context.Context, i int, give *treev1.GiveRequest, t
 	if err == nil {
 		_, err = treev1.NewTreeClient(to.ClientConn()).Give(ctx, give)
 		err = direct.CallError(ctx, "give", err)
+		if errors.Is(err, plugin.ErrNotSupported) {
+			// A node older than the tree's service (a step's nodes
+			// mid-way through an upgrade) takes a part as a Fence of
+			// its own kind.
+			_, err = to.Backend().Fence(ctx, &plugin.FenceRequest{ID: legacyPartPrefix + give.Fence, Procs: procs,
+				Node: give.Node, Data: give.Data, Collect: true, Timeout: timeout})
+		}
 	}
 	if err != nil {
 		err = plugin.Wrapf(err, plugin.ErrUnavailable, "fence %s: node %s could not give its ranks' data to node %s",
@@ -191,6 +200,20 @@ func (x *exchanger) give(ctx context.Context, i int, give *treev1.GiveRequest, t
 		t.log.Warn().Str("fence", give.Fence).Err(err).Msg("fence exchange: a part could not be given")
 	}
 	return err
+}
+
+// legacyPartPrefix began the ID of a part another node gave as a Fence,
+// before the tree's service: a node still takes one (takeLegacy), and
+// gives one to a node that does not serve Give.
+const legacyPartPrefix = "\x00gopmi-slurm-part/"
+
+// takeLegacy keeps a part an older node gave as a Fence whose ID begins
+// with legacyPartPrefix.
+func (x *exchanger) takeLegacy(req *plugin.FenceRequest) error {
+	plain := *req
+	plain.ID = strings.TrimPrefix(req.ID, legacyPartPrefix)
+	return x.take(&treev1.GiveRequest{Fence: plain.ID, Key: fencetree.Key(&plain), Node: req.Node, Data: req.Data,
+		TimeoutMs: req.TimeoutOrDefault().Milliseconds()})
 }
 
 // treeService is what a node serves the others besides the contract

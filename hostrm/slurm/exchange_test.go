@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gopmi/gopmi/hostrm/internal/fencetree"
 	"github.com/gopmi/gopmi/plugin"
 	"github.com/gopmi/gopmi/plugin/grpcplugin/direct"
 	treev1 "github.com/gopmi/gopmi/proto/gopmi/tree/v1"
@@ -187,5 +188,37 @@ func TestExchangeFailsByName(t *testing.T) {
 		if !c.Collect || len(c.Data) == 0 {
 			t.Errorf("WithoutExchange: a collecting fence reached the coordinator as %+v, want its data", c)
 		}
+	}
+}
+
+// A node older than the tree's service gives its part as a Fence whose ID
+// begins with the legacy prefix: a node takes it into the same mailbox a
+// Give fills, so an exchange across a step's nodes mid-way through an
+// upgrade still completes.
+func TestExchangeTakesALegacyPart(t *testing.T) {
+	step := newTestStep(t, 44, 2, 0, nil)
+	job := step.job
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	nodes := step.nodes(ctx, t)
+	to, err := nodes[1].placed().data.peers.links.Link(ctx, 0, 5*time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	world := []plugin.Proc{{Nspace: job.Nspace, Rank: plugin.RankWildcard}}
+	if _, err := to.Fence(ctx, &plugin.FenceRequest{ID: legacyPartPrefix + "world/9", Procs: world, Node: job.Nodes[1].Name,
+		Data: []byte("old;"), Collect: true, Timeout: 5 * time.Second}); err != nil {
+		t.Fatalf("a legacy part: %v", err)
+	}
+	x := nodes[0].placed().ex
+	x.mu.Lock()
+	b := x.boxes[fencetree.Key(&plugin.FenceRequest{ID: "world/9", Procs: world})]
+	var got []byte
+	if b != nil {
+		got = b.parts[1]
+	}
+	x.mu.Unlock()
+	if string(got) != "old;" {
+		t.Errorf("node 0's mailbox for world/9 holds %q from node 1, want the legacy part", got)
 	}
 }

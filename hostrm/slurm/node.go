@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -201,10 +202,10 @@ func (n *Node) Configure(ctx context.Context, req *plugin.ConfigureRequest) (*pl
 		// Placed before it serves: its wait for the job's news, or
 		// a child's call, may dial up at once, and must go to the
 		// parent.
+		n.ov.Place(t.Place, t.crew, t.log)
 		n.mu.Lock()
 		n.tree = t
 		n.mu.Unlock()
-		n.ov.Place(t.Place, t.crew, t.log)
 		if err := t.serve(ctx); err != nil {
 			n.ov.Leave()
 			n.mu.Lock()
@@ -238,14 +239,16 @@ func (n *Node) Fence(ctx context.Context, req *plugin.FenceRequest) (*plugin.Fen
 	// This node's data stays here for the nodes that read it
 	// (modex.go); only a collecting fence's goes up, or to the other
 	// nodes (exchange.go).
+	if req.HandOver && (req.Collect || !allHere(req)) {
+		return nil, plugin.Errorf(plugin.ErrInvalidArgument, "fence %s: a hand-over of processes that are not all node %s's, or that collects", req.ID, t.Name())
+	}
 	t.data.mine.add(req.Data)
-	if req.HandOver {
+	if req.HandOver || !req.Collect && allHere(req) {
 		// The node's hand-over of its own processes' data (a PMIx
-		// server's, of its clients' commits): nothing to wait for, and
-		// nothing the coordinator needs: a reader asks this node.
-		if req.Collect || !allHere(req) {
-			return nil, plugin.Errorf(plugin.ErrInvalidArgument, "fence %s: a hand-over of processes that are not all node %s's, or that collects", req.ID, t.Name())
-		}
+		// server's, of its clients' commits), or a fence of this node's
+		// processes alone that collects nothing (a host before contract
+		// 1.3 hands over so): complete once it is here, with nothing the
+		// coordinator needs: a reader asks this node.
 		if err := t.refusal(req.ID); err != nil {
 			return nil, err
 		}
@@ -374,10 +377,15 @@ type NodeConfig struct {
 }
 
 // ParseNodeConfig reads a node's Configure Config; an empty one is the
-// zero NodeConfig.
+// zero NodeConfig. A node older than NodeConfig (a step's nodes mid-way
+// through an upgrade) sends "tree-ports=LOW-HIGH", which is read too.
 func ParseNodeConfig(config []byte) (NodeConfig, error) {
 	var c NodeConfig
 	if len(config) == 0 {
+		return c, nil
+	}
+	if ports, ok := strings.CutPrefix(string(config), "tree-ports="); ok {
+		c.TreePorts = ports
 		return c, nil
 	}
 	if err := json.Unmarshal(config, &c); err != nil {

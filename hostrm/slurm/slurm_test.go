@@ -384,8 +384,8 @@ func TestReadOfANodeNotUp(t *testing.T) {
 }
 
 // A node's Configure Config is a declared JSON object: the coordinator
-// reads the port range from it, ignores keys it does not know, and
-// refuses what is not JSON.
+// reads the port range from it, ignores keys it does not know, reads an
+// older node's "tree-ports=" text, and refuses anything else.
 func TestNodeConfig(t *testing.T) {
 	for _, tc := range []struct {
 		in    string
@@ -395,7 +395,8 @@ func TestNodeConfig(t *testing.T) {
 		{"", "", false},
 		{`{"tree_ports":"30000-30099"}`, "30000-30099", false},
 		{`{"tree_ports":"30000-30099","later":1}`, "30000-30099", false},
-		{"tree-ports=30000-30099", "", true},
+		{"tree-ports=30000-30099", "30000-30099", false},
+		{"ports 30000", "", true},
 	} {
 		c, err := ParseNodeConfig([]byte(tc.in))
 		if (err != nil) != tc.bad || c.TreePorts != tc.ports || (tc.bad && !errors.Is(err, plugin.ErrInvalidArgument)) {

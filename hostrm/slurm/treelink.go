@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"sync"
 	"time"
 
@@ -111,6 +112,13 @@ func (s subtreeServer) DirectModex(ctx context.Context, req *plugin.ModexRequest
 // answer (its process died, its link broke) is a subtree lost in the
 // middle of a fence: the log names it and the ranks it carried.
 func (s subtreeServer) Fence(ctx context.Context, req *plugin.FenceRequest) (*plugin.FenceResponse, error) {
+	if id, ok := strings.CutPrefix(req.ID, legacyPartPrefix); ok {
+		// An older node's part of a fence the nodes exchange (treeService's
+		// Give, as it gave it).
+		s.t.drain.call(id, 1)
+		defer s.t.drain.call(id, -1)
+		return &plugin.FenceResponse{}, s.t.ex.takeLegacy(req)
+	}
 	s.t.drain.call(req.ID, 1)
 	defer s.t.drain.call(req.ID, -1)
 	resp, err := s.t.fence(ctx, req)

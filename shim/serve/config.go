@@ -1,6 +1,7 @@
 package serve
 
 import (
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -44,17 +45,26 @@ const (
 	maxTimeout = 7 * 24 * time.Hour
 )
 
-// PMIxEnv is the variable a PMIx face's READY carries (sd_notify): the
-// environment its node's tasks need, one line "GOPMI_PMIX_ENV=KEY=VALUE"
-// per variable, the same for every rank but PMIX_RANK, which the step
-// daemon adds. No value holds a newline, so a step daemon splits the
-// message into lines and parses nothing else (before 2026-11-30 it was
-// one line holding a JSON array).
+// PMIxVar is the variable a PMIx face's READY carries (sd_notify) once
+// per variable of the environment its node's tasks need:
+// "GOPMI_PMIX_VAR=KEY=VALUE", the same for every rank but PMIX_RANK, which
+// the step daemon adds. No value holds a newline, so a step daemon splits
+// the message into lines and parses nothing else.
+const PMIxVar = "GOPMI_PMIX_VAR"
+
+// PMIxEnv is the same environment as one JSON array, which READY still
+// carries for step daemons older than PMIxVar (an mpi/gopmi that slurmd
+// loaded before an upgrade of gopmi's binaries). Deprecated: read
+// PMIxVar.
 const PMIxEnv = "GOPMI_PMIX_ENV"
 
+// maxReady bounds a READY message: a step daemon reads it into a buffer
+// of 64 KiB.
+const maxReady = 60 << 10
+
 // PMIxReady is the READY message of a PMIx face serving tasks, whose
-// environment is env (PMIxEnv); a variable that holds a newline or a
-// NUL is an error.
+// environment is env (PMIxVar, and PMIxEnv); a variable that holds a
+// newline or a NUL, or an environment READY cannot carry, is an error.
 func PMIxReady(tasks int, env []string) (string, error) {
 	var b strings.Builder
 	fmt.Fprintf(&b, "READY=1\nSTATUS=serving %d PMIx tasks", tasks)
@@ -62,7 +72,12 @@ func PMIxReady(tasks int, env []string) (string, error) {
 		if strings.ContainsAny(e, "\n\x00") || !strings.Contains(e, "=") {
 			return "", fmt.Errorf("the tasks' PMIx environment has %q, which READY cannot carry", e)
 		}
-		b.WriteString("\n" + PMIxEnv + "=" + e)
+		b.WriteString("\n" + PMIxVar + "=" + e)
+	}
+	old, _ := json.Marshal(env)
+	b.WriteString("\n" + PMIxEnv + "=" + string(old))
+	if b.Len() > maxReady {
+		return "", fmt.Errorf("the tasks' PMIx environment (%d bytes with its READY) is more than a step daemon reads (%d)", b.Len(), maxReady)
 	}
 	return b.String(), nil
 }
@@ -71,7 +86,7 @@ func PMIxReady(tasks int, env []string) (string, error) {
 func ParsePMIxEnv(msg string) []string {
 	var env []string
 	for line := range strings.SplitSeq(msg, "\n") {
-		if e, ok := strings.CutPrefix(line, PMIxEnv+"="); ok {
+		if e, ok := strings.CutPrefix(line, PMIxVar+"="); ok {
 			env = append(env, e)
 		}
 	}

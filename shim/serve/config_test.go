@@ -259,7 +259,11 @@ func TestPMIxReady(t *testing.T) {
 	if got := ParsePMIxEnv(msg); !slices.Equal(got, env) {
 		t.Errorf("ParsePMIxEnv = %q, want %q", got, env)
 	}
-	for _, bad := range []string{"A=b\nc", "A=\x00", "NOEQUALS"} {
+	// A step daemon older than PMIxVar finds the JSON array it knows.
+	if !strings.Contains(msg, "\n"+PMIxEnv+`=["PMIX_NAMESPACE=slurm.1.0",`) {
+		t.Errorf("READY lacks the deprecated %s array: %q", PMIxEnv, msg)
+	}
+	for _, bad := range []string{"A=b\nc", "A=\x00", "NOEQUALS", "BIG=" + strings.Repeat("x", 40<<10)} {
 		if _, err := PMIxReady(1, []string{bad}); err == nil {
 			t.Errorf("PMIxReady took %q", bad)
 		}

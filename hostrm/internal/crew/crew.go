@@ -92,6 +92,11 @@ func (c *Crew) After(d time.Duration, f func()) (stop func() bool) {
 	if c.closed {
 		return func() bool { return false }
 	}
+	return c.afterLocked(d, f)
+}
+
+// afterLocked is After with mu held, on an open crew.
+func (c *Crew) afterLocked(d time.Duration, f func()) (stop func() bool) {
 	ref := c.next
 	c.next++
 	c.wg.Add(1)
@@ -118,13 +123,12 @@ func (c *Crew) After(d time.Duration, f func()) (stop func() bool) {
 func (c *Crew) Alarm(d time.Duration) (<-chan struct{}, func() bool) {
 	ch := make(chan struct{})
 	c.mu.Lock()
-	closed := c.closed
-	c.mu.Unlock()
-	if closed {
+	defer c.mu.Unlock()
+	if c.closed {
 		close(ch)
 		return ch, func() bool { return false }
 	}
-	return ch, c.After(d, func() { close(ch) })
+	return ch, c.afterLocked(d, func() { close(ch) })
 }
 
 // claim takes a timer out of timers and reports whether it was there.

@@ -214,7 +214,8 @@ func (o *Overlay) rejoinLocked() {
 	if o.rejoining || o.placed == nil || len(o.passedLocked()) == 0 {
 		return
 	}
-	o.rejoining = o.placed.crew.Spawn(o.rejoin)
+	p := o.placed
+	o.rejoining = p.crew.Spawn(func(ctx context.Context) { o.rejoin(ctx, p) })
 }
 
 // passedLocked are the ancestors nearer than the one the link up goes
@@ -244,10 +245,7 @@ func (o *Overlay) passedLocked() []int {
 // Calls in flight on the link it replaces finish there. It ends when none
 // is left to try (the parent reached, or the link up broke: the next call
 // dials from the parent up again), or when the crew closes.
-func (o *Overlay) rejoin(ctx context.Context) {
-	o.mu.Lock()
-	p := o.placed
-	o.mu.Unlock()
+func (o *Overlay) rejoin(ctx context.Context, p *placement) {
 	for pause := rejoinFirst; ; pause = min(2*pause, rejoinMax) {
 		due, stop := p.crew.Alarm(pause)
 		select {
