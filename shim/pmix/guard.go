@@ -129,7 +129,16 @@ func (s *Server) guard(what string) error {
 	if len(in) == 0 {
 		return nil
 	}
-	time.AfterFunc(cutAfter, func() { cut(in) })
+	// On the server's owner: Close waits for it, and cuts at once.
+	s.spawn(func() {
+		wait := time.NewTimer(cutAfter)
+		defer wait.Stop()
+		select {
+		case <-wait.C:
+		case <-s.ctx.Done():
+		}
+		cut(in)
+	})
 	for _, c := range in {
 		user := "a peer not on this host"
 		if c.uid >= 0 {
