@@ -22,8 +22,12 @@ import (
 // whatever its size, and an abort reaches every node down the tree.
 
 const (
-	// newsWait is how long one wait up lasts when nothing happens.
-	newsWait = time.Hour
+	// newsWait is how long one wait up lasts when nothing happens: a
+	// wait made on a link the node then left (rejoin moved its calls to a
+	// parent that came up late) holds a place at its old end no longer
+	// than that, and a wait costs one call a minute per node, on its
+	// parent.
+	newsWait = time.Minute
 	// newsKept bounds the events a node keeps, as the coordinator's
 	// universe bounds its own: a reader further behind is told it
 	// missed some.
