@@ -42,9 +42,9 @@ func checked(r *request, m *wire.Message, t wire.Table) (*wire.CommandSpec, bool
 func failKV(r *request) []string {
 	switch r.cmd {
 	case "publish_name", "unpublish_name", "name-publish", "name-unpublish":
-		return nsFailKV(r)
+		return r.c.nsFail()
 	case "lookup_name", "name-lookup":
-		return lookupFailKV(r)
+		return r.c.lookupFail()
 	case "info-getnodeattr":
 		return []string{"found", "FALSE"}
 	}

@@ -37,37 +37,37 @@ func rcOf(err error) int {
 
 func (s *Session) publish(r *request, name, port string, info []wire.Arg) {
 	if name == "" {
-		r.failKV(wire.RcInvalidArg, fmt.Errorf("%s: missing service name", r.cmd), nsFailKV(r)...)
+		r.failKV(wire.RcInvalidArg, fmt.Errorf("%s: missing service name", r.cmd), r.c.nsFail()...)
 		return
 	}
 	req := &plugin.PublishRequest{Proc: s.j.proc(s.rank), Data: []plugin.Info{{Key: name, Value: port}}, Info: toInfo(info)}
 	s.asyncCap(r, plugin.CapPublish, "a name service", toBackend, func(ctx context.Context) {
 		if err := s.j.be.Publish(ctx, req); err != nil {
-			r.failKV(rcOf(err), inStep("publish "+name, err), nsFailKV(r)...)
+			r.failKV(rcOf(err), inStep("publish "+name, err), r.c.nsFail()...)
 			return
 		}
-		r.ok(nsOKKV(r)...)
+		r.ok(r.c.nsOK()...)
 	})
 }
 
 func (s *Session) unpublish(r *request, name string, info []wire.Arg) {
 	if name == "" {
-		r.failKV(wire.RcInvalidArg, fmt.Errorf("%s: missing service name", r.cmd), nsFailKV(r)...)
+		r.failKV(wire.RcInvalidArg, fmt.Errorf("%s: missing service name", r.cmd), r.c.nsFail()...)
 		return
 	}
 	req := &plugin.UnpublishRequest{Proc: s.j.proc(s.rank), Keys: []string{name}, Info: toInfo(info)}
 	s.asyncCap(r, plugin.CapPublish, "a name service", toBackend, func(ctx context.Context) {
 		if err := s.j.be.Unpublish(ctx, req); err != nil {
-			r.failKV(rcOf(err), inStep("unpublish "+name, err), nsFailKV(r)...)
+			r.failKV(rcOf(err), inStep("unpublish "+name, err), r.c.nsFail()...)
 			return
 		}
-		r.ok(nsOKKV(r)...)
+		r.ok(r.c.nsOK()...)
 	})
 }
 
 func (s *Session) lookup(r *request, name string, info []wire.Arg) {
 	if name == "" {
-		r.failKV(wire.RcInvalidArg, fmt.Errorf("%s: missing service name", r.cmd), lookupFailKV(r)...)
+		r.failKV(wire.RcInvalidArg, fmt.Errorf("%s: missing service name", r.cmd), r.c.lookupFail()...)
 		return
 	}
 	req := &plugin.LookupRequest{Proc: s.j.proc(s.rank), Keys: []string{name}, Info: toInfo(info), Timeout: s.j.cfg.Timeouts.Lookup}
@@ -77,17 +77,9 @@ func (s *Session) lookup(r *request, name string, info []wire.Arg) {
 			err = plugin.ErrNotFound
 		}
 		if err != nil {
-			r.failKV(rcOf(err), inStep("lookup "+name, err), lookupFailKV(r)...)
+			r.failKV(rcOf(err), inStep("lookup "+name, err), r.c.lookupFail()...)
 			return
 		}
 		r.c.lookupOK(r, resp.Data[0].Value)
 	})
 }
-
-// nsOKKV and the others are a name-service reply's extra pairs in the
-// request's protocol (codec).
-func nsOKKV(r *request) []string { return r.c.nsOK() }
-
-func nsFailKV(r *request) []string { return r.c.nsFail() }
-
-func lookupFailKV(r *request) []string { return r.c.lookupFail() }

@@ -46,38 +46,35 @@ extern void mpi_p_conf_set(s_p_hashtbl_t *tbl)
 		gconf.tree_width = 16;
 }
 
+/* put_str and put_uint add one key to a table mpi_p_conf_get returns. */
+static void put_str(s_p_hashtbl_t *tbl, const char *key, const char *v)
+{
+	if (v)
+		s_p_parse_pair(tbl, key, v);
+}
+
+static void put_uint(s_p_hashtbl_t *tbl, const char *key, uint32_t n)
+{
+	char *v = xstrdup_printf("%u", n);
+	s_p_parse_pair(tbl, key, v);
+	xfree(v);
+}
+
 extern s_p_hashtbl_t *mpi_p_conf_get(void)
 {
 	s_p_hashtbl_t *tbl = s_p_hashtbl_create(gopmi_options);
-	char *v;
 
-	if (gconf.bindir)
-		s_p_parse_pair(tbl, "GopmiBinDir", gconf.bindir);
-	if (gconf.fence_mode)
-		s_p_parse_pair(tbl, "GopmiFenceMode", gconf.fence_mode);
-	if (gconf.log_level)
-		s_p_parse_pair(tbl, "GopmiLogLevel", gconf.log_level);
-	if (gconf.pmix)
-		s_p_parse_pair(tbl, "GopmiPMIx", gconf.pmix);
-	if (gconf.on_demand)
-		s_p_parse_pair(tbl, "GopmiOnDemand", gconf.on_demand);
-	if (gconf.tree_ports)
-		s_p_parse_pair(tbl, "GopmiTreePorts", gconf.tree_ports);
-	v = xstrdup_printf("%u", gconf.timeout);
-	s_p_parse_pair(tbl, "GopmiTimeout", v);
-	xfree(v);
-	v = xstrdup_printf("%u", gconf.start_timeout);
-	s_p_parse_pair(tbl, "GopmiStartTimeout", v);
-	xfree(v);
-	v = xstrdup_printf("%u", gconf.val_max);
-	s_p_parse_pair(tbl, "GopmiValMax", v);
-	xfree(v);
-	v = xstrdup_printf("%u", gconf.tree_width);
-	s_p_parse_pair(tbl, "GopmiTreeWidth", v);
-	xfree(v);
-	v = xstrdup_printf("%u", gconf.kvs_max_mib);
-	s_p_parse_pair(tbl, "GopmiKVSMaxMiB", v);
-	xfree(v);
+	put_str(tbl, "GopmiBinDir", gconf.bindir);
+	put_str(tbl, "GopmiFenceMode", gconf.fence_mode);
+	put_str(tbl, "GopmiLogLevel", gconf.log_level);
+	put_str(tbl, "GopmiPMIx", gconf.pmix);
+	put_str(tbl, "GopmiOnDemand", gconf.on_demand);
+	put_str(tbl, "GopmiTreePorts", gconf.tree_ports);
+	put_uint(tbl, "GopmiTimeout", gconf.timeout);
+	put_uint(tbl, "GopmiStartTimeout", gconf.start_timeout);
+	put_uint(tbl, "GopmiValMax", gconf.val_max);
+	put_uint(tbl, "GopmiTreeWidth", gconf.tree_width);
+	put_uint(tbl, "GopmiKVSMaxMiB", gconf.kvs_max_mib);
 	return tbl;
 }
 

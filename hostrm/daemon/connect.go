@@ -86,7 +86,7 @@ func (s *Server) DirectModex(ctx context.Context, req *plugin.ModexRequest) (*pl
 	}
 	c, addr, node, uid, pid := r.link, r.universe, r.node, r.uid, r.pid
 	s.mu.Unlock()
-	ctx, cancel := context.WithTimeout(ctx, modexTimeout(req))
+	ctx, cancel := context.WithTimeout(ctx, req.TimeoutOrDefault())
 	defer cancel()
 	var resp *plugin.ModexResponse
 	where := ""
@@ -164,13 +164,6 @@ func (s *Server) universeConn(ctx context.Context, r *run, c *link.Conn, addr st
 		s.mu.Unlock()
 	})
 	return c, nil
-}
-
-// modexTimeout bounds a read of another run's keys: the request's own
-// time-out, else the contract's default; a run that stopped answering
-// fails the read.
-func modexTimeout(req *plugin.ModexRequest) time.Duration {
-	return req.TimeoutOrDefault()
 }
 
 // dialUniverse connects to the universe a run said it serves at addr, and

@@ -235,7 +235,7 @@ func (nodeService) Query(ctx context.Context, req *plugin.QueryRequest) (*plugin
 		if err := json.Unmarshal([]byte(qualifier(q.Qualifiers, "request", "")), &mreq); err != nil {
 			return nil, plugin.Errorf(plugin.ErrInvalidArgument, "node: modex: request: %v", err)
 		}
-		ctx, cancel := context.WithTimeout(ctx, modexTimeout(&mreq))
+		ctx, cancel := context.WithTimeout(ctx, mreq.TimeoutOrDefault())
 		defer cancel()
 		dctx, dcancel := context.WithTimeout(ctx, 5*time.Second)
 		c, err := dialUniverse(dctx, addr, uint32(uid), pid)

@@ -243,7 +243,7 @@ func (n *Node) Fence(ctx context.Context, req *plugin.FenceRequest) (*plugin.Fen
 		return nil, plugin.Errorf(plugin.ErrInvalidArgument, "fence %s: a hand-over of processes that are not all node %s's, or that collects", req.ID, t.Name())
 	}
 	t.data.mine.add(req.Data)
-	if req.HandOver || !req.Collect && allHere(req) {
+	if !req.Collect && allHere(req) {
 		// The node's hand-over of its own processes' data (a PMIx
 		// server's, of its clients' commits), or a fence of this node's
 		// processes alone that collects nothing (a host before contract

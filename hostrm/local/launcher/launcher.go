@@ -166,12 +166,12 @@ func New(cfg Config) (*Launcher, error) {
 		face:   faceOf(cfg),
 		log:    cfg.Logger,
 		out:    cfg.Stderr,
-		shims:  faceOf(cfg).needsShims(cfg.PPN),
 		done:   make(chan struct{}),
 		ending: make(chan struct{}),
 		pol:    newPolicy(),
 		fence:  fenceMode,
 	}
+	l.shims = l.face.needsShims(cfg.PPN)
 	// What a shim would refuse in its bootstrap is refused here, in
 	// either mode, before anything starts.
 	if _, err := serve.NewConfig(l.bootstrap(&local.JobSpec{Job: local.Layout("check", cfg.Apps, 0, cfg.Hostname, cfg.UniverseSize)}, 0, "")); err != nil {
