@@ -79,11 +79,17 @@ func (n *news) after(seq uint64) *plugin.AwaitEventsResponse {
 func (t *tree) watchNews(ctx context.Context) {
 	var seq uint64
 	for ctx.Err() == nil {
-		resp, err := t.toRoot.AwaitEvents(ctx, &plugin.AwaitEventsRequest{Nspace: t.Job.Nspace, After: seq, Timeout: newsWait})
+		// Bounded beyond the wait it asks for: a link that stopped
+		// answering without breaking ends the call, and the loop asks
+		// again.
+		cctx, cancel := context.WithTimeout(ctx, newsWait+sendGrace)
+		resp, err := t.toRoot.AwaitEvents(cctx, &plugin.AwaitEventsRequest{Nspace: t.Job.Nspace, After: seq, Timeout: newsWait})
+		expired := cctx.Err() != nil // the bound, not an answer, ended it
+		cancel()
 		switch {
 		case ctx.Err() != nil:
 			return
-		case errors.Is(err, plugin.ErrAborted):
+		case errors.Is(err, plugin.ErrAborted) && !expired:
 			t.aborted(plugin.Wrapf(err, plugin.ErrAborted, "fence"))
 			return
 		case err != nil:
