@@ -6,6 +6,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/gopmi/gopmi/plugin"
+	"github.com/gopmi/gopmi/plugin/crew"
 )
 
 // FenceMode chooses how fences behave for a job.
@@ -48,13 +49,8 @@ type Timeouts struct {
 	Backend  time.Duration // any other backend call; default 30s
 }
 
-// Clock is the time source; tests pass a manual one.
-type Clock interface {
-	Now() time.Time
-	// AfterFunc calls f once after d unless the returned stop is called
-	// first; stop reports whether it prevented the call.
-	AfterFunc(d time.Duration, f func()) (stop func() bool)
-}
+// Clock is the time source: crew's, whose Fake tests pass.
+type Clock = crew.Clock
 
 // Config describes the job as seen from this node.
 type Config struct {

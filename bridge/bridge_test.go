@@ -16,6 +16,7 @@ import (
 	"github.com/gopmi/gopmi/bridge/kvs"
 	"github.com/gopmi/gopmi/bridge/wire"
 	"github.com/gopmi/gopmi/plugin"
+	"github.com/gopmi/gopmi/plugin/crew"
 )
 
 func TestMain(m *testing.M) {
@@ -446,16 +447,16 @@ func TestModexFence(t *testing.T) {
 }
 
 func TestFenceTimeoutNamesMissingRanks(t *testing.T) {
-	clk := newManualClock()
+	clk := crew.NewFake()
 	w := newWorld(t, 4, 1, withClock(clk), withTimeouts(Timeouts{Fence: 30 * time.Second}))
 	for _, k := range w.tasks {
 		k.init1()
 	}
 	w.task(0).send("cmd=barrier_in")
 	w.task(2).send("cmd=barrier_in")
-	clk.advance(29 * time.Second)
+	clk.Advance(29 * time.Second)
 	w.task(0).silent()
-	clk.advance(2 * time.Second)
+	clk.Advance(2 * time.Second)
 	m := w.task(0).expect("cmd=barrier_out rc=-1")
 	if msg := m.Value("msg"); !strings.Contains(msg, "ranks_1,3_(node_n0)_did_not_arrive_within_30s") {
 		t.Fatalf("msg = %q, want the missing ranks named", msg)
@@ -1110,7 +1111,7 @@ func TestBackendThatNeverStarts(t *testing.T) {
 // A request at the backend gate waits no longer than its deadline when
 // the host never says whether the backend came up.
 func TestGateDeadline(t *testing.T) {
-	clk := newManualClock()
+	clk := crew.NewFake()
 	late, lb := withLateBackend(false, &plugin.BackendInfo{Name: "late", Capabilities: []string{plugin.CapPublish}})
 	w := newWorld(t, 1, 1, late, withClock(clk), withTimeouts(Timeouts{Backend: 10 * time.Second}))
 	k := w.task(0)
@@ -1120,9 +1121,9 @@ func TestGateDeadline(t *testing.T) {
 	if !lb.asked {
 		t.Fatal("the name service did not ask for the backend")
 	}
-	clk.advance(10*time.Second + grace - time.Millisecond)
+	clk.Advance(10*time.Second + grace - time.Millisecond)
 	k.silent()
-	clk.advance(time.Millisecond)
+	clk.Advance(time.Millisecond)
 	m := k.expect("cmd=name-publish-response;rc=-1;")
 	if !strings.Contains(m.Value("errmsg"), "waiting for fake to start: no answer within 15s") {
 		t.Fatalf("errmsg = %q", m.Value("errmsg"))

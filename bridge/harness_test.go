@@ -18,6 +18,7 @@ import (
 	"github.com/gopmi/gopmi/bridge/pmi2"
 	"github.com/gopmi/gopmi/bridge/wire"
 	"github.com/gopmi/gopmi/plugin"
+	"github.com/gopmi/gopmi/plugin/crew"
 )
 
 // waitFor bounds the one wait in these tests, for the jobs to be quiet;
@@ -291,7 +292,7 @@ type world struct {
 	rm    *fakeRM
 	jobs  []*Job
 	tasks []*tsk
-	clock *manualClock
+	clock *crew.Fake
 }
 
 // jobSetup is what a jobOpt may change: the job's Config and how each
@@ -394,7 +395,7 @@ func newWorldRM(t testing.TB, rm *fakeRM, size, nodes int, attach bool, opts ...
 		}
 		cfg := setup.Config
 		cfg.Backend = setup.backend(rm)
-		if mc, ok := cfg.Clock.(*manualClock); ok {
+		if mc, ok := cfg.Clock.(*crew.Fake); ok {
 			w.clock = mc
 		}
 		j, err := NewJob(context.Background(), cfg)
@@ -819,59 +820,4 @@ func (f *fakeRM) snapshot() (aborts []*plugin.AbortRequest, events []*plugin.Eve
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	return append(aborts, f.aborts...), append(events, f.events...), append(spawns, f.spawns...)
-}
-
-// manualClock fires timers only when the test advances it.
-type manualClock struct {
-	mu     sync.Mutex
-	now    time.Time
-	timers []*manualTimer
-}
-
-type manualTimer struct {
-	at      time.Time
-	f       func()
-	stopped bool
-}
-
-func newManualClock() *manualClock { return &manualClock{now: time.Unix(1000, 0)} }
-
-func (c *manualClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *manualClock) AfterFunc(d time.Duration, f func()) func() bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	t := &manualTimer{at: c.now.Add(d), f: f}
-	c.timers = append(c.timers, t)
-	return func() bool {
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		if t.stopped {
-			return false
-		}
-		t.stopped = true
-		return true
-	}
-}
-
-// advance moves time forward and runs the timers that came due, in order.
-func (c *manualClock) advance(d time.Duration) {
-	c.mu.Lock()
-	c.now = c.now.Add(d)
-	var due []*manualTimer
-	for _, t := range c.timers {
-		if !t.stopped && !t.at.After(c.now) {
-			t.stopped = true
-			due = append(due, t)
-		}
-	}
-	c.mu.Unlock()
-	sort.Slice(due, func(a, b int) bool { return due[a].at.Before(due[b].at) })
-	for _, t := range due {
-		t.f()
-	}
 }

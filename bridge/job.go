@@ -10,6 +10,7 @@ import (
 
 	"github.com/gopmi/gopmi/bridge/kvs"
 	"github.com/gopmi/gopmi/plugin"
+	"github.com/gopmi/gopmi/plugin/crew"
 )
 
 // Job is the PMI engine for one job on one node. It is safe for
@@ -82,7 +83,7 @@ func NewJob(ctx context.Context, cfg Config) (*Job, error) {
 	}
 	clock := cfg.Clock
 	if clock == nil {
-		clock = realClock{}
+		clock = crew.Real{}
 	}
 	j := &Job{
 		cfg:        cfg,

@@ -71,7 +71,7 @@ func TestImportRules(t *testing.T) {
 	neutral := func(path string) bool {
 		return strings.HasPrefix(path, mod+"hostrm/internal/") || path == mod+"proto/gopmi/tree/v1"
 	}
-	sdk := []string{mod + "plugin", mod + "plugin/wake", mod + "plugin/names", mod + "plugin/execpath", mod + "plugin/peercred", mod + "plugin/seclink", mod + "plugin/grpcplugin", mod + "plugin/grpcplugin/direct"}
+	sdk := []string{mod + "plugin", mod + "plugin/wake", mod + "plugin/names", mod + "plugin/execpath", mod + "plugin/peercred", mod + "plugin/seclink", mod + "plugin/crew", mod + "plugin/grpcplugin", mod + "plugin/grpcplugin/direct"}
 	slurmShim := mod + "hostrm/slurm/cmd/gopmi-slurm"
 	shimPkgs := map[string]bool{mod + "shim": true, mod + "shim/serve": true}
 	for path, p := range pkgs {

@@ -27,7 +27,7 @@ const (
 // sizedPackages are the directories whose types the rule holds to.
 var sizedPackages = []string{
 	"hostrm/slurm", "hostrm/slurm/coord",
-	"hostrm/internal/fencetree", "hostrm/internal/overlay", "hostrm/internal/crew",
+	"hostrm/internal/fencetree", "hostrm/internal/overlay", "plugin/crew",
 }
 
 // trackedFiles lists the repository's files matching patterns.
@@ -119,16 +119,15 @@ func TestTypeSizes(t *testing.T) {
 // owner that ends and waits for what it starts, or a serving loop or a
 // process's wait that ends with its listener or process. A new start
 // anywhere else fails TestGoroutineOwners: it belongs on an owner (a
-// host's crew, hostrm/internal/crew; the bridge's calls), or here with
+// host's crew, plugin/crew; the bridge's calls), or here with
 // its reason. Issue 32 step 3 moves the rest onto owners and shortens
 // this list.
 var goroutineStarts = map[string]int{
 	// The owners.
-	"bridge/lifecycle.go":          2, // the bridge's calls: one goroutine per backend call, Shutdown waits
-	"bridge/clock.go":              1, // the bridge's real clock
-	"hostrm/internal/crew/crew.go": 2, // the hosts' crew and its real clock
-	"hostrm/daemon/server.go":      2, // the daemon's calls and their deadlines
-	"shim/pmix/server.go":          1, // the PMIx server's spawn, which Close waits for
+	"bridge/lifecycle.go":     2, // the bridge's calls: one goroutine per backend call, Shutdown waits
+	"plugin/crew/crew.go":     2, // the hosts' crew and its real clock
+	"hostrm/daemon/server.go": 2, // the daemon's calls and their deadlines
+	"shim/pmix/server.go":     1, // the PMIx server's spawn, which Close waits for
 	// Serving loops, each ended by its listener's close.
 	"plugin/grpcplugin/direct/serve.go": 3,
 	"plugin/seclink/listen.go":          2,
@@ -166,9 +165,6 @@ var goroutineStarts = map[string]int{
 	// on its crew).
 	"hostrm/slurm/coord/coordinator.go": 2,
 	"hostrm/slurm/coord/spawn.go":       2,
-	// Stragglers to move onto an owner: the universe's fence across runs
-	// (hostrm/local may use only the SDK, so not the hosts' crew).
-	"hostrm/local/fence.go": 1,
 	// Test harnesses: the conformance kit and the scale simulation.
 	"plugin/plugintest/cases_events.go":   1,
 	"plugin/plugintest/cases_fence.go":    7,
@@ -205,7 +201,7 @@ func TestGoroutineOwners(t *testing.T) {
 	}
 	for f, n := range got {
 		if want := goroutineStarts[f]; n > want {
-			t.Errorf("%s starts %d goroutines or timers (go, time.AfterFunc), %d allowed: run it on an owner (hostrm/internal/crew, the bridge's calls), or list it in goroutineStarts with its reason", f, n, want)
+			t.Errorf("%s starts %d goroutines or timers (go, time.AfterFunc), %d allowed: run it on an owner (plugin/crew, the bridge's calls), or list it in goroutineStarts with its reason", f, n, want)
 		}
 	}
 	for f, want := range goroutineStarts {

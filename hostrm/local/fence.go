@@ -153,13 +153,14 @@ func (f *fence) localParticipants() []plugin.Proc {
 // answer of every node here.
 // The daemon's fence gets what is left of this one's time-out, so that
 // every run ends it alike, with the daemon's answer; the callers here
-// wait for it (timeoutFence leaves it alone).
-func (u *Universe) joinBeyond(f *fence, key string, req *plugin.FenceRequest, local []plugin.Proc, data []byte) {
+// wait for it (timeoutFence leaves it alone). It runs on the universe's
+// crew: ctx ends when the universe closes.
+func (u *Universe) joinBeyond(ctx context.Context, f *fence, key string, req *plugin.FenceRequest, local []plugin.Proc, data []byte) {
 	left := plugin.TimeoutOr(req.Timeout, u.opts.FenceTimeout) - time.Since(f.start)
 	if left < time.Second {
 		left = time.Second
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), left+time.Second)
+	ctx, cancel := context.WithTimeout(ctx, left+time.Second)
 	defer cancel()
 	resp, err := u.opts.Beyond.Fence(ctx, &plugin.FenceRequest{ID: req.ID, Procs: f.procs, LocalProcs: local,
 		Node: u.opts.Prefix, Data: data, Collect: req.Collect, Timeout: left})
@@ -359,7 +360,11 @@ func (u *Universe) Fence(ctx context.Context, req *plugin.FenceRequest) (*plugin
 		for _, d := range f.data {
 			data = append(data, d...)
 		}
-		go u.joinBeyond(f, key, req, f.localParticipants(), data)
+		local := f.localParticipants()
+		if !u.crew.Spawn(func(ctx context.Context) { u.joinBeyond(ctx, f, key, req, local, data) }) {
+			f.fail(plugin.Errorf(plugin.ErrAborted, "%s: the run is ending", f.step()))
+			delete(u.fences, key)
+		}
 	} else if f.narrived == f.nexpected {
 		f.complete()
 		delete(u.fences, key)

@@ -14,6 +14,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/gopmi/gopmi/plugin"
+	"github.com/gopmi/gopmi/plugin/crew"
 	"github.com/gopmi/gopmi/plugin/names"
 	"github.com/gopmi/gopmi/plugin/wake"
 )
@@ -113,6 +114,7 @@ type Universe struct {
 	events  events         // clients' events for AwaitEvents; guarded by mu
 	names   *names.Service // the run's published names (its own lock)
 	changed wake.Cond      // woken on every change waiters watch
+	crew    *crew.Crew     // the fences' calls beyond the run (joinBeyond)
 }
 
 // job is the universe's record of one job.
@@ -180,6 +182,7 @@ func NewUniverse(opts UniverseOptions) *Universe {
 		jobs:    make(map[string]*job),
 		fences:  make(map[string]*fence),
 		conns:   make(map[jobPair]int),
+		crew:    crew.New(nil),
 	}
 	u.names = names.New(names.Options{Host: u.name(), Changes: &u.changed})
 	if u.stderr == nil {
@@ -416,8 +419,8 @@ func (u *Universe) EndJob(nspace, failure string) {
 // ErrAborted. The launcher closes the universe when the run ends.
 func (u *Universe) Close() {
 	u.mu.Lock()
-	defer u.mu.Unlock()
 	if u.closed {
+		u.mu.Unlock()
 		return
 	}
 	u.closed = true
@@ -427,6 +430,10 @@ func (u *Universe) Close() {
 	}
 	u.broadcast()
 	u.events.changed.Broadcast()
+	u.mu.Unlock()
+	// The fences' calls beyond the run end with its context; they are
+	// waited for.
+	u.crew.Close()
 }
 
 // Abort records an abort request and fails the pending fences, lookups

@@ -5,7 +5,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/gopmi/gopmi/hostrm/internal/crew"
+	"github.com/gopmi/gopmi/plugin/crew"
 	"github.com/gopmi/gopmi/plugin/wake"
 )
 

@@ -9,10 +9,10 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/gopmi/gopmi/hostrm/internal/crew"
 	"github.com/gopmi/gopmi/hostrm/internal/fencetree"
 	"github.com/gopmi/gopmi/hostrm/internal/overlay"
 	"github.com/gopmi/gopmi/plugin"
+	"github.com/gopmi/gopmi/plugin/crew"
 	"github.com/gopmi/gopmi/plugin/wake"
 )
 

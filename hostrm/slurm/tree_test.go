@@ -19,73 +19,10 @@ import (
 	"github.com/gopmi/gopmi/hostrm/internal/overlay"
 	"github.com/gopmi/gopmi/hostrm/local"
 	"github.com/gopmi/gopmi/plugin"
+	"github.com/gopmi/gopmi/plugin/crew"
 	"github.com/gopmi/gopmi/plugin/grpcplugin/direct"
 	"github.com/gopmi/gopmi/plugin/plugintest"
 )
-
-// fakeClock is a clock that moves only when Advance moves it, firing the
-// timers that came due, in order, on the caller's goroutine.
-type fakeClock struct {
-	mu     sync.Mutex
-	now    time.Time
-	timers []*fakeTimer
-}
-
-type fakeTimer struct {
-	at   time.Time
-	f    func()
-	done bool // fired or stopped
-}
-
-func newFakeClock() *fakeClock { return &fakeClock{now: time.Unix(1_000_000, 0)} }
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.now
-}
-
-func (c *fakeClock) AfterFunc(d time.Duration, f func()) func() bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	t := &fakeTimer{at: c.now.Add(d), f: f}
-	c.timers = append(c.timers, t)
-	return func() bool {
-		c.mu.Lock()
-		defer c.mu.Unlock()
-		was := !t.done
-		t.done = true
-		return was
-	}
-}
-
-// Advance moves the clock by d, firing each timer that comes due at its
-// time, without the clock's lock (a timer's f may arm or stop others).
-func (c *fakeClock) Advance(d time.Duration) {
-	c.mu.Lock()
-	end := c.now.Add(d)
-	c.mu.Unlock()
-	for {
-		c.mu.Lock()
-		var next *fakeTimer
-		for _, t := range c.timers {
-			if !t.done && !t.at.After(end) && (next == nil || t.at.Before(next.at)) {
-				next = t
-			}
-		}
-		if next == nil {
-			c.now = end
-			c.mu.Unlock()
-			return
-		}
-		next.done = true
-		if next.at.After(c.now) {
-			c.now = next.at
-		}
-		c.mu.Unlock()
-		next.f()
-	}
-}
 
 // The job of the tree tests: at width 1, node n1 (ranks 0-1) is under the
 // coordinator, n2 (ranks 2-3) under n1, n3 (rank 4) under n2.
@@ -112,7 +49,7 @@ func part(from string, ranks ...int32) *plugin.FenceRequest {
 // that records the calls it gets.
 type treeRig struct {
 	t     *testing.T
-	clock *fakeClock
+	clock *crew.Fake
 	log   *plugintest.Buffer
 	tree  *tree
 	root  *plugintest.Fake
@@ -121,7 +58,7 @@ type treeRig struct {
 }
 
 func newTreeRig(t *testing.T, self int, fence func(ctx context.Context, req *plugin.FenceRequest) (*plugin.FenceResponse, error)) *treeRig {
-	r := &treeRig{t: t, clock: newFakeClock(), log: &plugintest.Buffer{}}
+	r := &treeRig{t: t, clock: crew.NewFake(), log: &plugintest.Buffer{}}
 	r.root = &plugintest.Fake{FenceF: func(ctx context.Context, req *plugin.FenceRequest) (*plugin.FenceResponse, error) {
 		r.mu.Lock()
 		r.calls = append(r.calls, req)
@@ -345,7 +282,7 @@ func (brokenListener) Accept() (net.Conn, error) {
 // When a node's subtree server fails, its log says so, naming every rank
 // below it: their fences cannot come through it.
 func TestSubtreeServerFailureIsLogged(t *testing.T) {
-	clock := newFakeClock()
+	clock := crew.NewFake()
 	log := &plugintest.Buffer{}
 	root := &plugintest.Fake{
 		PublishF: func(context.Context, *plugin.PublishRequest) error { return nil },

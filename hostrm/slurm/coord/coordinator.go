@@ -14,11 +14,11 @@ import (
 
 	"github.com/rs/zerolog"
 
-	"github.com/gopmi/gopmi/hostrm/internal/crew"
 	"github.com/gopmi/gopmi/hostrm/link"
 	"github.com/gopmi/gopmi/hostrm/local"
 	"github.com/gopmi/gopmi/hostrm/slurm"
 	"github.com/gopmi/gopmi/plugin"
+	"github.com/gopmi/gopmi/plugin/crew"
 	"github.com/gopmi/gopmi/plugin/grpcplugin/direct"
 	"github.com/gopmi/gopmi/plugin/wake"
 )

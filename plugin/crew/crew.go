@@ -1,8 +1,9 @@
 // Package crew owns the goroutines, timers and bounded waits of one
-// piece of a host (a node's fence tree, its overlay): nothing there
-// starts any other way, so that closing the crew ends them all and waits
-// for them (goleak finds none left), and every decision about time is
-// made on a Clock tests drive.
+// piece of gopmi (a node's fence tree, its overlay, the PMIx engine, a
+// backend of the SDK's): nothing there starts any other way, so that
+// closing the crew ends them all and waits for them (goleak finds none
+// left), and every decision about time is made on a Clock tests drive
+// (Fake). The bridge's Clock is this one.
 package crew
 
 import (
@@ -12,9 +13,9 @@ import (
 )
 
 // Clock is a crew's time: a fence tree decides with it when half a
-// fence's time-out has passed and when a fence is over for good, so that
-// tests drive those decisions with a fake clock instead of waiting for
-// them.
+// fence's time-out has passed and when a fence is over for good, the
+// bridge when a wait's deadline came, so that tests drive those
+// decisions with a fake clock (Fake) instead of waiting for them.
 type Clock interface {
 	Now() time.Time
 	// AfterFunc calls f on a goroutine of its own once d has passed,
