@@ -28,6 +28,7 @@ const (
 var sizedPackages = []string{
 	"hostrm/slurm", "hostrm/slurm/coord",
 	"hostrm/internal/fencetree", "hostrm/internal/overlay", "plugin/crew",
+	"shim/pmix", "shim/pmix/engine",
 }
 
 // trackedFiles lists the repository's files matching patterns.
@@ -127,7 +128,6 @@ var goroutineStarts = map[string]int{
 	"bridge/lifecycle.go":     2, // the bridge's calls: one goroutine per backend call, Shutdown waits
 	"plugin/crew/crew.go":     2, // the hosts' crew and its real clock
 	"hostrm/daemon/server.go": 2, // the daemon's calls and their deadlines
-	"shim/pmix/server.go":     1, // the PMIx server's spawn, which Close waits for
 	// Serving loops, each ended by its listener's close.
 	"plugin/grpcplugin/direct/serve.go": 3,
 	"plugin/seclink/listen.go":          2,
@@ -158,8 +158,9 @@ var goroutineStarts = map[string]int{
 	"hostrm/cmd/gopmi/main.go":             1,
 	"hostrm/cmd/gopmi-pmix-tools/main.go":  1,
 	"hostrm/slurm/cmd/gopmi-slurm/main.go": 2,
-	// libpmix's completions, which must not run on its own thread.
-	"shim/pmix/querylog.go": 2,
+	// A log's answer once the PMIx server closed: libpmix's completions
+	// must not run on its own thread (its crew runs the others).
+	"shim/pmix/callbacks.go": 1,
 	// The coordinator's serving of the step to the node daemon, and its
 	// spawned sruns' waits (its failure's cancel and the sruns' kill are
 	// on its crew).

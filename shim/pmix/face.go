@@ -4,7 +4,6 @@ package pmix
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"slices"
@@ -57,7 +56,7 @@ func Face(ctx context.Context, job plugin.Job, node int32, fence time.Duration, 
 		os.RemoveAll(dir)
 		dropData()
 	}
-	done := s.watchFinalized(job.Nspace)
+	done := s.eng.Finalized(job.Nspace)
 	envs, err := s.RegisterJob(job, node)
 	if err != nil {
 		stop()
@@ -75,10 +74,8 @@ func Face(ctx context.Context, job plugin.Job, node int32, fence time.Duration, 
 		select {
 		case <-done:
 			return nil
-		case <-s.failed:
-			s.mu.Lock()
-			defer s.mu.Unlock()
-			return s.failure
+		case <-s.eng.Failed():
+			return s.eng.Err()
 		case <-ctx.Done():
 			return context.Cause(ctx)
 		}
@@ -103,84 +100,6 @@ func common(envs map[int32][]string) ([]string, error) {
 		}
 	}
 	return out, nil
-}
-
-// finalizes tracks, per job, the local clients that have not finalized
-// yet; guarded by Server.mu.
-type finalizes struct {
-	done  map[string]chan struct{}  // closed once ranks is empty
-	ranks map[string]map[int32]bool // the local ranks still to finalize
-}
-
-// watchFinalized returns a channel closed once every local rank of the
-// job nspace (registered next) finalized.
-func (s *Server) watchFinalized(nspace string) <-chan struct{} {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.fin.done == nil {
-		s.fin.done, s.fin.ranks = map[string]chan struct{}{}, map[string]map[int32]bool{}
-	}
-	ch := make(chan struct{})
-	s.fin.done[nspace] = ch
-	return ch
-}
-
-// expectClients sets which local clients of nspace must finalize.
-// Called with mu held.
-func (s *Server) expectClients(nspace string, ranks []int32) {
-	if s.fin.done == nil || s.fin.done[nspace] == nil {
-		return
-	}
-	s.fin.ranks[nspace] = map[int32]bool{}
-	for _, r := range ranks {
-		s.fin.ranks[nspace][r] = true
-	}
-	if len(ranks) == 0 {
-		close(s.fin.done[nspace])
-	}
-}
-
-// departIfLast hands the node's data over (plugin.Departer) when p is
-// the last local client of a job on several nodes to finalize: data put in
-// a job stays readable until the job ends, and the node's server, with
-// what a backend in its process holds of the clients' data, ends with
-// its clients. A backend without "depart" answers ErrNotSupported: its
-// data does not live here.
-func (s *Server) departIfLast(p plugin.Proc) {
-	s.mu.Lock()
-	ranks := s.fin.ranks[p.Nspace]
-	j := s.jobs[p.Nspace]
-	last := j != nil && j.multi && len(ranks) == 1 && ranks[p.Rank]
-	var req *plugin.DepartRequest
-	if last {
-		req = &plugin.DepartRequest{Node: j.node}
-		for _, r := range j.ranks {
-			req.Procs = append(req.Procs, plugin.Proc{Nspace: p.Nspace, Rank: r})
-		}
-	}
-	s.mu.Unlock()
-	if !last {
-		return
-	}
-	ctx, cancel := s.newsContext()
-	defer cancel()
-	if err := s.be.Depart(ctx, req); err != nil && !errors.Is(err, plugin.ErrNotSupported) {
-		s.log.Warn().Err(err).Msg("pmix: handing this node's data over at its last finalize failed: other nodes may not read it once this server has ended")
-	}
-}
-
-// finalized counts p's finalize.
-func (s *Server) finalized(p plugin.Proc) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	ranks := s.fin.ranks[p.Nspace]
-	if !ranks[p.Rank] {
-		return
-	}
-	delete(ranks, p.Rank)
-	if len(ranks) == 0 {
-		close(s.fin.done[p.Nspace])
-	}
 }
 
 // shmDir is where memoryDir makes the shared data store's directory.

@@ -10,16 +10,11 @@ package pmix
 import "C"
 
 import (
-	"context"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/signal"
-	"runtime"
 	"slices"
-	"strconv"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -30,7 +25,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/gopmi/gopmi/plugin"
-	"github.com/gopmi/gopmi/shim/internal/loglines"
+	"github.com/gopmi/gopmi/plugin/crew"
+	"github.com/gopmi/gopmi/shim/pmix/engine"
 )
 
 // Options configure a Server.
@@ -62,45 +58,14 @@ type Options struct {
 	Logger     zerolog.Logger
 }
 
-// Server is a process's PMIx server.
+// Server is a process's PMIx server: libpmix's, whose callbacks
+// (callbacks.go) hand what clients ask to the engine, which decides.
 type Server struct {
-	opts Options
-	be   plugin.Full
-	log  zerolog.Logger
-	ctx  context.Context
-	stop context.CancelFunc
-
-	mu     sync.Mutex
-	fences map[string]int // the sequence number of the next fence of each set of processes; guarded by mu
-	dmodex dmodexWaits    // guarded by mu
-	// others are the jobs registered for what local clients read of
-	// them, hosted elsewhere; guarded by mu.
-	others map[string]bool
-	// published counts publishModex's fences, which every node names
-	// apart; guarded by mu.
-	published int
-	jobs      map[string]*jobOnNode // the jobs registered, by namespace; guarded by mu
-	node      string                // the node's name, from the first job registered; guarded by mu
-	fin       finalizes             // guarded by mu
-	refusing  loglines.Budget       // refused connections' lines; guarded by mu
-	// connects holds, per client, what is closed once the backend heard
-	// of its connect: its finalize is reported after. Guarded by mu.
-	connects map[plugin.Proc]chan struct{}
-	notices  notices        // guarded by mu
-	calls    sync.WaitGroup // backend calls in flight; Close waits for them
-	// lastCut and lastCutUID say when guard last cut another user's
-	// connection, and whose; guarded by mu.
-	lastCut    time.Time
-	lastCutUID int
-	// listening are libpmix's listening sockets, found at the first
-	// guard; guarded by mu.
-	listening []net.TCPAddr
-	closed    bool // guarded by mu
-	// failed is closed, failure set, once a fence bounded by the run's
-	// time-out timed out: that ends the job (Face's wait), whatever its
-	// clients do next. Guarded by mu.
-	failed  chan struct{}
-	failure error
+	opts  Options
+	log   zerolog.Logger
+	crew  *crew.Crew // the engine's calls and timers, and the guard's cuts
+	eng   *engine.Engine
+	guard *guard
 }
 
 // current is the process's server: libpmix's callbacks find it here.
@@ -143,9 +108,9 @@ func Start(opts Options) (*Server, error) {
 	if err := os.MkdirAll(opts.TmpDir, 0o700); err != nil {
 		return nil, fmt.Errorf("pmix: server directory: %w", err)
 	}
-	ctx, stop := context.WithCancel(context.Background())
-	s := &Server{opts: opts, be: opts.Backend, log: opts.Logger, ctx: ctx, stop: stop, fences: map[string]int{}, jobs: map[string]*jobOnNode{}, connects: map[plugin.Proc]chan struct{}{}, failed: make(chan struct{}),
-		refusing: loglines.Budget{PerSecond: refusalsPerSecond}}
+	cr := crew.New(nil)
+	s := &Server{opts: opts, log: opts.Logger, crew: cr, guard: newGuard(opts.Logger, cr),
+		eng: engine.New(engine.Config{Backend: opts.Backend, Lib: lib{}, Crew: cr, FenceTimeout: opts.FenceTimeout, Logger: opts.Logger})}
 	// Set before the init, without a lock held across it: a callback
 	// that comes during the init finds the server.
 	current.Store(s)
@@ -162,14 +127,14 @@ func Start(opts Options) (*Server, error) {
 		fd, err := dupCloexec(opts.Rendezvous)
 		if err != nil {
 			current.Store(nil)
-			stop()
+			cr.Close()
 			return nil, fmt.Errorf("pmix: rendezvous: %w", err)
 		}
 		C.gopmi_adopt_listener(C.int(fd))
 	}
 	if err := status(C.gopmi_server_init(tmp, data, id, tools)); err != nil {
 		current.Store(nil)
-		stop()
+		cr.Close()
 		C.gopmi_open_gate()
 		return nil, fmt.Errorf("pmix: server init: %w", err)
 	}
@@ -178,7 +143,7 @@ func Start(opts Options) (*Server, error) {
 		// rendezvous for ever.
 		C.gopmi_server_finalize()
 		current.Store(nil)
-		stop()
+		cr.Close()
 		C.gopmi_open_gate()
 		return nil, errors.New("pmix: server init: libpmix did not listen on the rendezvous (no TCP listener of its own was made)")
 	}
@@ -228,11 +193,9 @@ func (s *Server) Leave() error {
 }
 
 func (s *Server) close(finalize bool) error {
-	s.mu.Lock()
-	s.closed = true
-	s.mu.Unlock()
-	s.stop()
-	s.calls.Wait()
+	// The engine's calls end with the crew's context (news, a finalize
+	// or a client lost, within a bound of its own) and are waited for.
+	s.crew.Close()
 	if !finalize {
 		current.Store(nil)
 		return nil
@@ -243,14 +206,6 @@ func (s *Server) close(finalize bool) error {
 		return fmt.Errorf("pmix: server finalize: %w", err)
 	}
 	return nil
-}
-
-// jobOnNode is what a fence of a registered job needs: the node's name
-// and its ranks.
-type jobOnNode struct {
-	node  string
-	ranks []int32
-	multi bool // the job spans several nodes
 }
 
 // RegisterJob registers job with libpmix as node's server sees it, and
@@ -266,17 +221,10 @@ func (s *Server) RegisterJob(job plugin.Job, node int32) (map[int32][]string, er
 	if ni < 0 {
 		return nil, plugin.Errorf(plugin.ErrInvalidArgument, "pmix: job %s has no node %d", job.Nspace, node)
 	}
-	local, err := s.registerNspace(job, ni)
-	if err != nil {
+	if err := (lib{}).Register(job, ni); err != nil {
 		return nil, err
 	}
-	s.mu.Lock()
-	s.jobs[job.Nspace] = &jobOnNode{node: job.Nodes[ni].Name, ranks: local, multi: len(job.Nodes) > 1}
-	if s.node == "" {
-		s.node = job.Nodes[ni].Name
-	}
-	s.expectClients(job.Nspace, local)
-	s.mu.Unlock()
+	local := slices.Sorted(slices.Values(job.Nodes[ni].Ranks))
 	ns := C.CString(job.Nspace)
 	defer C.free(unsafe.Pointer(ns))
 	uid, gid := C.uint32_t(os.Getuid()), C.uint32_t(os.Getgid())
@@ -294,192 +242,15 @@ func (s *Server) RegisterJob(job plugin.Job, node int32) (map[int32][]string, er
 		envs[r] = goStrings(env)
 		C.gopmi_free_env(env)
 	}
-	if len(job.Nodes) > 1 {
-		// Clients on other nodes may read these clients' data by
-		// direct modex, and raise events for them.
-		s.watchCommits(job.Nspace, local)
-		s.watchEvents(job.Nspace, job.Nodes[ni].Name)
-	}
+	// Its clients connect once this returns (they start after, or the
+	// gate opens after).
+	s.eng.Host(job, ni)
 	return envs, nil
-}
-
-// registerNspace registers job's layout with libpmix, with the ranks of
-// its node index ni as local (none for -1: another job's, which local
-// clients reach after a spawn or a connect); it returns those ranks.
-func (s *Server) registerNspace(job plugin.Job, ni int) ([]int32, error) {
-	size := int(job.Size)
-	localRank := make([]C.uint32_t, size)
-	nodeID := make([]C.uint32_t, size)
-	appnum := make([]C.uint32_t, size)
-	var names, ppn []string
-	for _, n := range job.Nodes {
-		names = append(names, n.Name)
-		ranks := slices.Clone(n.Ranks)
-		slices.Sort(ranks)
-		var rs []string
-		for i, r := range ranks {
-			localRank[r] = C.uint32_t(i)
-			nodeID[r] = C.uint32_t(n.ID)
-			rs = append(rs, strconv.Itoa(int(r)))
-		}
-		ppn = append(ppn, strings.Join(rs, ","))
-	}
-	for r, a := range job.AppRanks() {
-		appnum[r] = C.uint32_t(a)
-	}
-	var local []int32
-	if ni >= 0 {
-		local = slices.Clone(job.Nodes[ni].Ranks)
-		slices.Sort(local)
-	}
-	leader := C.uint32_t(0)
-	if len(local) > 0 {
-		leader = C.uint32_t(local[0])
-	}
-	ns := C.CString(job.Nspace)
-	defer C.free(unsafe.Pointer(ns))
-	cnodes, cppn, cpeers := C.CString(strings.Join(names, ",")), C.CString(strings.Join(ppn, ";")), C.CString(plugin.PeerList(local))
-	defer C.free(unsafe.Pointer(cnodes))
-	defer C.free(unsafe.Pointer(cppn))
-	defer C.free(unsafe.Pointer(cpeers))
-	univ := job.UniverseSize
-	if univ < job.Size {
-		univ = job.Size
-	}
-	apps := len(job.Apps)
-	if apps == 0 {
-		apps = 1
-	}
-	// The arrays stay Go memory, pinned while C reads them through the
-	// job's struct (a Go pointer inside memory passed to C must be).
-	var pin runtime.Pinner
-	defer pin.Unpin()
-	var zero C.uint32_t
-	ptr := func(xs []C.uint32_t) *C.uint32_t {
-		p := &zero
-		if len(xs) > 0 {
-			p = &xs[0]
-		}
-		pin.Pin(p)
-		return p
-	}
-	// The node's hwloc topology, probed once per process (without I/O
-	// devices: 3 ms on this VM; face_server.c): Open MPI otherwise probes the machine in each
-	// rank, PCI bus included, which at 64 ranks on 2 nodes of 2 cores
-	// doubled a hello's CPU time (1.5x the wall of Slurm's --mpi=pmix,
-	// which hands its topology over too). nil: each rank probes.
-	var topo *C.char
-	if ni >= 0 {
-		topo = C.gopmi_topology_xml()
-		defer C.free(unsafe.Pointer(topo))
-	}
-	// Node rank and local rank are the same here: one job per server.
-	cj := C.struct_gopmi_job{
-		nspace: ns, nodes: cnodes, ppn: cppn,
-		size: C.uint32_t(job.Size), univ_size: C.uint32_t(univ), num_nodes: C.uint32_t(len(job.Nodes)), num_apps: C.uint32_t(apps),
-		local_peers: cpeers, nlocal: C.uint32_t(len(local)), local_leader: leader,
-		nprocs: C.uint32_t(size), local_rank: ptr(localRank), node_rank: ptr(localRank), node_id: ptr(nodeID), appnum: ptr(appnum),
-		topology: topo,
-	}
-	rc := C.gopmi_register_nspace(&cj)
-	if err := status(rc); err != nil {
-		return nil, fmt.Errorf("pmix: register job %s: %w", job.Nspace, err)
-	}
-	return local, nil
-}
-
-// goStrings copies a NULL-terminated C array of strings.
-func goStrings(env **C.char) []string {
-	var out []string
-	if env == nil {
-		return nil
-	}
-	for p := env; *p != nil; p = (**C.char)(unsafe.Add(unsafe.Pointer(p), unsafe.Sizeof(*p))) {
-		out = append(out, C.GoString(*p))
-	}
-	return out
 }
 
 // server is the process's Server, or nil once it closed.
 func server() *Server {
 	return current.Load()
-}
-
-// spawn runs f on a goroutine Close waits for; false once closing.
-func (s *Server) spawn(f func()) bool {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return false
-	}
-	s.calls.Add(1)
-	go func() {
-		defer s.calls.Done()
-		f()
-	}()
-	return true
-}
-
-// procOf reads a libpmix process name.
-func procOf(ns *C.char, rank C.uint32_t) plugin.Proc {
-	r := int32(rank)
-	if uint32(rank) == uint32(C.PMIX_RANK_WILDCARD) {
-		r = plugin.RankWildcard
-	}
-	return plugin.Proc{Nspace: C.GoString(ns), Rank: r}
-}
-
-// procsOf reads libpmix's array of process names.
-func procsOf(procs *C.pmix_proc_t, n C.size_t) []plugin.Proc {
-	out := make([]plugin.Proc, 0, int(n))
-	for _, p := range unsafe.Slice(procs, int(n)) {
-		out = append(out, procOf(&p.nspace[0], C.uint32_t(p.rank)))
-	}
-	return out
-}
-
-// rcOf is the PMIx status for a backend's error.
-func rcOf(err error) C.int {
-	switch {
-	case err == nil:
-		return C.PMIX_SUCCESS
-	case errors.Is(err, plugin.ErrTimeout):
-		return C.PMIX_ERR_TIMEOUT
-	case errors.Is(err, plugin.ErrNotFound):
-		return C.PMIX_ERR_NOT_FOUND
-	case errors.Is(err, plugin.ErrNotSupported):
-		return C.PMIX_ERR_NOT_SUPPORTED
-	case errors.Is(err, plugin.ErrPermission):
-		return C.PMIX_ERR_NO_PERMISSIONS
-	case errors.Is(err, plugin.ErrInvalidArgument):
-		return C.PMIX_ERR_BAD_PARAM
-	case errors.Is(err, plugin.ErrAborted):
-		return C.PMIX_ERR_PROC_ABORTED
-	}
-	return C.PMIX_ERROR
-}
-
-// opCall runs f on the server's goroutine and answers libpmix's cbfunc
-// with its error; it returns what the callback returns.
-func (s *Server) opCall(what string, p plugin.Proc, cbfunc C.pmix_op_cbfunc_t, cbdata unsafe.Pointer, f func(ctx context.Context) error) C.int {
-	ok := s.spawn(func() {
-		ctx, cancel := context.WithTimeout(s.ctx, plugin.DefaultLookupTimeout)
-		defer cancel()
-		err := f(ctx)
-		if err != nil {
-			// A name not found is an answer; a failure is news.
-			ev := s.log.Warn()
-			if errors.Is(err, plugin.ErrNotFound) {
-				ev = s.log.Debug()
-			}
-			ev.Err(err).Str("proc", p.String()).Msg("pmix: " + what)
-		}
-		C.gopmi_op_done(cbfunc, rcOf(err), cbdata)
-	})
-	if !ok {
-		return C.PMIX_ERR_NOT_AVAILABLE
-	}
-	return C.PMIX_SUCCESS
 }
 
 // flushWait bounds how long Leave waits for libpmix to send what it

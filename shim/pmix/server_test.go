@@ -20,6 +20,7 @@ import (
 
 	"github.com/gopmi/gopmi/plugin"
 	"github.com/gopmi/gopmi/plugin/plugintest"
+	"github.com/gopmi/gopmi/shim/pmix/engine"
 )
 
 // The process's one server (libpmix is a server once per process), for
@@ -372,12 +373,15 @@ func TestOpenMPIServed(t *testing.T) {
 					fences = append(fences, f)
 					continue
 				}
-				frames, err := parseFrames(f.Data)
-				if !slices.Equal(f.Procs, f.LocalProcs) || f.Collect || err != nil {
-					t.Errorf("a hand-over of committed data: %+v (%v)", f, err)
+				if !slices.Equal(f.Procs, f.LocalProcs) || f.Collect || !f.HandOver {
+					t.Errorf("a hand-over of committed data: %+v", f)
 				}
 				for _, p := range f.LocalProcs {
-					if dmodexOf(frames, p.Nspace, uint32(p.Rank)) != nil {
+					data, err := engine.DataOf(f.Data, p)
+					if err != nil {
+						t.Errorf("a hand-over of committed data: %v", err)
+					}
+					if data != nil {
 						handed[uint32(p.Rank)] = true
 					}
 				}
@@ -405,7 +409,7 @@ func TestOpenMPIServed(t *testing.T) {
 		// The fence that collects nothing carries what each client
 		// committed since it was handed over: nothing (it committed
 		// once), and any data it carries must be framed.
-		if _, err := parseFrames(fences[1].Data); err != nil {
+		if _, err := engine.DataOf(fences[1].Data, local[0]); err != nil {
 			t.Errorf("the fence that collects nothing: %v", err)
 		}
 	})

@@ -1,4 +1,4 @@
-package pmix
+package engine
 
 import (
 	"bytes"
@@ -25,10 +25,10 @@ func TestFrames(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := fenceBlobs(frames, func(n int) []byte { return make([]byte, n) }); string(got) != "blob-1blob-2" {
+	if got := FenceBlobs(frames, func(n int) []byte { return make([]byte, n) }); string(got) != "blob-1blob-2" {
 		t.Errorf("fence blobs %q", got)
 	}
-	if got := fenceBlobs(frames[2:3], func(int) []byte { panic("no fence blob, no buffer") }); got != nil {
+	if got := FenceBlobs(frames[2:3], func(int) []byte { panic("no fence blob, no buffer") }); got != nil {
 		t.Errorf("fence blobs of no fence frame %q", got)
 	}
 	if n, want := len(appendFrame(nil, frameFence, "job.1", 0, []byte("abc"))), frameSize("job.1", 3); n != want {

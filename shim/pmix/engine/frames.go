@@ -1,9 +1,11 @@
-package pmix
+package engine
 
 import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+
+	"github.com/gopmi/gopmi/plugin"
 )
 
 // What a PMIx face contributes to a fence is framed: libpmix's fence blob
@@ -64,8 +66,8 @@ func appendFrame(dst []byte, kind byte, nspace string, rank uint32, payload []by
 	return append(dst, payload...)
 }
 
-// frame is one parsed frame; payload aliases the input.
-type frame struct {
+// Frame is one parsed frame; payload aliases the input.
+type Frame struct {
 	kind    byte
 	nspace  string
 	rank    uint32
@@ -77,8 +79,8 @@ var errFrames = errors.New("pmix: fence data is not a PMIx face's frames")
 // parseFrames splits data into its frames, or fails naming where it stops
 // making sense: the data came from a backend, which must hand back what
 // the faces gave it, unchanged.
-func parseFrames(data []byte) ([]frame, error) {
-	var out []frame
+func parseFrames(data []byte) ([]Frame, error) {
+	var out []Frame
 	for off := 0; off < len(data); {
 		rest := data[off:]
 		if len(rest) < frameHead || string(rest[:len(frameMagic)]) != frameMagic {
@@ -102,16 +104,16 @@ func parseFrames(data []byte) ([]frame, error) {
 		if kind == frameVersioned && n < 8 {
 			return nil, fmt.Errorf("%w: a versioned frame of %d bytes at byte %d", errFrames, n, off)
 		}
-		out = append(out, frame{kind: kind, nspace: ns, rank: rank, payload: rest[at : at+int(n)]})
+		out = append(out, Frame{kind: kind, nspace: ns, rank: rank, payload: rest[at : at+int(n)]})
 		off += at + int(n)
 	}
 	return out, nil
 }
 
-// fenceBlobs is the concatenation of the fence blobs among frames, for
+// FenceBlobs is the concatenation of the fence blobs among frames, for
 // libpmix, in the buffer alloc gives for its length (a fence's answer is
 // copied once, into memory libpmix frees); nil when there is none.
-func fenceBlobs(frames []frame, alloc func(n int) []byte) []byte {
+func FenceBlobs(frames []Frame, alloc func(n int) []byte) []byte {
 	n := 0
 	for _, f := range frames {
 		if f.kind == frameFence {
@@ -139,7 +141,7 @@ func frameSize(nspace string, n int) int {
 // (later fences carry the data committed since, and libpmix's answer
 // holds all of it): the highest version, and of equal ones the last; or
 // nil.
-func dmodexOf(frames []frame, nspace string, rank uint32) []byte {
+func dmodexOf(frames []Frame, nspace string, rank uint32) []byte {
 	var out []byte
 	var newest uint64
 	for _, f := range frames {
@@ -159,4 +161,14 @@ func dmodexOf(frames []frame, nspace string, rank uint32) []byte {
 		}
 	}
 	return out
+}
+
+// DataOf is p's newest direct-modex data in data, a backend's frames
+// (what a hand-over or a fence gave it), or nil.
+func DataOf(data []byte, p plugin.Proc) ([]byte, error) {
+	frames, err := parseFrames(data)
+	if err != nil {
+		return nil, err
+	}
+	return dmodexOf(frames, p.Nspace, uint32(p.Rank)), nil
 }
