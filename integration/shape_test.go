@@ -125,9 +125,8 @@ func TestTypeSizes(t *testing.T) {
 // this list.
 var goroutineStarts = map[string]int{
 	// The owners.
-	"bridge/lifecycle.go":     2, // the bridge's calls: one goroutine per backend call, Shutdown waits
-	"plugin/crew/crew.go":     2, // the hosts' crew and its real clock
-	"hostrm/daemon/server.go": 2, // the daemon's calls and their deadlines
+	"bridge/lifecycle.go": 2, // the bridge's calls: one goroutine per backend call, Shutdown waits
+	"plugin/crew/crew.go": 2, // the hosts' crew and its real clock
 	// Serving loops, each ended by its listener's close.
 	"plugin/grpcplugin/direct/serve.go": 3,
 	"plugin/seclink/listen.go":          2,

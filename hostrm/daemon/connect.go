@@ -155,7 +155,7 @@ func (s *Server) universeConn(ctx context.Context, r *run, c *link.Conn, addr st
 		return nil, plugin.Errorf(plugin.ErrUnavailable, "run %s ended or moved its universe meanwhile", r.id)
 	}
 	r.link = c
-	s.tasks.goFunc(func() {
+	s.crew.Spawn(func(context.Context) {
 		<-c.Done() // Close closes the runs' links first
 		s.mu.Lock()
 		if r.link == c {

@@ -53,7 +53,7 @@
 //     gone, which ends it within exitWatch.
 //   - Names kept until unpublished survive restarts (the state file).
 //   - Close ends every wait, stops every timer and waits for every
-//     goroutine the Server started (tasks).
+//     goroutine the Server started (its crew, plugin/crew).
 //
 // # Files
 //

@@ -19,7 +19,7 @@ import (
 type crossFence struct {
 	key      string
 	jobs     []string             // the runs' job keys (jobKey)
-	timer    *timerEntry          // its time-out
+	timer    func() bool          // stops its time-out
 	want     map[plugin.Proc]bool // every participant; true once arrived
 	left     int                  // participants still to arrive
 	data     []byte               // the runs' parts, in arrival order
@@ -72,7 +72,7 @@ func (s *Server) Fence(ctx context.Context, req *plugin.FenceRequest) (*plugin.F
 		f.key = key.String()
 		s.fences[f.key] = f
 		timeout := req.TimeoutOrDefault()
-		f.timer = s.tasks.after(timeout, func() {
+		f.timer = s.crew.After(timeout, func() {
 			s.mu.Lock()
 			defer s.mu.Unlock()
 			s.endFenceLocked(f, plugin.Errorf(plugin.ErrTimeout, "%s: %s did not arrive in %s", step, f.missing(), plugin.RoundDuration(timeout)))
@@ -149,7 +149,7 @@ func (s *Server) endFenceLocked(f *crossFence, err error) {
 		delete(s.fences, f.key)
 	}
 	if f.timer != nil {
-		s.tasks.stop(f.timer)
+		f.timer()
 	}
 }
 

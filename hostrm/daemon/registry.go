@@ -49,7 +49,7 @@ type run struct {
 	link     *link.Conn  // to it, dialled on first use; guarded by Server.mu
 	conns    int         // connections that registered it and are open
 	lost     time.Time   // when its last connection closed; zero while connected
-	grace    *timerEntry // ends it when the grace after lost passes
+	grace    func() bool // stops what ends it when the grace after lost passes
 	ended    bool
 }
 
@@ -187,8 +187,8 @@ func (s *Server) Configure(ctx context.Context, req *plugin.ConfigureRequest) (*
 		r.conns++
 		r.lost = time.Time{}
 		context.AfterFunc(c.ctx, func() {
-			if s.tasks.enter() {
-				defer s.tasks.done()
+			if done, ok := s.crew.Enter(); ok {
+				defer done()
 				s.lostConn(r)
 			}
 		})
@@ -279,18 +279,20 @@ func (s *Server) watchExit(r *run, lost time.Time) {
 			return
 		}
 		if time.Since(lost) < exitWatch {
-			s.tasks.after(exitWatchEvery, check)
+			s.crew.After(exitWatchEvery, check)
 		}
 	}
-	s.tasks.after(0, check)
+	s.crew.After(0, check)
 }
 
 // expireLater ends r once Grace passed without it coming back. Called with
 // mu held.
 func (s *Server) expireLater(r *run) {
 	lost := r.lost
-	s.tasks.stop(r.grace)
-	r.grace = s.tasks.after(s.opts.Grace, func() {
+	if r.grace != nil {
+		r.grace()
+	}
+	r.grace = s.crew.After(s.opts.Grace, func() {
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		if cur := s.runs[r.id]; cur == r && r.conns == 0 && r.lost.Equal(lost) && !r.ended && !s.closed {

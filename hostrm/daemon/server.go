@@ -14,6 +14,7 @@ import (
 	"github.com/rs/zerolog"
 
 	"github.com/gopmi/gopmi/plugin"
+	"github.com/gopmi/gopmi/plugin/crew"
 	"github.com/gopmi/gopmi/plugin/names"
 	"github.com/gopmi/gopmi/plugin/wake"
 )
@@ -50,7 +51,7 @@ type Server struct {
 	shaking  counts       // handshakes in progress, by host or local user (a hub's; handshaker)
 	// shakingRoot is shaking for root's connections (from privileged ports).
 	shakingRoot counts
-	tasks       tasks // the goroutines and timers Close waits for
+	crew        *crew.Crew // the goroutines and timers Close waits for
 
 	save *saver // writes the names outside mu; nil without a StateFile
 }
@@ -107,7 +108,7 @@ func NewServer(opts Options) (*Server, error) {
 	if opts.unbounded == nil {
 		opts.unbounded = func(uid uint32) bool { return uid == 0 }
 	}
-	s := &Server{opts: opts, log: opts.Logger, jobs: map[string]*job{}, runs: map[string]*run{}}
+	s := &Server{opts: opts, log: opts.Logger, jobs: map[string]*job{}, runs: map[string]*run{}, crew: crew.New(nil)}
 	var kept []names.Name
 	if opts.StateFile != "" {
 		var (
@@ -162,7 +163,7 @@ func (s *Server) Close() {
 	}
 	s.mu.Unlock()
 	s.changed.Close()
-	s.tasks.close()
+	s.crew.Close()
 	if s.save != nil {
 		s.save.close()
 	}
@@ -189,7 +190,7 @@ func (s *Server) broadcast() {
 	}
 	s.changed.Broadcast()
 	if s.opts.OnChange != nil {
-		s.tasks.goFunc(s.opts.OnChange)
+		s.crew.Spawn(func(context.Context) { s.opts.OnChange() })
 	}
 }
 
@@ -243,100 +244,4 @@ func (p peer) may(uid uint32) bool { return p.uid == 0 || p.uid == uid }
 func (s *Server) GetInfo(context.Context) (*plugin.BackendInfo, error) {
 	return &plugin.BackendInfo{Name: "gopmi-daemon", Version: s.opts.Version, APIVersions: []string{plugin.APIVersion1, plugin.APIVersion11},
 		Capabilities: []string{plugin.CapPublish, plugin.CapQuery, plugin.CapConnect}}, nil
-}
-
-// tasks owns a server's goroutines and timers: close stops the timers
-// that have not fired and waits for every callback and goroutine running.
-// Nothing starts once closed.
-type tasks struct {
-	mu     sync.Mutex
-	closed bool                 // guarded by mu
-	timers map[*timerEntry]bool // armed; guarded by mu
-	wg     sync.WaitGroup
-}
-
-// timerEntry is one timer of tasks; its address is set before the timer
-// is armed, so the callback may use it.
-type timerEntry struct{ t *time.Timer }
-
-// after runs f after d, unless stopped or closed first; nil once closed.
-func (ts *tasks) after(d time.Duration, f func()) *timerEntry {
-	ts.mu.Lock()
-	defer ts.mu.Unlock()
-	if ts.closed {
-		return nil
-	}
-	if ts.timers == nil {
-		ts.timers = map[*timerEntry]bool{}
-	}
-	e := &timerEntry{}
-	ts.wg.Add(1)
-	ts.timers[e] = true
-	e.t = time.AfterFunc(d, func() {
-		defer ts.wg.Done()
-		ts.mu.Lock()
-		armed := ts.timers[e]
-		delete(ts.timers, e)
-		ts.mu.Unlock()
-		if armed {
-			f()
-		}
-	})
-	return e
-}
-
-// stop disarms e (nil is fine); a callback already running goes on.
-func (ts *tasks) stop(e *timerEntry) {
-	if e == nil {
-		return
-	}
-	ts.mu.Lock()
-	defer ts.mu.Unlock()
-	if ts.timers[e] {
-		delete(ts.timers, e)
-		if e.t.Stop() {
-			ts.wg.Done()
-		}
-	}
-}
-
-// goFunc runs f on a goroutine of its own, unless closed.
-func (ts *tasks) goFunc(f func()) bool {
-	if !ts.enter() {
-		return false
-	}
-	go func() {
-		defer ts.wg.Done()
-		f()
-	}()
-	return true
-}
-
-// enter counts a callback that runs on a goroutine tasks did not start
-// (context.AfterFunc's); it reports false once closed, and a true must be
-// matched by done.
-func (ts *tasks) enter() bool {
-	ts.mu.Lock()
-	defer ts.mu.Unlock()
-	if ts.closed {
-		return false
-	}
-	ts.wg.Add(1)
-	return true
-}
-
-func (ts *tasks) done() { ts.wg.Done() }
-
-// close stops the armed timers and waits for what runs.
-func (ts *tasks) close() {
-	ts.mu.Lock()
-	ts.closed = true
-	for e := range ts.timers {
-		delete(ts.timers, e)
-		if e.t.Stop() {
-			ts.wg.Done()
-		}
-	}
-	ts.mu.Unlock()
-	ts.wg.Wait()
 }

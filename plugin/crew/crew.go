@@ -84,6 +84,19 @@ func (c *Crew) Spawn(f func(ctx context.Context)) bool {
 	return true
 }
 
+// Enter counts work that runs on a goroutine the crew did not start (a
+// context.AfterFunc's callback), which Close then waits for: ok is false
+// once the crew closed, and done must be called once the work ends.
+func (c *Crew) Enter() (done func(), ok bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.closed {
+		return nil, false
+	}
+	c.wg.Add(1)
+	return c.wg.Done, true
+}
+
 // After calls f once d has passed on the crew's clock, unless stop or
 // close comes first. Whoever takes a timer out of timers (its firing,
 // stop, close) owns its count in wg, so each is counted down once.

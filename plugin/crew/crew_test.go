@@ -2,6 +2,7 @@ package crew
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -49,5 +50,54 @@ func TestCrewClose(t *testing.T) {
 	case <-fired:
 		t.Error("a stopped timer fired")
 	default:
+	}
+}
+
+// Enter counts work on a goroutine the crew did not start: Close waits
+// for its done, and refuses it once closed.
+func TestCrewEnter(t *testing.T) {
+	c := New(nil)
+	done, ok := c.Enter()
+	if !ok {
+		t.Fatal("Enter refused before Close")
+	}
+	closed := make(chan struct{})
+	go func() { c.Close(); close(closed) }()
+	select {
+	case <-closed:
+		t.Fatal("Close returned with entered work running")
+	case <-time.After(20 * time.Millisecond):
+	}
+	done()
+	<-closed
+	if _, ok := c.Enter(); ok {
+		t.Error("Enter after Close")
+	}
+}
+
+// The fake clock fires timers in the order of their times as it is
+// advanced, those armed by a firing timer too, and Armed counts the rest.
+func TestFakeClock(t *testing.T) {
+	f := NewFake()
+	c := New(f)
+	defer c.Close()
+	var got []string
+	c.After(30*time.Millisecond, func() { got = append(got, "30") })
+	c.After(10*time.Millisecond, func() {
+		got = append(got, "10")
+		c.After(5*time.Millisecond, func() { got = append(got, "15") })
+	})
+	stop := c.After(20*time.Millisecond, func() { got = append(got, "20") })
+	stop()
+	if f.Armed() != 2 {
+		t.Errorf("%d timers armed, want 2", f.Armed())
+	}
+	f.Advance(25 * time.Millisecond)
+	if want := []string{"10", "15"}; !slices.Equal(got, want) {
+		t.Errorf("fired %v by 25ms, want %v", got, want)
+	}
+	f.Advance(5 * time.Millisecond)
+	if want := []string{"10", "15", "30"}; !slices.Equal(got, want) || f.Armed() != 0 {
+		t.Errorf("fired %v by 30ms (%d armed), want %v", got, f.Armed(), want)
 	}
 }

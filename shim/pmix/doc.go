@@ -11,7 +11,9 @@
 // and never load libpmix; only a process that serves PMIx pays for it.
 //
 // libpmix holds one server per process, so a process has one Server. Its
-// callbacks run on libpmix's progress thread: each copies its arguments,
-// returns at once, and the backend's answer goes back through the
-// callback libpmix gave, from a goroutine of the Server's.
+// callbacks (callbacks.go) run on libpmix's progress thread: each copies
+// its arguments and asks the engine (package engine, pure Go: what to do,
+// tested without libpmix), returns at once, and the backend's answer goes
+// back through the callback libpmix gave, from a goroutine of the
+// server's crew.
 package pmix
