@@ -10,18 +10,27 @@ CMDS     := ./hostrm/cmd/gopmi ./shim/cmd/gopmi-shim ./hostrm/local/cmd/gopmi-rm
 SYSTEMD_UNITDIR ?= $(PREFIX)/lib/systemd/system
 # The man pages (docs/man).
 MANDIR   ?= $(PREFIX)/share/man
-# Where Slurm loads plugins from (Debian's); make install-slurm-plugin
-# installs mpi_gopmi.so there.
+# The Slurm the plugin is built for: Debian's by default, or a site's
+# configured source tree (SLURM_SRC=) or its install, whose configured
+# source is $(SLURM_PREFIX)/src (SLURM_PREFIX=); see docs/admin/slurm.md.
+SLURM_SRC    ?=
+SLURM_PREFIX ?=
+# Where that Slurm loads plugins from; make install-slurm-plugin installs
+# mpi_gopmi.so there.
+ifneq ($(SLURM_PREFIX),)
+SLURM_PLUGINDIR ?= $(SLURM_PREFIX)/lib/slurm
+else
 SLURM_PLUGINDIR ?= $(firstword $(wildcard /usr/lib/*/slurm-wlm) /usr/lib/x86_64-linux-gnu/slurm-wlm)
+endif
 FUZZTIME ?= 30s
 # Packages with native fuzz targets, and their targets.
 FUZZ     := ./bridge/pmi1:FuzzParse ./bridge/pmi1:FuzzSplit ./bridge/pmi1:FuzzRoundTrip \
             ./bridge/pmi2:FuzzParse ./bridge/pmi2:FuzzSplit ./bridge/pmi2:FuzzRoundTrip \
-            ./bridge/kvs:FuzzDecode ./shim:FuzzDecodeFast ./shim:FuzzBootstrap ./bridge:FuzzSessions ./shim/pmix:FuzzFrames
+            ./bridge/kvs:FuzzDecode ./shim:FuzzDecodeFast ./shim:FuzzBootstrap ./bridge:FuzzSessions ./shim/pmix/engine:FuzzFrames
 DEMO_N   ?= 4
 APT      := DEBIAN_FRONTEND=noninteractive apt-get install -y -q
 
-.PHONY: all build install install-mpiexec slurm-plugin install-slurm-plugin demo deps deps-test test test-unit integration bench fuzz proto check-proto c-rules generate lint clean
+.PHONY: all build install install-mpiexec slurm-plugin install-slurm-plugin slurm-release test-slurm-release test-slurm-versions demo deps deps-test test test-unit integration bench fuzz proto check-proto c-rules generate lint clean
 
 all: build
 
@@ -57,11 +66,13 @@ install: build
 install-mpiexec: install
 	ln -sf gopmi $(DESTDIR)$(PREFIX)/bin/mpiexec
 
-# Slurm's MPI plugin (srun --mpi=gopmi), built against the installed
-# Slurm's own source (Debian's source package; see contrib/slurm). It finds
-# the gopmi binaries in $(PREFIX)/bin unless mpi.conf says GopmiBinDir.
+# Slurm's MPI plugin (srun --mpi=gopmi), built against the Slurm's own
+# configured source: Debian's source package of the installed slurm-wlm,
+# or SLURM_SRC / SLURM_PREFIX (contrib/slurm/build.sh, 22.05 to 25.11).
+# It finds the gopmi binaries in $(PREFIX)/bin unless mpi.conf says
+# GopmiBinDir.
 slurm-plugin:
-	BINDIR=$(PREFIX)/bin contrib/slurm/build.sh $(BIN)/mpi_gopmi.so
+	BINDIR=$(PREFIX)/bin SLURM_SRC=$(SLURM_SRC) SLURM_PREFIX=$(SLURM_PREFIX) GOPMI_VERSION=$(VERSION) contrib/slurm/build.sh $(BIN)/mpi_gopmi.so
 
 # Restart every slurmd afterwards: slurmd loads the MPI plugins at start.
 install-slurm-plugin: slurm-plugin
@@ -105,10 +116,47 @@ deps-test: deps
 		apt-get update -q && contrib/tools/apt-keep-mpi.sh slurm-wlm munge build-essential dpkg-dev systemd passwd tcpdump python3-mpi4py; \
 	fi
 
+# Slurm releases besides Debian's 22.05, built from SchedMD's sources kept
+# in SLURM_VENDOR (../shared/vendor/slurm: 24.11.7, 25.11.7) into
+# /opt/slurm-<series> by its build.sh (as root, 5-8 minutes each, once).
+SLURM_VENDOR  ?= $(firstword $(wildcard ../shared/vendor/slurm /work/shared/vendor/slurm))
+SLURM_TESTED  ?= 25.11.7
+SLURM_VERSIONS ?= 24.11.7 25.11.7
+# The integration tests that run on a Slurm cluster: the Slurm cases, on
+# each release.
+SLURM_TESTS   := ^(TestSlurm|TestSrun|TestOpenMPIUnderSrun|TestOpenMPIDynamicWithinJob|TestMpi4py|TestLateRead)
+
+# slurm-release builds Slurm $(V) from SLURM_VENDOR unless it is
+# installed in /opt/slurm-<series> already; without root or the sources,
+# it says what is missing.
+slurm-release:
+	@p=/opt/slurm-$(basename $(V)); \
+	if test -x $$p/sbin/slurmd && test -f $$p/src/config.h && $$p/sbin/slurmd -V | grep -q "slurm $(V)\$$"; then :; \
+	elif test -z "$(SLURM_VENDOR)" || ! test -f $(SLURM_VENDOR)/slurm-$(V).tar.gz; then echo "Slurm $(V): not in $$p, and no sources to build it (SLURM_VENDOR=$(SLURM_VENDOR))"; \
+	elif test "$$(id -u)" != 0; then echo "Slurm $(V): not in $$p; building it needs root"; \
+	else $(SLURM_VENDOR)/build.sh $(V); fi
+
+# test-slurm-release runs the Slurm cases on Slurm $(V) installed in
+# /opt/slurm-<series>, loading the plugin make slurm-plugin builds for
+# it (its gopmi release "dev", as the tests' binaries are), or says why
+# they are skipped.
+test-slurm-release: slurm-release
+	@p=/opt/slurm-$(basename $(V)); \
+	if test -x $$p/sbin/slurmd && test -f $$p/src/config.h; then \
+		$(MAKE) --no-print-directory slurm-plugin SLURM_PREFIX=$$p SLURM_SRC= BIN=$(BIN)/slurm-$(V) VERSION=dev && \
+		echo "GOPMI_IT_SLURM_PREFIX=$$p GOPMI_IT_SLURM_PLUGIN=$(BIN)/slurm-$(V)/mpi_gopmi.so $(GO) test -race -timeout 20m -run '$(SLURM_TESTS)' ./integration/" && \
+		GOPMI_IT_SLURM_PREFIX=$$p GOPMI_IT_SLURM_PLUGIN=$(CURDIR)/$(BIN)/slurm-$(V)/mpi_gopmi.so $(GO) test -race -timeout 20m -run '$(SLURM_TESTS)' ./integration/; \
+	else echo "the Slurm cases on Slurm $(V) skipped: no Slurm $(V) in $$p (see above)"; fi
+
+# The Slurm cases on every release of SLURM_VERSIONS.
+test-slurm-versions:
+	@for v in $(SLURM_VERSIONS); do $(MAKE) --no-print-directory test-slurm-release V=$$v || exit 1; done
+
 # Unit, transcript, fuzz-seed and integration tests, all under -race; the
 # integration tests run twice, with jobs on one node served by gopmi run
-# itself and by gopmi-shim processes. What they need from Debian comes
-# first (deps).
+# itself and by gopmi-shim processes, and the Slurm cases a third time on
+# Slurm $(SLURM_TESTED) (built from SLURM_VENDOR when it is not installed).
+# What they need from Debian comes first (deps).
 test: deps-test
 	@test -z "$$(gofmt -l $$(git ls-files '*.go' | grep -v '\.pb\.go$$'))" || { gofmt -l $$(git ls-files '*.go' | grep -v '\.pb\.go$$'); echo 'gofmt needed'; exit 1; }
 	$(GO) vet ./...
@@ -116,6 +164,7 @@ test: deps-test
 	$(GO) test -race -timeout 20m ./...
 	$(GO) test -race -tags pmix ./shim/pmix/
 	GOPMI_IT_SERVE=shim $(GO) test -race -timeout 20m ./integration/
+	$(MAKE) --no-print-directory test-slurm-release V=$(SLURM_TESTED)
 
 test-unit:
 	$(GO) test -race -short ./...

@@ -58,7 +58,7 @@ func TestLateRead(t *testing.T) {
 			hosts = append(hosts, host{
 				name: fmt.Sprintf("srun width=%d", width),
 				argv: func(prog []string) []string {
-					return append([]string{"srun", "--mpi=gopmi", "-N2", "--ntasks-per-node=2", "-n4"}, prog...)
+					return append([]string{c.Bin("srun"), "--mpi=gopmi", "-N2", "--ntasks-per-node=2", "-n4"}, prog...)
 				},
 				env: append(c.Env(), "GOPMI_TREE_WIDTH="+strconv.Itoa(width), "GOPMI_TIMEOUT=20"),
 			})

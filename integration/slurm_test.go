@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -30,6 +31,12 @@ import (
 // mpi/gopmi built by contrib/slurm/build.sh against the installed Slurm
 // and finding the gopmi binaries of this run. The cluster starts with the
 // first Slurm test and stops after the last test.
+//
+// GOPMI_IT_SLURM_PREFIX runs them on the Slurm installed there instead of
+// Debian's (make test's pass of Slurm 25.11, /opt/slurm-25.11), and
+// GOPMI_IT_SLURM_PLUGIN loads the mpi_gopmi.so given there (the one make
+// slurm-plugin built for it), which finds this run's binaries through
+// mpi.conf's GopmiBinDir.
 
 // lab is a Slurm cluster the tests start on first use and stop after
 // the last test.
@@ -64,7 +71,12 @@ func (l *lab) cluster(t *testing.T) *slurmlab.Cluster {
 	l.once.Do(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 		defer cancel()
-		l.c, l.err = slurmlab.Start(ctx, "", slurmlab.Options{Nodes: l.nodes, BinDir: binDir, MPIConf: l.mpiConf, OwnHostnames: l.ownHostnames})
+		o := slurmlab.Options{Nodes: l.nodes, BinDir: binDir, MPIConf: l.mpiConf, OwnHostnames: l.ownHostnames,
+			Prefix: os.Getenv("GOPMI_IT_SLURM_PREFIX"), Plugin: os.Getenv("GOPMI_IT_SLURM_PLUGIN")}
+		if o.Plugin != "" {
+			o.MPIConf += "GopmiBinDir=" + binDir + "\n"
+		}
+		l.c, l.err = slurmlab.Start(ctx, "", o)
 	})
 	if l.err != nil {
 		t.Fatalf("%s: %v", l.name, l.err)
@@ -100,6 +112,7 @@ func runOn(t *testing.T, c *slurmlab.Cluster, timeout time.Duration, argv []stri
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
+	argv = append([]string{c.Bin(argv[0])}, argv[1:]...)
 	r, err := clients.Run(ctx, argv, clients.RunOptions{Env: append(c.Env(), env...)})
 	if err != nil && !r.TimedOut {
 		t.Fatalf("%s: %v", strings.Join(argv, " "), err)
@@ -164,7 +177,7 @@ func TestSlurmProcessMapping(t *testing.T) {
 		argv := append([]string{"--mpi=" + mpi, "-N", "2", "-n", "4"}, args...)
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		defer cancel()
-		r, err := clients.Run(ctx, append(append([]string{"srun"}, argv...), progs[clients.PMI2Test], "default", "nosemi"), clients.RunOptions{Env: c.Env()})
+		r, err := clients.Run(ctx, append(append([]string{c.Bin("srun")}, argv...), progs[clients.PMI2Test], "default", "nosemi"), clients.RunOptions{Env: c.Env()})
 		if err != nil || r.ExitCode != 0 {
 			t.Fatalf("srun %s: %v\n%s", strings.Join(argv, " "), err, slurmFailure(c, r))
 		}
@@ -258,7 +271,7 @@ func TestSlurmNoOrphans(t *testing.T) {
 // scontrol shows what mpi.conf can set for gopmi.
 func TestSlurmConfigShown(t *testing.T) {
 	c := slurm(t)
-	cmd := exec.Command("scontrol", "show", "config")
+	cmd := exec.Command(c.Bin("scontrol"), "show", "config")
 	cmd.Env = append(os.Environ(), c.Env()...)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
@@ -467,6 +480,15 @@ func TestSlurmShimFailureIsShown(t *testing.T) {
 // machine in every rank.
 func TestSlurmHwlocXMLFile(t *testing.T) {
 	c := slurm(t)
+	if rel := c.Release(); rel >= "25.05" {
+		// slurmd writes no topology for a plugin to hand on since
+		// 25.05: the attribute is not set, and MPICH probes the node.
+		r := srun(t, c, time.Minute, []string{"-N", "2", "-n", "4"}, progs[clients.PMI2Test], "nohwloc")
+		if r.ExitCode != 0 || strings.Count(r.Stdout, "step=nohwloc") != 4 {
+			t.Fatalf("Slurm %s: want no PMI_hwloc_xmlfile: %s", rel, slurmFailure(c, r))
+		}
+		return
+	}
 	r := srun(t, c, time.Minute, []string{"-N", "2", "-n", "4"}, progs[clients.PMI2Test], "hwloc")
 	if r.ExitCode != 0 {
 		t.Fatal(slurmFailure(c, r))
@@ -633,5 +655,36 @@ func TestSrunOnDemand(t *testing.T) {
 	}
 	if !strings.Contains(r.Stderr, "a node connected; coordinator pid") {
 		t.Errorf("srun's log does not say the coordinator started when a node connected: %s", r.Stderr)
+	}
+}
+
+// gopmi-slurm check tells an admin on a node that the installed plugin
+// goes with the slurmd that runs and with the gopmi binaries it runs, and
+// says what is wrong when it does not.
+func TestSlurmCheck(t *testing.T) {
+	c := slurm(t)
+	run := func(slurmd string) (string, int) {
+		t.Helper()
+		cmd := exec.Command(filepath.Join(binDir, "gopmi-slurm"), "check", "-plugin", c.Plugin(), "-slurmd", slurmd)
+		cmd.Env = append(os.Environ(), c.Env()...)
+		out, err := cmd.Output()
+		var ee *exec.ExitError
+		if err != nil && !errors.As(err, &ee) {
+			t.Fatalf("gopmi-slurm check: %v", err)
+		}
+		return string(out), cmd.ProcessState.ExitCode()
+	}
+	out, code := run(c.Bin("slurmd"))
+	if code != 0 || strings.Count(out, "ok  ") != 3 || !strings.Contains(out, "built for Slurm "+c.Release()) {
+		t.Errorf("check on the lab's node: exit %d\n%s", code, out)
+	}
+	// A slurmd of another release: Slurm would not load the plugin.
+	other := filepath.Join(t.TempDir(), "slurmd")
+	if err := os.WriteFile(other, []byte("#!/bin/sh\necho slurm 99.01.1\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	out, code = run(other)
+	if code != 1 || !strings.Contains(out, "BAD ") || !strings.Contains(out, "but slurmd is 99.01.1") {
+		t.Errorf("check against another release's slurmd: exit %d\n%s", code, out)
 	}
 }

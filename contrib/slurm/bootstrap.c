@@ -239,7 +239,7 @@ int wants_pmix(const stepd_step_rec_t *job, char **env)
 char *bootstrap(const stepd_step_rec_t *job, char **env, const char *coord, const char *nodes)
 {
 	char *b = NULL, timeout[16], *up2, *apps;
-	const char *mode, *t;
+	const char *mode, *t, *topo;
 
 	const char *ns = getenvp(env, ENV_NSPACE), *parent = getenvp(env, ENV_PARENT);
 	const char *preput = getenvp(env, ENV_PREPUT);
@@ -269,9 +269,9 @@ char *bootstrap(const stepd_step_rec_t *job, char **env, const char *coord, cons
 	/* The stepd writes the node's topology there before it forks the
 	 * tasks (xcpuinfo_hwloc_topo_load) and removes it when it ends: MPICH
 	 * loads it instead of probing the machine in every rank. */
-	if (&conf && conf && !conf->def_config && conf->hwloc_xml && conf->hwloc_xml[0]) {
+	if ((topo = GOPMI_HWLOC_XML())) {
 		xstrcat(b, ",\"attrs\":[{\"key\":\"PMI_hwloc_xmlfile\",\"value\":");
-		json_str(&b, conf->hwloc_xml);
+		json_str(&b, topo);
 		xstrcat(b, "}]");
 	}
 	xstrfmtcat(b, "},\"nodeId\":%u,\"tasks\":[", job->nodeid);

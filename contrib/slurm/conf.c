@@ -78,7 +78,7 @@ extern s_p_hashtbl_t *mpi_p_conf_get(void)
 	return tbl;
 }
 
-static void add_pair(List l, const char *name, char *value)
+static void add_pair(gopmi_list_t l, const char *name, char *value)
 {
 	config_key_pair_t *kp = xmalloc(sizeof(*kp));
 	kp->name = xstrdup(name);
@@ -86,9 +86,9 @@ static void add_pair(List l, const char *name, char *value)
 	list_append(l, kp);
 }
 
-extern List mpi_p_conf_get_printable(void)
+extern gopmi_list_t mpi_p_conf_get_printable(void)
 {
-	List l = list_create(destroy_config_key_pair);
+	gopmi_list_t l = list_create(destroy_config_key_pair);
 
 	add_pair(l, "GopmiBinDir", xstrdup(gconf.bindir ? gconf.bindir : GOPMI_BINDIR));
 	add_pair(l, "GopmiFenceMode", xstrdup(gconf.fence_mode ? gconf.fence_mode : GOPMI_DEFAULT_FENCE_MODE));

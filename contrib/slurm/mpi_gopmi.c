@@ -34,6 +34,10 @@ const char plugin_name[] = "gopmi: PMI-1 and PMI-2 served by gopmi";
 const char plugin_type[] = "mpi/gopmi";
 const uint32_t plugin_id = 190; /* 101..107 are Slurm's own */
 const uint32_t plugin_version = SLURM_VERSION_NUMBER;
+/* What gopmi-slurm check reads of an installed plugin: the gopmi release
+ * it was built with and where it finds gopmi's binaries by default. */
+const char gopmi_version[] = GOPMI_VERSION;
+const char gopmi_bindir[] = GOPMI_BINDIR;
 
 struct gopmi_conf gconf = { NULL, NULL, NULL, 0, 30, 0, 16, 0, NULL, NULL, NULL };
 
@@ -75,7 +79,7 @@ void json_str(char **buf, const char *s)
  * (without one, at their name). */
 char *layout_json(const slurm_step_layout_t *lay)
 {
-	hostlist_t hl = hostlist_create(lay->node_list);
+	gopmi_hostlist_t hl = hostlist_create(lay->node_list);
 	char *b = xstrdup("["), *name, *addr;
 
 	for (uint32_t n = 0; n < lay->node_cnt; n++) {

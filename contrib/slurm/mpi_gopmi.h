@@ -44,21 +44,19 @@
 #include "src/common/list.h"
 #include "src/common/parse_config.h"
 #include "src/common/read_config.h"
-#include "src/common/slurm_mpi.h"
 #include "src/common/xmalloc.h"
 #include "src/common/xstring.h"
 #include "src/slurmd/slurmd/slurmd.h"
 #include "src/slurmd/slurmstepd/slurmstepd_job.h"
 
+#include "slurm_compat.h" /* what moved between Slurm releases */
 #include "gopmi_rules.h" /* generated: the rules shared with Go */
-
-/* slurmstepd's configuration, for the path of the node's hwloc topology
- * (PMI_hwloc_xmlfile). srun, which loads this plugin too, has no such
- * symbol: weak, it is NULL there instead of failing the load. */
-#pragma weak conf
 
 #ifndef GOPMI_BINDIR
 #define GOPMI_BINDIR "/usr/local/bin"
+#endif
+#ifndef GOPMI_VERSION
+#define GOPMI_VERSION "dev"
 #endif
 
 /* The step's environment between srun, the stepds and gopmi-slurm. */

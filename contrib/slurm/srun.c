@@ -108,7 +108,7 @@ static void *await_first_node(void *arg)
 }
 
 extern mpi_plugin_client_state_t *
-mpi_p_client_prelaunch(const mpi_plugin_client_info_t *job, char ***env)
+mpi_p_client_prelaunch(const gopmi_step_info_t *job, char ***env)
 {
 	char secret[65], step[64], *path = NULL, *nodes, **cenv;
 	unsigned char raw[32];

@@ -451,7 +451,7 @@ out:
 	return SLURM_SUCCESS;
 }
 
-extern int mpi_p_slurmstepd_task(const mpi_plugin_task_info_t *job, char ***env)
+extern int mpi_p_slurmstepd_task(const gopmi_task_info_t *job, char ***env)
 {
 	int fd = -1;
 

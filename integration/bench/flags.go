@@ -77,6 +77,9 @@ type config struct {
 	daemon bool
 	// slurmNodes and treeWidth shape the -slurm cluster and its steps.
 	slurmNodes, treeWidth int
+	// slurmPrefix is the Slurm install the -slurm cluster runs (empty:
+	// Debian's); its srun measures its own --mpi=pmi2 and --mpi=pmix.
+	slurmPrefix string
 	// env is set for every launcher's runs.
 	env []string
 	// floorLauncher runs only the launch floor (/bin/true): srun
@@ -147,6 +150,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 		before     = fs.String("slurm-before", "", "with -slurm: measure srun --mpi=gopmi with the gopmi binaries in this directory (an earlier build) against -gopmi's, taking turns run by run, instead of against srun --mpi=pmi2")
 		openmpi    = fs.Bool("openmpi", false, "measure an Open MPI hello (mpicc.openmpi) under gopmi run, which serves it through gopmi-pmix, against mpirun.openmpi, with the launch floor of each")
 		slurmNodes = fs.Int("nodes", 2, "with -slurm: slurmd in the cluster, and srun's -N")
+		prefix     = fs.String("slurm-prefix", "", "with -slurm: run the Slurm installed there (e.g. /opt/slurm-25.11, with its configured source in PREFIX/src) instead of Debian's, its srun's --mpi=pmi2 and --mpi=pmix the peers")
 		treeWidth  = fs.Int("tree-width", 0, "with -slurm: mpi/gopmi's fence tree width (GopmiTreeWidth; 0: its default, 16)")
 		slurm      = fs.Bool("slurm", false, "measure `srun --mpi=gopmi -N 2` against `srun --mpi=pmi2 -N 2` on a two-node Slurm cluster the bench starts (root, slurm-wlm, munge) instead of gopmi run against hydra")
 		gopmi      = fs.String("gopmi", "./bin/gopmi", "gopmi binary used when no -launcher is given")
@@ -306,7 +310,7 @@ func parseFlags(args []string, stderr io.Writer) (*config, error) {
 			return nil, fmt.Errorf("-slurm: gopmi's binaries not found (-gopmi %s)", *gopmi)
 		}
 		c.slurm = true
-		c.slurmNodes, c.treeWidth = *slurmNodes, *treeWidth
+		c.slurmNodes, c.treeWidth, c.slurmPrefix = *slurmNodes, *treeWidth, *prefix
 		nodes := strconv.Itoa(c.slurmNodes)
 		// Slurm's own first: the ratios are against it.
 		peer := "pmi2"

@@ -144,7 +144,7 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 		defer os.Remove(cfg.slurmLink)
 	}
 	if cfg.slurm {
-		stop, err := startSlurm(ctx, cfg.gopmiDir, cfg.slurmNodes, cfg.treeWidth, stderr)
+		stop, err := startSlurm(ctx, cfg.gopmiDir, cfg.slurmPrefix, cfg.slurmNodes, cfg.treeWidth, stderr)
 		if err != nil {
 			fmt.Fprintln(stderr, "bench: -slurm:", err)
 			return 1

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -18,19 +19,24 @@ import (
 // startSlurm starts a cluster of nodes slurmd with mpi/gopmi built for
 // the binaries in gopmiDir, its fence tree of width width (0: its
 // default), and points srun at it (SLURM_CONF). stop ends it.
-func startSlurm(ctx context.Context, gopmiDir string, nodes, width int, progress io.Writer) (stop func(), err error) {
-	fmt.Fprintf(progress, "bench: building mpi/gopmi and starting a %d-node Slurm cluster\n", nodes)
+// With prefix, the cluster runs the Slurm installed there, whose
+// commands come first on PATH.
+func startSlurm(ctx context.Context, gopmiDir, prefix string, nodes, width int, progress io.Writer) (stop func(), err error) {
+	fmt.Fprintf(progress, "bench: building mpi/gopmi and starting a %d-node Slurm cluster (Slurm %s)\n", nodes, slurmlab.Release(prefix))
 	sctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
 	conf := ""
 	if width > 0 {
 		conf = fmt.Sprintf("GopmiTreeWidth=%d\n", width)
 	}
-	c, err := slurmlab.Start(sctx, "", slurmlab.Options{Nodes: nodes, BinDir: gopmiDir, CPUs: 1024, MPIConf: conf})
+	c, err := slurmlab.Start(sctx, "", slurmlab.Options{Nodes: nodes, BinDir: gopmiDir, CPUs: 1024, MPIConf: conf, Prefix: prefix})
 	if err != nil {
 		return nil, err
 	}
-	os.Setenv("SLURM_CONF", c.Conf)
+	for _, e := range c.Env() {
+		k, v, _ := strings.Cut(e, "=")
+		os.Setenv(k, v)
+	}
 	return c.Stop, nil
 }
 

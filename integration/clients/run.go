@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
@@ -115,7 +116,7 @@ func Run(ctx context.Context, argv []string, opts RunOptions) (Result, error) {
 	if len(argv) == 0 {
 		return res, errors.New("run: empty command")
 	}
-	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd := exec.Command(lookPathIn(argv[0], opts.Env), argv[1:]...)
 	cmd.Dir = opts.Dir
 	cmd.Env = append(os.Environ(), opts.Env...)
 	if !hasEnv(opts.Env, "GOPMI_TEST_ALARM") {
@@ -285,4 +286,26 @@ func firstNonEmpty(s string) string {
 		}
 	}
 	return ""
+}
+
+// lookPathIn is name found on the PATH env sets (a Slurm cluster of
+// another release puts its commands first), else name as it is, for
+// exec's own lookup.
+func lookPathIn(name string, env []string) string {
+	if strings.ContainsRune(name, '/') {
+		return name
+	}
+	path := ""
+	for _, e := range env {
+		if v, ok := strings.CutPrefix(e, "PATH="); ok {
+			path = v
+		}
+	}
+	for _, d := range filepath.SplitList(path) {
+		p := filepath.Join(d, name)
+		if st, err := os.Stat(p); err == nil && !st.IsDir() && st.Mode()&0o111 != 0 {
+			return p
+		}
+	}
+	return name
 }

@@ -4,8 +4,10 @@
 // so each `slurmd -N nX` is a node of its own), all in a temporary
 // directory, on free ports, with the mpi/gopmi plugin in a PluginDir of
 // their own. Nothing outside the directory is touched; Stop ends every
-// daemon it started. It needs root (slurmd runs tasks as their user) and
-// Debian's slurm-wlm and munge.
+// daemon it started. It needs root (slurmd runs tasks as their user),
+// munge, and Debian's slurm-wlm or a Slurm installed in a prefix of its
+// own (Options.Prefix: one ../shared/vendor/slurm/build.sh built, a
+// site's), itself built with --enable-multiple-slurmd.
 package slurmlab
 
 import (
@@ -48,6 +50,11 @@ type Options struct {
 	// n1, n2, ... as on a real cluster, not the one host's name, which
 	// every node of the lab otherwise shares.
 	OwnHostnames bool
+	// Prefix is the Slurm install the cluster runs (its sbin, bin and
+	// lib/slurm), e.g. /opt/slurm-25.11; empty: the Slurm on PATH
+	// (Debian's). A plugin Start builds is built against its configured
+	// source, Prefix/src.
+	Prefix string
 }
 
 // Cluster is a running cluster.
@@ -56,35 +63,110 @@ type Cluster struct {
 	temp    string // the directory Start made, removed by Stop
 	Conf    string
 	Nodes   []string
+	prefix  string      // Options.Prefix
+	binDir  string      // Options.BinDir
 	daemons []*exec.Cmd // munged, slurmctld, then each slurmd
+}
+
+// Bin is the path of Slurm's command name (srun, sinfo, slurmd, ...) in
+// the cluster's install, or name itself for the one on PATH.
+func (c *Cluster) Bin(name string) string { return slurmBin(c.prefix, name) }
+
+func slurmBin(prefix, name string) string {
+	if prefix == "" {
+		return name
+	}
+	for _, d := range []string{"bin", "sbin"} {
+		if p := filepath.Join(prefix, d, name); isExec(p) {
+			return p
+		}
+	}
+	return name
+}
+
+func isExec(p string) bool {
+	st, err := os.Stat(p)
+	return err == nil && !st.IsDir() && st.Mode()&0o111 != 0
+}
+
+// Release is the cluster's Slurm release ("22.05.8"), from slurmd -V.
+func (c *Cluster) Release() string { return Release(c.prefix) }
+
+// Release is the release of the Slurm installed in prefix (empty: on
+// PATH), or "" when there is none.
+func Release(prefix string) string {
+	out, err := exec.Command(slurmBin(prefix, "slurmd"), "-V").Output()
+	if f := strings.Fields(string(out)); err == nil && len(f) == 2 {
+		return f[1]
+	}
+	return ""
+}
+
+// Plugin is the mpi_gopmi.so the cluster loads, or "" without gopmi.
+func (c *Cluster) Plugin() string {
+	p := filepath.Join(c.Dir, "plugins", "mpi_gopmi.so")
+	if _, err := os.Stat(p); err != nil {
+		return ""
+	}
+	return p
 }
 
 // TmpDir is node's own temporary directory: its TmpFS and its slurmd's
 // TMPDIR.
 func (c *Cluster) TmpDir(node string) string { return filepath.Join(c.Dir, "tmp", node) }
 
-// Env is what a command needs to reach the cluster (srun, sinfo).
-func (c *Cluster) Env() []string { return []string{"SLURM_CONF=" + c.Conf} }
+// Env is what a command needs to reach the cluster (srun, sinfo): with
+// an install of its own, its commands come first on PATH (a step's
+// nested srun, salloc's srun); with gopmi's binaries, srun's side of the
+// plugin (which reads no mpi.conf) finds them through GOPMI_BINDIR,
+// whatever the plugin was built for.
+func (c *Cluster) Env() []string {
+	env := []string{"SLURM_CONF=" + c.Conf}
+	if c.binDir != "" {
+		env = append(env, "GOPMI_BINDIR="+c.binDir)
+	}
+	if c.prefix != "" {
+		env = append(env, "PATH="+filepath.Join(c.prefix, "bin")+":"+filepath.Join(c.prefix, "sbin")+":"+os.Getenv("PATH"))
+	}
+	return env
+}
 
-// Check reports what is missing to run a cluster here.
-func Check() error {
+// Check reports what is missing to run a cluster here, of the Slurm in
+// prefix (empty: on PATH).
+func Check(prefix string) error {
 	if os.Geteuid() != 0 {
 		return errors.New("a Slurm cluster needs root: slurmd starts tasks as their user")
 	}
 	var miss []string
-	for _, b := range []string{"munged", "mungekey", "slurmctld", "slurmd", "srun", "sinfo", "scancel"} {
+	for _, b := range []string{"munged", "mungekey"} {
 		if _, err := exec.LookPath(b); err != nil {
 			miss = append(miss, b)
 		}
 	}
+	for _, b := range []string{"slurmctld", "slurmd", "srun", "sinfo", "scancel"} {
+		if _, err := exec.LookPath(slurmBin(prefix, b)); err != nil {
+			miss = append(miss, b)
+		}
+	}
 	if len(miss) > 0 {
+		if prefix != "" {
+			return fmt.Errorf("missing %s in %s (a Slurm built by ../shared/vendor/slurm/build.sh, or a site's) or on PATH", strings.Join(miss, ", "), prefix)
+		}
 		return fmt.Errorf("missing %s: %s", strings.Join(miss, ", "), InstallHint)
 	}
 	return nil
 }
 
-// pluginDir is Debian's Slurm plugin directory.
-func pluginDir() (string, error) {
+// pluginDir is the Slurm plugin directory of the install in prefix
+// (empty: Debian's).
+func pluginDir(prefix string) (string, error) {
+	if prefix != "" {
+		d := filepath.Join(prefix, "lib", "slurm")
+		if _, err := os.Stat(filepath.Join(d, "mpi_pmi2.so")); err != nil {
+			return "", fmt.Errorf("no Slurm plugin directory (mpi_pmi2.so) in %s", d)
+		}
+		return d, nil
+	}
 	m, _ := filepath.Glob("/usr/lib/*/slurm-wlm/mpi_pmi2.so")
 	if len(m) == 0 {
 		return "", fmt.Errorf("no Slurm plugin directory (mpi_pmi2.so) under /usr/lib: %s", InstallHint)
@@ -170,7 +252,7 @@ func run(ctx context.Context, env []string, name string, args ...string) error {
 // Start brings a cluster up in dir (empty: a temporary directory, which
 // Stop removes) and waits until every node is idle.
 func Start(ctx context.Context, dir string, o Options) (c *Cluster, err error) {
-	if err := Check(); err != nil {
+	if err := Check(o.Prefix); err != nil {
 		return nil, err
 	}
 	temp := ""
@@ -191,7 +273,7 @@ func Start(ctx context.Context, dir string, o Options) (c *Cluster, err error) {
 	}
 	if o.Plugin == "" && o.BinDir != "" {
 		o.Plugin = filepath.Join(filepath.Dir(dir), "mpi_gopmi.so")
-		if err := BuildPlugin(ctx, o.BinDir, o.Plugin); err != nil {
+		if err := BuildPlugin(ctx, o.Prefix, o.BinDir, o.Plugin); err != nil {
 			return nil, err
 		}
 	}
@@ -201,7 +283,7 @@ func Start(ctx context.Context, dir string, o Options) (c *Cluster, err error) {
 	if o.CPUs <= 0 {
 		o.CPUs = 32
 	}
-	pdir, err := pluginDir()
+	pdir, err := pluginDir(o.Prefix)
 	if err != nil {
 		return nil, err
 	}
@@ -209,7 +291,7 @@ func Start(ctx context.Context, dir string, o Options) (c *Cluster, err error) {
 	if err != nil {
 		return nil, err
 	}
-	c = &Cluster{Dir: dir, Conf: filepath.Join(dir, "slurm.conf"), temp: temp}
+	c = &Cluster{Dir: dir, Conf: filepath.Join(dir, "slurm.conf"), temp: temp, prefix: o.Prefix, binDir: o.BinDir}
 	defer func() {
 		if err != nil {
 			c.Stop()
@@ -311,7 +393,7 @@ PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP
 			return c, err
 		}
 	}
-	if err := c.daemon("slurmctld", "slurmctld", "-D", "-i"); err != nil {
+	if err := c.daemon("slurmctld", c.Bin("slurmctld"), "-D", "-i"); err != nil {
 		return c, err
 	}
 	for _, n := range c.Nodes {
@@ -319,9 +401,9 @@ PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP
 		// PMIx step directories) in the node's own directory: the
 		// tests see what a step left behind there, and nothing of
 		// another cluster's.
-		argv := []string{"slurmd", "-D", "-N", n}
+		argv := []string{c.Bin("slurmd"), "-D", "-N", n}
 		if o.OwnHostnames {
-			argv = []string{"unshare", "--uts", "sh", "-c", `hostname "$0" && exec slurmd -D -N "$0"`, n}
+			argv = []string{"unshare", "--uts", "sh", "-c", `hostname "$0" && exec "$1" -D -N "$0"`, n, c.Bin("slurmd")}
 		}
 		if err := c.daemonEnv("slurmd-"+n, []string{"TMPDIR=" + c.TmpDir(n)}, argv...); err != nil {
 			return c, err
@@ -334,7 +416,7 @@ PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP
 func (c *Cluster) waitIdle(ctx context.Context) error {
 	var last string
 	for {
-		cmd := exec.CommandContext(ctx, "sinfo", "-h", "-N", "-o", "%N %T")
+		cmd := exec.CommandContext(ctx, c.Bin("sinfo"), "-h", "-N", "-o", "%N %T")
 		cmd.Env = append(os.Environ(), c.Env()...)
 		out, _ := cmd.CombinedOutput()
 		last = strings.TrimSpace(string(out))
@@ -390,8 +472,9 @@ func (c *Cluster) Stop() {
 }
 
 // BuildPlugin builds mpi/gopmi with contrib/slurm/build.sh into out, for
-// the gopmi binaries in binDir.
-func BuildPlugin(ctx context.Context, binDir, out string) error {
+// the gopmi binaries in binDir, against the Slurm installed in prefix
+// (its configured source, prefix/src; empty: Debian's).
+func BuildPlugin(ctx context.Context, prefix, binDir, out string) error {
 	script, err := buildScript()
 	if err != nil {
 		return err
@@ -400,8 +483,13 @@ func BuildPlugin(ctx context.Context, binDir, out string) error {
 	if err != nil {
 		return err
 	}
+	// The plugin goes with the binaries' release (gopmi-slurm check).
+	v, err := exec.CommandContext(ctx, filepath.Join(bin, "gopmi-slurm"), "version").Output()
+	if err != nil {
+		return fmt.Errorf("%s version: %w", filepath.Join(bin, "gopmi-slurm"), err)
+	}
 	cmd := exec.CommandContext(ctx, script, out)
-	cmd.Env = append(os.Environ(), "BINDIR="+bin)
+	cmd.Env = append(os.Environ(), "BINDIR="+bin, "SLURM_PREFIX="+prefix, "SLURM_SRC=", "GOPMI_VERSION="+strings.TrimSpace(string(v)))
 	if b, err := cmd.CombinedOutput(); err != nil {
 		return fmt.Errorf("contrib/slurm/build.sh: %w\n%s", err, b)
 	}

@@ -55,6 +55,8 @@
  *            "gopmi-xjob-ack" and waits until "gopmi-xjob" is gone
  *   hwloc    the job attribute PMI_hwloc_xmlfile must name a readable hwloc
  *            topology (an XML file with a <topology> element)
+ *   nohwloc  the job attribute PMI_hwloc_xmlfile must not be set (Slurm
+ *            25.05 and later write no topology for a plugin to hand on)
  *   late     every rank puts late-k<rank>, fences; the upper half of the
  *            ranks (rank >= size/2: the last node's, in block order)
  *            prints its pid and finalizes at once (once the file named
@@ -712,6 +714,17 @@ static void mode_hwloc(void)
     printf("ok " P " rank=%d step=hwloc file=%s\n", rank, val);
 }
 
+static void mode_nohwloc(void)
+{
+    char val[PMI2_MAX_VALLEN + 1] = "";
+    int found = 0, rc;
+
+    rc = PMI2_Info_GetJobAttr("PMI_hwloc_xmlfile", val, sizeof val, &found);
+    if (rc != PMI2_SUCCESS) gt_fail(P, rank, "jobattr-hwloc-rc-%d", rc);
+    if (found) gt_fail(P, rank, "jobattr-hwloc-found-%s", val);
+    printf("ok " P " rank=%d step=nohwloc\n", rank);
+}
+
 int main(int argc, char **argv)
 {
     const char *mode = argc > 1 && strchr(argv[1], '=') == NULL ? argv[1] : "default";
@@ -758,6 +771,8 @@ int main(int argc, char **argv)
         mode_ring();
     else if (strcmp(mode, "hwloc") == 0)
         mode_hwloc();
+    else if (strcmp(mode, "nohwloc") == 0)
+        mode_nohwloc();
     else if (strcmp(mode, "late") == 0)
         mode_late(gt_arg(argc, argv, "hold", ""), gt_arg(argc, argv, "wait", ""), atoi(gt_arg(argc, argv, "sleep", "300")));
     else if (strcmp(mode, "long") == 0)

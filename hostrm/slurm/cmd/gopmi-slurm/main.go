@@ -10,6 +10,10 @@
 //     node's tasks and forwards to the coordinator what crosses nodes.
 //     Built with the tag pmix it is gopmi-slurm-pmix, which serves a
 //     PMIx step's tasks (Open MPI) through libpmix instead.
+//   - `gopmi-slurm check`, for an admin on a node: whether the installed
+//     mpi_gopmi.so was built for the slurmd that runs and goes with the
+//     gopmi binaries it runs (exit 1 when not).
+//   - `gopmi-slurm version` prints gopmi's release.
 //
 // It does not link go-plugin: every step starts one of these per node and
 // one beside srun, and on a busy node a process's start-up is what a short
@@ -46,9 +50,14 @@ func main() {
 			os.Exit(coordinate(os.Args[2:]))
 		case "shim":
 			os.Exit(serveNode())
+		case "check":
+			os.Exit(check(os.Args[2:], os.Stdout))
+		case "version":
+			fmt.Println(version)
+			os.Exit(0)
 		}
 	}
-	fmt.Fprintln(os.Stderr, "usage: gopmi-slurm coordinate -step J.S | gopmi-slurm shim (run by Slurm's mpi/gopmi plugin)")
+	fmt.Fprintln(os.Stderr, "usage: gopmi-slurm coordinate -step J.S | gopmi-slurm shim (run by Slurm's mpi/gopmi plugin) | gopmi-slurm check [-plugin SO] [-slurmd PATH] | gopmi-slurm version")
 	os.Exit(exitSetup)
 }
 

@@ -3,8 +3,10 @@
 //
 //	go run ./integration/internal/slurmlab/lab -bin bin -nodes 2
 //
-// It prints the SLURM_CONF to export, and with -bin builds mpi/gopmi for
-// the gopmi binaries there (as root: slurmd runs tasks as their user).
+// It prints the SLURM_CONF to export (and, with -prefix, the PATH), and
+// with -bin builds mpi/gopmi for the gopmi binaries there (as root: slurmd
+// runs tasks as their user). -prefix runs a Slurm installed there (e.g.
+// /opt/slurm-25.11) instead of Debian's.
 package main
 
 import (
@@ -26,6 +28,8 @@ func main() {
 	cpus := flag.Int("cpus", 32, "CPUs each node declares")
 	mpiConf := flag.String("mpi-conf", "", "mpi.conf's text")
 	own := flag.Bool("own-hostnames", false, "each slurmd in a UTS namespace named for its node")
+	prefix := flag.String("prefix", "", "a Slurm install to run (its configured source in PREFIX/src); empty: Debian's")
+	plugin := flag.String("plugin", "", "a built mpi_gopmi.so to load instead of building one")
 	flag.Parse()
 	if *bin != "" {
 		abs, err := filepath.Abs(*bin)
@@ -36,13 +40,16 @@ func main() {
 		*bin = abs
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-	c, err := slurmlab.Start(ctx, "", slurmlab.Options{Nodes: *nodes, CPUs: *cpus, BinDir: *bin, MPIConf: *mpiConf, OwnHostnames: *own})
+	c, err := slurmlab.Start(ctx, "", slurmlab.Options{Nodes: *nodes, CPUs: *cpus, BinDir: *bin, MPIConf: *mpiConf, OwnHostnames: *own,
+		Prefix: *prefix, Plugin: *plugin})
 	cancel()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "lab:", err)
 		os.Exit(1)
 	}
-	fmt.Printf("export %s\n", c.Env()[0])
+	for _, e := range c.Env() {
+		fmt.Printf("export %s\n", e)
+	}
 	sig := make(chan os.Signal, 1)
 	signal.Notify(sig, syscall.SIGINT, syscall.SIGTERM)
 	<-sig
