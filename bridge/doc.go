@@ -29,9 +29,10 @@
 // A Session never blocks: Feed parses, decides and either answers at
 // once or parks the request (Job.pending) until something answers it.
 // Everything off the Session's goroutine goes through the job's calls
-// (lifecycle.go): each backend call on a goroutine of its own with a
-// deadline, and the timers of the waits; nothing else starts a goroutine
-// or arms a timer, so Shutdown waits for all of it. Work that needs a
+// (lifecycle.go), on the job's crew (plugin/crew, the one owner of
+// goroutines and timers gopmi has): each backend call on a goroutine of
+// its own with a deadline, and the timers of the waits; nothing else
+// starts a goroutine or arms a timer, so Shutdown waits for all of it. Work that needs a
 // backend still starting waits at the backend gate (gate.go) as a
 // callback on the Backend, not as a blocked goroutine. One lock, j.mu,
 // guards the job's state, which is split by concern: the tasks, the

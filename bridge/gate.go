@@ -40,7 +40,8 @@ func (j *Job) needBackend() {
 // for Shutdown from now on. It may be called with j.mu held.
 func (j *Job) withBackend(d time.Duration, outlive bool, f func(ctx context.Context, err error)) {
 	j.needBackend()
-	if !j.calls.track() {
+	done, ok := j.calls.track()
+	if !ok {
 		return // shut down: the job ended and answered every request
 	}
 	// One deadline for the wait and the call: a request never waits
@@ -54,7 +55,7 @@ func (j *Job) withBackend(d time.Duration, outlive bool, f func(ctx context.Cont
 		if err == nil && !outlive && j.calls.ctx.Err() != nil {
 			err = fmt.Errorf("waiting for %s to start: the job ended", j.be.Name())
 		}
-		j.calls.spawnUntil(deadline, outlive, func(ctx context.Context) { f(ctx, err) })
+		j.calls.spawnUntil(done, deadline, outlive, func(ctx context.Context) { f(ctx, err) })
 	}
 	if j.be.Known() {
 		start(j.be.Err())

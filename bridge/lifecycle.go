@@ -4,28 +4,25 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"sync"
 	"time"
 
 	"github.com/gopmi/gopmi/bridge/wire"
 	"github.com/gopmi/gopmi/plugin"
+	"github.com/gopmi/gopmi/plugin/crew"
 )
 
 // calls is where the job's work off the Session's goroutine runs: each
 // backend call on a goroutine of its own with a deadline, and the timers
-// of its waits. Nothing else in the package starts a goroutine or arms a
-// timer, so Shutdown can wait for all of it and a test can tell when the
-// job is quiet (tap).
+// of its waits, on the job's crew (plugin/crew). Nothing else in the
+// package starts a goroutine or arms a timer, so Shutdown can wait for
+// all of it and a test can tell when the job is quiet (tap).
 type calls struct {
 	ctx    context.Context // ends when the job ends
 	cancel context.CancelFunc
 	clock  Clock
+	crew   *crew.Crew // the goroutines and timers Shutdown waits for
 	tap    tap
-
-	mu      sync.Mutex // orders wg.Add before Shutdown's wg.Wait
-	wg      sync.WaitGroup
-	closing bool  // guarded by mu; no new work once set
-	ended   event // fires when the job ends
+	ended  event // fires when the job ends
 }
 
 // tap observes the job's goroutines: Begin before one starts, End when it
@@ -37,44 +34,32 @@ type tap interface {
 
 func newCalls(ctx context.Context, clock Clock, t tap) *calls {
 	jctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	return &calls{ctx: jctx, cancel: cancel, clock: clock, tap: t}
+	return &calls{ctx: jctx, cancel: cancel, clock: clock, crew: crew.New(clock), tap: t}
 }
 
-// track counts work the job will wait for, unless Shutdown began.
-func (c *calls) track() bool {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.closing {
-		return false
-	}
-	c.wg.Add(1)
-	return true
-}
+// track counts work the job will wait for, unless Shutdown began: the
+// work starts later with spawnUntil, which takes done.
+func (c *calls) track() (done func(), ok bool) { return c.crew.Enter() }
 
 // run runs f on a goroutine of its own with a deadline d and reports
 // whether it started (not once Shutdown began). With outlive, f's context
 // outlives the job: the last finalize ends the job, and its notification
 // must still reach the RM.
 func (c *calls) run(d time.Duration, outlive bool, f func(ctx context.Context)) bool {
-	if !c.track() {
+	done, ok := c.track()
+	if !ok {
 		return false
 	}
-	c.spawn(d, outlive, f)
+	c.spawnUntil(done, time.Now().Add(d), outlive, f)
 	return true
 }
 
-// spawn is run for work that track counted already.
-func (c *calls) spawn(d time.Duration, outlive bool, f func(ctx context.Context)) {
-	c.spawnUntil(time.Now().Add(d), outlive, f)
-}
-
-// spawnUntil is spawn with a deadline.
-func (c *calls) spawnUntil(deadline time.Time, outlive bool, f func(ctx context.Context)) {
+// spawnUntil runs f, work that track counted (done), with a deadline.
+func (c *calls) spawnUntil(done func(), deadline time.Time, outlive bool, f func(ctx context.Context)) {
 	if c.tap != nil {
 		c.tap.Begin()
 	}
-	go func() {
-		defer c.wg.Done()
+	c.crew.SpawnEntered(done, func(context.Context) {
 		if c.tap != nil {
 			defer c.tap.End()
 		}
@@ -85,7 +70,7 @@ func (c *calls) spawnUntil(deadline time.Time, outlive bool, f func(ctx context.
 		ctx, cancel := context.WithDeadline(parent, deadline)
 		defer cancel()
 		f(ctx)
-	}()
+	})
 }
 
 // atEnd registers f to run when the job ends, on the goroutine that ends
@@ -99,39 +84,14 @@ func (c *calls) end() {
 }
 
 // after arms a timer whose callback Shutdown waits for.
-func (c *calls) after(d time.Duration, f func()) func() bool {
-	if !c.track() {
-		return func() bool { return false }
-	}
-	stop := c.clock.AfterFunc(d, func() {
-		defer c.wg.Done()
-		f()
-	})
-	return func() bool {
-		if stop() {
-			c.wg.Done()
-			return true
-		}
-		return false
-	}
-}
+func (c *calls) after(d time.Duration, f func()) func() bool { return c.crew.After(d, f) }
 
 // shutdown refuses new work and waits for what runs until ctx ends.
 func (c *calls) shutdown(ctx context.Context) error {
-	c.mu.Lock()
-	c.closing = true
-	c.mu.Unlock()
-	waited := make(chan struct{})
-	go func() {
-		c.wg.Wait()
-		close(waited)
-	}()
-	select {
-	case <-waited:
-		return nil
-	case <-ctx.Done():
-		return fmt.Errorf("shutdown: backend calls still running: %w", ctx.Err())
+	if err := c.crew.Shutdown(ctx); err != nil {
+		return fmt.Errorf("shutdown: backend calls still running: %w", err)
 	}
+	return nil
 }
 
 // Done is closed when every local rank's session has closed, or the job

@@ -8,6 +8,7 @@ package crew
 
 import (
 	"context"
+	"fmt"
 	"sync"
 	"time"
 )
@@ -97,6 +98,16 @@ func (c *Crew) Enter() (done func(), ok bool) {
 	return c.wg.Done, true
 }
 
+// SpawnEntered runs f on a goroutine for work Enter counted already (so
+// it runs even once Close began, which waits for it), and calls done
+// when f returns.
+func (c *Crew) SpawnEntered(done func(), f func(ctx context.Context)) {
+	go func() {
+		defer done()
+		f(c.ctx)
+	}()
+}
+
 // After calls f once d has passed on the crew's clock, unless stop or
 // close comes first. Whoever takes a timer out of timers (its firing,
 // stop, close) owns its count in wg, so each is counted down once.
@@ -161,7 +172,11 @@ func (c *Crew) claim(ref uint64) bool {
 // and waits for the goroutines and the timers already firing. Each of
 // them ends once the context does (a call to the parent or the
 // root is cut), so the wait is bounded by theirs.
-func (c *Crew) Close() {
+func (c *Crew) Close() { _ = c.Shutdown(context.Background()) }
+
+// Shutdown is Close with its wait bounded by ctx: it says what was left
+// running when ctx ended first (and they still end by themselves).
+func (c *Crew) Shutdown(ctx context.Context) error {
 	c.mu.Lock()
 	c.closed = true
 	armed := c.timers
@@ -172,5 +187,15 @@ func (c *Crew) Close() {
 		stop()
 		c.wg.Done()
 	}
-	c.wg.Wait()
+	waited := make(chan struct{})
+	go func() {
+		c.wg.Wait()
+		close(waited)
+	}()
+	select {
+	case <-waited:
+		return nil
+	case <-ctx.Done():
+		return fmt.Errorf("goroutines still running: %w", ctx.Err())
+	}
 }
