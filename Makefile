@@ -72,7 +72,7 @@ install-mpiexec: install
 # It finds the gopmi binaries in $(PREFIX)/bin unless mpi.conf says
 # GopmiBinDir.
 slurm-plugin:
-	BINDIR=$(PREFIX)/bin SLURM_SRC=$(SLURM_SRC) SLURM_PREFIX=$(SLURM_PREFIX) GOPMI_VERSION=$(VERSION) contrib/slurm/build.sh $(BIN)/mpi_gopmi.so
+	BINDIR='$(PREFIX)/bin' SLURM_SRC='$(SLURM_SRC)' SLURM_PREFIX='$(SLURM_PREFIX)' GOPMI_VERSION='$(VERSION)' contrib/slurm/build.sh '$(BIN)/mpi_gopmi.so'
 
 # Restart every slurmd afterwards: slurmd loads the MPI plugins at start.
 install-slurm-plugin: slurm-plugin
@@ -142,11 +142,11 @@ slurm-release:
 # they are skipped.
 test-slurm-release: slurm-release
 	@p=/opt/slurm-$(basename $(V)); \
-	if test -x $$p/sbin/slurmd && test -f $$p/src/config.h; then \
+	if test -x $$p/sbin/slurmd && test -f $$p/src/config.h && $$p/sbin/slurmd -V | grep -q "slurm $(V)\$$"; then \
 		$(MAKE) --no-print-directory slurm-plugin SLURM_PREFIX=$$p SLURM_SRC= BIN=$(BIN)/slurm-$(V) VERSION=dev && \
 		echo "GOPMI_IT_SLURM_PREFIX=$$p GOPMI_IT_SLURM_PLUGIN=$(BIN)/slurm-$(V)/mpi_gopmi.so $(GO) test -race -timeout 20m -run '$(SLURM_TESTS)' ./integration/" && \
-		GOPMI_IT_SLURM_PREFIX=$$p GOPMI_IT_SLURM_PLUGIN=$(CURDIR)/$(BIN)/slurm-$(V)/mpi_gopmi.so $(GO) test -race -timeout 20m -run '$(SLURM_TESTS)' ./integration/; \
-	else echo "the Slurm cases on Slurm $(V) skipped: no Slurm $(V) in $$p (see above)"; fi
+		GOPMI_IT_SLURM_PREFIX=$$p GOPMI_IT_SLURM_PLUGIN=$(abspath $(BIN))/slurm-$(V)/mpi_gopmi.so $(GO) test -race -timeout 20m -run '$(SLURM_TESTS)' ./integration/; \
+	else echo "the Slurm cases on Slurm $(V) skipped: no Slurm $(V) built in $$p (see above)"; fi
 
 # The Slurm cases on every release of SLURM_VERSIONS.
 test-slurm-versions:

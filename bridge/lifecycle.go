@@ -89,7 +89,7 @@ func (c *calls) after(d time.Duration, f func()) func() bool { return c.crew.Aft
 // shutdown refuses new work and waits for what runs until ctx ends.
 func (c *calls) shutdown(ctx context.Context) error {
 	if err := c.crew.Shutdown(ctx); err != nil {
-		return fmt.Errorf("shutdown: backend calls still running: %w", err)
+		return fmt.Errorf("shutdown: the job's backend calls: %w", err)
 	}
 	return nil
 }

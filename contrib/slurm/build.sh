@@ -42,7 +42,7 @@ if [ -n "$slurm_src" ]; then
   [ -f "$build/config.h" ] && [ -f "$build/slurm/slurm_version.h" ] ||
     die "$src is not a configured Slurm source tree (no config.h, slurm/slurm_version.h): run its ./configure first"
   if [ -z "$prefix" ]; then
-    prefix=$(sed -n 's/^prefix = //p' "$build/Makefile" 2>/dev/null | head -1)
+    prefix=$(sed -n 's/^prefix = //p' "$build/Makefile" 2>/dev/null | head -1 || true)
   fi
 else
   pkg=""
@@ -79,7 +79,8 @@ elif command -v slurmd >/dev/null; then
   slurmd=$(command -v slurmd)
 fi
 if [ -n "$slurmd" ]; then
-  running=$("$slurmd" -V | awk '{print $2}')
+  running=$("$slurmd" -V 2>/dev/null | awk '{print $2}' || true)
+  [ -n "$running" ] || die "$slurmd -V says no release: is it a working slurmd?"
   [ "$have" = "$running" ] || die "the source is Slurm $have but $slurmd is $running: build against the tree of the Slurm that runs (SLURM_SRC= or SLURM_PREFIX=)"
 fi
 

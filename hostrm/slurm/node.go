@@ -29,13 +29,14 @@ const (
 	EnvSecret = "GOPMI_SLURM_SECRET"
 )
 
-// Node is the backend in a node's gopmi-rm-slurm: a plugin.Relay that
-// links to the node's parent in the fence tree (the nodes at its top to
-// the step's coordinator), proves the step secret and forwards every
-// call there; in a job on several nodes it keeps its own fence data and
-// serves it to the nodes that read it. It is one process per job per
-// node, as every gopmi backend (see package plugin, "Process model");
-// what spans nodes is decided in the coordinator.
+// Node is the backend of a node of a step: in gopmi-slurm shim's own
+// process under srun (NodeFromArgs), or gopmi-rm-slurm as a go-plugin
+// process. It is a plugin.Relay that links to the node's parent in the
+// fence tree (the nodes at its top to the step's coordinator), proves the
+// step secret and forwards every call there; in a job on several nodes it
+// keeps its own fence data and serves it to the nodes that read it, and
+// exchanges a small job's collecting fences with the other nodes
+// (exchange.go). Fence maps each fence onto one of those ways.
 type Node struct {
 	*plugin.Relay
 	cfg nodeConfig

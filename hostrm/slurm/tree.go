@@ -18,10 +18,13 @@ import (
 
 // The fence tree. A step's nodes form a tree of width w under the
 // coordinator, in Slurm's node order (package fencetree has its shape).
-// Each node's gopmi-rm-slurm gathers a fence from its own shim and from
-// its children's subtrees, and sends one call up with the parts
-// concatenated and the local participants joined; the answer comes back
-// down the same calls. A fence costs one message up and one down per
+// Each node's backend (in gopmi-slurm shim's process, or gopmi-rm-slurm)
+// gathers a fence from its own shim and from its children's subtrees, and
+// sends one call up with the parts concatenated and the local
+// participants joined; the answer comes back down the same calls. (A
+// whole job's collecting fence on at most w nodes is exchanged instead:
+// the parts go from node to node and only a barrier goes up,
+// exchange.go.) A fence costs one message up and one down per
 // tree edge, and the coordinator hears at most w calls per fence. Every
 // node of a job on several nodes listens on TCP, for its children and for
 // the nodes that read its data (the step's authenticated, private link,

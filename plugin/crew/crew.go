@@ -45,9 +45,10 @@ type Crew struct {
 
 	mu     sync.Mutex
 	wg     sync.WaitGroup
-	closed bool                   // guarded by mu; nothing starts once set
-	next   uint64                 // guarded by mu: the next timer's id
-	timers map[uint64]func() bool // guarded by mu: armed timers by id, with their clock's stop
+	closed bool                     // guarded by mu; nothing starts once set
+	next   uint64                   // guarded by mu: the next timer's id
+	timers map[uint64]func() bool   // guarded by mu: armed timers by id, with their clock's stop
+	rings  map[uint64]chan struct{} // guarded by mu: the armed alarms' channels, which close closes
 }
 
 // New returns a crew on clock c (nil: the wall clock).
@@ -56,7 +57,14 @@ func New(c Clock) *Crew {
 		c = Real{}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	return &Crew{clock: c, ctx: ctx, cancel: cancel, timers: map[uint64]func() bool{}}
+	return &Crew{clock: c, ctx: ctx, cancel: cancel, timers: map[uint64]func() bool{}, rings: map[uint64]chan struct{}{}}
+}
+
+// Closed reports whether Close began: nothing starts on the crew then.
+func (c *Crew) Closed() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.closed
 }
 
 // Now is the time on the crew's clock.
@@ -117,12 +125,14 @@ func (c *Crew) After(d time.Duration, f func()) (stop func() bool) {
 	if c.closed {
 		return func() bool { return false }
 	}
-	return c.afterLocked(d, f)
+	_, stop = c.afterLocked(d, f)
+	return stop
 }
 
-// afterLocked is After with mu held, on an open crew.
-func (c *Crew) afterLocked(d time.Duration, f func()) (stop func() bool) {
-	ref := c.next
+// afterLocked is After with mu held, on an open crew; ref names the
+// timer.
+func (c *Crew) afterLocked(d time.Duration, f func()) (ref uint64, stop func() bool) {
+	ref = c.next
 	c.next++
 	c.wg.Add(1)
 	c.timers[ref] = c.clock.AfterFunc(d, func() {
@@ -132,7 +142,7 @@ func (c *Crew) afterLocked(d time.Duration, f func()) (stop func() bool) {
 		defer c.wg.Done()
 		f()
 	})
-	return func() bool {
+	return ref, func() bool {
 		if !c.claim(ref) {
 			return false
 		}
@@ -142,9 +152,9 @@ func (c *Crew) afterLocked(d time.Duration, f func()) (stop func() bool) {
 	}
 }
 
-// Alarm is a channel closed once d has passed on the crew's clock, and
-// its stop: a wait's bound. Once the crew has closed it is closed at
-// once: nothing of the tree is left to wait for.
+// Alarm is a channel closed once d has passed on the crew's clock, or
+// the crew closes, and its stop: a wait's bound. Once the crew has closed
+// it is closed at once: nothing is left to wait for.
 func (c *Crew) Alarm(d time.Duration) (<-chan struct{}, func() bool) {
 	ch := make(chan struct{})
 	c.mu.Lock()
@@ -153,7 +163,23 @@ func (c *Crew) Alarm(d time.Duration) (<-chan struct{}, func() bool) {
 		close(ch)
 		return ch, func() bool { return false }
 	}
-	return ch, c.afterLocked(d, func() { close(ch) })
+	var ref uint64
+	ref, stop := c.afterLocked(d, func() {
+		c.mu.Lock()
+		delete(c.rings, ref)
+		c.mu.Unlock()
+		close(ch)
+	})
+	c.rings[ref] = ch
+	return ch, func() bool {
+		stopped := stop()
+		if stopped {
+			c.mu.Lock()
+			delete(c.rings, ref)
+			c.mu.Unlock()
+		}
+		return stopped
+	}
 }
 
 // claim takes a timer out of timers and reports whether it was there.
@@ -179,12 +205,17 @@ func (c *Crew) Close() { _ = c.Shutdown(context.Background()) }
 func (c *Crew) Shutdown(ctx context.Context) error {
 	c.mu.Lock()
 	c.closed = true
-	armed := c.timers
-	c.timers = map[uint64]func() bool{}
+	armed, rings := c.timers, c.rings
+	c.timers, c.rings = map[uint64]func() bool{}, map[uint64]chan struct{}{}
 	c.mu.Unlock()
 	c.cancel()
-	for _, stop := range armed {
+	for ref, stop := range armed {
 		stop()
+		// Neither its firing nor its stop can claim it now: an alarm's
+		// channel is closed here, once.
+		if ch, ok := rings[ref]; ok {
+			close(ch)
+		}
 		c.wg.Done()
 	}
 	waited := make(chan struct{})

@@ -101,3 +101,24 @@ func TestFakeClock(t *testing.T) {
 		t.Errorf("fired %v by 30ms (%d armed), want %v", got, f.Armed(), want)
 	}
 }
+
+// An alarm armed before Close rings when the crew closes: a wait bounded
+// by it does not outlive the crew.
+func TestAlarmRingsAtClose(t *testing.T) {
+	f := NewFake()
+	c := New(f)
+	rang, _ := c.Alarm(time.Hour)
+	kept, stop := c.Alarm(time.Hour)
+	stop()
+	c.Close()
+	select {
+	case <-rang:
+	default:
+		t.Fatal("an armed alarm did not ring at Close")
+	}
+	select {
+	case <-kept:
+		t.Error("a stopped alarm rang at Close")
+	default:
+	}
+}

@@ -135,8 +135,18 @@ func (e *Engine) ClientLost(p plugin.Proc, why string) {
 
 // notify queues p's connect (finalize false) or finalize report, and
 // calls done once it was made. It never waits for the backend itself,
-// unless the server has closed: then what is queued is reported at once.
+// unless the server has closed: then a finalize is reported at once, on
+// its own (a sender at work is waited for by the close, and makes what it
+// finds queued), and a connect not at all.
 func (c *clients) notify(finalize bool, p plugin.Proc, done func()) {
+	if c.crew.Closed() {
+		if finalize {
+			c.sendNotice(context.Background(), "client finalized", []notice{{p, done}}, plugin.Full.ClientFinalized)
+		} else {
+			done()
+		}
+		return
+	}
 	c.mu.Lock()
 	if finalize {
 		c.queue.finalized = append(c.queue.finalized, notice{p, done})

@@ -155,13 +155,14 @@ func news(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.WithoutCancel(ctx), newsBound)
 }
 
-// sleep waits d on the crew's clock, or until ctx ends; false then.
+// sleep waits d on the crew's clock, or until ctx ends or the crew
+// closes; false then.
 func (b *base) sleep(ctx context.Context, d time.Duration) bool {
 	rang, stop := b.crew.Alarm(d)
 	defer stop()
 	select {
 	case <-rang:
-		return ctx.Err() == nil
+		return ctx.Err() == nil && !b.crew.Closed()
 	case <-ctx.Done():
 		return false
 	}

@@ -49,6 +49,7 @@ func (e *Engine) Fence(f FenceCall, done func([]Frame, error)) error {
 		part = appendFrame(make([]byte, 0, frameSize("", len(f.Blob))), frameFence, "", 0, f.Blob)
 	}
 	e.commits.markFenced(req)
+	runTimeout := f.Timeout <= 0 // f's blob is libpmix's: not kept past this call
 	return e.run(req.Timeout+callGrace, func(ctx context.Context) {
 		if req.Collect {
 			req.Data = part
@@ -69,12 +70,15 @@ func (e *Engine) Fence(f FenceCall, done func([]Frame, error)) error {
 		}
 		if err != nil {
 			e.log.Warn().Err(err).Str("fence", req.ID).Msg("pmix: fence")
-			if f.Timeout <= 0 && errors.Is(err, plugin.ErrTimeout) {
+			// The clients hear first: the job's end, which comes
+			// next, stops the server once libpmix sent what it
+			// queued.
+			done(nil, err)
+			if runTimeout && errors.Is(err, plugin.ErrTimeout) {
 				// The run's time-out, not one the clients chose
 				// (PMIX_TIMEOUT, theirs to handle): the job ends.
 				e.failure.fail(err)
 			}
-			done(nil, err)
 			return
 		}
 		done(frames, nil)

@@ -6,7 +6,6 @@ package main
 import (
 	"bytes"
 	"debug/elf"
-	"encoding/binary"
 	"errors"
 	"flag"
 	"fmt"
@@ -60,7 +59,7 @@ func readPlugin(path string) (pluginInfo, error) {
 	if len(b) != 4 {
 		return p, fmt.Errorf("%s: plugin_version is %d bytes, not 4", path, len(b))
 	}
-	p.slurm = binary.LittleEndian.Uint32(b)
+	p.slurm = f.ByteOrder.Uint32(b)
 	for _, c := range []struct {
 		name string
 		dst  *string
