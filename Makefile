@@ -193,6 +193,14 @@ bench: build
 			$(GO) run ./integration/bench -gopmi $(BIN)/gopmi -slurm -openmpi $(BENCHFLAGS); \
 		else echo "bench: Open MPI under srun not measured: needs openmpi-bin, libopenmpi-dev and libpmix-dev (make deps)"; fi; \
 	else echo "bench: srun not measured: needs root, slurm-wlm and munge (make deps-test)"; fi
+	@# srun on each other Slurm release installed in /opt/slurm-<series>
+	@# (make slurm-release V=...), against that release's own plugins.
+	@for v in $(SLURM_VERSIONS); do p=/opt/slurm-$$(echo $$v | cut -d. -f1,2); \
+		if [ "$$(id -u)" = 0 ] && test -x $$p/sbin/slurmd && test -f $$p/src/config.h; then \
+			$(GO) run ./integration/bench -gopmi $(BIN)/gopmi -slurm -slurm-prefix $$p $(BENCHFLAGS) && \
+			if test -x $(BIN)/gopmi-slurm-pmix && command -v mpicc.openmpi >/dev/null; then \
+				$(GO) run ./integration/bench -gopmi $(BIN)/gopmi -slurm -slurm-prefix $$p -openmpi $(BENCHFLAGS); fi; \
+		else echo "bench: srun on Slurm $$v not measured: not built in $$p (make slurm-release V=$$v, as root)"; fi; done
 
 fuzz:
 	@set -e; for t in $(FUZZ); do pkg=$${t%%:*}; fn=$${t##*:}; \
