@@ -553,3 +553,161 @@ func TestClosedEngineRefuses(t *testing.T) {
 	}
 	<-heard
 }
+
+func (b *fakeBackend) Query(ctx context.Context, req *plugin.QueryRequest) (*plugin.QueryResponse, error) {
+	a, err := b.do(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	return a.(*plugin.QueryResponse), nil
+}
+
+func (b *fakeBackend) Connect(ctx context.Context, req *plugin.ConnectRequest) (*plugin.ConnectResponse, error) {
+	a, err := b.do(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	return a.(*plugin.ConnectResponse), nil
+}
+
+func (b *fakeBackend) Spawn(ctx context.Context, req *plugin.SpawnRequest) (*plugin.SpawnResponse, error) {
+	a, err := b.do(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	return a.(*plugin.SpawnResponse), nil
+}
+
+func (b *fakeBackend) Abort(ctx context.Context, req *plugin.AbortRequest) error {
+	_, err := b.do(ctx, req)
+	return err
+}
+
+// procTable is the backend's answer to a query of ns's proc table: ranks
+// 0 and 1 on node "c".
+func procTable(ns string) *plugin.QueryResponse {
+	v := plugin.EncodeProcTable([]plugin.ProcInfo{{Rank: 0, Node: "c"}, {Rank: 1, Node: "c"}})
+	return &plugin.QueryResponse{Results: []plugin.Info{{Key: plugin.QueryProcTable, Value: v}}}
+}
+
+// A connect of processes of one job is a fence of theirs, named apart
+// from the job's fences; a connect with another job registers that job
+// with libpmix (from the backend's proc table, once), hands this node's
+// clients' data over for its members, and then connects.
+func TestConnect(t *testing.T) {
+	r := newRig(t)
+	const ns = "conn"
+	job := twoNodes(ns)
+	job.Nodes = job.Nodes[:1]
+	job.Nodes[0].Ranks = []int32{0, 1}
+	r.e.Host(job, 0)
+	answered := make(chan error, 4)
+	done := func(err error) { answered <- err }
+
+	within := []plugin.Proc{proc(ns, 0), proc(ns, 1)}
+	if err := r.e.Connect(within, 0, true, done); err != nil {
+		t.Fatal(err)
+	}
+	c := r.next()
+	f, ok := c.req.(*plugin.FenceRequest)
+	if !ok || !strings.HasPrefix(f.ID, "connect:pmix:") || f.Timeout != time.Minute || len(f.LocalProcs) != 2 {
+		t.Fatalf("a connect within a job: %+v; want a fence of its processes named connect:", c.req)
+	}
+	c.answer <- &plugin.FenceResponse{}
+	if err := <-answered; err != nil {
+		t.Fatal(err)
+	}
+
+	across := []plugin.Proc{proc(ns, plugin.RankWildcard), proc("other", plugin.RankWildcard)}
+	for round := range 2 {
+		if err := r.e.Connect(across, 7*time.Second, true, done); err != nil {
+			t.Fatal(err)
+		}
+		if round == 0 {
+			c = r.next()
+			q, ok := c.req.(*plugin.QueryRequest)
+			if !ok || len(q.Queries) != 1 || q.Queries[0].Keys[0] != plugin.QueryProcTable {
+				t.Fatalf("a connect with another job asked %+v first; want its proc table", c.req)
+			}
+			c.answer <- procTable("other")
+		}
+		// The node's clients' data, for the other job's readers.
+		for range 2 {
+			a := r.nextAsk()
+			r.e.DataAnswer(a.id, []byte(fmt.Sprintf("data-%d", a.p.Rank)), true)
+		}
+		c = r.next()
+		h, ok := c.req.(*plugin.FenceRequest)
+		if !ok || !h.HandOver || len(h.LocalProcs) != 2 {
+			t.Fatalf("round %d: before the connect: %+v; want a hand-over of the node's 2 clients", round, c.req)
+		}
+		c.answer <- &plugin.FenceResponse{}
+		c = r.next()
+		if req, ok := c.req.(*plugin.ConnectRequest); !ok || req.Timeout != 7*time.Second || len(req.Procs) != 2 {
+			t.Fatalf("round %d: %+v; want the connect, with the clients' time-out", round, c.req)
+		}
+		c.answer <- &plugin.ConnectResponse{}
+		if err := <-answered; err != nil {
+			t.Fatal(err)
+		}
+	}
+	r.lib.mu.Lock()
+	defer r.lib.mu.Unlock()
+	if !slices.Equal(r.lib.registers, []string{"other@-1"}) {
+		t.Errorf("registered with libpmix: %v; want the other job once, with no local ranks", r.lib.registers)
+	}
+}
+
+// A spawn answers the new job's namespace once libpmix knows its layout;
+// a spawned job that cannot be registered fails the spawn and is ended,
+// so that its children do not wait for parents that gave up.
+func TestSpawn(t *testing.T) {
+	r := newRig(t)
+	r.e.Host(twoNodes("parent"), 0)
+	for range 2 {
+		r.nextAsk()
+	}
+	type result struct {
+		ns  string
+		err error
+	}
+	got := make(chan result, 1)
+	spawn := func() {
+		t.Helper()
+		req := &plugin.SpawnRequest{Requestor: proc("parent", 0), Apps: []plugin.SpawnApp{{Cmd: "/bin/true", MaxProcs: 2}}}
+		if err := r.e.Spawn(req, func(ns string, err error) { got <- result{ns, err} }); err != nil {
+			t.Fatal(err)
+		}
+		c := r.next()
+		if s, ok := c.req.(*plugin.SpawnRequest); !ok || s.Timeout != time.Minute {
+			t.Fatalf("%+v; want the spawn, bounded by the run's time-out", c.req)
+		}
+		c.answer <- &plugin.SpawnResponse{Nspace: "child"}
+	}
+	spawn()
+	c := r.next()
+	c.answer <- procTable("child")
+	if res := <-got; res.ns != "child" || res.err != nil {
+		t.Fatalf("spawn answered %+v; want the child's namespace", res)
+	}
+
+	// The second child's layout cannot be read.
+	r2 := newRig(t)
+	r2.e.Host(twoNodes("parent"), 0)
+	for range 2 {
+		r2.nextAsk()
+	}
+	r = r2
+	spawn()
+	c = r.next()
+	c.answer <- plugin.Errorf(plugin.ErrNotFound, "no such job")
+	c = r.next()
+	ab, ok := c.req.(*plugin.AbortRequest)
+	if !ok || len(ab.Targets) != 1 || ab.Targets[0] != proc("child", plugin.RankWildcard) {
+		t.Fatalf("after a spawn whose job cannot be registered: %+v; want the child job aborted", c.req)
+	}
+	c.answer <- nil
+	if res := <-got; res.err == nil {
+		t.Fatalf("spawn answered %+v; want its failure", res)
+	}
+}
