@@ -30,7 +30,7 @@ FUZZ     := ./bridge/pmi1:FuzzParse ./bridge/pmi1:FuzzSplit ./bridge/pmi1:FuzzRo
 DEMO_N   ?= 4
 APT      := DEBIAN_FRONTEND=noninteractive apt-get install -y -q
 
-.PHONY: all build install install-mpiexec slurm-plugin install-slurm-plugin slurm-release test-slurm-release test-slurm-versions demo deps deps-test test test-unit integration bench fuzz proto check-proto c-rules generate lint clean
+.PHONY: all build install install-mpiexec slurm-plugin install-slurm-plugin slurm-release test-slurm-release test-slurm-versions bench-slurm-release demo deps deps-test test test-unit integration bench fuzz proto check-proto c-rules generate lint clean
 
 all: build
 
@@ -126,28 +126,40 @@ SLURM_VERSIONS ?= 24.11.7 25.11.7
 # each release.
 SLURM_TESTS   := ^(TestSlurm|TestSrun|TestOpenMPIUnderSrun|TestOpenMPIDynamicWithinJob|TestMpi4py|TestLateRead)
 
-# slurm-release builds Slurm $(V) from SLURM_VENDOR unless it is
-# installed in /opt/slurm-<series> already; without root or the sources,
-# or when the build fails, it says so (test-slurm-release then says its
-# cases are skipped).
-slurm-release:
-	@p=/opt/slurm-$(basename $(V)); \
-	if test -x $$p/sbin/slurmd && test -f $$p/src/config.h && $$p/sbin/slurmd -V | grep -q "slurm $(V)\$$"; then :; \
-	elif test -z "$(SLURM_VENDOR)" || ! test -f $(SLURM_VENDOR)/slurm-$(V).tar.gz; then echo "Slurm $(V): not in $$p, and no sources to build it (SLURM_VENDOR=$(SLURM_VENDOR))"; \
-	elif test "$$(id -u)" != 0; then echo "Slurm $(V): not in $$p; building it needs root"; \
-	else $(SLURM_VENDOR)/build.sh $(V) || echo "Slurm $(V): the build failed (its log: $$p/build.log); its cases cannot run"; fi
+# Slurm release $(1) is installed in $(call slurm_prefix,$(1)) (as
+# ../shared/vendor/slurm/build.sh leaves it); slurm_built is a shell test
+# that it is built there, its configured source kept.
+slurm_prefix = /opt/slurm-$(basename $(1))
+slurm_built = test -x $(call slurm_prefix,$(1))/sbin/slurmd && test -f $(call slurm_prefix,$(1))/src/config.h && \
+	$(call slurm_prefix,$(1))/sbin/slurmd -V | grep -q "slurm $(1)\$$"
 
-# test-slurm-release runs the Slurm cases on Slurm $(V) installed in
-# /opt/slurm-<series>, loading the plugin make slurm-plugin builds for
-# it (its gopmi release "dev", as the tests' binaries are), or says why
-# they are skipped.
+# slurm-release builds Slurm $(V) from SLURM_VENDOR unless it is built
+# already; without root or the sources, or when the build fails, it says
+# so (test-slurm-release then says its cases are skipped).
+slurm-release:
+	@if $(call slurm_built,$(V)); then :; \
+	elif test -z "$(SLURM_VENDOR)" || ! test -f $(SLURM_VENDOR)/slurm-$(V).tar.gz; then echo "Slurm $(V): not in $(call slurm_prefix,$(V)), and no sources to build it (SLURM_VENDOR=$(SLURM_VENDOR))"; \
+	elif test "$$(id -u)" != 0; then echo "Slurm $(V): not in $(call slurm_prefix,$(V)); building it needs root"; \
+	else $(SLURM_VENDOR)/build.sh $(V) || echo "Slurm $(V): the build failed (its log: $(call slurm_prefix,$(V))/build.log); its cases cannot run"; fi
+
+# test-slurm-release runs the Slurm cases on Slurm $(V), loading the
+# plugin make slurm-plugin builds for it (its gopmi release "dev", as the
+# tests' binaries are), or says why they are skipped.
 test-slurm-release: slurm-release
-	@p=/opt/slurm-$(basename $(V)); \
-	if test -x $$p/sbin/slurmd && test -f $$p/src/config.h && $$p/sbin/slurmd -V | grep -q "slurm $(V)\$$"; then \
-		$(MAKE) --no-print-directory slurm-plugin SLURM_PREFIX=$$p SLURM_SRC= BIN=$(BIN)/slurm-$(V) VERSION=dev && \
-		echo "GOPMI_IT_SLURM_PREFIX=$$p GOPMI_IT_SLURM_PLUGIN=$(BIN)/slurm-$(V)/mpi_gopmi.so $(GO) test -race -timeout 20m -run '$(SLURM_TESTS)' ./integration/" && \
-		GOPMI_IT_SLURM_PREFIX=$$p GOPMI_IT_SLURM_PLUGIN=$(abspath $(BIN))/slurm-$(V)/mpi_gopmi.so $(GO) test -race -timeout 20m -run '$(SLURM_TESTS)' ./integration/; \
-	else echo "the Slurm cases on Slurm $(V) skipped: no Slurm $(V) built in $$p (see above)"; fi
+	@if $(call slurm_built,$(V)); then \
+		$(MAKE) --no-print-directory slurm-plugin SLURM_PREFIX=$(call slurm_prefix,$(V)) SLURM_SRC= BIN=$(BIN)/slurm-$(V) VERSION=dev && \
+		cmd="GOPMI_IT_SLURM_PREFIX=$(call slurm_prefix,$(V)) GOPMI_IT_SLURM_PLUGIN=$(abspath $(BIN))/slurm-$(V)/mpi_gopmi.so $(GO) test -race -timeout 20m -run '$(SLURM_TESTS)' ./integration/" && \
+		echo "$$cmd" && eval "$$cmd"; \
+	else echo "the Slurm cases on Slurm $(V) skipped: no Slurm $(V) built in $(call slurm_prefix,$(V)) (see above)"; fi
+
+# bench-slurm-release measures srun on Slurm $(V) against its own
+# mpi/pmi2 and mpi/pmix (make bench runs it for each of SLURM_VERSIONS).
+bench-slurm-release:
+	@if [ "$$(id -u)" = 0 ] && $(call slurm_built,$(V)); then \
+		$(GO) run ./integration/bench -gopmi $(BIN)/gopmi -slurm -slurm-prefix $(call slurm_prefix,$(V)) $(BENCHFLAGS) && \
+		if test -x $(BIN)/gopmi-slurm-pmix && command -v mpicc.openmpi >/dev/null; then \
+			$(GO) run ./integration/bench -gopmi $(BIN)/gopmi -slurm -slurm-prefix $(call slurm_prefix,$(V)) -openmpi $(BENCHFLAGS); fi; \
+	else echo "bench: srun on Slurm $(V) not measured: not built in $(call slurm_prefix,$(V)) (make slurm-release V=$(V), as root)"; fi
 
 # The Slurm cases on every release of SLURM_VERSIONS.
 test-slurm-versions:
@@ -194,14 +206,9 @@ bench: build
 			$(GO) run ./integration/bench -gopmi $(BIN)/gopmi -slurm -openmpi $(BENCHFLAGS); \
 		else echo "bench: Open MPI under srun not measured: needs openmpi-bin, libopenmpi-dev and libpmix-dev (make deps)"; fi; \
 	else echo "bench: srun not measured: needs root, slurm-wlm and munge (make deps-test)"; fi
-	@# srun on each other Slurm release installed in /opt/slurm-<series>
+	@# srun on each other Slurm release built in /opt/slurm-<series>
 	@# (make slurm-release V=...), against that release's own plugins.
-	@for v in $(SLURM_VERSIONS); do p=/opt/slurm-$$(echo $$v | cut -d. -f1,2); \
-		if [ "$$(id -u)" = 0 ] && test -x $$p/sbin/slurmd && test -f $$p/src/config.h; then \
-			$(GO) run ./integration/bench -gopmi $(BIN)/gopmi -slurm -slurm-prefix $$p $(BENCHFLAGS) && \
-			if test -x $(BIN)/gopmi-slurm-pmix && command -v mpicc.openmpi >/dev/null; then \
-				$(GO) run ./integration/bench -gopmi $(BIN)/gopmi -slurm -slurm-prefix $$p -openmpi $(BENCHFLAGS); fi; \
-		else echo "bench: srun on Slurm $$v not measured: not built in $$p (make slurm-release V=$$v, as root)"; fi; done
+	@for v in $(SLURM_VERSIONS); do $(MAKE) --no-print-directory bench-slurm-release V=$$v || exit 1; done
 
 fuzz:
 	@set -e; for t in $(FUZZ); do pkg=$${t%%:*}; fn=$${t##*:}; \

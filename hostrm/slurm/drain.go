@@ -64,12 +64,7 @@ func (d *drain) await(ctx context.Context, id string) {
 		d.mu.Unlock()
 		if n == 0 {
 			if left := childFlush - d.crew.Now().Sub(last); !last.IsZero() && left > 0 {
-				flushed, stop := d.crew.Alarm(left)
-				defer stop()
-				select {
-				case <-flushed:
-				case <-ctx.Done():
-				}
+				d.crew.Sleep(ctx, left)
 			}
 			return
 		}

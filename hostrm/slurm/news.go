@@ -96,12 +96,7 @@ func (t *tree) watchNews(ctx context.Context) {
 			// The coordinator is unreachable: the fences will say so.
 			// A pause between tries; close cuts it short.
 			t.log.Debug().Err(err).Msg("fence tree: waiting for the job's news")
-			pause, stop := t.crew.Alarm(newsPause)
-			select {
-			case <-ctx.Done():
-			case <-pause:
-			}
-			stop()
+			t.crew.Sleep(ctx, newsPause)
 			continue
 		}
 		for _, e := range resp.Events {

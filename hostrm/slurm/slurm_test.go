@@ -253,13 +253,13 @@ func TestNodeGoesPastASilentParent(t *testing.T) {
 	defer cancel()
 	step.configure(ctx, t, step.node(t), 0)
 	log := &plugintest.Buffer{}
-	leaf := step.node(t, WithLogger(zerolog.New(log)), withAncestorWait(200*time.Millisecond))
+	leaf := step.node(t, WithLogger(zerolog.New(log)), withAncestorWait(time.Second))
 	step.configure(ctx, t, leaf, 2)
 	if err := leaf.Publish(ctx, &plugin.PublishRequest{Proc: plugin.Proc{Nspace: job.Nspace, Rank: 2},
 		Data: []plugin.Info{{Key: "from-n3", Value: "v"}}}); err != nil {
 		t.Fatal(err)
 	}
-	want := "fence tree: node n2 did not answer in 200ms; going up past it"
+	want := "fence tree: node n2 did not answer in 1s; going up past it"
 	if !strings.Contains(log.String(), want) {
 		t.Errorf("the leaf's log lacks %q:\n%s", want, log.String())
 	}

@@ -108,11 +108,8 @@ func run(ctx context.Context, args []string, stdout, stderr io.Writer) int {
 	if len(cfg.scaleNs) > 0 {
 		return runScale(ctx, cfg, stdout, stderr)
 	}
-	for _, e := range cfg.env {
-		// Every launcher's runs inherit it (srun passes it to the tasks).
-		k, v, _ := strings.Cut(e, "=")
-		os.Setenv(k, v)
-	}
+	// Every launcher's runs inherit it (srun passes it to the tasks).
+	setenv(cfg.env)
 	dir := cfg.binDir
 	if dir == "" {
 		if dir, err = clients.DefaultDir(); err != nil {

@@ -33,11 +33,17 @@ func startSlurm(ctx context.Context, gopmiDir, prefix string, nodes, width int, 
 	if err != nil {
 		return nil, err
 	}
-	for _, e := range c.Env() {
+	setenv(c.Env())
+	return c.Stop, nil
+}
+
+// setenv puts env's KEY=VALUE entries in the bench's environment, which
+// every run inherits.
+func setenv(env []string) {
+	for _, e := range env {
 		k, v, _ := strings.Cut(e, "=")
 		os.Setenv(k, v)
 	}
-	return c.Stop, nil
 }
 
 // startDaemon runs `gopmi daemon` on a socket of its own and returns the

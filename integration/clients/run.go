@@ -302,8 +302,7 @@ func lookPathIn(name string, env []string) string {
 		}
 	}
 	for _, d := range filepath.SplitList(path) {
-		p := filepath.Join(d, name)
-		if st, err := os.Stat(p); err == nil && !st.IsDir() && st.Mode()&0o111 != 0 {
+		if p, err := exec.LookPath(filepath.Join(d, name)); err == nil {
 			return p
 		}
 	}

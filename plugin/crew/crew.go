@@ -182,6 +182,21 @@ func (c *Crew) Alarm(d time.Duration) (<-chan struct{}, func() bool) {
 	}
 }
 
+// Sleep waits d on the crew's clock, or until ctx ends or the crew
+// closes, and reports whether d passed with ctx alive and the crew open:
+// a pause between tries, or a grace before an act, that a close cuts
+// short.
+func (c *Crew) Sleep(ctx context.Context, d time.Duration) bool {
+	rang, stop := c.Alarm(d)
+	defer stop()
+	select {
+	case <-rang:
+		return ctx.Err() == nil && !c.Closed()
+	case <-ctx.Done():
+		return false
+	}
+}
+
 // claim takes a timer out of timers and reports whether it was there.
 func (c *Crew) claim(ref uint64) bool {
 	c.mu.Lock()

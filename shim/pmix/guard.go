@@ -148,15 +148,12 @@ func (g *guard) check(what string) error {
 		return nil
 	}
 	// On the server's crew: its close cuts at once.
-	g.crew.Spawn(func(ctx context.Context) {
-		rang, stop := g.crew.Alarm(cutAfter)
-		defer stop()
-		select {
-		case <-rang:
-		case <-ctx.Done():
-		}
+	if !g.crew.Spawn(func(ctx context.Context) {
+		g.crew.Sleep(ctx, cutAfter)
 		cut(in)
-	})
+	}) {
+		cut(in) // the server is closing: at once
+	}
 	for _, c := range in {
 		user := "a peer not on this host"
 		if c.uid >= 0 {

@@ -13,7 +13,6 @@ import "C"
 import (
 	"fmt"
 	"runtime"
-	"slices"
 	"strconv"
 	"strings"
 	"unsafe"
@@ -65,8 +64,7 @@ func (lib) Register(job plugin.Job, ni int) error {
 	var names, ppn []string
 	for _, n := range job.Nodes {
 		names = append(names, n.Name)
-		ranks := slices.Clone(n.Ranks)
-		slices.Sort(ranks)
+		ranks := engine.NodeRanks(n)
 		var rs []string
 		for i, r := range ranks {
 			localRank[r] = C.uint32_t(i)
@@ -80,8 +78,7 @@ func (lib) Register(job plugin.Job, ni int) error {
 	}
 	var local []int32
 	if ni >= 0 {
-		local = slices.Clone(job.Nodes[ni].Ranks)
-		slices.Sort(local)
+		local = engine.NodeRanks(job.Nodes[ni])
 	}
 	leader := C.uint32_t(0)
 	if len(local) > 0 {

@@ -14,7 +14,6 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"slices"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -47,7 +46,7 @@ type Options struct {
 	// Tools lets PMIx tools (pps, plookup) attach to the server.
 	Tools bool
 	// FenceTimeout bounds a fence whose clients gave no PMIX_TIMEOUT;
-	// default plugin.DefaultFenceTimeout.
+	// default plugin.DefaultFenceTimeout (engine.Config's).
 	FenceTimeout time.Duration
 	// Rendezvous, when set, is the listening TCP socket (127.0.0.1) the
 	// clients were told to reach this server at (RendezvousEnv) before
@@ -89,9 +88,6 @@ func status(rc C.int) error {
 func Start(opts Options) (*Server, error) {
 	if opts.Backend == nil {
 		return nil, errors.New("pmix: no backend")
-	}
-	if opts.FenceTimeout <= 0 {
-		opts.FenceTimeout = plugin.DefaultFenceTimeout
 	}
 	startMu.Lock()
 	defer startMu.Unlock()
@@ -217,14 +213,14 @@ func (s *Server) RegisterJob(job plugin.Job, node int32) (map[int32][]string, er
 	if err := job.Validate(); err != nil {
 		return nil, err
 	}
-	ni := slices.IndexFunc(job.Nodes, func(n plugin.Node) bool { return n.ID == node })
+	ni := job.NodeIndex(node)
 	if ni < 0 {
 		return nil, plugin.Errorf(plugin.ErrInvalidArgument, "pmix: job %s has no node %d", job.Nspace, node)
 	}
 	if err := (lib{}).Register(job, ni); err != nil {
 		return nil, err
 	}
-	local := slices.Sorted(slices.Values(job.Nodes[ni].Ranks))
+	local := engine.NodeRanks(job.Nodes[ni])
 	ns := C.CString(job.Nspace)
 	defer C.free(unsafe.Pointer(ns))
 	uid, gid := C.uint32_t(os.Getuid()), C.uint32_t(os.Getgid())

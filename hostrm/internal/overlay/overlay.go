@@ -247,12 +247,7 @@ func (o *Overlay) passedLocked() []int {
 // dials from the parent up again), or when the crew closes.
 func (o *Overlay) rejoin(ctx context.Context, p *placement) {
 	for pause := rejoinFirst; ; pause = min(2*pause, rejoinMax) {
-		due, stop := p.crew.Alarm(pause)
-		select {
-		case <-ctx.Done():
-		case <-due:
-		}
-		stop()
+		p.crew.Sleep(ctx, pause)
 		o.mu.Lock()
 		c, passed := o.up, o.passedLocked()
 		if ctx.Err() != nil || len(passed) == 0 {

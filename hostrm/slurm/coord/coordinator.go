@@ -384,11 +384,7 @@ func (c *Coordinator) fail(status int, why string) {
 		// job's waits); the step's end is the backstop for the others.
 		// It waits a moment, so that the aborting rank's last lines,
 		// on their way from its node to srun, are not cut off.
-		grace, stop := c.crew.Alarm(cancelGrace)
-		defer stop()
-		select {
-		case <-grace:
-		case <-ctx.Done():
+		if !c.crew.Sleep(ctx, cancelGrace) {
 			return // the coordinator is done: so is the step
 		}
 		c.stopSpawned()

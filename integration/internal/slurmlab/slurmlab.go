@@ -77,16 +77,11 @@ func slurmBin(prefix, name string) string {
 		return name
 	}
 	for _, d := range []string{"bin", "sbin"} {
-		if p := filepath.Join(prefix, d, name); isExec(p) {
+		if p, err := exec.LookPath(filepath.Join(prefix, d, name)); err == nil {
 			return p
 		}
 	}
 	return name
-}
-
-func isExec(p string) bool {
-	st, err := os.Stat(p)
-	return err == nil && !st.IsDir() && st.Mode()&0o111 != 0
 }
 
 // Release is the cluster's Slurm release ("22.05.8"), from slurmd -V.

@@ -53,10 +53,7 @@ func (e *Engine) Lookup(req *plugin.LookupRequest, done func(*plugin.LookupRespo
 // barrier, and need not be: what a member reads of the others next
 // (their data, by direct modex) waits for them in the backend.
 func (e *Engine) Connect(procs []plugin.Proc, timeout time.Duration, connect bool, done func(error)) error {
-	d := e.fenceTimeout
-	if timeout > 0 {
-		d = timeout
-	}
+	d := plugin.TimeoutOr(timeout, e.fenceTimeout)
 	what := "disconnect"
 	if connect {
 		what = "connect"
@@ -96,9 +93,7 @@ func (e *Engine) Connect(procs []plugin.Proc, timeout time.Duration, connect boo
 // answer, and a connect with it would wait for its registration: a spawn
 // whose job cannot be registered fails, and its job is ended.
 func (e *Engine) Spawn(req *plugin.SpawnRequest, done func(string, error)) error {
-	if req.Timeout <= 0 {
-		req.Timeout = e.fenceTimeout
-	}
+	req.Timeout = plugin.TimeoutOr(req.Timeout, e.fenceTimeout)
 	return e.run(req.Timeout+callGrace, func(ctx context.Context) {
 		resp, err := e.be.Spawn(ctx, req)
 		if err == nil {
@@ -169,7 +164,7 @@ func (b *base) watchEvents(nspace, node string) {
 					ev = b.log.Warn()
 				}
 				ev.Err(err).Str("job", nspace).Msg("pmix: waiting for other nodes' events")
-				b.sleep(ctx, time.Second)
+				b.crew.Sleep(ctx, time.Second)
 				continue
 			}
 			failed = 0

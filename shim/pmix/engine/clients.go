@@ -103,7 +103,9 @@ func (e *Engine) ClientFinalized(p plugin.Proc, done func()) bool {
 		})
 	}
 	if !c.crew.Spawn(func(ctx context.Context) { finalize(ctx, done) }) {
-		finalize(context.Background(), func() {}) // the server is closing: still heard, bounded
+		// The server is closing: still heard, bounded, here; the
+		// caller answers the client (done is not called).
+		finalize(context.Background(), func() {})
 		return false
 	}
 	return true
@@ -128,9 +130,7 @@ func (e *Engine) ClientLost(p plugin.Proc, why string) {
 			e.log.Warn().Err(err).Str("proc", p.String()).Msg("pmix: report a client that left before PMIx_Finalize")
 		}
 	}
-	if !e.crew.Spawn(lost) {
-		lost(context.Background()) // the server is closing: still heard, bounded
-	}
+	e.mustRun(lost)
 }
 
 // notify queues p's connect (finalize false) or finalize report, and
@@ -156,8 +156,8 @@ func (c *clients) notify(finalize bool, p plugin.Proc, done func()) {
 	start := !c.queue.busy
 	c.queue.busy = true
 	c.mu.Unlock()
-	if start && !c.crew.Spawn(c.sendNotices) {
-		c.sendNotices(context.Background()) // closed since: still heard, bounded (newsBound)
+	if start {
+		c.mustRun(c.sendNotices)
 	}
 }
 

@@ -50,7 +50,8 @@ type commits struct {
 	// backend keeps every contribution).
 	sent map[plugin.Proc][sha256.Size]byte
 	// handing is the data of the clients that committed first since the
-	// last hand-over, framed, with whose it is; due while one is armed.
+	// last hand-over, framed, with whose it is: a hand-over is armed
+	// while it holds any.
 	handing handing
 	// fenced are the clients that entered a fence after their first
 	// commit: what they committed before it went with it (fenced).
@@ -68,7 +69,6 @@ type answer struct {
 type handing struct {
 	data  []byte
 	procs []plugin.Proc
-	due   bool
 }
 
 func newCommits(b *base) *commits {
@@ -123,11 +123,10 @@ func (e *Engine) DataAnswer(id uint64, data []byte, ok bool) {
 	// A client's first commit: what it committed, or none (nothing for
 	// other nodes, which a reader elsewhere is then told at once).
 	delete(c.watches, id)
+	arm := len(c.handing.procs) == 0
 	c.handing.data = appendDmodex(c.handing.data, p.Nspace, uint32(p.Rank), a.version, a.data)
 	c.handing.procs = append(c.handing.procs, p)
 	c.sent[p] = sha256.Sum256(a.data)
-	arm := !c.handing.due
-	c.handing.due = true
 	c.mu.Unlock()
 	if arm {
 		c.crew.After(handOverDelay, c.handOver)
@@ -146,7 +145,7 @@ func (c *commits) handOver() {
 	if len(h.procs) == 0 {
 		return
 	}
-	c.crew.Spawn(func(ctx context.Context) {
+	if !c.crew.Spawn(func(ctx context.Context) {
 		nctx, cancel := news(ctx)
 		defer cancel()
 		if err := c.hand(nctx, h.procs, h.data, c.fenceTimeout); err != nil {
@@ -154,7 +153,9 @@ func (c *commits) handOver() {
 			return
 		}
 		c.later(h.procs, 0)
-	})
+	}) {
+		c.log.Debug().Int("clients", len(h.procs)).Msg("pmix: commits while the server closes are not handed over")
+	}
 }
 
 // hand gives the backend data, frames of procs (this node's clients): a

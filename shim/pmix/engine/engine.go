@@ -78,10 +78,8 @@ type Engine struct {
 
 // New is an engine on cfg.
 func New(cfg Config) *Engine {
-	if cfg.FenceTimeout <= 0 {
-		cfg.FenceTimeout = plugin.DefaultFenceTimeout
-	}
-	b := &base{be: cfg.Backend, lib: cfg.Lib, crew: cfg.Crew, log: cfg.Logger, fenceTimeout: cfg.FenceTimeout, jobs: newJobs()}
+	b := &base{be: cfg.Backend, lib: cfg.Lib, crew: cfg.Crew, log: cfg.Logger,
+		fenceTimeout: plugin.TimeoutOr(cfg.FenceTimeout, plugin.DefaultFenceTimeout), jobs: newJobs()}
 	return &Engine{base: b, commits: newCommits(b), clients: newClients(b), failure: failure{ch: make(chan struct{})}}
 }
 
@@ -145,6 +143,15 @@ func (b *base) run(d time.Duration, f func(ctx context.Context)) error {
 	return nil
 }
 
+// mustRun runs f on the crew, or here, with a context of its own, once
+// the crew has closed: news the backend must hear even then (a client
+// lost, the queued reports), which f bounds with news.
+func (b *base) mustRun(f func(ctx context.Context)) {
+	if !b.crew.Spawn(f) {
+		f(context.Background())
+	}
+}
+
 // newsBound bounds a call that tells the backend something it must hear
 // (a finalize, a client lost, the end of a failed spawn's job).
 const newsBound = 5 * time.Second
@@ -153,19 +160,6 @@ const newsBound = 5 * time.Second
 // while the server closes), within newsBound.
 func news(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.WithoutCancel(ctx), newsBound)
-}
-
-// sleep waits d on the crew's clock, or until ctx ends or the crew
-// closes; false then.
-func (b *base) sleep(ctx context.Context, d time.Duration) bool {
-	rang, stop := b.crew.Alarm(d)
-	defer stop()
-	select {
-	case <-rang:
-		return ctx.Err() == nil && !b.crew.Closed()
-	case <-ctx.Done():
-		return false
-	}
 }
 
 // warnUnlessNotFound logs a failed call: a name not found is an answer, a

@@ -87,24 +87,25 @@ func (b *fakeBackend) do(ctx context.Context, req any) (any, error) {
 	}
 }
 
+// reply is do's answer as a response of type T.
+func reply[T any](b *fakeBackend, ctx context.Context, req any) (*T, error) {
+	a, err := b.do(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	return a.(*T), nil
+}
+
 func (b *fakeBackend) GetInfo(context.Context) (*plugin.BackendInfo, error) {
 	return &plugin.BackendInfo{Name: "fake"}, nil
 }
 
 func (b *fakeBackend) Fence(ctx context.Context, req *plugin.FenceRequest) (*plugin.FenceResponse, error) {
-	a, err := b.do(ctx, req)
-	if err != nil {
-		return nil, err
-	}
-	return a.(*plugin.FenceResponse), nil
+	return reply[plugin.FenceResponse](b, ctx, req)
 }
 
 func (b *fakeBackend) DirectModex(ctx context.Context, req *plugin.ModexRequest) (*plugin.ModexResponse, error) {
-	a, err := b.do(ctx, req)
-	if err != nil {
-		return nil, err
-	}
-	return a.(*plugin.ModexResponse), nil
+	return reply[plugin.ModexResponse](b, ctx, req)
 }
 
 func (b *fakeBackend) ClientConnected(ctx context.Context, req *plugin.ClientRequest) error {
@@ -555,27 +556,15 @@ func TestClosedEngineRefuses(t *testing.T) {
 }
 
 func (b *fakeBackend) Query(ctx context.Context, req *plugin.QueryRequest) (*plugin.QueryResponse, error) {
-	a, err := b.do(ctx, req)
-	if err != nil {
-		return nil, err
-	}
-	return a.(*plugin.QueryResponse), nil
+	return reply[plugin.QueryResponse](b, ctx, req)
 }
 
 func (b *fakeBackend) Connect(ctx context.Context, req *plugin.ConnectRequest) (*plugin.ConnectResponse, error) {
-	a, err := b.do(ctx, req)
-	if err != nil {
-		return nil, err
-	}
-	return a.(*plugin.ConnectResponse), nil
+	return reply[plugin.ConnectResponse](b, ctx, req)
 }
 
 func (b *fakeBackend) Spawn(ctx context.Context, req *plugin.SpawnRequest) (*plugin.SpawnResponse, error) {
-	a, err := b.do(ctx, req)
-	if err != nil {
-		return nil, err
-	}
-	return a.(*plugin.SpawnResponse), nil
+	return reply[plugin.SpawnResponse](b, ctx, req)
 }
 
 func (b *fakeBackend) Abort(ctx context.Context, req *plugin.AbortRequest) error {

@@ -38,10 +38,7 @@ func (e *Engine) Fence(f FenceCall, done func([]Frame, error)) error {
 	if f.Skip {
 		return nil
 	}
-	req.Collect, req.Timeout = f.Collect, e.fenceTimeout
-	if f.Timeout > 0 {
-		req.Timeout = f.Timeout
-	}
+	req.Collect, req.Timeout = f.Collect, plugin.TimeoutOr(f.Timeout, e.fenceTimeout)
 	var part []byte
 	if f.Collect {
 		// The node's part: libpmix's blob, framed (frames.go), copied

@@ -37,11 +37,14 @@ func newJobs() *jobs {
 	return &jobs{hosted: map[string]hostedJob{}, others: map[string]bool{}, fences: map[string]int{}}
 }
 
+// NodeRanks is node n's ranks in order: a node's local ranks are
+// numbered so, for libpmix and for the fences.
+func NodeRanks(n plugin.Node) []int32 { return slices.Sorted(slices.Values(n.Ranks)) }
+
 // host records node index ni of job as this server's and returns its
-// ranks, sorted.
+// ranks (NodeRanks).
 func (j *jobs) host(job plugin.Job, ni int) []int32 {
-	local := slices.Clone(job.Nodes[ni].Ranks)
-	slices.Sort(local)
+	local := NodeRanks(job.Nodes[ni])
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	j.hosted[job.Nspace] = hostedJob{node: job.Nodes[ni].Name, ranks: local, multi: len(job.Nodes) > 1}

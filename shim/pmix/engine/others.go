@@ -35,10 +35,7 @@ func (e *Engine) DirectModex(p plugin.Proc, timeout time.Duration, key string, d
 		// which no fence carries.
 		return plugin.Errorf(plugin.ErrNotFound, "direct modex of %s: job-level data is its server's", p)
 	}
-	req := &plugin.ModexRequest{Requestor: e.jobs.requestor(), Proc: p, Timeout: e.fenceTimeout}
-	if timeout > 0 {
-		req.Timeout = timeout
-	}
+	req := &plugin.ModexRequest{Requestor: e.jobs.requestor(), Proc: p, Timeout: plugin.TimeoutOr(timeout, e.fenceTimeout)}
 	return e.run(req.Timeout+callGrace, func(ctx context.Context) {
 		data, err := e.directModex(ctx, req, key)
 		if err != nil {
@@ -83,7 +80,7 @@ func (b *base) directModex(ctx context.Context, req *plugin.ModexRequest, key st
 		} else if now.Add(wait).After(deadline) {
 			return nil, plugin.Errorf(plugin.ErrNotFound, "direct modex of %s: its server handed over no data of it in %s", p, plugin.RoundDuration(req.Timeout))
 		}
-		if !b.sleep(ctx, wait) {
+		if !b.crew.Sleep(ctx, wait) {
 			return nil, plugin.Errorf(plugin.ErrAborted, "direct modex of %s: %v", p, context.Cause(ctx))
 		}
 	}

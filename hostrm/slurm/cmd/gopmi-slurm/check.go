@@ -5,6 +5,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"debug/elf"
 	"errors"
 	"flag"
@@ -113,8 +114,15 @@ func check(args []string, stdout io.Writer) int {
 	if f := strings.Fields(string(out)); err == nil && len(f) == 2 {
 		running = f[1]
 	}
-	say(running != "", "slurmd (%s) is Slurm %s", *slurmd, or(running, "unknown: "+fmt.Sprint(err)))
-	conf, _ := exec.Command("scontrol", "show", "config").Output()
+	if running != "" {
+		say(true, "slurmd (%s) is Slurm %s", *slurmd, running)
+	} else {
+		say(false, "slurmd (%s) says no release (%q, %v): is it a working slurmd?", *slurmd, strings.TrimSpace(string(out)), err)
+	}
+	conf, err := exec.Command("scontrol", "show", "config").Output()
+	if err != nil {
+		fmt.Fprintf(stdout, "note scontrol show config failed (%v): the plugin is looked for in Slurm's usual directories, and runs gopmi from its own directory\n", err)
+	}
 	path := *plugin
 	if path == "" {
 		dirs := configValue(string(conf), "PluginDir")
@@ -143,7 +151,7 @@ func check(args []string, stdout io.Writer) int {
 	} else {
 		say(false, "%s was built for Slurm %s but slurmd is %s: Slurm will not load it; rebuild it against this release (make install-slurm-plugin SLURM_PREFIX=... or SLURM_SRC=...)", path, built, running)
 	}
-	bindir := or(configValue(string(conf), "GopmiBinDir"), p.bindir)
+	bindir := cmp.Or(configValue(string(conf), "GopmiBinDir"), p.bindir)
 	got, err := exec.Command(filepath.Join(bindir, "gopmi-slurm"), "version").Output()
 	have := strings.TrimSpace(string(got))
 	switch {
@@ -158,11 +166,4 @@ func check(args []string, stdout io.Writer) int {
 		return 1
 	}
 	return 0
-}
-
-func or(s, def string) string {
-	if s == "" {
-		return def
-	}
-	return s
 }
