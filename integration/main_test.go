@@ -70,7 +70,9 @@ func runTests(m *testing.M) int {
 		fmt.Printf("integration: binaries and client programs ready in %s; one-node jobs served %s\n", time.Since(start).Round(time.Millisecond), mode)
 	}
 	code := m.Run()
-	stopSlurm()
+	if !stopSlurm() && code == 0 {
+		code = 1
+	}
 	printTimings()
 	return code
 }

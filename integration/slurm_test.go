@@ -90,14 +90,36 @@ func slurm(t *testing.T) *slurmlab.Cluster {
 	return twoNodes.cluster(t)
 }
 
-// stopSlurm ends the clusters after the tests.
-func stopSlurm() {
+// stopSlurm ends the clusters after the tests. It reports false when a
+// node's shim read a bootstrap mpi/gopmi wrote that was not in the plain
+// form (proto/README.md): the C writer's names are generated from the
+// proto (contrib/slurm/gopmi_bootstrap.h), and every step of every Slurm
+// test, through every branch of bootstrap.c it took, is held to it here.
+func stopSlurm() bool {
+	ok := true
 	for _, l := range []*lab{twoNodes, eightNodes} {
-		if l.c != nil {
-			l.c.Stop()
+		if l.c == nil {
+			continue
 		}
+		logs, _ := filepath.Glob(filepath.Join(l.c.Dir, "log", "slurmd-*.log"))
+		for _, f := range logs {
+			b, _ := os.ReadFile(f)
+			for _, line := range strings.Split(string(b), "\n") {
+				if strings.Contains(line, notPlainWarning) {
+					fmt.Fprintf(os.Stderr, "FAIL: %s: %s: mpi/gopmi wrote a bootstrap outside the plain form:\n%s\n", l.name, filepath.Base(f), line)
+					ok = false
+					break
+				}
+			}
+		}
+		l.c.Stop()
 	}
+	return ok
 }
+
+// notPlainWarning begins the shim's warning about a bootstrap that was
+// not in the plain form (shim.notPlainMsg).
+const notPlainWarning = "bootstrap: not in the plain form"
 
 // srun runs prog under `srun --mpi=gopmi <srunArgs>`.
 func srun(t *testing.T, c *slurmlab.Cluster, timeout time.Duration, srunArgs []string, prog string, args ...string) clients.Result {

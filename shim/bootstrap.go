@@ -18,34 +18,47 @@ const maxBootstrap = 64 << 20
 // plain form step daemons write by decodeFast, anything else by protojson
 // itself.
 func readBootstrap(r io.Reader) (*shimv1.Bootstrap, error) {
+	b, _, err := readBootstrapForm(r)
+	return b, err
+}
+
+// readBootstrapForm is readBootstrap that also reports whether the
+// bootstrap was in the plain form (decodeFast read it).
+func readBootstrapForm(r io.Reader) (b *shimv1.Bootstrap, plain bool, err error) {
 	data, err := io.ReadAll(io.LimitReader(r, maxBootstrap+1))
 	if err != nil {
-		return nil, fmt.Errorf("%w: read stdin: %w", serve.ErrUsage, err)
+		return nil, false, fmt.Errorf("%w: read stdin: %w", serve.ErrUsage, err)
 	}
 	if len(data) > maxBootstrap {
-		return nil, fmt.Errorf("%w: stdin: longer than %d bytes", serve.ErrUsage, maxBootstrap)
+		return nil, false, fmt.Errorf("%w: stdin: longer than %d bytes", serve.ErrUsage, maxBootstrap)
 	}
 	if len(strings.TrimSpace(string(data))) == 0 {
-		return nil, fmt.Errorf("%w: stdin: empty; the step daemon writes a gopmi.shim.v1.Bootstrap as protojson and closes stdin", serve.ErrUsage)
+		return nil, false, fmt.Errorf("%w: stdin: empty; the step daemon writes a gopmi.shim.v1.Bootstrap as protojson and closes stdin", serve.ErrUsage)
 	}
 	if b, ok := decodeFast(data); ok {
-		return b, nil
+		return b, true, nil
 	}
-	b := &shimv1.Bootstrap{}
+	b = &shimv1.Bootstrap{}
 	// DiscardUnknown stays false: a field this shim does not know is a
 	// launcher newer than the shim, and silently ignoring it would serve
 	// the job wrongly. protojson's message names the field.
 	if err := (protojson.UnmarshalOptions{}).Unmarshal(data, b); err != nil {
-		return nil, fmt.Errorf("%w: parse protojson: %w", serve.ErrUsage, err)
+		return nil, false, fmt.Errorf("%w: parse protojson: %w", serve.ErrUsage, err)
 	}
-	return b, nil
+	return b, false, nil
 }
 
-// parseBootstrap reads and validates the bootstrap.
-func parseBootstrap(r io.Reader) (*serve.Config, error) {
-	b, err := readBootstrap(r)
+// notPlainMsg is the shim's warning about a bootstrap protojson had to
+// read; the Slurm tests look for it in the nodes' logs.
+const notPlainMsg = "bootstrap: not in the plain form (read by protojson): its writer does not follow proto/internal/plaingen"
+
+// parseBootstrap reads and validates the bootstrap, and reports whether
+// it was in the plain form.
+func parseBootstrap(r io.Reader) (*serve.Config, bool, error) {
+	b, plain, err := readBootstrapForm(r)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
-	return serve.NewConfig(b)
+	c, err := serve.NewConfig(b)
+	return c, plain, err
 }

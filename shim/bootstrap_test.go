@@ -39,7 +39,7 @@ func TestReadBootstrap(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			c, err := parseBootstrap(strings.NewReader(tt.in))
+			c, _, err := parseBootstrap(strings.NewReader(tt.in))
 			if tt.msg == "" {
 				if err != nil || c == nil {
 					t.Fatalf("got %v", err)
@@ -87,7 +87,7 @@ func TestExampleBootstrap(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c, err := parseBootstrap(bytes.NewReader(data))
+	c, _, err := parseBootstrap(bytes.NewReader(data))
 	if err != nil {
 		t.Fatalf("the example bootstrap: %v", err)
 	}

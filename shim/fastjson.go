@@ -28,7 +28,9 @@ import (
 // digits>]s". Null, a number as a string, an enum by number, an unknown
 // field and the like are protojson's to judge. Whatever decodeFast
 // accepts, protojson accepts with the same result (FuzzDecodeFast holds
-// it to that).
+// it to that). The tables of fields, fieldsOf<Message> in plain_gen.go,
+// are generated from the message's descriptor (proto/internal/plaingen);
+// the readers here are the plain form's rules, one per kind of field.
 func decodeFast(data []byte) (b *shimv1.Bootstrap, ok bool) {
 	if !utf8.Valid(data) {
 		return nil, false
@@ -36,7 +38,7 @@ func decodeFast(data []byte) (b *shimv1.Bootstrap, ok bool) {
 	d := &fastDec{dec: json.NewDecoder(bytes.NewReader(data))}
 	d.dec.UseNumber()
 	b = &shimv1.Bootstrap{}
-	d.object(bootstrapFields(b))
+	d.object(fieldsOfBootstrap(b))
 	if d.err == nil {
 		// Nothing may follow the object.
 		if _, err := d.dec.Token(); err != io.EOF {
@@ -220,121 +222,12 @@ func digits(s string, lo, hi int) bool {
 	return true
 }
 
-func (d *fastDec) fenceMode() shimv1.FenceMode {
-	v, ok := shimv1.FenceMode_value[d.str()]
+// enum reads an enum value by its name, one of values (the generated
+// <Enum>_value map).
+func (d *fastDec) enum(values map[string]int32) int32 {
+	v, ok := values[d.str()]
 	if !ok {
 		d.err = errNotPlain
 	}
-	return shimv1.FenceMode(v)
-}
-
-func (d *fastDec) keyValues(out *[]*shimv1.KeyValue) {
-	d.array(func() {
-		kv := &shimv1.KeyValue{}
-		d.object([]fastField{
-			{"key", "key", func(d *fastDec) { kv.Key = d.str() }},
-			{"value", "value", func(d *fastDec) { kv.Value = d.str() }},
-		})
-		*out = append(*out, kv)
-	})
-}
-
-// bootstrapFields and jobFields are the plain form's tables, written by
-// hand rather than generated (why: plugin/internal/forwardgen's doc);
-// TestDecodeFastCoversEveryField fails when they miss a field of the
-// message.
-func bootstrapFields(b *shimv1.Bootstrap) []fastField {
-	return []fastField{
-		{"version", "version", func(d *fastDec) { b.Version = d.uint32() }},
-		{"job", "job", func(d *fastDec) { b.Job = &shimv1.Job{}; d.object(jobFields(b.Job)) }},
-		{"nodeId", "node_id", func(d *fastDec) { b.NodeId = d.int32() }},
-		{"tasks", "tasks", func(d *fastDec) {
-			d.array(func() {
-				t := &shimv1.Task{}
-				d.object([]fastField{
-					{"rank", "rank", func(d *fastDec) { t.Rank = d.int32() }},
-					{"fdName", "fd_name", func(d *fastDec) { t.FdName = d.str() }},
-				})
-				b.Tasks = append(b.Tasks, t)
-			})
-		}},
-		{"backend", "backend", func(d *fastDec) {
-			be := &shimv1.BackendConfig{}
-			b.Backend = be
-			d.object([]fastField{
-				{"name", "name", func(d *fastDec) { be.Name = d.str() }},
-				{"path", "path", func(d *fastDec) { be.Path = d.str() }},
-				{"config", "config", func(d *fastDec) { be.Config = d.str() }},
-				{"args", "args", func(d *fastDec) { d.array(func() { be.Args = append(be.Args, d.str()) }) }},
-				{"startAtOnce", "start_at_once", func(d *fastDec) { be.StartAtOnce = d.boolean() }},
-			})
-		}},
-		{"limits", "limits", func(d *fastDec) {
-			l := &shimv1.Limits{}
-			b.Limits = l
-			d.object([]fastField{
-				{"kvsnameMax", "kvsname_max", func(d *fastDec) { l.KvsnameMax = d.int32() }},
-				{"keyMax", "key_max", func(d *fastDec) { l.KeyMax = d.int32() }},
-				{"valMax", "val_max", func(d *fastDec) { l.ValMax = d.int32() }},
-				{"lineMax", "line_max", func(d *fastDec) { l.LineMax = d.int32() }},
-				{"kvsMax", "kvs_max", func(d *fastDec) { l.KvsMax = d.int64() }},
-			})
-		}},
-		{"timeouts", "timeouts", func(d *fastDec) {
-			t := &shimv1.Timeouts{}
-			b.Timeouts = t
-			d.object([]fastField{
-				{"fence", "fence", func(d *fastDec) { t.Fence = d.duration() }},
-				{"get", "get", func(d *fastDec) { t.Get = d.duration() }},
-				{"lookup", "lookup", func(d *fastDec) { t.Lookup = d.duration() }},
-				{"nodeattr", "nodeattr", func(d *fastDec) { t.Nodeattr = d.duration() }},
-				{"spawn", "spawn", func(d *fastDec) { t.Spawn = d.duration() }},
-				{"backendStart", "backend_start", func(d *fastDec) { t.BackendStart = d.duration() }},
-				{"connect", "connect", func(d *fastDec) { t.Connect = d.duration() }},
-				{"shutdown", "shutdown", func(d *fastDec) { t.Shutdown = d.duration() }},
-			})
-		}},
-		{"fenceMode", "fence_mode", func(d *fastDec) { b.FenceMode = d.fenceMode() }},
-		{"pmiPortFd", "pmi_port_fd", func(d *fastDec) { b.PmiPortFd = d.str() }},
-		{"logLevel", "log_level", func(d *fastDec) { b.LogLevel = d.str() }},
-		{"pmiDebug", "pmi_debug", func(d *fastDec) { b.PmiDebug = d.boolean() }},
-		{"pmix", "pmix", func(d *fastDec) { b.Pmix = d.boolean() }},
-		{"pmixRendezvousFd", "pmix_rendezvous_fd", func(d *fastDec) { b.PmixRendezvousFd = d.str() }},
-		{"pmiPortSecret", "pmi_port_secret", func(d *fastDec) { b.PmiPortSecret = d.str() }},
-	}
-}
-
-func jobFields(j *shimv1.Job) []fastField {
-	return []fastField{
-		{"nspace", "nspace", func(d *fastDec) { j.Nspace = d.str() }},
-		{"size", "size", func(d *fastDec) { j.Size = d.int32() }},
-		{"universeSize", "universe_size", func(d *fastDec) { j.UniverseSize = d.int32() }},
-		{"nodes", "nodes", func(d *fastDec) {
-			d.array(func() {
-				n := &shimv1.Node{}
-				d.object([]fastField{
-					{"id", "id", func(d *fastDec) { n.Id = d.int32() }},
-					{"name", "name", func(d *fastDec) { n.Name = d.str() }},
-					{"ranks", "ranks", func(d *fastDec) { d.array(func() { n.Ranks = append(n.Ranks, d.int32()) }) }},
-					{"addr", "addr", func(d *fastDec) { n.Addr = d.str() }},
-				})
-				j.Nodes = append(j.Nodes, n)
-			})
-		}},
-		{"apps", "apps", func(d *fastDec) {
-			d.array(func() {
-				a := &shimv1.App{}
-				d.object([]fastField{
-					{"firstRank", "first_rank", func(d *fastDec) { a.FirstRank = d.int32() }},
-					{"size", "size", func(d *fastDec) { a.Size = d.int32() }},
-					{"cmd", "cmd", func(d *fastDec) { a.Cmd = d.str() }},
-					{"ranks", "ranks", func(d *fastDec) { d.array(func() { a.Ranks = append(a.Ranks, d.int32()) }) }},
-				})
-				j.Apps = append(j.Apps, a)
-			})
-		}},
-		{"parent", "parent", func(d *fastDec) { j.Parent = d.str() }},
-		{"preput", "preput", func(d *fastDec) { d.keyValues(&j.Preput) }},
-		{"attrs", "attrs", func(d *fastDec) { d.keyValues(&j.Attrs) }},
-	}
+	return v
 }

@@ -147,7 +147,7 @@ func FuzzBootstrap(f *testing.F) {
 	f.Add([]byte(`{"version":1,"job":{"nspace":"j","size":1,"nodes":[{"id":0,"ranks":[0]}]},"tasks":[{"rank":0,"fd_name":"r"}],"backend":{"name":"local"},"limits":{"kvsMax":"70000"}}`))
 	f.Add([]byte(`{"version":1,"job":{"nspace":"j","size":2,"nodes":[{"id":0,"ranks":[0]},{"id":1,"ranks":[1]}],"apps":[{"size":2,"cmd":"a","ranks":[1,0]}]},"tasks":[{"rank":0}],"pmiPortFd":"p","pmiPortSecret":"x","backend":{"name":"local"}}`))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		c, err := parseBootstrap(bytes.NewReader(data))
+		c, _, err := parseBootstrap(bytes.NewReader(data))
 		if err != nil {
 			return
 		}

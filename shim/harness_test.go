@@ -279,6 +279,8 @@ type runOpts struct {
 	// noTasks skips creating the task socketpairs.
 	noTasks bool
 	env     map[string]string
+	// reform rewrites the bootstrap's protojson before Run reads it.
+	reform func([]byte) []byte
 }
 
 // startRun runs Run on b with a socketpair per task and a notify socket.
@@ -287,6 +289,9 @@ func startRun(t *testing.T, b *shimv1.Bootstrap, o runOpts) *inProc {
 	data, err := protojson.Marshal(b)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if o.reform != nil {
+		data = o.reform(data)
 	}
 	p := &inProc{
 		t:      t,

@@ -213,30 +213,31 @@ type server struct {
 
 // readBootstrapTimed reads the bootstrap within bootstrapTimeout. A
 // reader that blocks past it is left behind: the shim exits right after.
-func readBootstrapTimed(ctx context.Context, r io.Reader) (*serve.Config, error) {
+func readBootstrapTimed(ctx context.Context, r io.Reader) (*serve.Config, bool, error) {
 	type res struct {
-		c   *serve.Config
-		err error
+		c     *serve.Config
+		plain bool
+		err   error
 	}
 	ch := make(chan res, 1)
 	go func() {
-		c, err := parseBootstrap(r)
-		ch <- res{c, err}
+		c, plain, err := parseBootstrap(r)
+		ch <- res{c, plain, err}
 	}()
 	t := time.NewTimer(bootstrapTimeout)
 	defer t.Stop()
 	select {
 	case v := <-ch:
-		return v.c, v.err
+		return v.c, v.plain, v.err
 	case <-t.C:
-		return nil, fmt.Errorf("%w: stdin: no EOF within %v; the step daemon must close stdin after the bootstrap", serve.ErrUsage, bootstrapTimeout)
+		return nil, false, fmt.Errorf("%w: stdin: no EOF within %v; the step daemon must close stdin after the bootstrap", serve.ErrUsage, bootstrapTimeout)
 	case <-ctx.Done():
-		return nil, serve.Stopped(ctx, "shim", "read bootstrap")
+		return nil, false, serve.Stopped(ctx, "shim", "read bootstrap")
 	}
 }
 
 func (s *server) run(ctx context.Context) error {
-	c, err := readBootstrapTimed(ctx, s.rc.Stdin)
+	c, plain, err := readBootstrapTimed(ctx, s.rc.Stdin)
 	if err != nil {
 		return err
 	}
@@ -245,6 +246,12 @@ func (s *server) run(ctx context.Context) error {
 	s.log = logger.With().Str("job", c.Job.Nspace).Int32("node", c.NodeID).Logger()
 	s.logp.set(s.log)
 	s.log.Debug().Int("tasks", len(c.Tasks)).Str("backend", c.Backend.BinaryName()).Msg("bootstrap read")
+	if !plain {
+		// Every writer of ours writes the plain form (its names are
+		// generated from the proto): one that did not is a bug, which
+		// costs the start protojson's first use.
+		s.log.Warn().Msg(notPlainMsg)
+	}
 	if c.PMIx {
 		return s.runPMIx(ctx)
 	}

@@ -8,6 +8,7 @@ import (
 	"net"
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"sync"
@@ -122,6 +123,28 @@ func TestRunHelloWorld(t *testing.T) {
 	p.ready()
 	helloWorld(t, p.tasks[0], p.tasks[1])
 	p.waitExit(serve.ExitOK, "")
+}
+
+// A bootstrap outside the plain form (an enum by number) is still read,
+// by protojson, and the log says so; one in it is read without a word.
+func TestRunWarnsOfBootstrapNotPlain(t *testing.T) {
+	for _, plain := range []bool{true, false} {
+		b := oneNode(2)
+		b.FenceMode = shimv1.FenceMode_FENCE_MODE_LAZY
+		o := runOpts{start: newFakeProc(&fakeBackend{}).start()}
+		if !plain {
+			o.reform = func(data []byte) []byte {
+				return regexp.MustCompile(`"fenceMode":\s*"FENCE_MODE_LAZY"`).ReplaceAll(data, []byte(`"fenceMode":2`))
+			}
+		}
+		p := startRun(t, b, o)
+		p.ready()
+		helloWorld(t, p.tasks[0], p.tasks[1])
+		p.waitExit(serve.ExitOK, "")
+		if got := strings.Contains(p.log.String(), notPlainMsg); got == plain {
+			t.Errorf("plain form %v: warned %v:\n%s", plain, got, p.log.String())
+		}
+	}
 }
 
 // A task that ends before finalize fails the job: exit 4, and the other

@@ -115,9 +115,10 @@ static char *multi_prog_apps(const stepd_step_rec_t *job)
 				first = r;
 		if (!size)
 			continue;
-		xstrfmtcat(out, "%s{\"firstRank\":%u,\"size\":%u,\"cmd\":", apps++ ? "," : "", first, size);
+		xstrfmtcat(out, "%s{" GOPMI_BOOT_APP_FIRST_RANK "%u," GOPMI_BOOT_APP_SIZE "%u," GOPMI_BOOT_APP_CMD,
+			   apps++ ? "," : "", first, size);
 		json_str(&out, cmds[l]);
-		xstrcat(out, ",\"ranks\":[");
+		xstrcat(out, "," GOPMI_BOOT_APP_RANKS "[");
 		for (uint32_t r = 0, k = 0; r < n; r++)
 			if (line_of[r] == l)
 				xstrfmtcat(out, "%s%u", k++ ? "," : "", r);
@@ -245,24 +246,25 @@ char *bootstrap(const stepd_step_rec_t *job, char **env, const char *coord, cons
 	const char *preput = getenvp(env, ENV_PREPUT);
 
 	if (ns && ns[0]) {
-		xstrcat(b, "{\"version\":1,\"job\":{\"nspace\":");
+		xstrcat(b, "{" GOPMI_BOOT_BOOTSTRAP_VERSION "1," GOPMI_BOOT_BOOTSTRAP_JOB "{" GOPMI_BOOT_JOB_NSPACE);
 		json_str(&b, ns);
 	} else {
-		xstrfmtcat(b, "{\"version\":1,\"job\":{\"nspace\":\"slurm.%u.%u\"",
+		xstrfmtcat(b, "{" GOPMI_BOOT_BOOTSTRAP_VERSION "1," GOPMI_BOOT_BOOTSTRAP_JOB "{" GOPMI_BOOT_JOB_NSPACE "\"slurm.%u.%u\"",
 			   job->step_id.job_id, job->step_id.step_id);
 	}
-	xstrfmtcat(b, ",\"size\":%u,\"nodes\":%s", job->ntasks, nodes);
+	xstrfmtcat(b, "," GOPMI_BOOT_JOB_SIZE "%u," GOPMI_BOOT_JOB_NODES "%s", job->ntasks, nodes);
 	if (parent && parent[0]) {
-		xstrcat(b, ",\"parent\":");
+		xstrcat(b, "," GOPMI_BOOT_JOB_PARENT);
 		json_str(&b, parent);
 	}
 	if (preput && preput[0] == '[')
-		xstrfmtcat(b, ",\"preput\":%s", preput);
+		xstrfmtcat(b, "," GOPMI_BOOT_JOB_PREPUT "%s", preput);
 	if ((job->flags & LAUNCH_MULTI_PROG) && (apps = multi_prog_apps(job))) {
-		xstrfmtcat(b, ",\"apps\":%s", apps);
+		xstrfmtcat(b, "," GOPMI_BOOT_JOB_APPS "%s", apps);
 		xfree(apps);
 	} else {
-		xstrfmtcat(b, ",\"apps\":[{\"firstRank\":0,\"size\":%u,\"cmd\":", job->ntasks);
+		xstrfmtcat(b, "," GOPMI_BOOT_JOB_APPS "[{" GOPMI_BOOT_APP_FIRST_RANK "0," GOPMI_BOOT_APP_SIZE "%u," GOPMI_BOOT_APP_CMD,
+			   job->ntasks);
 		json_str(&b, job->argv && job->argv[0] ? job->argv[0] : "");
 		xstrcat(b, "}]");
 	}
@@ -270,20 +272,21 @@ char *bootstrap(const stepd_step_rec_t *job, char **env, const char *coord, cons
 	 * tasks (xcpuinfo_hwloc_topo_load) and removes it when it ends: MPICH
 	 * loads it instead of probing the machine in every rank. */
 	if ((topo = GOPMI_HWLOC_XML())) {
-		xstrcat(b, ",\"attrs\":[{\"key\":\"PMI_hwloc_xmlfile\",\"value\":");
+		xstrcat(b, "," GOPMI_BOOT_JOB_ATTRS "[{" GOPMI_BOOT_KEY_VALUE_KEY "\"PMI_hwloc_xmlfile\"," GOPMI_BOOT_KEY_VALUE_VALUE);
 		json_str(&b, topo);
 		xstrcat(b, "}]");
 	}
-	xstrfmtcat(b, "},\"nodeId\":%u,\"tasks\":[", job->nodeid);
+	xstrfmtcat(b, "}," GOPMI_BOOT_BOOTSTRAP_NODE_ID "%u," GOPMI_BOOT_BOOTSTRAP_TASKS "[", job->nodeid);
 	for (uint32_t i = 0; i < job->node_tasks; i++) {
 		/* A PMIx client connects to the PMIx server: no fd. */
 		if (pmix_step)
-			xstrfmtcat(b, "%s{\"rank\":%u}", i ? "," : "", job->task[i]->gtid);
+			xstrfmtcat(b, "%s{" GOPMI_BOOT_TASK_RANK "%u}", i ? "," : "", job->task[i]->gtid);
 		else
-			xstrfmtcat(b, "%s{\"rank\":%u,\"fdName\":\"rank%u\"}", i ? "," : "",
+			xstrfmtcat(b, "%s{" GOPMI_BOOT_TASK_RANK "%u," GOPMI_BOOT_TASK_FD_NAME "\"rank%u\"}", i ? "," : "",
 				   job->task[i]->gtid, job->task[i]->gtid);
 	}
-	xstrcat(b, "],\"backend\":{\"name\":\"slurm\",\"args\":[\"-coordinator\",");
+	xstrcat(b, "]," GOPMI_BOOT_BOOTSTRAP_BACKEND "{" GOPMI_BOOT_BACKEND_CONFIG_NAME "\"slurm\","
+		GOPMI_BOOT_BACKEND_CONFIG_ARGS "[\"-coordinator\",");
 	json_str(&b, coord);
 	snprintf(timeout, sizeof(timeout), "%u", gconf.tree_width);
 	t = step_setting(env, "GOPMI_TREE_WIDTH", timeout);
@@ -298,37 +301,37 @@ char *bootstrap(const stepd_step_rec_t *job, char **env, const char *coord, cons
 	/* A spawned step's backend starts at once: the coordinator counts its
 	 * nodes in to know that the spawn started; so does a PMIx face's,
 	 * whose clients' calls come through libpmix, not the shim's reads. */
-	xstrfmtcat(b, "]%s}", spawned || pmix_step ? ",\"startAtOnce\":true" : "");
+	xstrfmtcat(b, "]%s}", spawned || pmix_step ? "," GOPMI_BOOT_BACKEND_CONFIG_START_AT_ONCE "true" : "");
 	if (pmix_step)
-		xstrcat(b, ",\"pmix\":true");
+		xstrcat(b, "," GOPMI_BOOT_BOOTSTRAP_PMIX "true");
 	if (pmix_step && rdv_bootstrap)
-		xstrcat(b, ",\"pmixRendezvousFd\":\"" RDV_FD_NAME "\"");
+		xstrcat(b, "," GOPMI_BOOT_BOOTSTRAP_PMIX_RENDEZVOUS_FD "\"" RDV_FD_NAME "\"");
 	if (gconf.val_max || gconf.kvs_max_mib) {
-		xstrcat(b, ",\"limits\":{");
+		xstrcat(b, "," GOPMI_BOOT_BOOTSTRAP_LIMITS "{");
 		if (gconf.val_max)
-			xstrfmtcat(b, "\"valMax\":%u%s", gconf.val_max, gconf.kvs_max_mib ? "," : "");
+			xstrfmtcat(b, GOPMI_BOOT_LIMITS_VAL_MAX "%u%s", gconf.val_max, gconf.kvs_max_mib ? "," : "");
 		if (gconf.kvs_max_mib)
-			xstrfmtcat(b, "\"kvsMax\":%llu", (unsigned long long)gconf.kvs_max_mib << 20);
+			xstrfmtcat(b, GOPMI_BOOT_LIMITS_KVS_MAX "%llu", (unsigned long long)gconf.kvs_max_mib << 20);
 		xstrcat(b, "}");
 	}
 	snprintf(timeout, sizeof(timeout), "%u", gconf.timeout);
 	t = step_setting(env, "GOPMI_TIMEOUT", gconf.timeout ? timeout : NULL);
 	if (t && strspn(t, "0123456789") == strlen(t) && atoi(t) > 0)
-		xstrfmtcat(b, ",\"timeouts\":{\"fence\":\"%ds\"}", atoi(t));
+		xstrfmtcat(b, "," GOPMI_BOOT_BOOTSTRAP_TIMEOUTS "{" GOPMI_BOOT_TIMEOUTS_FENCE "\"%ds\"}", atoi(t));
 	mode = step_setting(env, "GOPMI_FENCE_MODE", gconf.fence_mode);
 	if (mode && mode[0]) {
 		char *up = xstrdup(mode);
 		for (char *p = up; *p; p++)
 			if (*p >= 'a' && *p <= 'z')
 				*p -= 'a' - 'A';
-		xstrcat(b, ",\"fenceMode\":");
-		up2 = xstrdup_printf("FENCE_MODE_%s", up);
+		xstrcat(b, "," GOPMI_BOOT_BOOTSTRAP_FENCE_MODE);
+		up2 = xstrdup_printf(GOPMI_BOOT_FENCE_MODE_PREFIX "%s", up);
 		json_str(&b, up2);
 		xfree(up2);
 		xfree(up);
 	}
 	if (gconf.log_level && gconf.log_level[0]) {
-		xstrcat(b, ",\"logLevel\":");
+		xstrcat(b, "," GOPMI_BOOT_BOOTSTRAP_LOG_LEVEL);
 		json_str(&b, gconf.log_level);
 	}
 	xstrcat(b, "}");

@@ -84,16 +84,16 @@ char *layout_json(const slurm_step_layout_t *lay)
 
 	for (uint32_t n = 0; n < lay->node_cnt; n++) {
 		name = hostlist_nth(hl, n);
-		xstrfmtcat(b, "%s{\"id\":%u,\"name\":", n ? "," : "", n);
+		xstrfmtcat(b, "%s{" GOPMI_BOOT_NODE_ID "%u," GOPMI_BOOT_NODE_NAME, n ? "," : "", n);
 		json_str(&b, name ? name : "");
 		addr = name ? slurm_conf_get_address(name) : NULL;
 		if (addr && addr[0] && (!name || strcmp(addr, name))) {
-			xstrcat(b, ",\"addr\":");
+			xstrcat(b, "," GOPMI_BOOT_NODE_ADDR);
 			json_str(&b, addr);
 		}
 		xfree(addr);
 		free(name);
-		xstrcat(b, ",\"ranks\":[");
+		xstrcat(b, "," GOPMI_BOOT_NODE_RANKS "[");
 		for (uint32_t t = 0; t < lay->tasks[n]; t++)
 			xstrfmtcat(b, "%s%u", t ? "," : "", lay->tids[n][t]);
 		xstrcat(b, "]}");

@@ -51,6 +51,7 @@
 
 #include "slurm_compat.h" /* what moved between Slurm releases */
 #include "gopmi_rules.h" /* generated: the rules shared with Go */
+#include "gopmi_bootstrap.h" /* generated: the bootstrap's JSON names */
 
 #ifndef GOPMI_BINDIR
 #define GOPMI_BINDIR "/usr/local/bin"

@@ -23,21 +23,9 @@
 //     TestServiceMatchesContract holds the service's RPCs to the
 //     contract's methods, one for one.
 //
-// Not generated, on purpose: the bootstrap's plain form, the fast decoder
-// of the shim (shim/fastjson.go: bootstrapFields, jobFields) and its
-// writer in gopmi run (hostrm/local/launcher/bootjson.go). A generator
-// would read another source (the proto descriptor of
-// gopmi.shim.v1.Bootstrap, not plugin/backend.go) and write into two
-// trees, and it would not shrink what is maintained: each table entry is
-// a decision about the plain form (durations as "1.5s", enums by name,
-// an int64 as a JSON number that both sides agree on, UTF-8 checked on
-// the way out) that a generator would have to spell out kind by kind,
-// for a versioned message that changes rarely. The drift risk is held by
-// tests instead, which set every field of the message by walking its
-// descriptor: TestDecodeFastCoversEveryField (shim) fails when the
-// decoder's tables miss a field (it would fall back to protojson,
-// slower but correct) and TestBootstrapJSONWritesEveryField (launcher)
-// when the writer does (the field would be lost on the way to the shim).
+// The bootstrap's plain-form codecs are generated too, from another
+// source (the descriptor of gopmi.shim.v1.Bootstrap), by
+// proto/internal/plaingen.
 //
 // A method's name for messages ("direct modex") and its name on the link
 // ("direct-modex") come from its Go name; an optional interface's
