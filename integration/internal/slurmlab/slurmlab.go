@@ -50,6 +50,11 @@ type Options struct {
 	// n1, n2, ... as on a real cluster, not the one host's name, which
 	// every node of the lab otherwise shares.
 	OwnHostnames bool
+	// Extra are more built plugins, copied into the cluster's plugin
+	// directory under their own names: an earlier build of mpi/gopmi
+	// renamed (mpi_gopmio.so, plugin_type "mpi/gopmio"), to measure it
+	// beside this one's, run by run (srun --mpi=gopmio).
+	Extra []string
 	// Prefix is the Slurm install the cluster runs (its sbin, bin and
 	// lib/slurm), e.g. /opt/slurm-25.11; empty: the Slurm on PATH
 	// (Debian's). A plugin Start builds is built against its configured
@@ -303,6 +308,15 @@ func Start(ctx context.Context, dir string, o Options) (c *Cluster, err error) {
 			return c, err
 		}
 		if err := os.WriteFile(filepath.Join(dir, "plugins", "mpi_gopmi.so"), b, 0o755); err != nil {
+			return c, err
+		}
+	}
+	for _, p := range o.Extra {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return c, err
+		}
+		if err := os.WriteFile(filepath.Join(dir, "plugins", filepath.Base(p)), b, 0o755); err != nil {
 			return c, err
 		}
 	}

@@ -16,6 +16,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"strings"
 	"syscall"
 	"time"
 
@@ -30,6 +31,7 @@ func main() {
 	own := flag.Bool("own-hostnames", false, "each slurmd in a UTS namespace named for its node")
 	prefix := flag.String("prefix", "", "a Slurm install to run (its configured source in PREFIX/src); empty: Debian's")
 	plugin := flag.String("plugin", "", "a built mpi_gopmi.so to load instead of building one")
+	extra := flag.String("extra-plugins", "", "more built plugins (comma-separated) for the cluster's plugin directory, e.g. an earlier mpi/gopmi renamed mpi_gopmio.so")
 	flag.Parse()
 	if *bin != "" {
 		abs, err := filepath.Abs(*bin)
@@ -41,7 +43,7 @@ func main() {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	c, err := slurmlab.Start(ctx, "", slurmlab.Options{Nodes: *nodes, CPUs: *cpus, BinDir: *bin, MPIConf: *mpiConf, OwnHostnames: *own,
-		Prefix: *prefix, Plugin: *plugin})
+		Prefix: *prefix, Plugin: *plugin, Extra: strings.FieldsFunc(*extra, func(r rune) bool { return r == ',' })})
 	cancel()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "lab:", err)
