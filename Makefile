@@ -235,13 +235,11 @@ check-proto:
 # The contract's method-by-method forwarders (Deferred, Complete,
 # Unimplemented, plugintest.Fake, the local link, the gRPC service's
 # adapters on both sides) are generated from plugin/backend.go;
-# plugin/internal/forwardgen's test checks them. The bootstrap's
+# plugin/internal/forwardgen's test checks them. So are the bootstrap's
 # plain-form codecs (the shim's fast decoder's tables, gopmi run's writer,
-# mpi/gopmi's JSON names) are generated from bootstrap.proto's descriptor;
-# proto/internal/plaingen's test checks them.
+# mpi/gopmi's JSON names), from bootstrap.proto's descriptor.
 generate:
 	$(GO) run ./plugin/internal/forwardgen
-	$(GO) run ./proto/internal/plaingen
 
 lint:
 	@test -z "$$(gofmt -l $$(git ls-files '*.go' | grep -v '\.pb\.go$$'))"

@@ -50,7 +50,7 @@ func readBootstrapForm(r io.Reader) (b *shimv1.Bootstrap, plain bool, err error)
 
 // notPlainMsg is the shim's warning about a bootstrap protojson had to
 // read; the Slurm tests look for it in the nodes' logs.
-const notPlainMsg = "bootstrap: not in the plain form (read by protojson): its writer does not follow proto/internal/plaingen"
+const notPlainMsg = "bootstrap: not in the plain form (read by protojson): its writer does not follow plugin/internal/forwardgen"
 
 // parseBootstrap reads and validates the bootstrap, and reports whether
 // it was in the plain form.

@@ -29,7 +29,7 @@ import (
 // field and the like are protojson's to judge. Whatever decodeFast
 // accepts, protojson accepts with the same result (FuzzDecodeFast holds
 // it to that). The tables of fields, fieldsOf<Message> in plain_gen.go,
-// are generated from the message's descriptor (proto/internal/plaingen);
+// are generated from the message's descriptor (plugin/internal/forwardgen);
 // the readers here are the plain form's rules, one per kind of field.
 func decodeFast(data []byte) (b *shimv1.Bootstrap, ok bool) {
 	if !utf8.Valid(data) {

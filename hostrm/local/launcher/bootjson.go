@@ -20,7 +20,7 @@ import (
 // UTF-8 is an error, as in protojson (encoding/json would change it).
 //
 // The plain structs and their conversions (plain_gen.go) are generated
-// from the message's descriptor (proto/internal/plaingen);
+// from the message's descriptor (plugin/internal/forwardgen);
 // TestBootstrapJSONWritesEveryField sets every field of the message by
 // its descriptor and reads the result back with protojson.
 func bootstrapJSON(b *shimv1.Bootstrap) ([]byte, error) {

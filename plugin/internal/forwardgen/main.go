@@ -23,9 +23,8 @@
 //     TestServiceMatchesContract holds the service's RPCs to the
 //     contract's methods, one for one.
 //
-// The bootstrap's plain-form codecs are generated too, from another
-// source (the descriptor of gopmi.shim.v1.Bootstrap), by
-// proto/internal/plaingen.
+// It writes the bootstrap's plain-form codecs too, from another source,
+// the descriptor of gopmi.shim.v1.Bootstrap (plain.go).
 //
 // A method's name for messages ("direct modex") and its name on the link
 // ("direct-modex") come from its Go name; an optional interface's
@@ -42,6 +41,7 @@ import (
 	"go/format"
 	"go/parser"
 	"go/token"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -126,6 +126,11 @@ func generate(root string) (map[string][]byte, error) {
 		}
 		out[filepath.Join(root, path)] = src
 	}
+	plain, err := plainFiles(root)
+	if err != nil {
+		return nil, err
+	}
+	maps.Copy(out, plain)
 	return out, nil
 }
 

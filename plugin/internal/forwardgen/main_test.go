@@ -18,8 +18,8 @@ func TestGeneratedIsCurrent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(files) != 5 {
-		t.Errorf("%d files generated, want 5", len(files))
+	if len(files) != 8 {
+		t.Errorf("%d files generated, want 8", len(files))
 	}
 	for path, want := range files {
 		got, err := os.ReadFile(path)
