@@ -246,6 +246,29 @@ func TestSpawnDelayedBySlurm(t *testing.T) {
 	}
 }
 
+// A spawn's preput that is not UTF-8 is refused before srun runs: the
+// child's bootstrap carries it as JSON, which would replace it.
+func TestSpawnPreputNotUTF8(t *testing.T) {
+	dir := t.TempDir()
+	ran := filepath.Join(dir, "ran")
+	srun := filepath.Join(dir, "srun")
+	if err := os.WriteFile(srun, []byte("#!/bin/sh\ntouch "+ran+"\n"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	c, _ := startCoordinator(t, Options{Secret: rightSecret, Srun: srun})
+	c.mu.Lock()
+	c.addr = "127.0.0.1:1"
+	c.mu.Unlock()
+	err := c.launch(context.Background(), &local.JobSpec{Job: plugin.Job{Nspace: "slurm.7.0.s1", Parent: "slurm.7.0"},
+		Apps: []local.AppSpec{{Path: "/bin/true", Procs: 1}}, Preput: []plugin.Info{{Key: "k", Value: "\xff"}}})
+	if !errors.Is(err, plugin.ErrInvalidArgument) || !strings.Contains(err.Error(), "not valid UTF-8") {
+		t.Fatalf("launch: %v, want a refusal", err)
+	}
+	if _, err := os.Stat(ran); err == nil {
+		t.Error("srun ran")
+	}
+}
+
 // No node's Configure of a job returns before OnJob was told of it: a
 // node whose ranks publish at once finds the job registered with the
 // node daemon, whichever node configured first (CI saw a publish refused

@@ -15,6 +15,7 @@ import (
 	"sync"
 	"syscall"
 	"time"
+	"unicode/utf8"
 
 	"github.com/gopmi/gopmi/hostrm/local"
 	"github.com/gopmi/gopmi/hostrm/slurm"
@@ -70,6 +71,11 @@ func (c *Coordinator) launch(ctx context.Context, spec *local.JobSpec) error {
 	}
 	preput := make([]kv, 0, len(spec.Preput))
 	for _, p := range spec.Preput {
+		// encoding/json would replace what is not UTF-8, and the child
+		// would read another value than its parent put.
+		if !utf8.ValidString(p.Key) || !utf8.ValidString(p.Value) {
+			return plugin.Errorf(plugin.ErrInvalidArgument, "spawn: preput key %q or its value is not valid UTF-8", p.Key)
+		}
 		preput = append(preput, kv{p.Key, p.Value})
 	}
 	pj, err := json.Marshal(preput)

@@ -1,7 +1,7 @@
 package main
 
 import (
-	"bytes"
+	"strings"
 	"testing"
 
 	"google.golang.org/protobuf/proto"
@@ -27,23 +27,55 @@ func TestPlainNames(t *testing.T) {
 }
 
 // TestRefusesWhatThePlainFormCannotCarry: a field of a kind without a
-// rule stops the generator, naming it.
+// rule, or one the generator would name wrongly, stops it, naming the
+// field; so do a nested type and an enum without a common prefix.
 func TestRefusesWhatThePlainFormCannotCarry(t *testing.T) {
 	fdp := protodesc.ToFileDescriptorProto(shimv1.File_gopmi_shim_v1_bootstrap_proto)
-	for _, add := range []*descriptorpb.FieldDescriptorProto{
-		{Name: ptr("ratio"), Number: ptr[int32](99), Type: descriptorpb.FieldDescriptorProto_TYPE_DOUBLE.Enum(), Label: descriptorpb.FieldDescriptorProto_LABEL_OPTIONAL.Enum(), JsonName: ptr("ratio")},
-		{Name: ptr("modes"), Number: ptr[int32](99), Type: descriptorpb.FieldDescriptorProto_TYPE_ENUM.Enum(), TypeName: ptr(".gopmi.shim.v1.FenceMode"), Label: descriptorpb.FieldDescriptorProto_LABEL_REPEATED.Enum(), JsonName: ptr("modes")},
+	optional := descriptorpb.FieldDescriptorProto_LABEL_OPTIONAL.Enum()
+	field := func(name string, typ descriptorpb.FieldDescriptorProto_Type) *descriptorpb.FieldDescriptorProto {
+		return &descriptorpb.FieldDescriptorProto{Name: ptr(name), Number: ptr[int32](99), Type: typ.Enum(), Label: optional, JsonName: ptr(name)}
+	}
+	for _, tc := range []struct {
+		name   string
+		change func(*descriptorpb.FileDescriptorProto)
+		want   string
+	}{
+		{"a double", func(f *descriptorpb.FileDescriptorProto) {
+			f.MessageType[0].Field = append(f.MessageType[0].Field, field("ratio", descriptorpb.FieldDescriptorProto_TYPE_DOUBLE))
+		}, "gopmi.shim.v1.Bootstrap.ratio"},
+		{"a list of enums", func(f *descriptorpb.FileDescriptorProto) {
+			fd := field("modes", descriptorpb.FieldDescriptorProto_TYPE_ENUM)
+			fd.TypeName, fd.Label = ptr(".gopmi.shim.v1.FenceMode"), descriptorpb.FieldDescriptorProto_LABEL_REPEATED.Enum()
+			f.MessageType[0].Field = append(f.MessageType[0].Field, fd)
+		}, "gopmi.shim.v1.Bootstrap.modes"},
+		{"an optional scalar", func(f *descriptorpb.FileDescriptorProto) {
+			fd := field("depth", descriptorpb.FieldDescriptorProto_TYPE_INT32)
+			fd.Proto3Optional, fd.OneofIndex = ptr(true), ptr[int32](int32(len(f.MessageType[0].OneofDecl)))
+			f.MessageType[0].OneofDecl = append(f.MessageType[0].OneofDecl, &descriptorpb.OneofDescriptorProto{Name: ptr("_depth")})
+			f.MessageType[0].Field = append(f.MessageType[0].Field, fd)
+		}, "gopmi.shim.v1.Bootstrap.depth"},
+		{"a field Go spells otherwise", func(f *descriptorpb.FileDescriptorProto) {
+			f.MessageType[0].Field = append(f.MessageType[0].Field, field("ipv4addr", descriptorpb.FieldDescriptorProto_TYPE_INT32))
+		}, "gopmi.shim.v1.Bootstrap.ipv4addr"},
+		{"a nested message", func(f *descriptorpb.FileDescriptorProto) {
+			f.MessageType[0].NestedType = append(f.MessageType[0].NestedType, &descriptorpb.DescriptorProto{Name: ptr("Inner")})
+		}, "gopmi.shim.v1.Bootstrap: a type nested"},
+		{"an enum without its prefix", func(f *descriptorpb.FileDescriptorProto) {
+			f.EnumType[0].Value[2].Name = ptr("LAZY")
+		}, "LAZY does not begin with FENCE_MODE_"},
 	} {
 		f := proto.Clone(fdp).(*descriptorpb.FileDescriptorProto)
-		f.MessageType[0].Field = append(f.MessageType[0].Field, add)
+		tc.change(f)
 		file, err := protodesc.NewFile(f, protoregistry.GlobalFiles)
 		if err != nil {
-			t.Fatal(err)
+			t.Fatalf("%s: %v", tc.name, err)
 		}
-		err = checkKinds(file.Messages().Get(0))
-		if err == nil || !bytes.Contains([]byte(err.Error()), []byte("gopmi.shim.v1.Bootstrap."+add.GetName())) {
-			t.Errorf("field %s: %v, want a refusal naming it", add.GetName(), err)
+		if err := checkFile(file); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want a refusal saying %q", tc.name, err, tc.want)
 		}
+	}
+	if err := checkFile(shimv1.File_gopmi_shim_v1_bootstrap_proto); err != nil {
+		t.Errorf("the bootstrap itself: %v", err)
 	}
 }
 
