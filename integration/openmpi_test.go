@@ -440,10 +440,15 @@ func TestPMIxOtherUserRefused(t *testing.T) {
 		t.Errorf("another ordinary user's intruder was served by %s's job: %v, exit %d:\n%s\n%s", "gopmi-it", err, r.ExitCode, r.Stdout, r.Stderr)
 	}
 	r, err = clients.Run(ctx, append(env, "finalize"), clients.RunOptions{Credential: cred})
-	if err != nil || !strings.Contains(r.Stdout, "finalize rc=0") {
+	ownFailed := err != nil || !strings.Contains(r.Stdout, "finalize rc=0")
+	if ownFailed {
 		t.Errorf("the ordinary user's own client: %v, exit %d:\n%s\n%s", err, r.ExitCode, r.Stdout, r.Stderr)
 	}
 	res = run.wait(t, "gopmi-it's job")
+	if ownFailed {
+		// What the server said of that client (a refusal names why).
+		t.Logf("gopmi-it's job's stderr:\n%s", res.Stderr)
+	}
 	if res.ExitCode != 0 || !strings.Contains(res.Stderr, "uid="+strconv.Itoa(int(other.Uid))) {
 		t.Errorf("gopmi-it's job: exit %d\n%s", res.ExitCode, res.Stderr)
 	}
