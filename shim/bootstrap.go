@@ -16,15 +16,8 @@ const maxBootstrap = 64 << 20
 
 // readBootstrap reads the whole of r and parses it as protojson: the
 // plain form step daemons write by decodeFast, anything else by protojson
-// itself.
-func readBootstrap(r io.Reader) (*shimv1.Bootstrap, error) {
-	b, _, err := readBootstrapForm(r)
-	return b, err
-}
-
-// readBootstrapForm is readBootstrap that also reports whether the
-// bootstrap was in the plain form (decodeFast read it).
-func readBootstrapForm(r io.Reader) (b *shimv1.Bootstrap, plain bool, err error) {
+// itself; plain reports which.
+func readBootstrap(r io.Reader) (b *shimv1.Bootstrap, plain bool, err error) {
 	data, err := io.ReadAll(io.LimitReader(r, maxBootstrap+1))
 	if err != nil {
 		return nil, false, fmt.Errorf("%w: read stdin: %w", serve.ErrUsage, err)
@@ -55,7 +48,7 @@ const notPlainMsg = "bootstrap: not in the plain form (read by protojson): its w
 // parseBootstrap reads and validates the bootstrap, and reports whether
 // it was in the plain form.
 func parseBootstrap(r io.Reader) (*serve.Config, bool, error) {
-	b, plain, err := readBootstrapForm(r)
+	b, plain, err := readBootstrap(r)
 	if err != nil {
 		return nil, false, err
 	}

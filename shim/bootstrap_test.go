@@ -57,7 +57,7 @@ func TestReadBootstrap(t *testing.T) {
 }
 
 func TestReadBootstrapTooLong(t *testing.T) {
-	_, err := readBootstrap(strings.NewReader(strings.Repeat(" ", maxBootstrap+1)))
+	_, _, err := readBootstrap(strings.NewReader(strings.Repeat(" ", maxBootstrap+1)))
 	if err == nil || !strings.Contains(err.Error(), "longer than") {
 		t.Fatalf("got %v", err)
 	}
@@ -71,7 +71,7 @@ func TestBootstrapRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := readBootstrap(strings.NewReader(string(data)))
+	got, _, err := readBootstrap(strings.NewReader(string(data)))
 	if err != nil {
 		t.Fatal(err)
 	}
