@@ -30,7 +30,7 @@ FUZZ     := ./bridge/pmi1:FuzzParse ./bridge/pmi1:FuzzSplit ./bridge/pmi1:FuzzRo
 DEMO_N   ?= 4
 APT      := DEBIAN_FRONTEND=noninteractive apt-get install -y -q
 
-.PHONY: all build install install-mpiexec slurm-plugin install-slurm-plugin slurm-release test-slurm-release test-slurm-versions bench-slurm-release demo deps deps-test test test-unit integration bench fuzz proto check-proto c-rules generate lint clean
+.PHONY: all build install install-mpiexec flux flux-plugin install-flux-plugin slurm-plugin install-slurm-plugin slurm-release test-slurm-release test-slurm-versions bench-slurm-release demo deps deps-test test test-unit integration bench fuzz proto check-proto c-rules generate lint clean
 
 all: build
 
@@ -78,6 +78,27 @@ slurm-plugin:
 install-slurm-plugin: slurm-plugin
 	install -m 0755 $(BIN)/mpi_gopmi.so $(DESTDIR)$(SLURM_PLUGINDIR)/mpi_gopmi.so
 
+# Flux's job-shell plugin (flux run -o pmi=gopmi), built against the Flux
+# that pkg-config finds (FLUX_PREFIX/lib/pkgconfig first; /opt/flux is
+# where ../shared/vendor/flux/build.sh installs it). It finds the gopmi
+# binaries in $(PREFIX)/bin unless the job says GOPMI_BINDIR or
+# -o gopmi.bindir. docs/admin/flux.md.
+FLUX_PREFIX ?= $(firstword $(patsubst %/bin/flux,%,$(shell command -v flux 2>/dev/null)) /opt/flux)
+FLUX_PKG    := PKG_CONFIG_PATH=$(FLUX_PREFIX)/lib/pkgconfig$${PKG_CONFIG_PATH:+:$$PKG_CONFIG_PATH} pkg-config
+FLUX_PLUGINDIR ?= $(FLUX_PREFIX)/lib/flux/shell/plugins
+
+flux-plugin:
+	@$(FLUX_PKG) --exists flux-core flux-idset || { echo "flux-plugin: no Flux found (pkg-config flux-core in $(FLUX_PREFIX)/lib/pkgconfig or on PKG_CONFIG_PATH); set FLUX_PREFIX"; exit 1; }
+	@mkdir -p $(BIN)
+	$(CC) -O2 -Wall -Wextra -Wno-unused-parameter -Werror -shared -fPIC -o $(BIN)/gopmi_flux.so \
+		-DGOPMI_BINDIR='"$(PREFIX)/bin"' -Icontrib/slurm $$($(FLUX_PKG) --cflags flux-core flux-idset) \
+		contrib/flux/gopmi_flux.c $$($(FLUX_PKG) --libs flux-core flux-idset)
+
+# Every job shell loads it; it stays inert unless a job asks for it.
+install-flux-plugin: flux-plugin
+	install -d $(DESTDIR)$(FLUX_PLUGINDIR)
+	install -m 0644 $(BIN)/gopmi_flux.so $(DESTDIR)$(FLUX_PLUGINDIR)/gopmi.so
+
 # The README's first command: install what the demo needs, build and
 # install gopmi, then run an MPI program on $(DEMO_N) ranks with it, built
 # with MPICH, then with Open MPI.
@@ -112,9 +133,23 @@ deps-test: deps
 	@if ! command -v slurmd >/dev/null || ! command -v munged >/dev/null || \
 	    ! command -v dpkg-source >/dev/null || ! command -v gcc >/dev/null || \
 	    ! command -v systemd-socket-activate >/dev/null || ! command -v useradd >/dev/null || \
-	    ! command -v tcpdump >/dev/null || ! test -e /usr/lib/python3/dist-packages/mpi4py/__init__.py; then \
-		apt-get update -q && contrib/tools/apt-keep-mpi.sh slurm-wlm munge build-essential dpkg-dev systemd passwd tcpdump python3-mpi4py; \
+	    ! command -v tcpdump >/dev/null || ! test -e /usr/lib/python3/dist-packages/mpi4py/__init__.py || \
+	    ! command -v jq >/dev/null; then \
+		apt-get update -q && contrib/tools/apt-keep-mpi.sh slurm-wlm munge build-essential dpkg-dev systemd passwd tcpdump python3-mpi4py jq; \
 	fi
+	@$(MAKE) --no-print-directory flux
+
+# Flux for the Flux tests (Debian packages none): the flux on PATH, else
+# /opt/flux, else a build of the pinned releases kept in FLUX_VENDOR
+# (../shared/vendor/flux: flux-core 0.88.0, flux-pmix 0.7.0) into
+# /opt/flux, as root, about 5 minutes once. Without any, the Flux tests
+# skip and say so.
+FLUX_VENDOR ?= $(firstword $(wildcard ../shared/vendor/flux /work/shared/vendor/flux))
+flux:
+	@if command -v flux >/dev/null || test -x /opt/flux/bin/flux; then :; \
+	elif test -z "$(FLUX_VENDOR)" || ! test -x $(FLUX_VENDOR)/build.sh; then echo "Flux: none on PATH or in /opt/flux, and no sources to build it (FLUX_VENDOR=$(FLUX_VENDOR)): the Flux tests will skip"; \
+	elif test "$$(id -u)" != 0; then echo "Flux: none on PATH or in /opt/flux; building it needs root: the Flux tests will skip"; \
+	else PREFIX=/opt/flux $(FLUX_VENDOR)/build.sh || echo "Flux: the build failed: the Flux tests will skip"; fi
 
 # Slurm releases besides Debian's 22.05, built from SchedMD's sources kept
 # in SLURM_VENDOR (../shared/vendor/slurm: 24.11.7, 25.11.7) into

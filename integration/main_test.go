@@ -70,6 +70,7 @@ func runTests(m *testing.M) int {
 		fmt.Printf("integration: binaries and client programs ready in %s; one-node jobs served %s\n", time.Since(start).Round(time.Millisecond), mode)
 	}
 	code := m.Run()
+	stopFlux()
 	if !stopSlurm() && code == 0 {
 		code = 1
 	}

@@ -101,9 +101,20 @@ func stopSlurm() bool {
 		if l.c == nil {
 			continue
 		}
+		// A node whose log cannot be read is a failure too: the check
+		// would pass without having looked.
 		logs, _ := filepath.Glob(filepath.Join(l.c.Dir, "log", "slurmd-*.log"))
+		if len(logs) != l.nodes {
+			fmt.Fprintf(os.Stderr, "FAIL: %s: %d slurmd logs for %d nodes: the plain-form check cannot see every node\n", l.name, len(logs), l.nodes)
+			ok = false
+		}
 		for _, f := range logs {
-			b, _ := os.ReadFile(f)
+			b, err := os.ReadFile(f)
+			if err != nil {
+				fmt.Fprintf(os.Stderr, "FAIL: %s: the plain-form check cannot read %v\n", l.name, err)
+				ok = false
+				continue
+			}
 			for _, line := range strings.Split(string(b), "\n") {
 				if strings.Contains(line, notPlainWarning) {
 					fmt.Fprintf(os.Stderr, "FAIL: %s: %s: mpi/gopmi wrote a bootstrap outside the plain form:\n%s\n", l.name, filepath.Base(f), line)

@@ -296,3 +296,23 @@ func TestOnJobBeforeAnyConfigureReturns(t *testing.T) {
 		}
 	}
 }
+
+// The end line a host that ends the job itself reads: the status (1 when
+// the coordinator has none, so that the job fails), the reason on one
+// line.
+func TestWriteEnd(t *testing.T) {
+	for _, tc := range []struct {
+		status int
+		why    string
+		want   string
+	}{
+		{7, "rank 1 of job f2 called abort with status 7", "end 7 rank 1 of job f2 called abort with status 7\n"},
+		{0, "", "end 1 \n"},
+		{1, "a\nb", "end 1 a b\n"},
+	} {
+		var b strings.Builder
+		if err := WriteEnd(&b, func() (int, string) { return tc.status, tc.why }); err != nil || b.String() != tc.want {
+			t.Errorf("WriteEnd(%d, %q) = %q, %v; want %q", tc.status, tc.why, b.String(), err, tc.want)
+		}
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -402,6 +403,18 @@ func scancel(ctx context.Context, step string) error {
 		return fmt.Errorf("scancel --signal=KILL %s: %w: %s", step, err, out)
 	}
 	return nil
+}
+
+// WriteEnd writes the line a host that ends the job itself reads (Flux's
+// job shell, gopmi-slurm coordinate -end-fd): "end <status> <why>", the
+// why on one line.
+func WriteEnd(w io.Writer, status func() (int, string)) error {
+	st, why := status()
+	if st == 0 {
+		st = 1
+	}
+	_, err := io.WriteString(w, "end "+strconv.Itoa(st)+" "+strings.ReplaceAll(why, "\n", " ")+"\n")
+	return err
 }
 
 // WritePort writes the line srun's plugin reads: "port <n>".

@@ -5,9 +5,14 @@
 //     (LISTEN_FDS=1, fd 3; without one it listens on -listen and prints
 //     "port <n>") until its standard input closes or it gets SIGTERM, and
 //     exits with the status srun should report (an MPI_Abort's errorcode).
+//     With -end-fd N (Flux's job shell), the job's end is not scancel's:
+//     the coordinator writes "end <status> <why>" on fd N, and the host
+//     ends the job with that status.
 //   - `gopmi-slurm shim`, started by each node's slurmstepd, is gopmi-shim
 //     with the Slurm backend in its own process: it serves PMI to the
 //     node's tasks and forwards to the coordinator what crosses nodes.
+//     Flux's job shell (contrib/flux, flux run -o pmi=gopmi) starts both
+//     commands the same way, with -host flux and -end-fd.
 //     Built with the tag pmix it is gopmi-slurm-pmix, which serves a
 //     PMIx step's tasks (Open MPI) through libpmix instead.
 //   - `gopmi-slurm check`, for an admin on a node: whether the installed
@@ -28,6 +33,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"strconv"
 	"syscall"
 	"time"
 
@@ -49,7 +55,7 @@ func main() {
 		case "coordinate":
 			os.Exit(coordinate(os.Args[2:]))
 		case "shim":
-			os.Exit(serveNode())
+			os.Exit(serveNode(os.Args[2:]))
 		case "check":
 			os.Exit(check(os.Args[2:], os.Stdout))
 		case "version":
@@ -62,7 +68,16 @@ func main() {
 }
 
 // serveNode is gopmi-shim with the node's backend in its own process.
-func serveNode() int {
+// "-host flux": started by Flux's job shell, which waits for it, rather
+// than by a slurmstepd.
+func serveNode(args []string) int {
+	host := "slurm"
+	if len(args) == 2 && args[0] == "-host" {
+		host = args[1]
+	} else if len(args) > 0 {
+		fmt.Fprintf(os.Stderr, "gopmi-slurm shim: unknown arguments %q\n", args)
+		return exitSetup
+	}
 	// stderr is a pipe to the stepd, which copies the log into the
 	// node's slurmd log: a line written after the stepd went must not
 	// kill the shim.
@@ -81,7 +96,7 @@ func serveNode() int {
 		},
 		PMIx: pmixFace,
 	})
-	if err == nil {
+	if err == nil && host == "slurm" {
 		lingerForStepd()
 	}
 	return serve.ExitCode(err)
@@ -107,13 +122,15 @@ func lingerForStepd() {
 const exitSetup = 70
 
 func coordinate(args []string) int {
-	step, listen := "", ""
+	step, listen, endFD := "", "", ""
 	for i := 0; i+1 < len(args); i += 2 {
 		switch args[i] {
 		case "-step":
 			step = args[i+1]
 		case "-listen":
 			listen = args[i+1]
+		case "-end-fd":
+			endFD = args[i+1]
 		default:
 			fmt.Fprintf(os.Stderr, "gopmi-slurm coordinate: unknown flag %s\n", args[i])
 			return exitSetup
@@ -151,6 +168,19 @@ func coordinate(args []string) int {
 	}
 	if l == nil {
 		opts.Ready = func(port int) { _ = coord.WritePort(os.Stdout, port) }
+	}
+	if endFD != "" {
+		// A host that ends the job itself (Flux's job shell) reads the
+		// end on a pipe instead of the coordinator running scancel.
+		fd, err := strconv.Atoi(endFD)
+		if err != nil || fd < 3 {
+			fmt.Fprintf(os.Stderr, "gopmi-slurm coordinate: -end-fd %q is not an inherited fd\n", endFD)
+			return exitSetup
+		}
+		end := os.NewFile(uintptr(fd), "end")
+		opts.Cancel = func(context.Context, string) error {
+			return coord.WriteEnd(end, c.Status)
+		}
 	}
 	if d := nodeDaemon(log); d != nil {
 		defer d.Close()
