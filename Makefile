@@ -91,8 +91,8 @@ flux-plugin:
 	@$(FLUX_PKG) --exists flux-core flux-idset || { echo "flux-plugin: no Flux found (pkg-config flux-core in $(FLUX_PREFIX)/lib/pkgconfig or on PKG_CONFIG_PATH); set FLUX_PREFIX"; exit 1; }
 	@mkdir -p $(BIN)
 	$(CC) -O2 -Wall -Wextra -Wno-unused-parameter -Werror -shared -fPIC -o $(BIN)/gopmi_flux.so \
-		-DGOPMI_BINDIR='"$(PREFIX)/bin"' -Icontrib/slurm $$($(FLUX_PKG) --cflags flux-core flux-idset) \
-		contrib/flux/gopmi_flux.c $$($(FLUX_PKG) --libs flux-core flux-idset)
+		-DGOPMI_BINDIR='"$(PREFIX)/bin"' -Icontrib/slurm -Icontrib/flux $$($(FLUX_PKG) --cflags flux-core flux-idset) \
+		contrib/flux/gopmi_flux.c contrib/flux/launch.c contrib/flux/bootstrap.c $$($(FLUX_PKG) --libs flux-core flux-idset)
 
 # Every job shell loads it; it stays inert unless a job asks for it.
 install-flux-plugin: flux-plugin

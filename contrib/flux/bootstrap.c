@@ -1,0 +1,157 @@
+/* gopmi's Flux job-shell plugin: the node server's bootstrap (the plain
+ * form, proto/README.md), from the job's layout as its shells know it. */
+
+#include "gopmi_flux.h"
+
+void bprintf(struct buf *b, const char *fmt, ...)
+{
+	va_list ap;
+	int n;
+
+	if (b->failed)
+		return;
+	for (;;) {
+		size_t room = b->cap - b->len;
+		va_start(ap, fmt);
+		n = vsnprintf(b->s ? b->s + b->len : NULL, room, fmt, ap);
+		va_end(ap);
+		if (n < 0) {
+			b->failed = 1;
+			return;
+		}
+		if ((size_t) n < room) {
+			b->len += n;
+			return;
+		}
+		size_t cap = b->cap ? b->cap * 2 : 1024;
+		while (cap - b->len <= (size_t) n)
+			cap *= 2;
+		char *s = realloc(b->s, cap);
+		if (!s) {
+			b->failed = 1;
+			return;
+		}
+		b->s = s;
+		b->cap = cap;
+	}
+}
+
+/* bstr appends s as a JSON string: control bytes escaped, the rest as it
+ * is (the shim refuses a bootstrap that is not UTF-8, naming the field). */
+void bstr(struct buf *b, const char *s)
+{
+	bprintf(b, "\"");
+	for (; s && *s; s++) {
+		unsigned char c = *s;
+		if (c == '"' || c == '\\')
+			bprintf(b, "\\%c", c);
+		else if (c < 0x20)
+			bprintf(b, "\\u%04x", c);
+		else
+			bprintf(b, "%c", c);
+	}
+	bprintf(b, "\"");
+}
+
+/* shared_host reports whether another shell of the job runs on name, the
+ * host of shell rank s. */
+static int shared_host(struct gopmi *g, int s, const char *name)
+{
+	for (int o = 0; o < g->shells; o++) {
+		const char *other = NULL;
+		if (o != s && flux_shell_rank_info_unpack(g->shell, o, "{s:s}", "name", &other) == 0 && other &&
+		    !strcmp(other, name))
+			return 1;
+	}
+	return 0;
+}
+
+/* layout writes the job's nodes (one per shell) with their hosts and the
+ * ranks each runs, as the bootstrap's job.nodes; it also takes this
+ * shell's ranks. Several shells may share a host (flux start
+ * --test-size): the overlay tells them apart by port. */
+int layout(struct gopmi *g)
+{
+	struct buf b = { 0 };
+
+	bprintf(&b, "[");
+	for (int s = 0; s < g->shells; s++) {
+		const char *name = NULL, *taskids = NULL;
+		struct idset *ids;
+
+		if (flux_shell_rank_info_unpack(g->shell, s, "{s:s s:s}", "name", &name, "taskids", &taskids) < 0 ||
+		    !(ids = idset_decode(taskids))) {
+			shell_log_error("shell rank %d: no host or task ids", s);
+			free(b.s);
+			return -1;
+		}
+		bprintf(&b, "%s{" GOPMI_BOOT_NODE_ID "%d," GOPMI_BOOT_NODE_NAME, s ? "," : "", s);
+		if (shared_host(g, s, name)) {
+			/* A node's name is its identity in the overlay: shells
+			 * on one host (flux start --test-size) are told apart
+			 * by their rank, and reached at the host. */
+			char n[300];
+			snprintf(n, sizeof(n), "%s-%d", name, s);
+			bstr(&b, n);
+			bprintf(&b, "," GOPMI_BOOT_NODE_ADDR);
+		}
+		bstr(&b, name);
+		bprintf(&b, "," GOPMI_BOOT_NODE_RANKS "[");
+		int n = 0;
+		for (unsigned int id = idset_first(ids); id != IDSET_INVALID_ID; id = idset_next(ids, id), n++)
+			bprintf(&b, "%s%u", n ? "," : "", id);
+		bprintf(&b, "]}");
+		if (s == g->shell_rank) {
+			g->nlocal = n;
+			g->ranks = calloc(n ? n : 1, sizeof(int));
+			g->pids = calloc(n ? n : 1, sizeof(pid_t));
+			g->conns = calloc(n ? n : 1, sizeof(int));
+			if (!g->ranks || !g->pids || !g->conns) {
+				idset_destroy(ids);
+				free(b.s);
+				return -1;
+			}
+			n = 0;
+			for (unsigned int id = idset_first(ids); id != IDSET_INVALID_ID; id = idset_next(ids, id))
+				g->conns[n] = -1, g->ranks[n++] = (int) id;
+		}
+		idset_destroy(ids);
+	}
+	bprintf(&b, "]");
+	if (b.failed) {
+		free(b.s);
+		return -1;
+	}
+	g->nodes = b.s;
+	return 0;
+}
+
+/* bootstrap is the node server's bootstrap (proto/README.md: the plain
+ * form). */
+char *bootstrap(struct gopmi *g)
+{
+	struct buf b = { 0 };
+
+	bprintf(&b, "{" GOPMI_BOOT_BOOTSTRAP_VERSION "1," GOPMI_BOOT_BOOTSTRAP_JOB "{" GOPMI_BOOT_JOB_NSPACE);
+	bstr(&b, g->jobid);
+	bprintf(&b, "," GOPMI_BOOT_JOB_SIZE "%d," GOPMI_BOOT_JOB_NODES "%s," GOPMI_BOOT_JOB_APPS "[{" GOPMI_BOOT_APP_FIRST_RANK
+		"0," GOPMI_BOOT_APP_SIZE "%d," GOPMI_BOOT_APP_CMD, g->ntasks, g->nodes, g->ntasks);
+	bstr(&b, g->cmd0);
+	bprintf(&b, "}]}," GOPMI_BOOT_BOOTSTRAP_NODE_ID "%d," GOPMI_BOOT_BOOTSTRAP_TASKS "[", g->shell_rank);
+	for (int i = 0; i < g->nlocal; i++)
+		bprintf(&b, "%s{" GOPMI_BOOT_TASK_RANK "%d," GOPMI_BOOT_TASK_FD_NAME "\"rank%d\"}", i ? "," : "", g->ranks[i],
+			g->ranks[i]);
+	bprintf(&b, "]," GOPMI_BOOT_BOOTSTRAP_BACKEND "{" GOPMI_BOOT_BACKEND_CONFIG_NAME "\"slurm\"," GOPMI_BOOT_BACKEND_CONFIG_ARGS
+		"[\"-coordinator\",");
+	bstr(&b, g->coord);
+	/* The server's log is the job's stderr here, as the shell's own:
+	 * warnings and errors only, unless -o gopmi.log-level says. */
+	bprintf(&b, "]}," GOPMI_BOOT_BOOTSTRAP_LOG_LEVEL);
+	bstr(&b, g->log_level[0] ? g->log_level : "warn");
+	bprintf(&b, "}");
+	if (b.failed) {
+		free(b.s);
+		return NULL;
+	}
+	return b.s;
+}

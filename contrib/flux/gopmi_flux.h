@@ -1,0 +1,97 @@
+/* gopmi's Flux job-shell plugin: what its files share (gopmi_flux.c: the
+ * shell's callbacks; launch.c: the processes it starts and the tasks'
+ * socket; bootstrap.c: the node server's bootstrap). */
+
+#ifndef GOPMI_FLUX_H
+#define GOPMI_FLUX_H
+
+#define FLUX_SHELL_PLUGIN_NAME "gopmi"
+
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <flux/core.h>
+#include <flux/idset.h>
+#include <flux/shell.h>
+
+#include "gopmi_bootstrap.h"
+
+#ifndef GOPMI_BINDIR
+#define GOPMI_BINDIR "/usr/local/bin"
+#endif
+
+/* The fd a task's PMI connection is put on (PMI_FD): libsubprocess keeps
+ * only stdio, its channels and its sync socket open in the child, all
+ * made long after fd 3 in the shell; task.exec checks that it is free. */
+#define TASK_FD 3
+
+/* How long the shell waits, once its tasks are forked, for each to
+ * connect from task.exec. */
+#define CONNECT_WAIT_MS 30000
+
+/* How long a shell that is done waits for its node's server to end by
+ * itself before it is sent SIGTERM (then SIGKILL 2 s later). */
+#define SERVER_GRACE_MS 10000
+
+#define ENV_SECRET "GOPMI_SLURM_SECRET"
+#define ENV_COORD "GOPMI_SLURM_COORD"
+#define KVS_COORD "gopmi.coord"
+#define KVS_SECRET "gopmi.secret"
+
+struct gopmi {
+	flux_shell_t *shell;
+	char jobid[64];
+	int shell_rank, shells, ntasks; /* ntasks: the job's */
+	int nlocal, *ranks;             /* the local tasks' ranks, by localid */
+	pid_t *pids;                    /* by localid, from task.fork */
+	int *conns;                     /* by localid, accepted in shell.start */
+	int lfd;                        /* the tasks' listening socket */
+	char sock[sizeof(((struct sockaddr_un *) 0)->sun_path)];
+	char bindir[512];
+	char coord[300], secret[65];
+	char *nodes; /* the job's layout as the bootstrap's job.nodes */
+	char cmd0[1024];
+	char log_level[16];
+	pid_t coordinator, server;
+	int coord_in;  /* the coordinator's stdin: closing it ends it */
+	int coord_end; /* where the coordinator says the job must end */
+	flux_watcher_t *end_watch;
+};
+
+/* buf is a growing string, for the bootstrap's JSON; failed once out of
+ * memory. */
+struct buf {
+	char *s;
+	size_t len, cap;
+	int failed;
+};
+
+/* bootstrap.c */
+void bprintf(struct buf *b, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+void bstr(struct buf *b, const char *s);
+int layout(struct gopmi *g);
+char *bootstrap(struct gopmi *g);
+
+/* launch.c */
+int kvs_get(flux_t *h, const char *key, char *out, size_t size);
+int start_coordinator(struct gopmi *g);
+int listen_tasks(struct gopmi *g);
+int accept_tasks(struct gopmi *g);
+int start_server(struct gopmi *g);
+int reap(pid_t pid, int ms, int sig);
+
+#endif
