@@ -255,3 +255,57 @@ func TestFluxMPICHSizes(t *testing.T) {
 		})
 	}
 }
+
+// Open MPI 4.1 (PMIx, through gopmi-slurm-pmix, which the plugin picks
+// when the program links Open MPI) on two brokers: hello, abort's exit
+// status, a rank that leaves before finalize, the name service; and
+// Debian's mpi4py, which nothing on the command line shows, with -o
+// gopmi.pmix=yes.
+func TestFluxOpenMPI(t *testing.T) {
+	in := fluxOf(t, 2)
+	if err := pmixShim(); err != nil {
+		t.Fatal(err)
+	}
+	lab := []string{"--env=" + ompiLab[0]}
+	hello, abort, early, pub := buildOpenMPI(t, "mpi_hello"), buildOpenMPI(t, "mpi_abort"), buildOpenMPI(t, "mpi_early"), buildOpenMPI(t, "mpi_pubname")
+	for _, n := range []int{4, 16} {
+		r := in.run(t, 2*time.Minute, 2, n, lab, hello)
+		for rank := range n {
+			if want := fmt.Sprintf("ok hello rank=%d size=%d sum=%d", rank, n, n*(n+1)/2); r.ExitCode != 0 || !strings.Contains(r.Stdout, want) {
+				t.Fatalf("hello at %d ranks lacks %q:\n%s", n, want, r.Summary())
+			}
+		}
+	}
+	r := in.run(t, time.Minute, 2, 4, lab, abort, "code=7", "rank=3")
+	if r.ExitCode != 7 || !strings.Contains(r.Stderr, "rank 3 of job") {
+		t.Errorf("MPI_Abort(7) on rank 3: want exit 7 and the rank named:\n%s", r.Summary())
+	}
+	start := time.Now()
+	r = in.run(t, time.Minute, 2, 4, lab, early, "rank=1")
+	if r.ExitCode == 0 || !strings.Contains(r.Stderr, "rank 1 of job") {
+		t.Errorf("a rank that left before finalize: want a failure naming rank 1:\n%s", r.Summary())
+	}
+	if d := time.Since(start); d > 25*time.Second {
+		t.Errorf("the job that lost a rank ended after %v: a time-out, not the loss, ended it", d)
+	}
+	r = in.run(t, time.Minute, 2, 2, lab, pub)
+	for _, want := range []string{"ok pubname rank=1 step=lookup port=fake-port-string#1", "ok pubname rank=1 step=lookup-missing err=MPI_ERR_NAME", "ok pubname rank=0 step=unpublish"} {
+		if r.ExitCode != 0 || !strings.Contains(r.Stdout, want) {
+			t.Fatalf("names: lacks %q:\n%s", want, r.Summary())
+		}
+	}
+	const py = "/usr/bin/python3"
+	script := filepath.Join(t.TempDir(), "hello.py")
+	if err := os.WriteFile(script, []byte(`from mpi4py import MPI
+c = MPI.COMM_WORLD
+print(f"ok mpi4py rank={c.Get_rank()} size={c.Get_size()} sum={c.allreduce(c.Get_rank() + 1)}", flush=True)
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	r = in.run(t, time.Minute, 2, 4, append(lab, "-o", "gopmi.pmix=yes"), py, script)
+	for rank := range 4 {
+		if want := fmt.Sprintf("ok mpi4py rank=%d size=4 sum=10", rank); r.ExitCode != 0 || !strings.Contains(r.Stdout, want) {
+			t.Fatalf("mpi4py with -o gopmi.pmix=yes lacks %q:\n%s", want, r.Summary())
+		}
+	}
+}

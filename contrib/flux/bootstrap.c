@@ -138,15 +138,24 @@ char *bootstrap(struct gopmi *g)
 		"0," GOPMI_BOOT_APP_SIZE "%d," GOPMI_BOOT_APP_CMD, g->ntasks, g->nodes, g->ntasks);
 	bstr(&b, g->cmd0);
 	bprintf(&b, "}]}," GOPMI_BOOT_BOOTSTRAP_NODE_ID "%d," GOPMI_BOOT_BOOTSTRAP_TASKS "[", g->shell_rank);
-	for (int i = 0; i < g->nlocal; i++)
-		bprintf(&b, "%s{" GOPMI_BOOT_TASK_RANK "%d," GOPMI_BOOT_TASK_FD_NAME "\"rank%d\"}", i ? "," : "", g->ranks[i],
-			g->ranks[i]);
+	for (int i = 0; i < g->nlocal; i++) {
+		/* A PMIx client connects to libpmix's listener: no fd. */
+		bprintf(&b, "%s{" GOPMI_BOOT_TASK_RANK "%d", i ? "," : "", g->ranks[i]);
+		if (!g->pmix)
+			bprintf(&b, "," GOPMI_BOOT_TASK_FD_NAME "\"rank%d\"", g->ranks[i]);
+		bprintf(&b, "}");
+	}
 	bprintf(&b, "]," GOPMI_BOOT_BOOTSTRAP_BACKEND "{" GOPMI_BOOT_BACKEND_CONFIG_NAME "\"slurm\"," GOPMI_BOOT_BACKEND_CONFIG_ARGS
 		"[\"-coordinator\",");
 	bstr(&b, g->coord);
 	/* The server's log is the job's stderr here, as the shell's own:
 	 * warnings and errors only, unless -o gopmi.log-level says. */
-	bprintf(&b, "]}," GOPMI_BOOT_BOOTSTRAP_LOG_LEVEL);
+	/* A PMIx face's backend starts at once: its clients' calls come
+	 * through libpmix, not the shim's reads. */
+	bprintf(&b, "]%s}", g->pmix ? "," GOPMI_BOOT_BACKEND_CONFIG_START_AT_ONCE "true" : "");
+	if (g->pmix)
+		bprintf(&b, "," GOPMI_BOOT_BOOTSTRAP_PMIX "true");
+	bprintf(&b, "," GOPMI_BOOT_BOOTSTRAP_LOG_LEVEL);
 	bstr(&b, g->log_level[0] ? g->log_level : "warn");
 	bprintf(&b, "}");
 	if (b.failed) {
@@ -154,4 +163,69 @@ char *bootstrap(struct gopmi *g)
 		return NULL;
 	}
 	return b.s;
+}
+
+/* links_open_mpi reports whether the ELF program at path needs Open MPI's
+ * library, from the names in its head (a linker puts the dynamic string
+ * table in the first loaded segment): what a PMIx client is. */
+static int links_open_mpi(const char *path)
+{
+	static const char lib[] = "\0" OPENMPI_LIB;
+	enum { head = 256 << 10 };
+	ssize_t n, got = 0;
+	struct stat st;
+	int found = 0;
+	char *buf;
+	/* Never blocking on a FIFO or opening a device. */
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+
+	if (fd < 0)
+		return 0;
+	if (fstat(fd, &st) || !S_ISREG(st.st_mode) || !(buf = malloc(head))) {
+		close(fd);
+		return 0;
+	}
+	while (got < head && (n = read(fd, buf + got, head - got)) > 0)
+		got += n;
+	close(fd);
+	if (got > 4 && !memcmp(buf, "\x7f" "ELF", 4))
+		found = memmem(buf, got, lib, sizeof(lib)) != NULL; /* with the NUL after it */
+	free(buf);
+	return found;
+}
+
+/* wants_pmix decides whether the job's tasks are PMIx clients, before they
+ * start (libpmix must have registered the job by then): -o gopmi.pmix or
+ * GOPMI_PMIX in the job's environment says yes or no; auto (the default)
+ * says yes when the job's program, found as execvp would (the job's PATH,
+ * from its working directory), links Open MPI. A program that loads Open
+ * MPI at run time (python3 with mpi4py) or a script that runs one needs
+ * -o gopmi.pmix=yes. */
+int wants_pmix(struct gopmi *g)
+{
+	const char *cmd = g->cmd0, *path = flux_shell_getenv(g->shell, "PATH");
+	const char *v = g->pmix_opt[0] ? g->pmix_opt : flux_shell_getenv(g->shell, "GOPMI_PMIX");
+	char *dirs, *save = NULL;
+	int found = 0;
+
+	if (v && (!strcasecmp(v, "1") || !strcasecmp(v, "yes") || !strcasecmp(v, "true") || !strcasecmp(v, "on")))
+		return 1;
+	if (v && (!strcasecmp(v, "0") || !strcasecmp(v, "no") || !strcasecmp(v, "false") || !strcasecmp(v, "off")))
+		return 0;
+	if (!cmd[0])
+		return 0;
+	if (strchr(cmd, '/'))
+		return links_open_mpi(cmd);
+	if (!(dirs = strdup(path ? path : "/usr/local/bin:/usr/bin:/bin")))
+		return 0;
+	for (char *d = strtok_r(dirs, ":", &save); d; d = strtok_r(NULL, ":", &save)) {
+		char p[4096];
+		snprintf(p, sizeof(p), "%s/%s", d, cmd);
+		if (access(p, X_OK) == 0) {
+			found = links_open_mpi(p);
+			break;
+		}
+	}
+	free(dirs);
+	return found;
 }

@@ -55,6 +55,9 @@ static void gopmi_destroy(void *arg)
 	flux_watcher_destroy(g->end_watch);
 	if (g->coord_end >= 0)
 		close(g->coord_end);
+	for (int i = 0; i < g->npmix_env; i++)
+		free(g->pmix_env[i]);
+	free(g->pmix_env);
 	free(g->ranks);
 	free(g->pids);
 	free(g->conns);
@@ -67,22 +70,25 @@ static int on_shell_init(flux_plugin_t *p, const char *topic, flux_plugin_arg_t 
 	struct gopmi *g = data;
 	flux_jobid_t id;
 	const char *bindir;
-	char *cmd0 = NULL, *level = NULL;
+	char *cmd0 = NULL, *level = NULL, *pmix = NULL;
 
 	if (flux_shell_info_unpack(g->shell, "{s:I s:i s:i s:i}", "jobid", &id, "rank", &g->shell_rank, "size",
 				   &g->shells, "ntasks", &g->ntasks) < 0)
 		return shell_log_errno("shell info");
 	if (flux_job_id_encode(id, "f58plain", g->jobid, sizeof(g->jobid)) < 0)
 		snprintf(g->jobid, sizeof(g->jobid), "%ju", (uintmax_t) id);
-	if (flux_shell_getopt_unpack(g->shell, "gopmi", "{s?s s?s}", "bindir", &cmd0, "log-level", &level) < 0)
-		return shell_log_error("-o gopmi.bindir and -o gopmi.log-level must be strings"), -1;
+	if (flux_shell_getopt_unpack(g->shell, "gopmi", "{s?s s?s s?s}", "bindir", &cmd0, "log-level", &level, "pmix",
+				     &pmix) < 0)
+		return shell_log_error("-o gopmi.bindir, gopmi.log-level and gopmi.pmix must be strings"), -1;
 	snprintf(g->log_level, sizeof(g->log_level), "%s", level ? level : "");
+	snprintf(g->pmix_opt, sizeof(g->pmix_opt), "%s", pmix ? pmix : "");
 	bindir = cmd0 ? cmd0 : flux_shell_getenv(g->shell, "GOPMI_BINDIR");
 	snprintf(g->bindir, sizeof(g->bindir), "%s", bindir && bindir[0] ? bindir : GOPMI_BINDIR);
 	cmd0 = NULL;
 	if (flux_shell_info_unpack(g->shell, "{s:{s:[{s:[s]}]}}", "jobspec", "tasks", "command", &cmd0) == 0 && cmd0)
 		snprintf(g->cmd0, sizeof(g->cmd0), "%s", cmd0);
-	if (layout(g) < 0 || listen_tasks(g) < 0)
+	g->pmix = wants_pmix(g);
+	if (layout(g) < 0 || (!g->pmix && listen_tasks(g) < 0))
 		return -1;
 	if (g->shell_rank == 0 && start_coordinator(g) < 0)
 		return -1;
@@ -97,11 +103,13 @@ static int on_post_init(flux_plugin_t *p, const char *topic, flux_plugin_arg_t *
 	struct gopmi *g = data;
 	flux_t *h = flux_shell_get_flux(g->shell);
 
-	if (g->shell_rank == 0)
-		return 0;
-	if (kvs_get(h, KVS_COORD, g->coord, sizeof(g->coord)) < 0 ||
-	    kvs_get(h, KVS_SECRET, g->secret, sizeof(g->secret)) < 0)
+	if (g->shell_rank != 0 && (kvs_get(h, KVS_COORD, g->coord, sizeof(g->coord)) < 0 ||
+				   kvs_get(h, KVS_SECRET, g->secret, sizeof(g->secret)) < 0))
 		return shell_log_errno("read the coordinator's address from the job's KVS");
+	/* A PMIx server must have registered the job before its clients
+	 * start; a PMI one starts with its tasks' connections. */
+	if (g->pmix && start_server(g) < 0)
+		return -1;
 	return 0;
 }
 
@@ -114,6 +122,24 @@ static int on_task_init(flux_plugin_t *p, const char *topic, flux_plugin_arg_t *
 
 	if (!cmd || flux_shell_task_info_unpack(task, "{s:i s:i}", "rank", &rank, "localid", &localid) < 0)
 		return shell_log_errno("task info");
+	/* What the job's environment carried from a gopmi around it. */
+	flux_cmd_unsetenv(cmd, ENV_SECRET);
+	flux_cmd_unsetenv(cmd, ENV_COORD);
+	if (g->pmix) {
+		/* The server's address and the job's namespace, from its
+		 * READY=1; only the rank differs between tasks. */
+		for (int i = 0; i < g->npmix_env; i++) {
+			char *eq = strchr(g->pmix_env[i], '='), name[256];
+			if (!eq || (size_t) (eq - g->pmix_env[i]) >= sizeof(name))
+				continue;
+			snprintf(name, eq - g->pmix_env[i] + 1, "%s", g->pmix_env[i]);
+			if (flux_cmd_setenvf(cmd, 1, name, "%s", eq + 1) < 0)
+				return shell_log_errno("task environment");
+		}
+		if (flux_cmd_setenvf(cmd, 1, "PMIX_RANK", "%d", rank) < 0)
+			return shell_log_errno("task environment");
+		return 0;
+	}
 	if (flux_cmd_setenvf(cmd, 1, "PMI_FD", "%d", TASK_FD) < 0 ||
 	    flux_cmd_setenvf(cmd, 1, "PMI_RANK", "%d", rank) < 0 ||
 	    flux_cmd_setenvf(cmd, 1, "PMI_SIZE", "%d", g->ntasks) < 0 ||
@@ -121,9 +147,6 @@ static int on_task_init(flux_plugin_t *p, const char *topic, flux_plugin_arg_t *
 	    flux_cmd_setenvf(cmd, 1, "MPI_LOCALRANKID", "%d", localid) < 0 ||
 	    flux_cmd_setenvf(cmd, 1, "MPI_LOCALNRANKS", "%d", g->nlocal) < 0)
 		return shell_log_errno("task environment");
-	/* What the job's environment carried from a gopmi around it. */
-	flux_cmd_unsetenv(cmd, ENV_SECRET);
-	flux_cmd_unsetenv(cmd, ENV_COORD);
 	return 0;
 }
 
@@ -135,6 +158,8 @@ static int on_task_exec(flux_plugin_t *p, const char *topic, flux_plugin_arg_t *
 	struct sockaddr_un addr = { .sun_family = AF_UNIX };
 	int fd;
 
+	if (g->pmix)
+		return 0; /* the task finds its PMIx server in its environment */
 	if (fcntl(TASK_FD, F_GETFD) >= 0) {
 		dprintf(2, "gopmi: fd %d is in use in the task: no room for its PMI connection\n", TASK_FD);
 		_exit(127);
@@ -170,6 +195,8 @@ static int on_shell_start(flux_plugin_t *p, const char *topic, flux_plugin_arg_t
 {
 	struct gopmi *g = data;
 
+	if (g->pmix)
+		return 0;
 	if (accept_tasks(g) < 0 || start_server(g) < 0)
 		return -1;
 	close(g->lfd);
@@ -186,8 +213,13 @@ static int on_shell_exit(flux_plugin_t *p, const char *topic, flux_plugin_arg_t 
 	/* The node's server ends with its tasks' connections, once it has
 	 * told the coordinator what they did (an abort, a rank gone before
 	 * finalize); one that lingers is ended. */
-	if (g->server > 0)
+	if (g->server > 0) {
+		/* A PMIx server cannot tell a task that never connected from
+		 * one not started yet: SIGHUP says every task ended. */
+		if (g->pmix)
+			kill(g->server, SIGHUP);
 		reap(g->server, SERVER_GRACE_MS, SIGTERM);
+	}
 	g->server = 0;
 	if (g->coordinator > 0) {
 		int status;

@@ -14,9 +14,11 @@
 #include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -43,6 +45,13 @@
  * connect from task.exec. */
 #define CONNECT_WAIT_MS 30000
 
+/* How long a shell waits for its PMIx server's READY=1. */
+#define START_WAIT_S 30
+
+/* Open MPI's library, which a PMIx client's program links (MPICH's is
+ * libmpich.so.12). */
+#define OPENMPI_LIB "libmpi.so.40"
+
 /* How long a shell that is done waits for its node's server to end by
  * itself before it is sent SIGTERM (then SIGKILL 2 s later). */
 #define SERVER_GRACE_MS 10000
@@ -66,10 +75,14 @@ struct gopmi {
 	char *nodes; /* the job's layout as the bootstrap's job.nodes */
 	char cmd0[1024];
 	char log_level[16];
+	char pmix_opt[16]; /* -o gopmi.pmix */
 	pid_t coordinator, server;
 	int coord_in;  /* the coordinator's stdin: closing it ends it */
 	int coord_end; /* where the coordinator says the job must end */
 	flux_watcher_t *end_watch;
+	int pmix;         /* the tasks are PMIx clients (Open MPI) */
+	char **pmix_env;  /* their PMIx environment, from the server's READY=1 */
+	int npmix_env;
 };
 
 /* buf is a growing string, for the bootstrap's JSON; failed once out of
@@ -85,6 +98,7 @@ void bprintf(struct buf *b, const char *fmt, ...) __attribute__((format(printf, 
 void bstr(struct buf *b, const char *s);
 int layout(struct gopmi *g);
 char *bootstrap(struct gopmi *g);
+int wants_pmix(struct gopmi *g);
 
 /* launch.c */
 int kvs_get(flux_t *h, const char *key, char *out, size_t size);

@@ -62,13 +62,45 @@ static void on_end(flux_reactor_t *r, flux_watcher_t *w, int revents, void *arg)
 /* start_coordinator starts gopmi-slurm coordinate with a listening TCP
  * socket as fd 3 (LISTEN_FDS=1) and a pipe as stdin, and publishes its
  * address and the job's secret in the job's KVS. Leader shell only. */
+/* envp_with is a copy of the shell's environment without the variables
+ * drop names and with sets ("NAME=value") added, made before fork: the
+ * shell has threads, so a child only makes system calls until it execs. */
+static char **envp_with(char *const *sets, const char *const *drop)
+{
+	size_t n = 0, k = 0, nsets = 0;
+	char **env;
+
+	while (environ[n])
+		n++;
+	while (sets[nsets])
+		nsets++;
+	if (!(env = calloc(n + nsets + 1, sizeof(char *))))
+		return NULL;
+	for (size_t i = 0; i < n; i++) {
+		int skip = 0;
+		for (const char *const *d = drop; *d && !skip; d++) {
+			size_t l = strlen(*d);
+			skip = !strncmp(environ[i], *d, l) && environ[i][l] == '=';
+		}
+		for (size_t j = 0; j < nsets && !skip; j++) {
+			size_t l = strcspn(sets[j], "=");
+			skip = !strncmp(environ[i], sets[j], l + 1);
+		}
+		if (!skip)
+			env[k++] = environ[i];
+	}
+	for (size_t j = 0; j < nsets; j++)
+		env[k++] = sets[j];
+	return env;
+}
+
 int start_coordinator(struct gopmi *g)
 {
 	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_ANY) };
 	socklen_t slen = sizeof(sin);
 	unsigned char raw[32];
 	const char *host = NULL;
-	char path[600];
+	char path[600], secret_var[100], **env;
 	int fd, lfd, in[2], end[2];
 	pid_t pid;
 
@@ -105,7 +137,10 @@ int start_coordinator(struct gopmi *g)
 		return shell_log_errno("pipe");
 	}
 	snprintf(g->coord, sizeof(g->coord), "%s:%d", host, ntohs(sin.sin_port));
-	pid = fork();
+	snprintf(secret_var, sizeof(secret_var), ENV_SECRET "=%s", g->secret);
+	env = envp_with((char *[]) { "LISTEN_FDS=1", secret_var, NULL },
+			(const char *[]) { "LISTEN_PID", "LISTEN_FDNAMES", NULL });
+	pid = env ? fork() : -1;
 	if (pid == 0) {
 		char *argv[] = { path, "coordinate", "-step", g->jobid, "-end-fd", "4", NULL };
 		/* Out of the way of 0, 3 and 4 first. */
@@ -114,15 +149,11 @@ int start_coordinator(struct gopmi *g)
 		dup2(fin, 0);
 		dup2(fl, 3); /* clears close-on-exec */
 		dup2(fe, 4);
-		setenv("LISTEN_FDS", "1", 1);
-		unsetenv("LISTEN_PID");
-		unsetenv("LISTEN_FDNAMES");
-		setenv(ENV_SECRET, g->secret, 1);
 		setpgid(0, 0); /* the shell's signals to its tasks are not ours */
-		execv(path, argv);
-		dprintf(2, "gopmi: exec %s: %s\n", path, strerror(errno));
+		execve(path, argv, env);
 		_exit(127);
 	}
+	free(env);
 	close(lfd);
 	close(in[0]);
 	close(end[1]);
@@ -209,59 +240,150 @@ int accept_tasks(struct gopmi *g)
 	return 0;
 }
 
-/* start_server starts the node's server with the tasks' connections as
- * LISTEN_FDS (fds 3, 4, ...) and the bootstrap on its stdin. */
+/* wait_ready reads the PMIx server's sd_notify datagrams (from its pid
+ * only: the abstract name can be guessed) until READY=1, which carries
+ * the tasks' PMIx environment ("GOPMI_PMIX_VAR=NAME=value" lines), its
+ * failure, its exit or the start time-out. */
+static int wait_ready(struct gopmi *g, int sock)
+{
+	static char msg[65536];
+	struct timespec t0, t;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (;;) {
+		struct pollfd p = { .fd = sock, .events = POLLIN };
+		char control[CMSG_SPACE(sizeof(struct ucred))];
+		struct iovec iov = { .iov_base = msg, .iov_len = sizeof(msg) - 1 };
+		struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = control,
+				     .msg_controllen = sizeof(control) };
+		struct cmsghdr *c;
+		int status, mine = 0;
+		ssize_t n;
+
+		if (waitpid(g->server, &status, WNOHANG) == g->server) {
+			g->server = 0;
+			return shell_log_error("the node's PMIx server (gopmi-slurm-pmix) exited (status %d) before it served the tasks",
+					       WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status)),
+			       -1;
+		}
+		clock_gettime(CLOCK_MONOTONIC, &t);
+		if (t.tv_sec - t0.tv_sec >= START_WAIT_S)
+			return shell_log_error("the node's PMIx server did not say READY=1 within %ds", START_WAIT_S), -1;
+		if (poll(&p, 1, 100) <= 0 || (n = recvmsg(sock, &mh, MSG_DONTWAIT)) <= 0 || (mh.msg_flags & MSG_TRUNC))
+			continue;
+		for (c = CMSG_FIRSTHDR(&mh); c; c = CMSG_NXTHDR(&mh, c)) {
+			struct ucred cred;
+			if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_CREDENTIALS) {
+				memcpy(&cred, CMSG_DATA(c), sizeof(cred));
+				mine = cred.pid == g->server;
+			}
+		}
+		if (!mine)
+			continue;
+		msg[n] = 0;
+		if (strstr(msg, "ERRNO=") || strstr(msg, "STOPPING=1")) {
+			char *st = strstr(msg, "STATUS=");
+			if (st)
+				st[strcspn(st, "\n")] = 0;
+			return shell_log_error("the node's PMIx server: %s", st ? st + 7 : msg), -1;
+		}
+		if (!strstr(msg, "READY=1"))
+			continue;
+		for (char *line = msg; line && *line;) {
+			static const char key[] = "GOPMI_PMIX_VAR=";
+			char *end = strchr(line, '\n');
+			if (end)
+				*end = 0;
+			/* Only PMIx's own variables. */
+			if (!strncmp(line, key, sizeof(key) - 1) && !strncmp(line + sizeof(key) - 1, "PMIX_", 5)) {
+				char **e = realloc(g->pmix_env, (g->npmix_env + 2) * sizeof(char *));
+				if (!e || !(e[g->npmix_env] = strdup(line + sizeof(key) - 1)))
+					return shell_log_error("no memory"), -1;
+				g->pmix_env = e;
+				e[++g->npmix_env] = NULL;
+			}
+			line = end ? end + 1 : NULL;
+		}
+		if (!g->npmix_env)
+			return shell_log_error("the node's PMIx server said READY=1 without the tasks' environment"), -1;
+		return 0;
+	}
+}
+
+/* start_server starts the node's server with the bootstrap on its stdin:
+ * for PMI-1/PMI-2 tasks with their connections as LISTEN_FDS (fds 3,
+ * 4, ...), named rank<N>; for PMIx tasks, gopmi-slurm-pmix, which says
+ * READY=1 with the tasks' environment once libpmix serves (in
+ * FLUX_JOB_TMPDIR, its TMPDIR). */
 int start_server(struct gopmi *g)
 {
-	char path[600], *boot = bootstrap(g), names[64];
+	char path[600], *boot = bootstrap(g), nfds[32], names[4096 + 16], secret_var[100], coord_var[320],
+		notify[128], tmp[600];
+	struct sockaddr_un addr = { .sun_family = AF_UNIX };
 	struct buf fdnames = { 0 };
-	int in[2];
+	int in[2] = { -1, -1 }, ns = -1, rc = -1;
+	const char *dir = flux_shell_getenv(g->shell, "FLUX_JOB_TMPDIR");
+	char **env = NULL;
 	pid_t pid;
 
 	if (!boot)
 		return shell_log_error("no memory for the bootstrap"), -1;
-	snprintf(path, sizeof(path), "%s/gopmi-slurm", g->bindir);
-	for (int i = 0; i < g->nlocal; i++)
+	snprintf(path, sizeof(path), "%s/%s", g->bindir, g->pmix ? "gopmi-slurm-pmix" : "gopmi-slurm");
+	if (access(path, X_OK) != 0) {
+		shell_log_errno("%s%s", path, g->pmix ? " (this job's tasks speak PMIx, which gopmi-slurm-pmix serves: it is built where libpmix-dev is installed; -o gopmi.pmix=no runs the job without it)" : "");
+		goto out;
+	}
+	for (int i = 0; !g->pmix && i < g->nlocal; i++)
 		bprintf(&fdnames, "%srank%d", i ? ":" : "", g->ranks[i]);
-	snprintf(names, sizeof(names), "%d", g->nlocal);
-	if (fdnames.failed || pipe2(in, O_CLOEXEC)) {
-		free(boot);
-		free(fdnames.s);
-		return shell_log_errno("pipe");
+	snprintf(nfds, sizeof(nfds), "LISTEN_FDS=%d", g->nlocal);
+	snprintf(names, sizeof(names), "LISTEN_FDNAMES=%s", fdnames.s ? fdnames.s : "");
+	snprintf(secret_var, sizeof(secret_var), ENV_SECRET "=%s", g->secret);
+	snprintf(coord_var, sizeof(coord_var), ENV_COORD "=%s", g->coord);
+	snprintf(tmp, sizeof(tmp), "TMPDIR=%s", dir ? dir : "/tmp");
+	if (g->pmix) {
+		socklen_t alen;
+		snprintf(addr.sun_path + 1, sizeof(addr.sun_path) - 1, "gopmi-flux-%s-%d-%d", g->jobid, g->shell_rank, (int) getpid());
+		alen = offsetof(struct sockaddr_un, sun_path) + 1 + strlen(addr.sun_path + 1);
+		ns = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+		if (ns < 0 || bind(ns, (struct sockaddr *) &addr, alen) ||
+		    setsockopt(ns, SOL_SOCKET, SO_PASSCRED, &(int){ 1 }, sizeof(int))) {
+			shell_log_errno("the PMIx server's notify socket");
+			goto out;
+		}
+		snprintf(notify, sizeof(notify), "NOTIFY_SOCKET=@%s", addr.sun_path + 1);
+		env = envp_with((char *[]) { secret_var, coord_var, notify, tmp, "GOPMI_LOG_FORMAT=console", NULL },
+				(const char *[]) { "LISTEN_PID", "LISTEN_FDS", "LISTEN_FDNAMES", NULL });
+	} else {
+		env = envp_with((char *[]) { secret_var, coord_var, nfds, names, "GOPMI_LOG_FORMAT=console", NULL },
+				(const char *[]) { "LISTEN_PID", "NOTIFY_SOCKET", NULL });
+	}
+	if (fdnames.failed || !env || pipe2(in, O_CLOEXEC)) {
+		shell_log_errno("the node server's start");
+		goto out;
 	}
 	pid = fork();
 	if (pid == 0) {
 		char *argv[] = { path, "shim", "-host", "flux", NULL };
 		int hi = 3 + g->nlocal;
-		/* Move every fd out of the way of 3..3+n first. */
+		/* Every fd out of the way of 3..3+n first. */
 		int fin = fcntl(in[0], F_DUPFD_CLOEXEC, hi);
-		for (int i = 0; i < g->nlocal; i++)
+		for (int i = 0; !g->pmix && i < g->nlocal; i++)
 			g->conns[i] = fcntl(g->conns[i], F_DUPFD_CLOEXEC, hi);
 		dup2(fin, 0);
-		for (int i = 0; i < g->nlocal; i++)
+		for (int i = 0; !g->pmix && i < g->nlocal; i++)
 			dup2(g->conns[i], 3 + i); /* clears close-on-exec */
-		setenv("LISTEN_FDS", names, 1);
-		setenv("LISTEN_FDNAMES", fdnames.s ? fdnames.s : "", 1);
-		unsetenv("LISTEN_PID");
-		unsetenv("NOTIFY_SOCKET");
-		/* Its log is the job's stderr: text a person reads. */
-		setenv("GOPMI_LOG_FORMAT", "console", 0);
-		setenv(ENV_SECRET, g->secret, 1);
-		setenv(ENV_COORD, g->coord, 1);
 		setpgid(0, 0);
-		execv(path, argv);
-		dprintf(2, "gopmi: exec %s: %s\n", path, strerror(errno));
+		execve(path, argv, env);
 		_exit(127);
 	}
 	close(in[0]);
-	free(fdnames.s);
+	in[0] = -1;
 	if (pid < 0) {
-		close(in[1]);
-		free(boot);
-		return shell_log_errno("fork");
+		shell_log_errno("fork");
+		goto out;
 	}
 	g->server = pid;
-	for (int i = 0; i < g->nlocal; i++) {
+	for (int i = 0; !g->pmix && i < g->nlocal; i++) {
 		close(g->conns[i]);
 		g->conns[i] = -1;
 	}
@@ -273,14 +395,26 @@ int start_server(struct gopmi *g)
 			continue;
 		if (w <= 0) {
 			shell_log_errno("write the bootstrap");
-			break;
+			goto out;
 		}
 		off += w;
 	}
 	close(in[1]);
+	in[1] = -1;
+	rc = g->pmix ? wait_ready(g, ns) : 0;
+	if (rc == 0)
+		shell_debug("node server pid %d serves %d %stasks", (int) pid, g->nlocal, g->pmix ? "PMIx " : "");
+out:
+	if (in[0] >= 0)
+		close(in[0]);
+	if (in[1] >= 0)
+		close(in[1]);
+	if (ns >= 0)
+		close(ns);
+	free(env);
+	free(fdnames.s);
 	free(boot);
-	shell_debug("node server pid %d serves %d tasks", (int) pid, g->nlocal);
-	return 0;
+	return rc;
 }
 
 /* reap waits up to ms for pid, then kills it; it returns its wait status
