@@ -309,3 +309,37 @@ print(f"ok mpi4py rank={c.Get_rank()} size={c.Get_size()} sum={c.allreduce(c.Get
 		}
 	}
 }
+
+// The fault cases that make sense under Flux, on two brokers: a rank
+// killed in a fence, and a rank that never comes to a fence (stopped),
+// with the fence's time-out set to 3 s. Each job ends at once (not after
+// Flux's 30 s exit-timeout), non-zero, with an exception that names the
+// rank (and, for the time-out, its node).
+func TestFluxFaults(t *testing.T) {
+	in := fluxOf(t, 2)
+	for _, tc := range []struct {
+		name  string
+		flags []string
+		die   string
+		want  []string
+	}{
+		{"killed in a fence", nil, "kill", []string{"rank 1 of job", "closed its PMI connection before finalize"}},
+		{"fence time-out", []string{"-o", "gopmi.timeout=3"}, "stop", []string{"job.exception", "rank 1 (node ", "did not arrive within 3s"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			start := time.Now()
+			r := in.run(t, time.Minute, 2, 4, tc.flags, progs[clients.PMI2Fault], "phase=fence", "dir="+t.TempDir(), "die="+tc.die)
+			if r.ExitCode == 0 || r.TimedOut {
+				t.Fatalf("want the job to fail:\n%s", r.Summary())
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(r.Stderr, w) {
+					t.Errorf("stderr lacks %q:\n%s", w, r.Summary())
+				}
+			}
+			if d := time.Since(start); d > 25*time.Second {
+				t.Errorf("the job ended after %v: Flux's exit-timeout, not gopmi, ended it", d)
+			}
+		})
+	}
+}

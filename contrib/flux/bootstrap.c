@@ -155,6 +155,8 @@ char *bootstrap(struct gopmi *g)
 	bprintf(&b, "]%s}", g->pmix ? "," GOPMI_BOOT_BACKEND_CONFIG_START_AT_ONCE "true" : "");
 	if (g->pmix)
 		bprintf(&b, "," GOPMI_BOOT_BOOTSTRAP_PMIX "true");
+	if (g->timeout > 0)
+		bprintf(&b, "," GOPMI_BOOT_BOOTSTRAP_TIMEOUTS "{" GOPMI_BOOT_TIMEOUTS_FENCE "\"%ds\"}", g->timeout);
 	bprintf(&b, "," GOPMI_BOOT_BOOTSTRAP_LOG_LEVEL);
 	bstr(&b, g->log_level[0] ? g->log_level : "warn");
 	bprintf(&b, "}");

@@ -53,6 +53,9 @@ static void gopmi_destroy(void *arg)
 	if (g->coord_in >= 0)
 		close(g->coord_in);
 	flux_watcher_destroy(g->end_watch);
+	flux_watcher_destroy(g->err_watch);
+	if (g->server_err >= 0)
+		close(g->server_err);
 	if (g->coord_end >= 0)
 		close(g->coord_end);
 	for (int i = 0; i < g->npmix_env; i++)
@@ -77,9 +80,9 @@ static int on_shell_init(flux_plugin_t *p, const char *topic, flux_plugin_arg_t 
 		return shell_log_errno("shell info");
 	if (flux_job_id_encode(id, "f58plain", g->jobid, sizeof(g->jobid)) < 0)
 		snprintf(g->jobid, sizeof(g->jobid), "%ju", (uintmax_t) id);
-	if (flux_shell_getopt_unpack(g->shell, "gopmi", "{s?s s?s s?s}", "bindir", &cmd0, "log-level", &level, "pmix",
-				     &pmix) < 0)
-		return shell_log_error("-o gopmi.bindir, gopmi.log-level and gopmi.pmix must be strings"), -1;
+	if (flux_shell_getopt_unpack(g->shell, "gopmi", "{s?s s?s s?s s?i}", "bindir", &cmd0, "log-level", &level, "pmix",
+				     &pmix, "timeout", &g->timeout) < 0 || g->timeout < 0)
+		return shell_log_error("-o gopmi.bindir, gopmi.log-level and gopmi.pmix must be strings, gopmi.timeout seconds"), -1;
 	snprintf(g->log_level, sizeof(g->log_level), "%s", level ? level : "");
 	snprintf(g->pmix_opt, sizeof(g->pmix_opt), "%s", pmix ? pmix : "");
 	bindir = cmd0 ? cmd0 : flux_shell_getenv(g->shell, "GOPMI_BINDIR");
@@ -251,7 +254,7 @@ int flux_plugin_init(flux_plugin_t *p)
 	if (!(g = calloc(1, sizeof(*g))))
 		return -1;
 	g->shell = shell;
-	g->lfd = g->coord_in = g->coord_end = -1;
+	g->lfd = g->coord_in = g->coord_end = g->server_err = -1;
 	if (flux_plugin_aux_set(p, "gopmi", g, gopmi_destroy) < 0) {
 		gopmi_destroy(g);
 		return -1;

@@ -76,6 +76,7 @@ struct gopmi {
 	char cmd0[1024];
 	char log_level[16];
 	char pmix_opt[16]; /* -o gopmi.pmix */
+	int timeout;       /* -o gopmi.timeout: a fence's, in seconds; 0: the default */
 	pid_t coordinator, server;
 	int coord_in;  /* the coordinator's stdin: closing it ends it */
 	int coord_end; /* where the coordinator says the job must end */
@@ -83,6 +84,10 @@ struct gopmi {
 	int pmix;         /* the tasks are PMIx clients (Open MPI) */
 	char **pmix_env;  /* their PMIx environment, from the server's READY=1 */
 	int npmix_env;
+	int server_err;           /* the node server's stderr, relayed */
+	flux_watcher_t *err_watch;
+	char log[8192], last[4096]; /* its partial line; its last line */
+	size_t nlog;
 };
 
 /* buf is a growing string, for the bootstrap's JSON; failed once out of

@@ -240,6 +240,68 @@ int accept_tasks(struct gopmi *g)
 	return 0;
 }
 
+/* server_failed reads the node server's last line, "gopmi-shim: exiting
+ * error=... exit=N" (shim/doc.go: the last line says why it exits), and
+ * raises the job's exception when the server ended the job on this node
+ * for a reason of its own: a fence that timed out (naming the ranks and
+ * their nodes), its backend lost, a bootstrap it refused. An abort (5)
+ * and a rank's end reach the coordinator, which ends the job itself. */
+static void server_failed(struct gopmi *g, const char *line)
+{
+	const char *e = strstr(line, " exit="), *why = strstr(line, "error=\"");
+	int status = e ? atoi(e + 6) : -1;
+	char reason[2048];
+
+	if (!strstr(line, "gopmi-shim: exiting") || status <= 0 || status == 5)
+		return;
+	if (why) {
+		const char *end = why + 7;
+		size_t n = 0;
+		/* The value, its quotes and escapes as the console writer
+		 * wrote them. */
+		while (*end && !(*end == '"' && end[-1] != '\\') && n < sizeof(reason) - 1)
+			reason[n++] = *end++;
+		reason[n] = 0;
+	} else {
+		snprintf(reason, sizeof(reason), "it exited with status %d", status);
+	}
+	flux_shell_raise("exec", 0, "gopmi: node %d (shell rank %d): %s", g->shell_rank, g->shell_rank, reason);
+}
+
+/* on_server_log copies the node server's log, a line at a time, to the
+ * shell's stderr (the job's), and acts on its last line. */
+static void on_server_log(flux_reactor_t *r, flux_watcher_t *w, int revents, void *arg)
+{
+	struct gopmi *g = arg;
+	ssize_t n = read(g->server_err, g->log + g->nlog, sizeof(g->log) - 1 - g->nlog);
+	char *line, *nl;
+
+	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+		return;
+	if (n > 0)
+		g->nlog += n;
+	g->log[g->nlog] = 0;
+	for (line = g->log; (nl = strchr(line, '\n')); line = nl + 1) {
+		*nl = 0;
+		dprintf(2, "%s\n", line);
+		snprintf(g->last, sizeof(g->last), "%.4000s", line);
+	}
+	g->nlog -= line - g->log;
+	memmove(g->log, line, g->nlog);
+	if (g->nlog == sizeof(g->log) - 1) {
+		/* A line longer than the buffer goes in pieces. */
+		dprintf(2, "%.*s\n", (int) g->nlog, g->log);
+		g->nlog = 0;
+	}
+	if (n <= 0) {
+		/* The server ended. */
+		if (g->nlog)
+			dprintf(2, "%.*s\n", (int) g->nlog, g->log);
+		flux_watcher_stop(w);
+		server_failed(g, g->last);
+	}
+}
+
 /* wait_ready reads the PMIx server's sd_notify datagrams (from its pid
  * only: the abstract name can be guessed) until READY=1, which carries
  * the tasks' PMIx environment ("GOPMI_PMIX_VAR=NAME=value" lines), its
@@ -321,7 +383,7 @@ int start_server(struct gopmi *g)
 		notify[128], tmp[600];
 	struct sockaddr_un addr = { .sun_family = AF_UNIX };
 	struct buf fdnames = { 0 };
-	int in[2] = { -1, -1 }, ns = -1, rc = -1;
+	int in[2] = { -1, -1 }, errp[2] = { -1, -1 }, ns = -1, rc = -1;
 	const char *dir = flux_shell_getenv(g->shell, "FLUX_JOB_TMPDIR");
 	char **env = NULL;
 	pid_t pid;
@@ -357,7 +419,7 @@ int start_server(struct gopmi *g)
 		env = envp_with((char *[]) { secret_var, coord_var, nfds, names, "GOPMI_LOG_FORMAT=console", NULL },
 				(const char *[]) { "LISTEN_PID", "NOTIFY_SOCKET", NULL });
 	}
-	if (fdnames.failed || !env || pipe2(in, O_CLOEXEC)) {
+	if (fdnames.failed || !env || pipe2(in, O_CLOEXEC) || pipe2(errp, O_CLOEXEC)) {
 		shell_log_errno("the node server's start");
 		goto out;
 	}
@@ -369,7 +431,9 @@ int start_server(struct gopmi *g)
 		int fin = fcntl(in[0], F_DUPFD_CLOEXEC, hi);
 		for (int i = 0; !g->pmix && i < g->nlocal; i++)
 			g->conns[i] = fcntl(g->conns[i], F_DUPFD_CLOEXEC, hi);
+		int ferr = fcntl(errp[1], F_DUPFD_CLOEXEC, hi);
 		dup2(fin, 0);
+		dup2(ferr, 2);
 		for (int i = 0; !g->pmix && i < g->nlocal; i++)
 			dup2(g->conns[i], 3 + i); /* clears close-on-exec */
 		setpgid(0, 0);
@@ -383,6 +447,16 @@ int start_server(struct gopmi *g)
 		goto out;
 	}
 	g->server = pid;
+	close(errp[1]);
+	errp[1] = -1;
+	g->server_err = errp[0];
+	errp[0] = -1;
+	if (!(g->err_watch = flux_fd_watcher_create(flux_get_reactor(flux_shell_get_flux(g->shell)), g->server_err,
+						     FLUX_POLLIN, on_server_log, g))) {
+		shell_log_errno("watch the node server's log");
+		goto out;
+	}
+	flux_watcher_start(g->err_watch);
 	for (int i = 0; !g->pmix && i < g->nlocal; i++) {
 		close(g->conns[i]);
 		g->conns[i] = -1;
@@ -411,6 +485,9 @@ out:
 		close(in[1]);
 	if (ns >= 0)
 		close(ns);
+	for (int i = 0; i < 2; i++)
+		if (errp[i] >= 0)
+			close(errp[i]);
 	free(env);
 	free(fdnames.s);
 	free(boot);
