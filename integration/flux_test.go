@@ -343,3 +343,20 @@ func TestFluxFaults(t *testing.T) {
 		})
 	}
 }
+
+// A job whose tasks never speak PMI starts no gopmi process (no node
+// server, no coordinator), as under srun; one whose tasks do starts them
+// when the first task speaks. The shell's debug log (-o verbose=1) says
+// when each starts.
+func TestFluxOnDemand(t *testing.T) {
+	in := fluxOf(t, 2)
+	verbose := []string{"-o", "verbose=1"}
+	r := in.run(t, time.Minute, 2, 4, verbose, "/bin/true")
+	if r.ExitCode != 0 || strings.Contains(r.Stderr, "gopmi: coordinator pid") || strings.Contains(r.Stderr, "gopmi: node server pid") {
+		t.Errorf("a job that speaks no PMI: want exit 0 and no gopmi process started:\n%s", r.Summary())
+	}
+	r = in.run(t, time.Minute, 2, 4, verbose, progs[clients.MPIHello])
+	if r.ExitCode != 0 || strings.Count(r.Stderr, "gopmi: coordinator pid") != 1 || strings.Count(r.Stderr, "gopmi: node server pid") != 2 {
+		t.Errorf("MPICH's hello: want one coordinator and a server on each of 2 brokers:\n%s", r.Summary())
+	}
+}

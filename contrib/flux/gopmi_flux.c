@@ -53,6 +53,12 @@ static void gopmi_destroy(void *arg)
 	if (g->coord_in >= 0)
 		close(g->coord_in);
 	flux_watcher_destroy(g->end_watch);
+	flux_watcher_destroy(g->first_node);
+	for (int i = 0; g->watch && i < g->nlocal; i++)
+		flux_watcher_destroy(g->watch[i]);
+	free(g->watch);
+	if (g->coord_lfd >= 0)
+		close(g->coord_lfd);
 	flux_watcher_destroy(g->err_watch);
 	if (g->server_err >= 0)
 		close(g->server_err);
@@ -66,6 +72,46 @@ static void gopmi_destroy(void *arg)
 	free(g->conns);
 	free(g->nodes);
 	free(g);
+}
+
+/* on_first_node starts the coordinator when a node first connects. */
+static void on_first_node(flux_reactor_t *r, flux_watcher_t *w, int revents, void *arg)
+{
+	struct gopmi *g = arg;
+
+	flux_watcher_stop(w);
+	if (start_coordinator(g) < 0)
+		flux_shell_raise("exec", 0, "gopmi: the job's coordinator did not start (the shell's log says why)");
+}
+
+/* on_first_pmi watches the tasks' connections until one of them speaks
+ * PMI, and then starts the node's server with them all: a job whose
+ * tasks never speak PMI (flux run -o pmi=gopmi hostname) starts none. A
+ * connection that ends first is a task that ended without PMI. */
+static void on_first_pmi(flux_reactor_t *r, flux_watcher_t *w, int revents, void *arg)
+{
+	struct gopmi *g = arg;
+	int fd = flux_fd_watcher_get_fd(w);
+	char c;
+	ssize_t n = recv(fd, &c, 1, MSG_PEEK | MSG_DONTWAIT);
+
+	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+		return;
+	if (n <= 0) {
+		flux_watcher_stop(w);
+		if (++g->ended < g->nlocal)
+			return;
+		/* Every task ended without a word of PMI: no server. */
+		for (int i = 0; i < g->nlocal; i++) {
+			close(g->conns[i]);
+			g->conns[i] = -1;
+		}
+		return;
+	}
+	for (int i = 0; i < g->nlocal; i++)
+		flux_watcher_stop(g->watch[i]);
+	if (start_server(g) < 0)
+		flux_shell_raise("exec", 0, "gopmi: node %d: the PMI server did not start (the shell's log says why)", g->shell_rank);
 }
 
 static int on_shell_init(flux_plugin_t *p, const char *topic, flux_plugin_arg_t *args, void *data)
@@ -93,8 +139,20 @@ static int on_shell_init(flux_plugin_t *p, const char *topic, flux_plugin_arg_t 
 	g->pmix = wants_pmix(g);
 	if (layout(g) < 0 || (!g->pmix && listen_tasks(g) < 0))
 		return -1;
-	if (g->shell_rank == 0 && start_coordinator(g) < 0)
+	if (g->shell_rank == 0 && listen_coordinator(g) < 0)
 		return -1;
+	if (g->shell_rank == 0) {
+		/* A PMIx server connects at once; otherwise the coordinator
+		 * starts when the first node connects, if one does: a job
+		 * whose tasks never speak PMI starts none. */
+		if (g->pmix)
+			return start_coordinator(g);
+		g->first_node = flux_fd_watcher_create(flux_get_reactor(flux_shell_get_flux(g->shell)), g->coord_lfd,
+						       FLUX_POLLIN, on_first_node, g);
+		if (!g->first_node)
+			return shell_log_errno("watch the coordinator's socket");
+		flux_watcher_start(g->first_node);
+	}
 	return 0;
 }
 
@@ -200,12 +258,21 @@ static int on_shell_start(flux_plugin_t *p, const char *topic, flux_plugin_arg_t
 
 	if (g->pmix)
 		return 0;
-	if (accept_tasks(g) < 0 || start_server(g) < 0)
+	if (accept_tasks(g) < 0)
 		return -1;
 	close(g->lfd);
 	g->lfd = -1;
 	unlink(g->sock);
 	g->sock[0] = 0;
+	if (!(g->watch = calloc(g->nlocal ? g->nlocal : 1, sizeof(*g->watch))))
+		return -1;
+	for (int i = 0; i < g->nlocal; i++) {
+		g->watch[i] = flux_fd_watcher_create(flux_get_reactor(flux_shell_get_flux(g->shell)), g->conns[i],
+						     FLUX_POLLIN, on_first_pmi, g);
+		if (!g->watch[i])
+			return shell_log_errno("watch the tasks' connections");
+		flux_watcher_start(g->watch[i]);
+	}
 	return 0;
 }
 
@@ -254,7 +321,7 @@ int flux_plugin_init(flux_plugin_t *p)
 	if (!(g = calloc(1, sizeof(*g))))
 		return -1;
 	g->shell = shell;
-	g->lfd = g->coord_in = g->coord_end = g->server_err = -1;
+	g->lfd = g->coord_in = g->coord_end = g->server_err = g->coord_lfd = -1;
 	if (flux_plugin_aux_set(p, "gopmi", g, gopmi_destroy) < 0) {
 		gopmi_destroy(g);
 		return -1;

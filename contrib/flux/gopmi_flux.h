@@ -88,6 +88,10 @@ struct gopmi {
 	flux_watcher_t *err_watch;
 	char log[8192], last[4096]; /* its partial line; its last line */
 	size_t nlog;
+	int coord_lfd;              /* the coordinator's socket until it starts */
+	flux_watcher_t *first_node; /* starts the coordinator */
+	flux_watcher_t **watch;     /* by localid: the first PMI starts the server */
+	int ended;                  /* tasks whose connection ended without PMI */
 };
 
 /* buf is a growing string, for the bootstrap's JSON; failed once out of
@@ -107,6 +111,7 @@ int wants_pmix(struct gopmi *g);
 
 /* launch.c */
 int kvs_get(flux_t *h, const char *key, char *out, size_t size);
+int listen_coordinator(struct gopmi *g);
 int start_coordinator(struct gopmi *g);
 int listen_tasks(struct gopmi *g);
 int accept_tasks(struct gopmi *g);

@@ -59,9 +59,6 @@ static void on_end(flux_reactor_t *r, flux_watcher_t *w, int revents, void *arg)
 	flux_shell_raise_exit_status(status << 8, "%s", line + off);
 }
 
-/* start_coordinator starts gopmi-slurm coordinate with a listening TCP
- * socket as fd 3 (LISTEN_FDS=1) and a pipe as stdin, and publishes its
- * address and the job's secret in the job's KVS. Leader shell only. */
 /* envp_with is a copy of the shell's environment without the variables
  * drop names and with sets ("NAME=value") added, made before fork: the
  * shell has threads, so a child only makes system calls until it execs. */
@@ -94,15 +91,18 @@ static char **envp_with(char *const *sets, const char *const *drop)
 	return env;
 }
 
-int start_coordinator(struct gopmi *g)
+/* listen_coordinator makes the job's secret and the coordinator's
+ * listening socket, and publishes its address and the secret in the
+ * job's KVS (a node connects there before the coordinator runs: the
+ * connection waits in the socket's queue). Leader shell only. */
+int listen_coordinator(struct gopmi *g)
 {
 	struct sockaddr_in sin = { .sin_family = AF_INET, .sin_addr.s_addr = htonl(INADDR_ANY) };
 	socklen_t slen = sizeof(sin);
 	unsigned char raw[32];
 	const char *host = NULL;
-	char path[600], secret_var[100], **env;
-	int fd, lfd, in[2], end[2];
-	pid_t pid;
+	flux_t *h = flux_shell_get_flux(g->shell);
+	int fd;
 
 	fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC);
 	if (fd < 0 || read(fd, raw, sizeof(raw)) != sizeof(raw)) {
@@ -115,28 +115,35 @@ int start_coordinator(struct gopmi *g)
 		snprintf(g->secret + 2 * i, 3, "%02x", raw[i]);
 	if (flux_shell_rank_info_unpack(g->shell, 0, "{s:s}", "name", &host) < 0 || !host)
 		return shell_log_errno("the leader's host");
+	g->coord_lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (g->coord_lfd < 0 || bind(g->coord_lfd, (struct sockaddr *) &sin, sizeof(sin)) ||
+	    listen(g->coord_lfd, SOMAXCONN) || getsockname(g->coord_lfd, (struct sockaddr *) &sin, &slen))
+		return shell_log_errno("coordinator socket");
+	snprintf(g->coord, sizeof(g->coord), "%s:%d", host, ntohs(sin.sin_port));
+	if (kvs_put(h, KVS_COORD, g->coord) < 0 || kvs_put(h, KVS_SECRET, g->secret) < 0)
+		return shell_log_errno("write the coordinator's address to the job's KVS");
+	return 0;
+}
+
+/* start_coordinator starts gopmi-slurm coordinate on the listening socket
+ * (fd 3, LISTEN_FDS=1), with a pipe as its stdin (closing it ends the
+ * coordinator) and another as fd 4, where it says the job must end. */
+int start_coordinator(struct gopmi *g)
+{
+	char path[600], secret_var[100], **env;
+	int in[2], end[2];
+	pid_t pid;
+
 	snprintf(path, sizeof(path), "%s/gopmi-slurm", g->bindir);
 	if (access(path, X_OK) != 0)
 		return shell_log_errno("%s (install gopmi there, or set GOPMI_BINDIR or -o gopmi.bindir=DIR)", path);
-	lfd = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (lfd < 0 || bind(lfd, (struct sockaddr *) &sin, sizeof(sin)) || listen(lfd, SOMAXCONN) ||
-	    getsockname(lfd, (struct sockaddr *) &sin, &slen)) {
-		shell_log_errno("coordinator socket");
-		if (lfd >= 0)
-			close(lfd);
-		return -1;
-	}
-	if (pipe2(in, O_CLOEXEC)) {
-		close(lfd);
+	if (pipe2(in, O_CLOEXEC))
 		return shell_log_errno("pipe");
-	}
 	if (pipe2(end, O_CLOEXEC)) {
-		close(lfd);
 		close(in[0]);
 		close(in[1]);
 		return shell_log_errno("pipe");
 	}
-	snprintf(g->coord, sizeof(g->coord), "%s:%d", host, ntohs(sin.sin_port));
 	snprintf(secret_var, sizeof(secret_var), ENV_SECRET "=%s", g->secret);
 	env = envp_with((char *[]) { "LISTEN_FDS=1", secret_var, NULL },
 			(const char *[]) { "LISTEN_PID", "LISTEN_FDNAMES", NULL });
@@ -144,7 +151,7 @@ int start_coordinator(struct gopmi *g)
 	if (pid == 0) {
 		char *argv[] = { path, "coordinate", "-step", g->jobid, "-end-fd", "4", NULL };
 		/* Out of the way of 0, 3 and 4 first. */
-		int fin = fcntl(in[0], F_DUPFD_CLOEXEC, 5), fl = fcntl(lfd, F_DUPFD_CLOEXEC, 5),
+		int fin = fcntl(in[0], F_DUPFD_CLOEXEC, 5), fl = fcntl(g->coord_lfd, F_DUPFD_CLOEXEC, 5),
 		    fe = fcntl(end[1], F_DUPFD_CLOEXEC, 5);
 		dup2(fin, 0);
 		dup2(fl, 3); /* clears close-on-exec */
@@ -154,7 +161,10 @@ int start_coordinator(struct gopmi *g)
 		_exit(127);
 	}
 	free(env);
-	close(lfd);
+	/* The coordinator's now (or nobody's): a node that connects to a
+	 * coordinator that died is refused at once. */
+	close(g->coord_lfd);
+	g->coord_lfd = -1;
 	close(in[0]);
 	close(end[1]);
 	if (pid < 0) {
@@ -169,9 +179,6 @@ int start_coordinator(struct gopmi *g)
 						     on_end, g)))
 		return shell_log_errno("watch the coordinator");
 	flux_watcher_start(g->end_watch);
-	if (kvs_put(flux_shell_get_flux(g->shell), KVS_COORD, g->coord) < 0 ||
-	    kvs_put(flux_shell_get_flux(g->shell), KVS_SECRET, g->secret) < 0)
-		return shell_log_errno("write the coordinator's address to the job's KVS");
 	shell_debug("coordinator pid %d at %s", (int) pid, g->coord);
 	return 0;
 }
