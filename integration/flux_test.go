@@ -219,8 +219,8 @@ func TestFluxCases(t *testing.T) {
 	in := fluxOf(t, 2)
 	for _, cs := range clients.Cases() {
 		if cs.Heavy || strings.Contains(cs.Name, "spawn") {
-			// Spawn under Flux (a child job in the instance) is not
-			// built yet.
+			// Spawn has its own test (TestFluxSpawn): a spawned job's
+			// output reaches flux run as the leader shell's lines.
 			continue
 		}
 		t.Run(cs.Name, func(t *testing.T) {
@@ -259,8 +259,8 @@ func TestFluxMPICHSizes(t *testing.T) {
 // Open MPI 4.1 (PMIx, through gopmi-slurm-pmix, which the plugin picks
 // when the program links Open MPI) on two brokers: hello, abort's exit
 // status, a rank that leaves before finalize, the name service; and
-// Debian's mpi4py, which nothing on the command line shows, with -o
-// gopmi.pmix=yes.
+// spawn; Debian's mpi4py, which nothing on the command line shows, with
+// -o gopmi.pmix=yes.
 func TestFluxOpenMPI(t *testing.T) {
 	in := fluxOf(t, 2)
 	if err := pmixShim(); err != nil {
@@ -292,6 +292,16 @@ func TestFluxOpenMPI(t *testing.T) {
 	for _, want := range []string{"ok pubname rank=1 step=lookup port=fake-port-string#1", "ok pubname rank=1 step=lookup-missing err=MPI_ERR_NAME", "ok pubname rank=0 step=unpublish"} {
 		if r.ExitCode != 0 || !strings.Contains(r.Stdout, want) {
 			t.Fatalf("names: lacks %q:\n%s", want, r.Summary())
+		}
+	}
+	// MPI_Comm_spawn, which flux-pmix cannot do: a child job of the
+	// instance, which joins its parent's coordinator.
+	spawn := buildOpenMPI(t, "mpi_spawn")
+	r = in.run(t, 2*time.Minute, 2, 2, lab, spawn, "n=3")
+	for _, want := range []string{"ok spawn rank=0 role=parent remote=3 merged=5 sum=3003", "ok spawn rank=1 role=parent remote=3 merged=5",
+		"ok spawn rank=0 role=child remote=2 merged=5", "ok spawn rank=2 role=child remote=2 merged=5"} {
+		if r.ExitCode != 0 || !strings.Contains(r.Stdout+r.Stderr, want) {
+			t.Fatalf("spawn: lacks %q:\n%s", want, r.Summary())
 		}
 	}
 	const py = "/usr/bin/python3"
@@ -358,5 +368,24 @@ func TestFluxOnDemand(t *testing.T) {
 	r = in.run(t, time.Minute, 2, 4, verbose, progs[clients.MPIHello])
 	if r.ExitCode != 0 || strings.Count(r.Stderr, "gopmi: coordinator pid") != 1 || strings.Count(r.Stderr, "gopmi: node server pid") != 2 {
 		t.Errorf("MPICH's hello: want one coordinator and a server on each of 2 brokers:\n%s", r.Summary())
+	}
+}
+
+// PMI-2's spawn under Flux, which Flux's own PMI cannot do: the child is
+// a job of the instance that joins its parent's coordinator, with the
+// spawn's preput, PMI_SPAWNED and the namespace its parent was told. Its
+// output reaches the parent's flux run as the leader shell's lines (on
+// stderr, "flux-shell[0]: stdout: ..."), not as the job's own stdout.
+func TestFluxSpawn(t *testing.T) {
+	in := fluxOf(t, 2)
+	r := in.run(t, time.Minute, 2, 2, nil, progs[clients.PMI2Test], "spawn")
+	out := r.Stdout + r.Stderr
+	if r.ExitCode != 0 || !strings.Contains(r.Stdout, "ok pmi2 rank=0 step=spawn jobid=flux.") {
+		t.Fatalf("the parent's spawn:\n%s", r.Summary())
+	}
+	for rank := range 2 {
+		if want := fmt.Sprintf("ok pmi2-child rank=%d size=2 spawned=1 appnum=0 preput=preput-val jobid=flux.", rank); !strings.Contains(out, want) {
+			t.Errorf("the child lacks %q:\n%s", want, r.Summary())
+		}
 	}
 }

@@ -133,7 +133,13 @@ char *bootstrap(struct gopmi *g)
 	struct buf b = { 0 };
 
 	bprintf(&b, "{" GOPMI_BOOT_BOOTSTRAP_VERSION "1," GOPMI_BOOT_BOOTSTRAP_JOB "{" GOPMI_BOOT_JOB_NSPACE);
-	bstr(&b, g->jobid);
+	bstr(&b, g->nspace);
+	if (g->parent[0]) {
+		bprintf(&b, "," GOPMI_BOOT_JOB_PARENT);
+		bstr(&b, g->parent);
+	}
+	if (g->preput && g->preput[0] == '[')
+		bprintf(&b, "," GOPMI_BOOT_JOB_PREPUT "%s", g->preput);
 	bprintf(&b, "," GOPMI_BOOT_JOB_SIZE "%d," GOPMI_BOOT_JOB_NODES "%s," GOPMI_BOOT_JOB_APPS "[{" GOPMI_BOOT_APP_FIRST_RANK
 		"0," GOPMI_BOOT_APP_SIZE "%d," GOPMI_BOOT_APP_CMD, g->ntasks, g->nodes, g->ntasks);
 	bstr(&b, g->cmd0);
@@ -152,7 +158,8 @@ char *bootstrap(struct gopmi *g)
 	 * warnings and errors only, unless -o gopmi.log-level says. */
 	/* A PMIx face's backend starts at once: its clients' calls come
 	 * through libpmix, not the shim's reads. */
-	bprintf(&b, "]%s}", g->pmix ? "," GOPMI_BOOT_BACKEND_CONFIG_START_AT_ONCE "true" : "");
+	/* So does a spawned job's: its spawner waits for its nodes. */
+	bprintf(&b, "]%s}", g->pmix || g->spawned ? "," GOPMI_BOOT_BACKEND_CONFIG_START_AT_ONCE "true" : "");
 	if (g->pmix)
 		bprintf(&b, "," GOPMI_BOOT_BOOTSTRAP_PMIX "true");
 	if (g->timeout > 0)

@@ -74,6 +74,25 @@ static void gopmi_destroy(void *arg)
 	free(g);
 }
 
+/* joined takes what a job a gopmi job spawned finds in its environment
+ * (the spawner's coordinator, the secret, its namespace, its parent's,
+ * the preput), as a step spawned under srun does. */
+static void joined(struct gopmi *g)
+{
+	const char *coord = flux_shell_getenv(g->shell, ENV_COORD), *secret = flux_shell_getenv(g->shell, ENV_SECRET);
+	const char *ns = flux_shell_getenv(g->shell, ENV_NSPACE), *parent = flux_shell_getenv(g->shell, ENV_PARENT);
+
+	snprintf(g->nspace, sizeof(g->nspace), "%s", g->jobid);
+	if (!coord || !coord[0] || !secret || !secret[0] || !ns || !ns[0])
+		return;
+	g->spawned = 1;
+	snprintf(g->coord, sizeof(g->coord), "%s", coord);
+	snprintf(g->secret, sizeof(g->secret), "%s", secret);
+	snprintf(g->nspace, sizeof(g->nspace), "%s", ns);
+	snprintf(g->parent, sizeof(g->parent), "%s", parent ? parent : "");
+	g->preput = flux_shell_getenv(g->shell, ENV_PREPUT);
+}
+
 /* on_first_node starts the coordinator when a node first connects. */
 static void on_first_node(flux_reactor_t *r, flux_watcher_t *w, int revents, void *arg)
 {
@@ -126,6 +145,7 @@ static int on_shell_init(flux_plugin_t *p, const char *topic, flux_plugin_arg_t 
 		return shell_log_errno("shell info");
 	if (flux_job_id_encode(id, "f58plain", g->jobid, sizeof(g->jobid)) < 0)
 		snprintf(g->jobid, sizeof(g->jobid), "%ju", (uintmax_t) id);
+	joined(g);
 	if (flux_shell_getopt_unpack(g->shell, "gopmi", "{s?s s?s s?s s?i}", "bindir", &cmd0, "log-level", &level, "pmix",
 				     &pmix, "timeout", &g->timeout) < 0 || g->timeout < 0)
 		return shell_log_error("-o gopmi.bindir, gopmi.log-level and gopmi.pmix must be strings, gopmi.timeout seconds"), -1;
@@ -139,6 +159,8 @@ static int on_shell_init(flux_plugin_t *p, const char *topic, flux_plugin_arg_t 
 	g->pmix = wants_pmix(g);
 	if (layout(g) < 0 || (!g->pmix && listen_tasks(g) < 0))
 		return -1;
+	if (g->spawned)
+		return 0; /* its spawner's coordinator serves it */
 	if (g->shell_rank == 0 && listen_coordinator(g) < 0)
 		return -1;
 	if (g->shell_rank == 0) {
@@ -164,7 +186,7 @@ static int on_post_init(flux_plugin_t *p, const char *topic, flux_plugin_arg_t *
 	struct gopmi *g = data;
 	flux_t *h = flux_shell_get_flux(g->shell);
 
-	if (g->shell_rank != 0 && (kvs_get(h, KVS_COORD, g->coord, sizeof(g->coord)) < 0 ||
+	if (g->shell_rank != 0 && !g->spawned && (kvs_get(h, KVS_COORD, g->coord, sizeof(g->coord)) < 0 ||
 				   kvs_get(h, KVS_SECRET, g->secret, sizeof(g->secret)) < 0))
 		return shell_log_errno("read the coordinator's address from the job's KVS");
 	/* A PMIx server must have registered the job before its clients
@@ -183,9 +205,10 @@ static int on_task_init(flux_plugin_t *p, const char *topic, flux_plugin_arg_t *
 
 	if (!cmd || flux_shell_task_info_unpack(task, "{s:i s:i}", "rank", &rank, "localid", &localid) < 0)
 		return shell_log_errno("task info");
-	/* What the job's environment carried from a gopmi around it. */
-	flux_cmd_unsetenv(cmd, ENV_SECRET);
-	flux_cmd_unsetenv(cmd, ENV_COORD);
+	/* What the job's environment carried from a gopmi around it (its
+	 * spawner's): the tasks must not see the secret. */
+	for (const char **k = (const char *[]) { ENV_SECRET, ENV_COORD, ENV_NSPACE, ENV_PARENT, ENV_PREPUT, NULL }; *k; k++)
+		flux_cmd_unsetenv(cmd, *k);
 	if (g->pmix) {
 		/* The server's address and the job's namespace, from its
 		 * READY=1; only the rank differs between tasks. */
@@ -204,7 +227,8 @@ static int on_task_init(flux_plugin_t *p, const char *topic, flux_plugin_arg_t *
 	if (flux_cmd_setenvf(cmd, 1, "PMI_FD", "%d", TASK_FD) < 0 ||
 	    flux_cmd_setenvf(cmd, 1, "PMI_RANK", "%d", rank) < 0 ||
 	    flux_cmd_setenvf(cmd, 1, "PMI_SIZE", "%d", g->ntasks) < 0 ||
-	    flux_cmd_setenvf(cmd, 1, "PMI_JOBID", "%s", g->jobid) < 0 ||
+	    flux_cmd_setenvf(cmd, 1, "PMI_JOBID", "%s", g->nspace) < 0 ||
+	    (g->spawned && flux_cmd_setenvf(cmd, 1, "PMI_SPAWNED", "1") < 0) ||
 	    flux_cmd_setenvf(cmd, 1, "MPI_LOCALRANKID", "%d", localid) < 0 ||
 	    flux_cmd_setenvf(cmd, 1, "MPI_LOCALNRANKS", "%d", g->nlocal) < 0)
 		return shell_log_errno("task environment");
@@ -264,6 +288,8 @@ static int on_shell_start(flux_plugin_t *p, const char *topic, flux_plugin_arg_t
 	g->lfd = -1;
 	unlink(g->sock);
 	g->sock[0] = 0;
+	if (g->spawned)
+		return start_server(g); /* its spawner waits for its nodes */
 	if (!(g->watch = calloc(g->nlocal ? g->nlocal : 1, sizeof(*g->watch))))
 		return -1;
 	for (int i = 0; i < g->nlocal; i++) {

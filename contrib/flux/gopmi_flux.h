@@ -58,6 +58,9 @@
 
 #define ENV_SECRET "GOPMI_SLURM_SECRET"
 #define ENV_COORD "GOPMI_SLURM_COORD"
+#define ENV_NSPACE "GOPMI_SLURM_NSPACE"
+#define ENV_PARENT "GOPMI_SLURM_PARENT"
+#define ENV_PREPUT "GOPMI_SLURM_PREPUT"
 #define KVS_COORD "gopmi.coord"
 #define KVS_SECRET "gopmi.secret"
 
@@ -92,6 +95,13 @@ struct gopmi {
 	flux_watcher_t *first_node; /* starts the coordinator */
 	flux_watcher_t **watch;     /* by localid: the first PMI starts the server */
 	int ended;                  /* tasks whose connection ended without PMI */
+	/* A job a gopmi job spawned (MPI_Comm_spawn): it joins its
+	 * spawner's coordinator, named in its environment, as the job
+	 * nspace its spawner was told, with the spawn's preput. */
+	int spawned;
+	char *coord_argv[32];
+	char nspace[128], parent[128];
+	const char *preput; /* a JSON array of {"key","value"}, or NULL */
 };
 
 /* buf is a growing string, for the bootstrap's JSON; failed once out of

@@ -125,6 +125,54 @@ int listen_coordinator(struct gopmi *g)
 	return 0;
 }
 
+/* flux_command is the flux of this shell's Flux (its libexecdir's
+ * prefix), else flux on PATH. */
+static void flux_command(char *out, size_t size)
+{
+	const char *libexec = flux_conf_builtin_get("libexecdir", FLUX_CONF_AUTO);
+	char *dir = libexec ? strdup(libexec) : NULL;
+
+	snprintf(out, size, "flux");
+	if (dir) {
+		char *slash = strrchr(dir, '/');
+		if (slash && (*slash = 0, slash = strrchr(dir, '/'))) {
+			*slash = 0;
+			snprintf(out, size, "%s/bin/flux", dir);
+			if (access(out, X_OK) != 0)
+				snprintf(out, size, "flux");
+		}
+	}
+	free(dir);
+}
+
+/* coordinator_argv is the coordinator's command: a spawn is a job of this
+ * instance, run by flux run with the options that select gopmi (and the
+ * userrc that loads it, when this job used one). */
+static int coordinator_argv(struct gopmi *g, char *path)
+{
+	static char flux[600], userrc[600], bindir[600];
+	char *userrc_json = NULL;
+	int n = 0;
+
+	flux_command(flux, sizeof(flux));
+	snprintf(bindir, sizeof(bindir), "gopmi.bindir=%s", g->bindir);
+	userrc[0] = 0;
+	if (flux_shell_getopt(g->shell, "userrc", &userrc_json) == 1 && userrc_json) {
+		/* A JSON string: its quotes off (a path holds no escape). */
+		size_t l = strlen(userrc_json);
+		if (l >= 2 && userrc_json[0] == '"' && !strchr(userrc_json, '\\'))
+			snprintf(userrc, sizeof(userrc), "userrc=%.*s", (int) (l - 2), userrc_json + 1);
+	}
+	free(userrc_json);
+	const char *args[] = { path, "coordinate", "-step", g->jobid, "-end-fd", "4", "-flux-run", flux, "-flux-run", "run",
+			       "-flux-run", "-o", "-flux-run", "pmi=gopmi", "-flux-run", "-o", "-flux-run", bindir,
+			       userrc[0] ? "-flux-run" : NULL, "-o", "-flux-run", userrc, NULL };
+	for (; args[n]; n++)
+		g->coord_argv[n] = (char *) args[n];
+	g->coord_argv[n] = NULL;
+	return 0;
+}
+
 /* start_coordinator starts gopmi-slurm coordinate on the listening socket
  * (fd 3, LISTEN_FDS=1), with a pipe as its stdin (closing it ends the
  * coordinator) and another as fd 4, where it says the job must end. */
@@ -145,11 +193,18 @@ int start_coordinator(struct gopmi *g)
 		return shell_log_errno("pipe");
 	}
 	snprintf(secret_var, sizeof(secret_var), ENV_SECRET "=%s", g->secret);
+	if (coordinator_argv(g, path) < 0) {
+		close(in[0]);
+		close(in[1]);
+		close(end[0]);
+		close(end[1]);
+		return shell_log_errno("the coordinator's arguments");
+	}
 	env = envp_with((char *[]) { "LISTEN_FDS=1", secret_var, NULL },
 			(const char *[]) { "LISTEN_PID", "LISTEN_FDNAMES", NULL });
 	pid = env ? fork() : -1;
 	if (pid == 0) {
-		char *argv[] = { path, "coordinate", "-step", g->jobid, "-end-fd", "4", NULL };
+		char **argv = g->coord_argv;
 		/* Out of the way of 0, 3 and 4 first. */
 		int fin = fcntl(in[0], F_DUPFD_CLOEXEC, 5), fl = fcntl(g->coord_lfd, F_DUPFD_CLOEXEC, 5),
 		    fe = fcntl(end[1], F_DUPFD_CLOEXEC, 5);

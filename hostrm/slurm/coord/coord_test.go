@@ -316,3 +316,21 @@ func TestWriteEnd(t *testing.T) {
 		}
 	}
 }
+
+// A spawn under Flux is one flux run of one command, with the prefix of
+// arguments the job shell gave; several commands at once are refused by
+// name.
+func TestFluxRunArgs(t *testing.T) {
+	run := []string{"run", "-o", "pmi=gopmi"}
+	args, env, err := fluxRunArgs(run, []local.AppSpec{{Path: "/bin/prog", Args: []string{"a", "b c"}, Procs: 3, Dir: "/w", Env: []string{"K=V"}}})
+	want := []string{"run", "-o", "pmi=gopmi", "-n", "3", "--cwd=/w", "/bin/prog", "a", "b c"}
+	if err != nil || !slices.Equal(args, want) || !slices.Equal(env, []string{"K=V"}) {
+		t.Errorf("fluxRunArgs = %q, %q, %v; want %q", args, env, err, want)
+	}
+	if _, _, err := fluxRunArgs(run, []local.AppSpec{{Path: "a", Procs: 1}, {Path: "b", Procs: 1}}); !errors.Is(err, plugin.ErrNotSupported) {
+		t.Errorf("two commands: %v, want ErrNotSupported", err)
+	}
+	if _, _, err := fluxRunArgs(run, []local.AppSpec{{Path: "a"}}); !errors.Is(err, plugin.ErrInvalidArgument) {
+		t.Errorf("no processes: %v, want ErrInvalidArgument", err)
+	}
+}

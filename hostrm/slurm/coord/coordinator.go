@@ -49,6 +49,11 @@ type Options struct {
 	Version string
 	// Srun is the srun a spawn runs; default "srun" from PATH.
 	Srun string
+	// FluxRun, when set, makes a spawn a Flux job of the instance
+	// instead of a Slurm step: `FluxRun... -n N path args` (say, "flux",
+	// "run", "-o", "pmi=gopmi"), which joins this coordinator as a
+	// spawned step does. Flux's job shell sets it.
+	FluxRun []string
 	// Stdout and Stderr receive a spawned step's output (srun's own
 	// streams); default the coordinator's.
 	Stdout, Stderr io.Writer
@@ -131,9 +136,15 @@ func New(opts Options) *Coordinator {
 		opts.Stderr = os.Stderr
 	}
 	c := &Coordinator{opts: opts, log: opts.Logger, crew: crew.New(nil)}
+	// Spawned jobs are named after the step (slurm.<step>.<n>), or the
+	// Flux job that spawned them (flux.<jobid>.<n>).
+	prefix := "slurm." + opts.Step
+	if opts.FluxRun != nil {
+		prefix = "flux." + opts.Step
+	}
 	c.u = local.NewUniverse(local.UniverseOptions{
 		Name:         "the step's coordinator",
-		Prefix:       "slurm." + opts.Step,
+		Prefix:       prefix,
 		Version:      opts.Version,
 		Logger:       opts.Logger,
 		OnAbort:      c.aborted,

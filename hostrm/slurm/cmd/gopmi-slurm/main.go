@@ -7,7 +7,8 @@
 //     exits with the status srun should report (an MPI_Abort's errorcode).
 //     With -end-fd N (Flux's job shell), the job's end is not scancel's:
 //     the coordinator writes "end <status> <why>" on fd N, and the host
-//     ends the job with that status.
+//     ends the job with that status; with -flux-run ARG (repeated, the
+//     command first), a spawn is a job of the Flux instance.
 //   - `gopmi-slurm shim`, started by each node's slurmstepd, is gopmi-shim
 //     with the Slurm backend in its own process: it serves PMI to the
 //     node's tasks and forwards to the coordinator what crosses nodes.
@@ -123,6 +124,7 @@ const exitSetup = 70
 
 func coordinate(args []string) int {
 	step, listen, endFD := "", "", ""
+	var fluxRun []string
 	for i := 0; i+1 < len(args); i += 2 {
 		switch args[i] {
 		case "-step":
@@ -131,6 +133,10 @@ func coordinate(args []string) int {
 			listen = args[i+1]
 		case "-end-fd":
 			endFD = args[i+1]
+		case "-flux-run":
+			// A spawn is a job of this Flux instance: flux run with
+			// these arguments, one flag for each.
+			fluxRun = append(fluxRun, args[i+1])
 		default:
 			fmt.Fprintf(os.Stderr, "gopmi-slurm coordinate: unknown flag %s\n", args[i])
 			return exitSetup
@@ -160,6 +166,7 @@ func coordinate(args []string) int {
 		os.Unsetenv("LISTEN_FDS")
 	}
 	opts := coord.Options{
+		FluxRun:  fluxRun,
 		Listener: l,
 		Listen:   listen,
 		Secret:   os.Getenv(slurm.EnvSecret),
