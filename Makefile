@@ -241,6 +241,12 @@ bench: build
 			$(GO) run ./integration/bench -gopmi $(BIN)/gopmi -slurm -openmpi $(BENCHFLAGS); \
 		else echo "bench: Open MPI under srun not measured: needs openmpi-bin, libopenmpi-dev and libpmix-dev (make deps)"; fi; \
 	else echo "bench: srun not measured: needs root, slurm-wlm and munge (make deps-test)"; fi
+	@# flux run -o pmi=gopmi against Flux's own PMI, in instances of 2
+	@# and 4 brokers (contrib/tools/bench-flux.sh).
+	@if (command -v flux >/dev/null || test -x /opt/flux/bin/flux) && command -v jq >/dev/null && \
+	    $(MAKE) --no-print-directory flux-plugin >/dev/null; then \
+		contrib/tools/bench-flux.sh $(BIN) $(BIN)/gopmi_flux.so; \
+	else echo "bench: Flux not measured: needs Flux (make flux) and jq"; fi
 	@# srun on each other Slurm release built in /opt/slurm-<series>
 	@# (make slurm-release V=...), against that release's own plugins.
 	@for v in $(SLURM_VERSIONS); do $(MAKE) --no-print-directory bench-slurm-release V=$$v || exit 1; done
