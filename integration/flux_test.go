@@ -1,6 +1,8 @@
 package integration
 
 import (
+	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -172,15 +174,18 @@ func fluxOf(t *testing.T, size int) *fluxInstance {
 	return in
 }
 
-// stop ends the instance: its initial program ends, then the brokers.
+// stop ends the instance: its initial program ends, then the brokers
+// (flux start's process group: the brokers, their job shells and what
+// those started), which are killed after 10 s.
 func (in *fluxInstance) stop() {
-	_ = syscall.Kill(-in.cmd.Process.Pid, syscall.SIGTERM)
-	select {
-	case <-in.done:
-	case <-time.After(15 * time.Second):
-		_ = syscall.Kill(-in.cmd.Process.Pid, syscall.SIGKILL)
-		<-in.done
+	group := -in.cmd.Process.Pid
+	_ = syscall.Kill(group, syscall.SIGTERM)
+	deadline := time.Now().Add(10 * time.Second)
+	for syscall.Kill(group, 0) == nil && time.Now().Before(deadline) {
+		time.Sleep(100 * time.Millisecond)
 	}
+	_ = syscall.Kill(group, syscall.SIGKILL)
+	<-in.done
 	_ = os.RemoveAll(in.dir)
 }
 
@@ -387,5 +392,73 @@ func TestFluxSpawn(t *testing.T) {
 		if want := fmt.Sprintf("ok pmi2-child rank=%d size=2 spawned=1 appnum=0 preput=preput-val jobid=flux.", rank); !strings.Contains(out, want) {
 			t.Errorf("the child lacks %q:\n%s", want, r.Summary())
 		}
+	}
+}
+
+// The processes gopmi's plugin starts inherit none of the shell's fds:
+// libsubprocess makes its ends of the tasks' stdio sockets inheritable,
+// and a coordinator or server holding one would keep a task from the end
+// of its input. Here the ranks speak PMI across two brokers (the
+// coordinator starts) and wait a moment; meanwhile no gopmi process may
+// share a socket with the shell that started it, but for its stdout and
+// stderr, which are the shell's.
+func TestFluxChildrenInheritNoShellFD(t *testing.T) {
+	in := fluxOf(t, 2)
+	task := progs[clients.MPIHello] + " && echo ok waiting && sleep 3"
+	cmd := exec.Command(flux.bin, "run", "-N2", "-n2", "-o", "cpu-affinity=off", "-o", "pmi=gopmi", "-o", "userrc="+flux.userrc, "/bin/sh", "-c", task)
+	cmd.Env = append(os.Environ(), "FLUX_URI="+in.uri, "GOPMI_BINDIR="+binDir)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(out)
+	defer func() {
+		// The job ends by itself (its ranks wait 3 s); its output is
+		// read to its end.
+		for sc.Scan() {
+		}
+		_ = cmd.Wait()
+	}()
+	for sc.Scan() && !strings.HasPrefix(sc.Text(), "ok waiting") {
+	}
+	// Its stdout and stderr are the shell's on purpose.
+	sockets := func(pid string, stdio bool) map[string]bool {
+		m := map[string]bool{}
+		fds, _ := filepath.Glob(filepath.Join("/proc", pid, "fd", "*"))
+		for _, fd := range fds {
+			if n := filepath.Base(fd); !stdio && (n == "0" || n == "1" || n == "2") {
+				continue
+			}
+			if target, err := os.Readlink(fd); err == nil && strings.HasPrefix(target, "socket:") {
+				m[target] = true
+			}
+		}
+		return m
+	}
+	exes, _ := filepath.Glob("/proc/[0-9]*/exe")
+	seen := 0
+	for _, exe := range exes {
+		if target, err := os.Readlink(exe); err != nil || !strings.HasPrefix(target, binDir+"/gopmi-slurm") {
+			continue
+		}
+		pid := filepath.Base(filepath.Dir(exe))
+		stat, err := os.ReadFile(filepath.Join("/proc", pid, "stat"))
+		f := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
+		if err != nil || len(f) < 2 {
+			continue
+		}
+		seen++
+		parent := sockets(f[1], true)
+		for s := range sockets(pid, false) {
+			if parent[s] {
+				t.Errorf("gopmi process %s shares %s with the shell that started it (pid %s)", pid, s, f[1])
+			}
+		}
+	}
+	if seen == 0 {
+		t.Error("found no gopmi process of this job while its ranks waited")
 	}
 }

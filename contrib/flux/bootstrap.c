@@ -53,17 +53,24 @@ void bstr(struct buf *b, const char *s)
 	bprintf(b, "\"");
 }
 
-/* shared_host reports whether another shell of the job runs on name, the
- * host of shell rank s. */
-static int shared_host(struct gopmi *g, int s, const char *name)
+static int by_name(const void *a, const void *b)
 {
-	for (int o = 0; o < g->shells; o++) {
-		const char *other = NULL;
-		if (o != s && flux_shell_rank_info_unpack(g->shell, o, "{s:s}", "name", &other) == 0 && other &&
-		    !strcmp(other, name))
-			return 1;
+	return strcmp(*(const char *const *) a, *(const char *const *) b);
+}
+
+/* shared reports whether name appears more than once in sorted, of n. */
+static int shared(const char **sorted, int n, const char *name)
+{
+	int lo = 0, hi = n;
+
+	while (lo < hi) { /* the first not below name */
+		int mid = (lo + hi) / 2;
+		if (strcmp(sorted[mid], name) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
 	}
-	return 0;
+	return lo + 1 < n && !strcmp(sorted[lo + 1], name);
 }
 
 /* layout writes the job's nodes (one per shell) with their hosts and the
@@ -73,20 +80,36 @@ static int shared_host(struct gopmi *g, int s, const char *name)
 int layout(struct gopmi *g)
 {
 	struct buf b = { 0 };
+	const char **names = calloc(g->shells, sizeof(char *)), **sorted = calloc(g->shells, sizeof(char *));
 
+	if (!names || !sorted) {
+		free(names);
+		free(sorted);
+		return -1;
+	}
+	/* The hosts, once each, and sorted: a host two shells share has
+	 * equal neighbours. */
+	for (int s = 0; s < g->shells; s++)
+		if (flux_shell_rank_info_unpack(g->shell, s, "{s:s}", "name", &names[s]) < 0 || !names[s])
+			names[s] = "";
+	memcpy(sorted, names, g->shells * sizeof(char *));
+	qsort(sorted, g->shells, sizeof(char *), by_name);
+	snprintf(g->host, sizeof(g->host), "%s", names[g->shell_rank]);
 	bprintf(&b, "[");
 	for (int s = 0; s < g->shells; s++) {
-		const char *name = NULL, *taskids = NULL;
+		const char *name = names[s], *taskids = NULL;
 		struct idset *ids;
 
-		if (flux_shell_rank_info_unpack(g->shell, s, "{s:s s:s}", "name", &name, "taskids", &taskids) < 0 ||
+		if (flux_shell_rank_info_unpack(g->shell, s, "{s:s}", "taskids", &taskids) < 0 ||
 		    !(ids = idset_decode(taskids))) {
-			shell_log_error("shell rank %d: no host or task ids", s);
+			shell_log_error("shell rank %d: no task ids", s);
 			free(b.s);
+			free(names);
+			free(sorted);
 			return -1;
 		}
 		bprintf(&b, "%s{" GOPMI_BOOT_NODE_ID "%d," GOPMI_BOOT_NODE_NAME, s ? "," : "", s);
-		if (shared_host(g, s, name)) {
+		if (shared(sorted, g->shells, name)) {
 			/* A node's name is its identity in the overlay: shells
 			 * on one host (flux start --test-size) are told apart
 			 * by their rank, and reached at the host. */
@@ -109,6 +132,8 @@ int layout(struct gopmi *g)
 			if (!g->ranks || !g->pids || !g->conns) {
 				idset_destroy(ids);
 				free(b.s);
+				free(names);
+				free(sorted);
 				return -1;
 			}
 			n = 0;
@@ -118,6 +143,8 @@ int layout(struct gopmi *g)
 		idset_destroy(ids);
 	}
 	bprintf(&b, "]");
+	free(names);
+	free(sorted);
 	if (b.failed) {
 		free(b.s);
 		return -1;
@@ -155,7 +182,8 @@ char *bootstrap(struct gopmi *g)
 		"[\"-coordinator\",");
 	bstr(&b, g->coord);
 	/* The server's log is the job's stderr here, as the shell's own:
-	 * warnings and errors only, unless -o gopmi.log-level says. */
+	 * at info, for its last line (why it exits), of which the shell
+	 * shows warnings and errors unless -o gopmi.log-level says. */
 	/* A PMIx face's backend starts at once: its clients' calls come
 	 * through libpmix, not the shim's reads. */
 	/* So does a spawned job's: its spawner waits for its nodes. */
@@ -165,7 +193,7 @@ char *bootstrap(struct gopmi *g)
 	if (g->timeout > 0)
 		bprintf(&b, "," GOPMI_BOOT_BOOTSTRAP_TIMEOUTS "{" GOPMI_BOOT_TIMEOUTS_FENCE "\"%ds\"}", g->timeout);
 	bprintf(&b, "," GOPMI_BOOT_BOOTSTRAP_LOG_LEVEL);
-	bstr(&b, g->log_level[0] ? g->log_level : "warn");
+	bstr(&b, g->log_level[0] ? g->log_level : "info");
 	bprintf(&b, "}");
 	if (b.failed) {
 		free(b.s);

@@ -54,6 +54,7 @@ static void gopmi_destroy(void *arg)
 		close(g->coord_in);
 	flux_watcher_destroy(g->end_watch);
 	flux_watcher_destroy(g->first_node);
+	flux_watcher_destroy(g->grace);
 	for (int i = 0; g->watch && i < g->nlocal; i++)
 		flux_watcher_destroy(g->watch[i]);
 	free(g->watch);
@@ -138,7 +139,9 @@ static int on_shell_init(flux_plugin_t *p, const char *topic, flux_plugin_arg_t 
 	struct gopmi *g = data;
 	flux_jobid_t id;
 	const char *bindir;
-	char *cmd0 = NULL, *level = NULL, *pmix = NULL;
+	char *cmd0 = NULL, *level = NULL;
+	const char *pmix = NULL;
+	int pmix_b = -1;
 
 	if (flux_shell_info_unpack(g->shell, "{s:I s:i s:i s:i}", "jobid", &id, "rank", &g->shell_rank, "size",
 				   &g->shells, "ntasks", &g->ntasks) < 0)
@@ -146,9 +149,17 @@ static int on_shell_init(flux_plugin_t *p, const char *topic, flux_plugin_arg_t 
 	if (flux_job_id_encode(id, "f58plain", g->jobid, sizeof(g->jobid)) < 0)
 		snprintf(g->jobid, sizeof(g->jobid), "%ju", (uintmax_t) id);
 	joined(g);
-	if (flux_shell_getopt_unpack(g->shell, "gopmi", "{s?s s?s s?s s?i}", "bindir", &cmd0, "log-level", &level, "pmix",
-				     &pmix, "timeout", &g->timeout) < 0 || g->timeout < 0)
-		return shell_log_error("-o gopmi.bindir, gopmi.log-level and gopmi.pmix must be strings, gopmi.timeout seconds"), -1;
+	if (flux_shell_getopt_unpack(g->shell, "gopmi", "{s?s s?s s?i}", "bindir", &cmd0, "log-level", &level, "timeout",
+				     &g->timeout) < 0 || g->timeout < 0)
+		return shell_log_error("-o gopmi.bindir and gopmi.log-level must be strings, gopmi.timeout seconds"), -1;
+	/* -o gopmi.pmix=yes|no|auto; flux run makes true, false, 1 and 0
+	 * JSON of their own. */
+	if (flux_shell_getopt_unpack(g->shell, "gopmi", "{s?s}", "pmix", &pmix) < 0 &&
+	    flux_shell_getopt_unpack(g->shell, "gopmi", "{s?b}", "pmix", &pmix_b) < 0 &&
+	    flux_shell_getopt_unpack(g->shell, "gopmi", "{s?i}", "pmix", &pmix_b) < 0)
+		return shell_log_error("-o gopmi.pmix must be yes, no or auto"), -1;
+	if (pmix_b >= 0)
+		pmix = pmix_b ? "yes" : "no";
 	snprintf(g->log_level, sizeof(g->log_level), "%s", level ? level : "");
 	snprintf(g->pmix_opt, sizeof(g->pmix_opt), "%s", pmix ? pmix : "");
 	bindir = cmd0 ? cmd0 : flux_shell_getenv(g->shell, "GOPMI_BINDIR");
@@ -163,6 +174,10 @@ static int on_shell_init(flux_plugin_t *p, const char *topic, flux_plugin_arg_t 
 		return 0; /* its spawner's coordinator serves it */
 	if (g->shell_rank == 0 && listen_coordinator(g) < 0)
 		return -1;
+	/* The leader's reactor runs until every task of the job is done,
+	 * not only its own: the coordinator serves them all. */
+	if (g->shell_rank == 0 && flux_shell_add_completion_ref(g->shell, "gopmi.coordinator") > 0)
+		g->coord_ref = 1;
 	if (g->shell_rank == 0) {
 		/* A PMIx server connects at once; otherwise the coordinator
 		 * starts when the first node connects, if one does: a job
@@ -273,6 +288,8 @@ static int on_task_fork(flux_plugin_t *p, const char *topic, flux_plugin_arg_t *
 	    localid < 0 || localid >= g->nlocal)
 		return shell_log_errno("task info");
 	g->pids[localid] = (pid_t) pid;
+	if (!g->pmix)
+		(void) accept_tasks(g, 0);
 	return 0;
 }
 
@@ -282,8 +299,17 @@ static int on_shell_start(flux_plugin_t *p, const char *topic, flux_plugin_arg_t
 
 	if (g->pmix)
 		return 0;
-	if (accept_tasks(g) < 0)
-		return -1;
+	if (accept_tasks(g, CONNECT_WAIT_MS) > 0) {
+		/* A task without a connection did not reach its exec: its
+		 * start failed, and Flux says why. */
+		char ranks[512] = "";
+		for (int i = 0, n = 0; i < g->nlocal; i++)
+			if (g->conns[i] < 0)
+				n += snprintf(ranks + n, n < (int) sizeof(ranks) ? sizeof(ranks) - n : 0, "%s%d", n ? "," : "", g->ranks[i]);
+		flux_shell_raise("exec", 0, "gopmi: node %d (%s): rank(s) %s never connected to their PMI server: their start failed (the lines above say why)",
+				 g->shell_rank, g->host, ranks);
+		return 0;
+	}
 	close(g->lfd);
 	g->lfd = -1;
 	unlink(g->sock);
@@ -302,6 +328,63 @@ static int on_shell_start(flux_plugin_t *p, const char *topic, flux_plugin_arg_t
 	return 0;
 }
 
+/* on_grace ends a node server that outlives its tasks by
+ * SERVER_GRACE_MS: SIGTERM, then SIGKILL 2 s later. */
+static void on_grace(flux_reactor_t *r, flux_watcher_t *w, int revents, void *arg)
+{
+	struct gopmi *g = arg;
+
+	if (g->server_gone || g->server <= 0)
+		return;
+	g->stopping = 1;
+	shell_warn("the PMI server outlived this shell's tasks by %ds: ended", SERVER_GRACE_MS / 1000);
+	kill(-g->server, g->grace_killed ? SIGKILL : SIGTERM);
+	if (!g->grace_killed) {
+		g->grace_killed = 1;
+		flux_timer_watcher_reset(w, 2.0, 0.);
+		flux_watcher_start(w);
+	}
+}
+
+/* on_task_exit: once every task of the shell has exited, its server has
+ * until SERVER_GRACE_MS to end; a PMIx server, which cannot tell a task
+ * that never connected from one not started yet, is told by SIGHUP. */
+static int on_task_exit(flux_plugin_t *p, const char *topic, flux_plugin_arg_t *args, void *data)
+{
+	struct gopmi *g = data;
+
+	if (++g->local_exits < g->nlocal || g->server <= 0 || g->server_gone)
+		return 0;
+	if (g->pmix)
+		kill(g->server, SIGHUP);
+	g->grace = flux_timer_watcher_create(flux_get_reactor(flux_shell_get_flux(g->shell)), SERVER_GRACE_MS / 1000., 0.,
+					     on_grace, g);
+	if (g->grace)
+		flux_watcher_start(g->grace);
+	return 0;
+}
+
+/* on_tasks_complete (the leader's): every task of the job is done, so is
+ * the coordinator's work: it is told to end (it waits for the jobs this
+ * one spawned) and the leader may end. */
+static int on_tasks_complete(flux_plugin_t *p, const char *topic, flux_plugin_arg_t *args, void *data)
+{
+	struct gopmi *g = data;
+
+	g->coord_closing = 1;
+	if (g->end_watch)
+		flux_watcher_stop(g->end_watch);
+	if (g->first_node)
+		flux_watcher_stop(g->first_node);
+	if (g->coord_in >= 0) {
+		close(g->coord_in);
+		g->coord_in = -1;
+	}
+	if (g->coord_ref && flux_shell_remove_completion_ref(g->shell, "gopmi.coordinator") >= 0)
+		g->coord_ref = 0;
+	return 0;
+}
+
 static int on_shell_exit(flux_plugin_t *p, const char *topic, flux_plugin_arg_t *args, void *data)
 {
 	struct gopmi *g = data;
@@ -309,7 +392,8 @@ static int on_shell_exit(flux_plugin_t *p, const char *topic, flux_plugin_arg_t 
 	/* The node's server ends with its tasks' connections, once it has
 	 * told the coordinator what they did (an abort, a rank gone before
 	 * finalize); one that lingers is ended. */
-	if (g->server > 0) {
+	if (g->server > 0 && !g->server_gone) {
+		g->stopping = 1;
 		/* A PMIx server cannot tell a task that never connected from
 		 * one not started yet: SIGHUP says every task ended. */
 		if (g->pmix)
@@ -319,7 +403,8 @@ static int on_shell_exit(flux_plugin_t *p, const char *topic, flux_plugin_arg_t 
 	g->server = 0;
 	if (g->coordinator > 0) {
 		int status;
-		close(g->coord_in);
+		if (g->coord_in >= 0)
+			close(g->coord_in);
 		g->coord_in = -1;
 		status = reap(g->coordinator, 5000, SIGTERM);
 		g->coordinator = 0;
@@ -358,6 +443,8 @@ int flux_plugin_init(flux_plugin_t *p)
 	    flux_plugin_add_handler(p, "task.exec", on_task_exec, g) < 0 ||
 	    flux_plugin_add_handler(p, "task.fork", on_task_fork, g) < 0 ||
 	    flux_plugin_add_handler(p, "shell.start", on_shell_start, g) < 0 ||
+	    flux_plugin_add_handler(p, "task.exit", on_task_exit, g) < 0 ||
+	    flux_plugin_add_handler(p, "shell.tasks-complete", on_tasks_complete, g) < 0 ||
 	    flux_plugin_add_handler(p, "shell.exit", on_shell_exit, g) < 0)
 		return -1;
 	return 0;

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -41,9 +42,10 @@
  * made long after fd 3 in the shell; task.exec checks that it is free. */
 #define TASK_FD 3
 
-/* How long the shell waits, once its tasks are forked, for each to
- * connect from task.exec. */
-#define CONNECT_WAIT_MS 30000
+/* How long the shell waits, once its tasks are forked, for a task's
+ * connection that is not there yet: each connected before its exec,
+ * which the shell's fork waits for. */
+#define CONNECT_WAIT_MS 2000
 
 /* How long a shell waits for its PMIx server's READY=1. */
 #define START_WAIT_S 30
@@ -89,7 +91,7 @@ struct gopmi {
 	int npmix_env;
 	int server_err;           /* the node server's stderr, relayed */
 	flux_watcher_t *err_watch;
-	char log[8192], last[4096]; /* its partial line; its last line */
+	char log[65536], last[65536]; /* its partial line; its "exiting" line */
 	size_t nlog;
 	int coord_lfd;              /* the coordinator's socket until it starts */
 	flux_watcher_t *first_node; /* starts the coordinator */
@@ -98,8 +100,15 @@ struct gopmi {
 	/* A job a gopmi job spawned (MPI_Comm_spawn): it joins its
 	 * spawner's coordinator, named in its environment, as the job
 	 * nspace its spawner was told, with the spawn's preput. */
+	int server_ref, server_gone; /* a completion ref held; its log ended */
+	int stopping;                /* the shell ends the server itself */
+	int local_exits;             /* local tasks that exited */
+	flux_watcher_t *grace;       /* ends a server that outlives its tasks */
+	int grace_killed;
+	int coord_ref, coord_closing;
+	char host[256];              /* this shell's */
 	int spawned;
-	char *coord_argv[32];
+	char *coord_argv[48];
 	char nspace[128], parent[128];
 	const char *preput; /* a JSON array of {"key","value"}, or NULL */
 };
@@ -124,7 +133,7 @@ int kvs_get(flux_t *h, const char *key, char *out, size_t size);
 int listen_coordinator(struct gopmi *g);
 int start_coordinator(struct gopmi *g);
 int listen_tasks(struct gopmi *g);
-int accept_tasks(struct gopmi *g);
+int accept_tasks(struct gopmi *g, int wait_ms);
 int start_server(struct gopmi *g);
 int reap(pid_t pid, int ms, int sig);
 

@@ -44,8 +44,13 @@ static void on_end(flux_reactor_t *r, flux_watcher_t *w, int revents, void *arg)
 	ssize_t n = read(g->coord_end, line, sizeof(line) - 1);
 	int status = 0, off = 0;
 
+	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+		return;
 	if (n <= 0) {
+		/* While the job runs, the coordinator ends only when told. */
 		flux_watcher_stop(w);
+		if (!g->coord_closing)
+			flux_shell_raise("exec", 0, "gopmi: the job's coordinator (gopmi-slurm coordinate) ended unexpectedly");
 		return;
 	}
 	line[n] = 0;
@@ -57,6 +62,31 @@ static void on_end(flux_reactor_t *r, flux_watcher_t *w, int revents, void *arg)
 	}
 	flux_watcher_stop(w);
 	flux_shell_raise_exit_status(status << 8, "%s", line + off);
+}
+
+/* in_child is what every child of the shell does before its exec, with
+ * its fds 0..keep-1 in place: nothing else of the shell's stays open in it
+ * (the tasks' stdio sockets, which libsubprocess makes inheritable: a
+ * task reading its stdin would never see its end), it leaves the shell's
+ * process group (the shell's signals to its tasks are not for it), and it
+ * dies with the shell. System calls only: the shell has threads. */
+static void in_child(int keep, pid_t shell, long open_max)
+{
+	if (close_range(keep, ~0U, 0) != 0)
+		for (long fd = keep; fd < open_max; fd++)
+			close(fd);
+	setpgid(0, 0);
+	prctl(PR_SET_PDEATHSIG, SIGKILL);
+	if (getppid() != shell)
+		_exit(125); /* the shell went before the death signal was set */
+}
+
+/* exec_failed is what a child says when its exec fails. */
+static void exec_failed(void)
+{
+	static const char msg[] = "gopmi: exec of a gopmi binary failed\n";
+	(void) !write(2, msg, sizeof(msg) - 1);
+	_exit(127);
 }
 
 /* envp_with is a copy of the shell's environment without the variables
@@ -146,29 +176,50 @@ static void flux_command(char *out, size_t size)
 }
 
 /* coordinator_argv is the coordinator's command: a spawn is a job of this
- * instance, run by flux run with the options that select gopmi (and the
- * userrc that loads it, when this job used one). */
+ * instance, run by flux run with the options that select gopmi, this
+ * job's gopmi options, and the userrc that loads it when this job used
+ * one. */
 static int coordinator_argv(struct gopmi *g, char *path)
 {
-	static char flux[600], userrc[600], bindir[600];
+	static char flux[600], userrc[600], bindir[600], pmix[64], timeout[64], level[64];
 	char *userrc_json = NULL;
-	int n = 0;
+	const char *opts[8];
+	int n = 0, k = 0;
 
 	flux_command(flux, sizeof(flux));
 	snprintf(bindir, sizeof(bindir), "gopmi.bindir=%s", g->bindir);
-	userrc[0] = 0;
+	opts[k++] = "pmi=gopmi";
+	opts[k++] = bindir;
 	if (flux_shell_getopt(g->shell, "userrc", &userrc_json) == 1 && userrc_json) {
 		/* A JSON string: its quotes off (a path holds no escape). */
 		size_t l = strlen(userrc_json);
-		if (l >= 2 && userrc_json[0] == '"' && !strchr(userrc_json, '\\'))
+		if (l >= 2 && userrc_json[0] == '"' && !strchr(userrc_json, '\\')) {
 			snprintf(userrc, sizeof(userrc), "userrc=%.*s", (int) (l - 2), userrc_json + 1);
+			opts[k++] = userrc;
+		}
 	}
 	free(userrc_json);
-	const char *args[] = { path, "coordinate", "-step", g->jobid, "-end-fd", "4", "-flux-run", flux, "-flux-run", "run",
-			       "-flux-run", "-o", "-flux-run", "pmi=gopmi", "-flux-run", "-o", "-flux-run", bindir,
-			       userrc[0] ? "-flux-run" : NULL, "-o", "-flux-run", userrc, NULL };
-	for (; args[n]; n++)
-		g->coord_argv[n] = (char *) args[n];
+	if (g->pmix_opt[0]) {
+		snprintf(pmix, sizeof(pmix), "gopmi.pmix=%s", g->pmix_opt);
+		opts[k++] = pmix;
+	}
+	if (g->timeout > 0) {
+		snprintf(timeout, sizeof(timeout), "gopmi.timeout=%d", g->timeout);
+		opts[k++] = timeout;
+	}
+	if (g->log_level[0]) {
+		snprintf(level, sizeof(level), "gopmi.log-level=%s", g->log_level);
+		opts[k++] = level;
+	}
+	const char *head[] = { path, "coordinate", "-step", g->jobid, "-end-fd", "4", "-flux-run", flux, "-flux-run", "run" };
+	for (size_t i = 0; i < sizeof(head) / sizeof(head[0]); i++)
+		g->coord_argv[n++] = (char *) head[i];
+	for (int i = 0; i < k; i++) {
+		g->coord_argv[n++] = "-flux-run";
+		g->coord_argv[n++] = "-o";
+		g->coord_argv[n++] = "-flux-run";
+		g->coord_argv[n++] = (char *) opts[i];
+	}
 	g->coord_argv[n] = NULL;
 	return 0;
 }
@@ -180,7 +231,8 @@ int start_coordinator(struct gopmi *g)
 {
 	char path[600], secret_var[100], **env;
 	int in[2], end[2];
-	pid_t pid;
+	pid_t pid, shell;
+	long open_max;
 
 	snprintf(path, sizeof(path), "%s/gopmi-slurm", g->bindir);
 	if (access(path, X_OK) != 0)
@@ -202,19 +254,22 @@ int start_coordinator(struct gopmi *g)
 	}
 	env = envp_with((char *[]) { "LISTEN_FDS=1", secret_var, NULL },
 			(const char *[]) { "LISTEN_PID", "LISTEN_FDNAMES", NULL });
+	shell = getpid();
+	open_max = sysconf(_SC_OPEN_MAX);
 	pid = env ? fork() : -1;
 	if (pid == 0) {
 		char **argv = g->coord_argv;
 		/* Out of the way of 0, 3 and 4 first. */
 		int fin = fcntl(in[0], F_DUPFD_CLOEXEC, 5), fl = fcntl(g->coord_lfd, F_DUPFD_CLOEXEC, 5),
 		    fe = fcntl(end[1], F_DUPFD_CLOEXEC, 5);
-		dup2(fin, 0);
-		dup2(fl, 3); /* clears close-on-exec */
-		dup2(fe, 4);
-		setpgid(0, 0); /* the shell's signals to its tasks are not ours */
+		if (fin < 0 || fl < 0 || fe < 0 || dup2(fin, 0) < 0 || dup2(fl, 3) < 0 || dup2(fe, 4) < 0)
+			exec_failed(); /* dup2 cleared close-on-exec on 0, 3 and 4 */
+		in_child(5, shell, open_max);
 		execve(path, argv, env);
-		_exit(127);
+		exec_failed();
 	}
+	if (!env)
+		shell_log_errno("no memory for the coordinator's environment");
 	free(env);
 	/* The coordinator's now (or nobody's): a node that connects to a
 	 * coordinator that died is refused at once. */
@@ -225,7 +280,7 @@ int start_coordinator(struct gopmi *g)
 	if (pid < 0) {
 		close(in[1]);
 		close(end[0]);
-		return shell_log_errno("fork");
+		return env ? shell_log_errno("fork") : -1;
 	}
 	g->coordinator = pid;
 	g->coord_in = in[1];
@@ -259,14 +314,22 @@ int listen_tasks(struct gopmi *g)
 	return 0;
 }
 
-/* accept_tasks takes each local task's connection, known by its pid. */
-int accept_tasks(struct gopmi *g)
+/* accept_tasks takes the tasks' connections waiting on the socket,
+ * knowing each task by its pid (SO_PEERCRED against task.fork's); wait_ms
+ * bounds how long it waits for those not there yet (0: none). A task
+ * connects in task.exec, before its exec, and the shell's fork waits for
+ * that exec: by task.fork its connection is queued, and taking it there
+ * keeps the queue short (a backlog of 128 on older kernels). It returns
+ * how many tasks have no connection. */
+int accept_tasks(struct gopmi *g, int wait_ms)
 {
 	struct timespec t0, t;
-	int got = 0;
+	int missing = 0;
 
+	for (int i = 0; i < g->nlocal; i++)
+		missing += g->conns[i] < 0;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	while (got < g->nlocal) {
+	while (missing > 0) {
 		struct pollfd pfd = { .fd = g->lfd, .events = POLLIN };
 		struct ucred cred;
 		socklen_t clen = sizeof(cred);
@@ -275,16 +338,17 @@ int accept_tasks(struct gopmi *g)
 
 		clock_gettime(CLOCK_MONOTONIC, &t);
 		waited = (t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000;
-		if (waited >= CONNECT_WAIT_MS) {
-			shell_log_error("%d of %d tasks connected to their PMI server within %ds", got, g->nlocal,
-					CONNECT_WAIT_MS / 1000);
-			return -1;
+		if (poll(&pfd, 1, waited >= wait_ms ? 0 : wait_ms - waited) <= 0)
+			break;
+		c = accept4(g->lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+		if (c < 0) {
+			if (errno == EAGAIN || errno == EINTR || errno == ECONNABORTED)
+				continue;
+			shell_log_errno("accept a task's connection");
+			break;
 		}
-		if (poll(&pfd, 1, CONNECT_WAIT_MS - waited) <= 0)
-			continue;
-		c = accept4(g->lfd, NULL, NULL, SOCK_CLOEXEC);
-		if (c < 0)
-			continue;
+		/* The server reads it blocking or not, as it likes. */
+		fcntl(c, F_SETFL, fcntl(c, F_GETFL) & ~O_NONBLOCK);
 		if (getsockopt(c, SOL_SOCKET, SO_PEERCRED, &cred, &clen)) {
 			close(c);
 			continue;
@@ -297,24 +361,46 @@ int accept_tasks(struct gopmi *g)
 			continue;
 		}
 		g->conns[i] = c;
-		got++;
+		missing--;
 	}
-	return 0;
+	return missing;
 }
 
-/* server_failed reads the node server's last line, "gopmi-shim: exiting
- * error=... exit=N" (shim/doc.go: the last line says why it exits), and
- * raises the job's exception when the server ended the job on this node
- * for a reason of its own: a fence that timed out (naming the ranks and
- * their nodes), its backend lost, a bootstrap it refused. An abort (5)
- * and a rank's end reach the coordinator, which ends the job itself. */
-static void server_failed(struct gopmi *g, const char *line)
+/* last_exit is N of the last " exit=N" in line, or -1. */
+static int last_exit(const char *line)
 {
-	const char *e = strstr(line, " exit="), *why = strstr(line, "error=\"");
-	int status = e ? atoi(e + 6) : -1;
+	const char *e = NULL;
+
+	for (const char *p = line; (p = strstr(p, " exit=")); p++)
+		e = p;
+	return e ? atoi(e + 6) : -1;
+}
+
+/* server_ended acts on the node server's end (its log's), which its last
+ * "gopmi-shim: ... exiting ... exit=N" line explains (shim/doc.go): it
+ * raises the job's exception when the server ended the job on this node
+ * for a reason of its own (a fence that timed out, naming the ranks and
+ * their nodes; its backend lost; a bootstrap it refused), or ended
+ * without a word (killed, or crashed) while the shell did not ask. An
+ * abort (5) and a rank's end reach the coordinator, which ends the job
+ * itself. */
+static void server_ended(struct gopmi *g)
+{
+	const char *line = g->last, *why = strstr(line, "error=\"");
+	int status = last_exit(line);
 	char reason[2048];
 
-	if (!strstr(line, "gopmi-shim: exiting") || status <= 0 || status == 5)
+	g->server_gone = 1;
+	if (g->server_ref && flux_shell_remove_completion_ref(g->shell, "gopmi.server") >= 0)
+		g->server_ref = 0;
+	if (g->stopping)
+		return; /* the shell ended it */
+	if (!line[0]) {
+		flux_shell_raise("exec", 0, "gopmi: node %d (%s): its PMI server ended without saying why (killed, or it crashed: its last lines are above)",
+				 g->shell_rank, g->host);
+		return;
+	}
+	if (status <= 0 || status == 5)
 		return;
 	if (why) {
 		const char *end = why + 7;
@@ -325,13 +411,31 @@ static void server_failed(struct gopmi *g, const char *line)
 			reason[n++] = *end++;
 		reason[n] = 0;
 	} else {
-		snprintf(reason, sizeof(reason), "it exited with status %d", status);
+		snprintf(reason, sizeof(reason), "its PMI server exited with status %d", status);
 	}
-	flux_shell_raise("exec", 0, "gopmi: node %d (shell rank %d): %s", g->shell_rank, g->shell_rank, reason);
+	flux_shell_raise("exec", 0, "gopmi: node %d (%s): %s", g->shell_rank, g->host, reason);
+}
+
+/* shown reports whether a line of the server's log goes to the job's
+ * stderr: at the default level (the server logs at info, for its last
+ * line), its warnings and errors, and anything that is not a log line
+ * (a Go panic's); everything when -o gopmi.log-level chose a level. */
+static int shown(struct gopmi *g, const char *line)
+{
+	const char *lvl = strchr(line, ' ');
+
+	if (g->log_level[0])
+		return 1;
+	/* "15:04:05.000 LVL message ...", the console writer's. */
+	if (!lvl || lvl - line != 12 || line[2] != ':' || line[8] != '.')
+		return 1;
+	return !strncmp(lvl, " WRN ", 5) || !strncmp(lvl, " ERR ", 5) || !strncmp(lvl, " FTL ", 5) ||
+	       !strncmp(lvl, " PNC ", 5);
 }
 
 /* on_server_log copies the node server's log, a line at a time, to the
- * shell's stderr (the job's), and acts on its last line. */
+ * shell's stderr (the job's), keeps the last line that says why it exits,
+ * and acts on the server's end. */
 static void on_server_log(flux_reactor_t *r, flux_watcher_t *w, int revents, void *arg)
 {
 	struct gopmi *g = arg;
@@ -345,8 +449,10 @@ static void on_server_log(flux_reactor_t *r, flux_watcher_t *w, int revents, voi
 	g->log[g->nlog] = 0;
 	for (line = g->log; (nl = strchr(line, '\n')); line = nl + 1) {
 		*nl = 0;
-		dprintf(2, "%s\n", line);
-		snprintf(g->last, sizeof(g->last), "%.4000s", line);
+		if (shown(g, line))
+			dprintf(2, "%s\n", line);
+		if (strstr(line, "gopmi-shim: ") && strstr(line, "exiting"))
+			snprintf(g->last, sizeof(g->last), "%s", line);
 	}
 	g->nlog -= line - g->log;
 	memmove(g->log, line, g->nlog);
@@ -356,11 +462,10 @@ static void on_server_log(flux_reactor_t *r, flux_watcher_t *w, int revents, voi
 		g->nlog = 0;
 	}
 	if (n <= 0) {
-		/* The server ended. */
 		if (g->nlog)
 			dprintf(2, "%.*s\n", (int) g->nlog, g->log);
 		flux_watcher_stop(w);
-		server_failed(g, g->last);
+		server_ended(g);
 	}
 }
 
@@ -441,14 +546,15 @@ static int wait_ready(struct gopmi *g, int sock)
  * FLUX_JOB_TMPDIR, its TMPDIR). */
 int start_server(struct gopmi *g)
 {
-	char path[600], *boot = bootstrap(g), nfds[32], names[4096 + 16], secret_var[100], coord_var[320],
-		notify[128], tmp[600];
+	char path[600], *boot = bootstrap(g), nfds[32], secret_var[100], coord_var[320], notify[128], tmp[600];
 	struct sockaddr_un addr = { .sun_family = AF_UNIX };
+	socklen_t alen = sizeof(addr);
 	struct buf fdnames = { 0 };
 	int in[2] = { -1, -1 }, errp[2] = { -1, -1 }, ns = -1, rc = -1;
 	const char *dir = flux_shell_getenv(g->shell, "FLUX_JOB_TMPDIR");
 	char **env = NULL;
-	pid_t pid;
+	pid_t pid, shell = getpid();
+	long open_max = sysconf(_SC_OPEN_MAX);
 
 	if (!boot)
 		return shell_log_error("no memory for the bootstrap"), -1;
@@ -457,28 +563,28 @@ int start_server(struct gopmi *g)
 		shell_log_errno("%s%s", path, g->pmix ? " (this job's tasks speak PMIx, which gopmi-slurm-pmix serves: it is built where libpmix-dev is installed; -o gopmi.pmix=no runs the job without it)" : "");
 		goto out;
 	}
+	bprintf(&fdnames, "LISTEN_FDNAMES=");
 	for (int i = 0; !g->pmix && i < g->nlocal; i++)
 		bprintf(&fdnames, "%srank%d", i ? ":" : "", g->ranks[i]);
 	snprintf(nfds, sizeof(nfds), "LISTEN_FDS=%d", g->nlocal);
-	snprintf(names, sizeof(names), "LISTEN_FDNAMES=%s", fdnames.s ? fdnames.s : "");
 	snprintf(secret_var, sizeof(secret_var), ENV_SECRET "=%s", g->secret);
 	snprintf(coord_var, sizeof(coord_var), ENV_COORD "=%s", g->coord);
 	snprintf(tmp, sizeof(tmp), "TMPDIR=%s", dir ? dir : "/tmp");
 	if (g->pmix) {
-		socklen_t alen;
-		snprintf(addr.sun_path + 1, sizeof(addr.sun_path) - 1, "gopmi-flux-%s-%d-%d", g->jobid, g->shell_rank, (int) getpid());
-		alen = offsetof(struct sockaddr_un, sun_path) + 1 + strlen(addr.sun_path + 1);
+		/* An abstract name the kernel picks (autobind): no other
+		 * process can take it first. */
 		ns = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-		if (ns < 0 || bind(ns, (struct sockaddr *) &addr, alen) ||
+		if (ns < 0 || bind(ns, (struct sockaddr *) &addr, sizeof(sa_family_t)) ||
+		    getsockname(ns, (struct sockaddr *) &addr, &alen) || alen <= sizeof(sa_family_t) + 1 ||
 		    setsockopt(ns, SOL_SOCKET, SO_PASSCRED, &(int){ 1 }, sizeof(int))) {
 			shell_log_errno("the PMIx server's notify socket");
 			goto out;
 		}
-		snprintf(notify, sizeof(notify), "NOTIFY_SOCKET=@%s", addr.sun_path + 1);
+		snprintf(notify, sizeof(notify), "NOTIFY_SOCKET=@%.*s", (int) (alen - sizeof(sa_family_t) - 1), addr.sun_path + 1);
 		env = envp_with((char *[]) { secret_var, coord_var, notify, tmp, "GOPMI_LOG_FORMAT=console", NULL },
 				(const char *[]) { "LISTEN_PID", "LISTEN_FDS", "LISTEN_FDNAMES", NULL });
 	} else {
-		env = envp_with((char *[]) { secret_var, coord_var, nfds, names, "GOPMI_LOG_FORMAT=console", NULL },
+		env = envp_with((char *[]) { secret_var, coord_var, nfds, fdnames.s ? fdnames.s : "", "GOPMI_LOG_FORMAT=console", NULL },
 				(const char *[]) { "LISTEN_PID", "NOTIFY_SOCKET", NULL });
 	}
 	if (fdnames.failed || !env || pipe2(in, O_CLOEXEC) || pipe2(errp, O_CLOEXEC)) {
@@ -494,13 +600,14 @@ int start_server(struct gopmi *g)
 		for (int i = 0; !g->pmix && i < g->nlocal; i++)
 			g->conns[i] = fcntl(g->conns[i], F_DUPFD_CLOEXEC, hi);
 		int ferr = fcntl(errp[1], F_DUPFD_CLOEXEC, hi);
-		dup2(fin, 0);
-		dup2(ferr, 2);
+		if (fin < 0 || ferr < 0 || dup2(fin, 0) < 0 || dup2(ferr, 2) < 0)
+			exec_failed();
 		for (int i = 0; !g->pmix && i < g->nlocal; i++)
-			dup2(g->conns[i], 3 + i); /* clears close-on-exec */
-		setpgid(0, 0);
+			if (g->conns[i] < 0 || dup2(g->conns[i], 3 + i) < 0) /* clears close-on-exec */
+				exec_failed();
+		in_child(g->pmix ? 3 : hi, shell, open_max);
 		execve(path, argv, env);
-		_exit(127);
+		exec_failed();
 	}
 	close(in[0]);
 	in[0] = -1;
@@ -509,6 +616,10 @@ int start_server(struct gopmi *g)
 		goto out;
 	}
 	g->server = pid;
+	/* The shell's reactor runs until the server has ended (its log's
+	 * end), so that what it says at its end is heard. */
+	if (flux_shell_add_completion_ref(g->shell, "gopmi.server") > 0)
+		g->server_ref = 1;
 	close(errp[1]);
 	errp[1] = -1;
 	g->server_err = errp[0];
@@ -540,6 +651,8 @@ int start_server(struct gopmi *g)
 	rc = g->pmix ? wait_ready(g, ns) : 0;
 	if (rc == 0)
 		shell_debug("node server pid %d serves %d %stasks", (int) pid, g->nlocal, g->pmix ? "PMIx " : "");
+	else if (g->server > 0 && !g->server_gone)
+		kill(-pid, SIGKILL); /* not ready: nothing is left behind */
 out:
 	if (in[0] >= 0)
 		close(in[0]);
@@ -569,9 +682,9 @@ int reap(pid_t pid, int ms, int sig)
 		if (w < 0)
 			return -1;
 		if (waited == ms)
-			kill(pid, sig);
+			kill(-pid, sig); /* its process group: what it started too */
 		if (waited >= ms + 2000) {
-			kill(pid, SIGKILL);
+			kill(-pid, SIGKILL);
 			return waitpid(pid, &status, 0) == pid ? status : -1;
 		}
 		usleep(10000);
