@@ -92,7 +92,7 @@ flux-plugin:
 	@mkdir -p $(BIN)
 	$(CC) -O2 -Wall -Wextra -Wno-unused-parameter -Werror -shared -fPIC -o $(BIN)/gopmi_flux.so \
 		-DGOPMI_BINDIR='"$(PREFIX)/bin"' -Icontrib/slurm -Icontrib/flux $$($(FLUX_PKG) --cflags flux-core flux-idset) \
-		contrib/flux/gopmi_flux.c contrib/flux/launch.c contrib/flux/bootstrap.c $$($(FLUX_PKG) --libs flux-core flux-idset)
+		contrib/flux/gopmi_flux.c contrib/flux/launch.c contrib/flux/server.c contrib/flux/bootstrap.c $$($(FLUX_PKG) --libs flux-core flux-idset)
 
 # Every job shell loads it; it stays inert unless a job asks for it.
 install-flux-plugin: flux-plugin

@@ -1,6 +1,7 @@
 /* gopmi's Flux job-shell plugin: what its files share (gopmi_flux.c: the
- * shell's callbacks; launch.c: the processes it starts and the tasks'
- * socket; bootstrap.c: the node server's bootstrap). */
+ * shell's callbacks; launch.c: the coordinator, the tasks' socket, what a
+ * child does before its exec; server.c: the node's server; bootstrap.c:
+ * its bootstrap). */
 
 #ifndef GOPMI_FLUX_H
 #define GOPMI_FLUX_H
@@ -129,12 +130,17 @@ char *bootstrap(struct gopmi *g);
 int wants_pmix(struct gopmi *g);
 
 /* launch.c */
+void in_child(int keep, pid_t shell, long open_max);
+void exec_failed(void);
+char **envp_with(char *const *sets, const char *const *drop);
 int kvs_get(flux_t *h, const char *key, char *out, size_t size);
 int listen_coordinator(struct gopmi *g);
 int start_coordinator(struct gopmi *g);
 int listen_tasks(struct gopmi *g);
 int accept_tasks(struct gopmi *g, int wait_ms);
-int start_server(struct gopmi *g);
 int reap(pid_t pid, int ms, int sig);
+
+/* server.c */
+int start_server(struct gopmi *g);
 
 #endif
