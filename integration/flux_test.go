@@ -107,18 +107,6 @@ func fluxReady(t *testing.T) {
 	}
 }
 
-// fluxStartScript makes the instance's scheduler see 32 cores per broker
-// (a broker has this host's cores, and Flux does not oversubscribe: as
-// Flux's own tests do), writes the instance's URI and waits.
-const fluxStartScript = `set -e
-flux module remove sched-simple
-flux kvs put resource.R="$(flux kvs get resource.R | jq -c '.execution.R_lite[0].children.core="0-31"')"
-flux module reload resource noverify
-flux module load sched-simple
-echo "$FLUX_URI" > "$1/uri.tmp" && mv "$1/uri.tmp" "$1/uri"
-exec sleep 100000
-`
-
 // fluxOf returns the instance of size brokers, started on first use.
 func fluxOf(t *testing.T, size int) *fluxInstance {
 	t.Helper()
@@ -132,16 +120,19 @@ func fluxOf(t *testing.T, size int) *fluxInstance {
 	if err != nil {
 		t.Fatal(err)
 	}
-	script := filepath.Join(dir, "start.sh")
-	if err := os.WriteFile(script, []byte(fluxStartScript), 0o755); err != nil {
+	// contrib/tools/flux-instance.sh: 32 cores per broker, the URI
+	// written to dir/uri.
+	root, err := moduleRoot(context.Background())
+	if err != nil {
 		t.Fatal(err)
 	}
+	script := filepath.Join(root, "contrib", "tools", "flux-instance.sh")
 	log, err := os.Create(filepath.Join(dir, "flux.log"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer log.Close()
-	cmd := exec.Command(flux.bin, "start", "--test-size="+strconv.Itoa(size), "/bin/sh", script, dir)
+	cmd := exec.Command(flux.bin, "start", "--test-size="+strconv.Itoa(size), "/bin/sh", script, filepath.Join(dir, "uri"))
 	cmd.Env = append(os.Environ(), "PATH="+filepath.Dir(flux.bin)+":"+os.Getenv("PATH"))
 	cmd.Stdout, cmd.Stderr = log, log
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}

@@ -20,7 +20,22 @@ flux=${FLUX:-$(command -v flux || echo /opt/flux/bin/flux)}
 work=$(mktemp -d)
 pids=
 cleanup() {
-	for p in $pids; do kill "$p" 2>/dev/null || true; done
+	# An instance ends when its initial program does (flux-instance.sh's
+	# sleep); flux start is killed if it has not ended 15 s later. (IFS
+	# may be the newline cmp.py's arguments were split on.)
+	IFS=' '
+	for n in 2 4; do
+		test -e "$work/uri.$n.pid" && kill "$(cat "$work/uri.$n.pid")" 2>/dev/null || true
+	done
+	i=0
+	while [ $i -lt 150 ]; do
+		alive=
+		for p in $pids; do kill -0 "$p" 2>/dev/null && alive=1; done
+		[ -z "$alive" ] && break
+		i=$((i + 1))
+		sleep 0.1
+	done
+	for p in $pids; do kill -KILL "$p" 2>/dev/null || true; done
 	rm -rf "$work"
 }
 trap cleanup EXIT INT TERM
@@ -34,20 +49,9 @@ if command -v mpicc.openmpi >/dev/null && test -x "$bindir/gopmi-slurm-pmix" && 
 fi
 echo "plugin.load { file = \"$plugin\" }" > "$work/gopmi.lua"
 
-# An instance whose brokers have 32 cores each (Flux does not
-# oversubscribe; as Flux's own tests do), its URI in $work/uri.N.
-cat > "$work/start.sh" <<'EOF'
-set -e
-flux module remove sched-simple
-flux kvs put resource.R="$(flux kvs get resource.R | jq -c '.execution.R_lite[0].children.core="0-31"')"
-flux module reload resource noverify
-flux module load sched-simple
-echo "$FLUX_URI" > "$1.tmp" && mv "$1.tmp" "$1"
-exec sleep 100000
-EOF
 for n in 2 4; do
-	PATH=$(dirname "$flux"):$PATH setsid "$flux" start --test-size=$n /bin/sh "$work/start.sh" "$work/uri.$n" >"$work/flux.$n.log" 2>&1 &
-	pids="$pids -$!"
+	PATH=$(dirname "$flux"):$PATH "$flux" start --test-size=$n /bin/sh "$here/flux-instance.sh" "$work/uri.$n" >"$work/flux.$n.log" 2>&1 &
+	pids="$pids $!"
 done
 for n in 2 4; do
 	i=0
