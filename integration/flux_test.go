@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/gopmi/gopmi/integration/clients"
+	"github.com/gopmi/gopmi/plugin/execpath"
 )
 
 // The Flux tests run `flux run -o pmi=gopmi` in real Flux instances this
@@ -50,18 +51,10 @@ var flux struct {
 
 // fluxCommand finds flux: on PATH, else in /opt/flux.
 func fluxCommand() (string, error) {
-	if p, err := exec.LookPath("flux"); err == nil {
-		return p, nil
-	}
-	if p := "/opt/flux/bin/flux"; isExecutable(p) {
+	if p, _ := execpath.Find("flux", append(execpath.PathDirs(os.Getenv("PATH")), "/opt/flux/bin")...); p != "" {
 		return p, nil
 	}
 	return "", errors.New("no Flux: neither flux on PATH nor /opt/flux/bin/flux (make deps-test builds it from ../shared/vendor/flux, as root)")
-}
-
-func isExecutable(p string) bool {
-	st, err := os.Stat(p)
-	return err == nil && st.Mode().IsRegular() && st.Mode()&0o111 != 0
 }
 
 // fluxReady finds Flux and builds the plugin once; it skips t when there
@@ -285,7 +278,7 @@ func TestFluxOpenMPI(t *testing.T) {
 		t.Errorf("the job that lost a rank ended after %v: a time-out, not the loss, ended it", d)
 	}
 	r = in.run(t, time.Minute, 2, 2, lab, pub)
-	for _, want := range []string{"ok pubname rank=1 step=lookup port=fake-port-string#1", "ok pubname rank=1 step=lookup-missing err=MPI_ERR_NAME", "ok pubname rank=0 step=unpublish"} {
+	for _, want := range pubnameLines {
 		if r.ExitCode != 0 || !strings.Contains(r.Stdout, want) {
 			t.Fatalf("names: lacks %q:\n%s", want, r.Summary())
 		}
@@ -294,20 +287,12 @@ func TestFluxOpenMPI(t *testing.T) {
 	// instance, which joins its parent's coordinator.
 	spawn := buildOpenMPI(t, "mpi_spawn")
 	r = in.run(t, 2*time.Minute, 2, 2, lab, spawn, "n=3")
-	for _, want := range []string{"ok spawn rank=0 role=parent remote=3 merged=5 sum=3003", "ok spawn rank=1 role=parent remote=3 merged=5",
-		"ok spawn rank=0 role=child remote=2 merged=5", "ok spawn rank=2 role=child remote=2 merged=5"} {
+	for _, want := range spawnLines {
 		if r.ExitCode != 0 || !strings.Contains(r.Stdout+r.Stderr, want) {
 			t.Fatalf("spawn: lacks %q:\n%s", want, r.Summary())
 		}
 	}
-	const py = "/usr/bin/python3"
-	script := filepath.Join(t.TempDir(), "hello.py")
-	if err := os.WriteFile(script, []byte(`from mpi4py import MPI
-c = MPI.COMM_WORLD
-print(f"ok mpi4py rank={c.Get_rank()} size={c.Get_size()} sum={c.allreduce(c.Get_rank() + 1)}", flush=True)
-`), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	py, script := mpi4pyHello(t)
 	r = in.run(t, time.Minute, 2, 4, append(lab, "-o", "gopmi.pmix=yes"), py, script)
 	for rank := range 4 {
 		if want := fmt.Sprintf("ok mpi4py rank=%d size=4 sum=10", rank); r.ExitCode != 0 || !strings.Contains(r.Stdout, want) {

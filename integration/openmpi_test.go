@@ -175,7 +175,7 @@ func TestOpenMPINames(t *testing.T) {
 	}
 	prog := buildOpenMPI(t, "mpi_pubname")
 	r := runArgv(t, runOpts{}, []string{gopmiBin, "run", "-n", "2", prog})
-	for _, want := range []string{"ok pubname rank=1 step=lookup port=fake-port-string#1", "ok pubname rank=1 step=lookup-missing err=MPI_ERR_NAME", "ok pubname rank=0 step=unpublish"} {
+	for _, want := range pubnameLines {
 		if r.ExitCode != 0 || !strings.Contains(r.Stdout, want) {
 			t.Fatalf("within a job: lacks %q: %s", want, output(r))
 		}
@@ -497,6 +497,34 @@ func asyncModexFlake(stderr string) bool {
 	return strings.Contains(stderr, "PML add procs failed") && strings.Contains(stderr, `Returned "Not found" (-13)`)
 }
 
+// The lines mpi_pubname's 2 ranks print when the name service serves
+// them, and mpi_spawn's (2 ranks spawning n=3) when the spawn and the
+// merge of the two jobs work.
+var (
+	pubnameLines = []string{"ok pubname rank=1 step=lookup port=fake-port-string#1", "ok pubname rank=1 step=lookup-missing err=MPI_ERR_NAME", "ok pubname rank=0 step=unpublish"}
+	spawnLines   = []string{"ok spawn rank=0 role=parent remote=3 merged=5 sum=3003", "ok spawn rank=1 role=parent remote=3 merged=5",
+		"ok spawn rank=0 role=child remote=2 merged=5", "ok spawn rank=2 role=child remote=2 merged=5"}
+)
+
+// mpi4pyHello is Debian's python3 and a hello with its mpi4py (Open MPI,
+// loaded by the interpreter at run time): each rank prints
+// "ok mpi4py rank=R size=N sum=N(N+1)/2".
+func mpi4pyHello(t *testing.T) (py, script string) {
+	t.Helper()
+	py = "/usr/bin/python3"
+	if err := exec.Command(py, "-c", "import mpi4py").Run(); err != nil {
+		t.Fatalf("%s cannot import mpi4py (%v): apt-get install python3-mpi4py (make deps-test does)", py, err)
+	}
+	script = filepath.Join(t.TempDir(), "hello.py")
+	if err := os.WriteFile(script, []byte(`from mpi4py import MPI
+c = MPI.COMM_WORLD
+print(f"ok mpi4py rank={c.Get_rank()} size={c.Get_size()} sum={c.allreduce(c.Get_rank() + 1)}", flush=True)
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return py, script
+}
+
 // asyncModexTries is how many runs an async-modex case gets.
 const asyncModexTries = 3
 
@@ -540,7 +568,7 @@ func TestOpenMPIUnderSrun(t *testing.T) {
 		t.Errorf("the step that lost a rank ended after %v: the fence time-out, not the loss, ended it", d)
 	}
 	r = runOn(t, c, time.Minute, []string{"srun", "--mpi=gopmi", "-N2", "-n2", pub}, ompiLab...)
-	for _, want := range []string{"ok pubname rank=1 step=lookup port=fake-port-string#1", "ok pubname rank=1 step=lookup-missing err=MPI_ERR_NAME", "ok pubname rank=0 step=unpublish"} {
+	for _, want := range pubnameLines {
 		if r.ExitCode != 0 || !strings.Contains(r.Stdout, want) {
 			t.Fatalf("names: lacks %q: %s", want, slurmFailure(c, r))
 		}
@@ -549,8 +577,7 @@ func TestOpenMPIUnderSrun(t *testing.T) {
 	// srun --mpi=gopmi in the allocation, whose step is PMIx too.
 	spawn := buildOpenMPI(t, "mpi_spawn")
 	r = runOn(t, c, 2*time.Minute, []string{"salloc", "-N2", "-n5", "srun", "--mpi=gopmi", "-N2", "-n2", spawn, "n=3"}, ompiLab...)
-	for _, want := range []string{"ok spawn rank=0 role=parent remote=3 merged=5 sum=3003", "ok spawn rank=1 role=parent remote=3 merged=5",
-		"ok spawn rank=0 role=child remote=2 merged=5", "ok spawn rank=2 role=child remote=2 merged=5"} {
+	for _, want := range spawnLines {
 		if r.ExitCode != 0 || !strings.Contains(r.Stdout, want) {
 			t.Fatalf("spawn: lacks %q: %s", want, slurmFailure(c, r))
 		}
@@ -826,17 +853,7 @@ func TestMpi4py(t *testing.T) {
 	if err := pmixShim(); err != nil {
 		t.Fatal(err)
 	}
-	const py = "/usr/bin/python3"
-	if err := exec.Command(py, "-c", "import mpi4py").Run(); err != nil {
-		t.Fatalf("%s cannot import mpi4py (%v): apt-get install python3-mpi4py (make deps-test does)", py, err)
-	}
-	script := filepath.Join(t.TempDir(), "hello.py")
-	if err := os.WriteFile(script, []byte(`from mpi4py import MPI
-c = MPI.COMM_WORLD
-print(f"ok mpi4py rank={c.Get_rank()} size={c.Get_size()} sum={c.allreduce(c.Get_rank() + 1)}", flush=True)
-`), 0o644); err != nil {
-		t.Fatal(err)
-	}
+	py, script := mpi4pyHello(t)
 	check := func(t *testing.T, r clients.Result, n int, what string) {
 		t.Helper()
 		for rank := range n {

@@ -180,7 +180,7 @@ static void flux_command(char *out, size_t size)
  * instance, run by flux run with the options that select gopmi, this
  * job's gopmi options, and the userrc that loads it when this job used
  * one. */
-static int coordinator_argv(struct gopmi *g, char *path)
+static void coordinator_argv(struct gopmi *g, char *path)
 {
 	static char flux[600], userrc[600], bindir[600], pmix[64], timeout[64], level[64];
 	char *userrc_json = NULL;
@@ -222,7 +222,6 @@ static int coordinator_argv(struct gopmi *g, char *path)
 		g->coord_argv[n++] = (char *) opts[i];
 	}
 	g->coord_argv[n] = NULL;
-	return 0;
 }
 
 /* start_coordinator starts gopmi-slurm coordinate on the listening socket
@@ -246,13 +245,7 @@ int start_coordinator(struct gopmi *g)
 		return shell_log_errno("pipe");
 	}
 	snprintf(secret_var, sizeof(secret_var), ENV_SECRET "=%s", g->secret);
-	if (coordinator_argv(g, path) < 0) {
-		close(in[0]);
-		close(in[1]);
-		close(end[0]);
-		close(end[1]);
-		return shell_log_errno("the coordinator's arguments");
-	}
+	coordinator_argv(g, path);
 	env = envp_with((char *[]) { "LISTEN_FDS=1", secret_var, NULL },
 			(const char *[]) { "LISTEN_PID", "LISTEN_FDNAMES", NULL });
 	shell = getpid();

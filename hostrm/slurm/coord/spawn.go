@@ -114,12 +114,13 @@ func (c *Coordinator) launch(ctx context.Context, spec *local.JobSpec) error {
 		select {
 		case <-changed:
 		case err := <-exited:
-			if all, _ := c.u.Configured(ns); all || (err == nil && c.opts.FluxRun != nil) {
+			if all, _ := c.u.Configured(ns); all || err == nil {
 				// It started and ended at once: the spawn happened.
-				// (A short Flux job may end well before its nodes'
-				// backends, which its one-node fences did not need,
-				// came up: flux run's success says it ran.)
-				c.u.EndJob(ns, exitFailure(err))
+				// A launcher that succeeded ran its job, even one
+				// that ended before its nodes' backends, which its
+				// one-node fences did not need, came up (a short
+				// Flux job does).
+				c.u.EndJob(ns, exitFailure(prog, err))
 				return nil
 			}
 			c.u.EndJob(ns, filepath.Base(prog)+" ended before the job started")
@@ -152,18 +153,18 @@ func (c *Coordinator) launch(ctx context.Context, spec *local.JobSpec) error {
 		c.mu.Lock()
 		delete(c.spawned.sruns, cmd)
 		c.mu.Unlock()
-		c.u.EndJob(ns, exitFailure(err))
+		c.u.EndJob(ns, exitFailure(prog, err))
 	}()
 	return nil
 }
 
-// exitFailure is how a spawned job's srun (or flux run) ended, as
+// exitFailure is how a spawned job's launcher (srun, or flux) ended, as
 // Universe.EndJob takes it: "" when it succeeded.
-func exitFailure(err error) string {
+func exitFailure(prog string, err error) string {
 	var ee *exec.ExitError
 	switch {
 	case errors.As(err, &ee):
-		return "srun exited with " + ee.ProcessState.String()
+		return filepath.Base(prog) + " exited with " + ee.ProcessState.String()
 	case err != nil:
 		return err.Error()
 	}
